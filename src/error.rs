@@ -1,0 +1,140 @@
+//! The one error type of the HTTP API and its wire shape, RFC 9457
+//! `application/problem+json`.
+//!
+//! Domain modules return their own errors ([`FieldError`] lists, `anyhow`);
+//! handlers turn them into [`ApiError`]. A 500 answers with a generic detail and
+//! carries its cause chain in a response extension for the logging middleware,
+//! so `into_response` has no side effects and no internal text reaches a client.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::thread::FieldError;
+
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("the body is not valid JSON: {0}")]
+    MalformedJson(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("the body is larger than the limit of {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("the request is invalid")]
+    Invalid(Vec<FieldError>),
+    #[error("{detail}")]
+    Unprocessable { title: &'static str, detail: String },
+    #[error("no route for {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("the request took longer than {0} seconds")]
+    Timeout(u64),
+    #[error("internal error")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<Vec<FieldError>> for ApiError {
+    fn from(errors: Vec<FieldError>) -> Self {
+        ApiError::Invalid(errors)
+    }
+}
+
+impl ApiError {
+    /// One field error, for checks made outside a parser.
+    pub fn field(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError::Invalid(vec![FieldError::new(pointer, message)])
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Invalid(_) | ApiError::Unprocessable { .. } => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn slug_and_title(&self) -> (&'static str, &'static str) {
+        match self {
+            ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
+            ApiError::UnsupportedMediaType(_) => {
+                ("unsupported-media-type", "Unsupported media type")
+            }
+            ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Payload too large"),
+            ApiError::Invalid(_) => ("validation", "Invalid request"),
+            ApiError::Unprocessable { title, .. } => ("unprocessable", title),
+            ApiError::NotFound(_) => ("not-found", "Not found"),
+            ApiError::MethodNotAllowed => ("method-not-allowed", "Method not allowed"),
+            ApiError::Timeout(_) => ("timeout", "Request timed out"),
+            ApiError::Internal(_) => ("internal", "Internal server error"),
+        }
+    }
+}
+
+/// The problem+json body.
+#[derive(Debug, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// The cause chain of a 500, for the logging middleware only.
+#[derive(Debug, Clone)]
+pub struct InternalCause(pub String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status_code();
+        let (slug, title) = self.slug_and_title();
+        let (detail, errors, cause) = match self {
+            ApiError::Invalid(errors) => {
+                let detail = match errors.as_slice() {
+                    [one] => format!("{}: {}", one.pointer, one.message),
+                    many => format!("{} problems in the request; see `errors`", many.len()),
+                };
+                (detail, errors, None)
+            }
+            ApiError::Internal(e) => (
+                "something went wrong on our side; the request id identifies it in the logs".into(),
+                Vec::new(),
+                Some(format!("{e:#}")),
+            ),
+            other => (other.to_string(), Vec::new(), None),
+        };
+        let problem = Problem {
+            kind: format!("urn:condense:problem:{slug}"),
+            title,
+            status: status.as_u16(),
+            detail,
+            errors,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut res = (status, body).into_response();
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if status == StatusCode::METHOD_NOT_ALLOWED {
+            res.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
+        }
+        if let Some(cause) = cause {
+            res.extensions_mut().insert(InternalCause(cause));
+        }
+        res
+    }
+}

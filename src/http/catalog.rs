@@ -1,0 +1,42 @@
+//! `GET /v1/models` and `GET /v1/profiles`: what the service knows.
+
+use std::collections::BTreeMap;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+
+use crate::policy::Profile;
+use crate::state::AppState;
+use crate::tokens::ModelSpec;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/models", get(models))
+        .route("/v1/profiles", get(profiles))
+}
+
+#[derive(Serialize)]
+pub struct ModelsResponse {
+    pub default_model: String,
+    pub models: Vec<ModelSpec>,
+}
+
+async fn models(State(app): State<AppState>) -> Json<ModelsResponse> {
+    Json(ModelsResponse {
+        default_model: app.config.default_model.clone(),
+        models: app.models.models().to_vec(),
+    })
+}
+
+#[derive(Serialize)]
+pub struct ProfilesResponse {
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+async fn profiles(State(app): State<AppState>) -> Json<ProfilesResponse> {
+    Json(ProfilesResponse {
+        profiles: app.profiles.all().clone(),
+    })
+}

@@ -1,0 +1,88 @@
+//! The JSON body extractor: its rejections are [`ApiError`]s with a pointer.
+//!
+//! axum's `Json` reports a type error as text with a dotted path; we parse in
+//! two steps (syntax, then shape via `serde_path_to_error`) so a malformed body
+//! is a 400 and a wrong field is a 422 naming `/the/field`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+use serde_path_to_error::Segment;
+
+use crate::error::ApiError;
+
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        check_content_type(&req)?;
+        let limit_hint = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge { limit: limit_hint }
+            } else {
+                ApiError::MalformedJson(format!("the body could not be read: {rejection}"))
+            }
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+        serde_path_to_error::deserialize(value)
+            .map(ApiJson)
+            .map_err(|e| {
+                let mut pointer: String = e
+                    .path()
+                    .iter()
+                    .filter_map(|seg| match seg {
+                        Segment::Seq { index } => Some(format!("/{index}")),
+                        Segment::Map { key } => Some(format!("/{}", escape(key))),
+                        Segment::Enum { .. } | Segment::Unknown => None,
+                    })
+                    .collect();
+                let message = e.into_inner().to_string();
+                // serde reports an unknown field at its parent; point at the field itself.
+                if let Some(field) = message
+                    .strip_prefix("unknown field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    pointer.push('/');
+                    pointer.push_str(&escape(field));
+                }
+                ApiError::field(pointer, message)
+            })
+    }
+}
+
+/// The configured body limit, put in request extensions so the 413 can say it.
+#[derive(Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// JSON pointer escaping (RFC 6901).
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+fn check_content_type(req: &Request) -> Result<(), ApiError> {
+    let Some(ct) = req.headers().get(header::CONTENT_TYPE) else {
+        return Err(ApiError::UnsupportedMediaType(
+            "send the body as `Content-Type: application/json`".into(),
+        ));
+    };
+    let ct = ct.to_str().unwrap_or_default().to_ascii_lowercase();
+    let essence = ct.split(';').next().unwrap_or_default().trim();
+    if essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType(format!(
+            "`{essence}` is not accepted; send the body as `Content-Type: application/json`"
+        )))
+    }
+}

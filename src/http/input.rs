@@ -1,0 +1,56 @@
+//! Request pieces shared by the thread endpoints.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::thread::{self, RawThread, Thread, WireFormat};
+use crate::tokens::Method;
+
+/// `method` of a request: how strings become token counts.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MethodName {
+    Bpe,
+    Chars,
+}
+
+/// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`
+/// alone implies `chars`.
+pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<Method, ApiError> {
+    match (name, chars_per_token) {
+        (Some(MethodName::Bpe), Some(_)) => Err(ApiError::field(
+            "/chars_per_token",
+            "only applies with `method: \"chars\"`",
+        )),
+        (Some(MethodName::Bpe), None) | (None, None) => Ok(Method::Bpe),
+        (_, cpt) => {
+            let cpt = cpt.unwrap_or(4.0);
+            if cpt.is_finite() && (0.5..=20.0).contains(&cpt) {
+                Ok(Method::Chars {
+                    chars_per_token: cpt,
+                })
+            } else {
+                Err(ApiError::field(
+                    "/chars_per_token",
+                    format!("must be between 0.5 and 20 (3.5 and 4 are usual), got {cpt}"),
+                ))
+            }
+        }
+    }
+}
+
+/// Parses the thread fields of a request into the internal model.
+pub fn parse_thread(
+    format: Option<WireFormat>,
+    messages: &[Value],
+    system: Option<&Value>,
+    tools: Option<&Value>,
+) -> Result<Thread, ApiError> {
+    Ok(thread::parse(RawThread {
+        format,
+        messages,
+        system,
+        tools,
+    })?)
+}

@@ -1,0 +1,67 @@
+//! The HTTP layer: routes, extractors and middleware. Handlers parse, call
+//! one domain function and answer; no domain logic lives here.
+
+mod catalog;
+mod extract;
+mod health;
+mod input;
+mod middleware;
+mod tokens;
+mod verdict;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Uri;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+
+pub use catalog::{ModelsResponse, ProfilesResponse};
+pub use tokens::{TokensRequest, TokensResponse};
+pub use verdict::{VerdictRequest, VerdictResponse};
+
+use crate::error::ApiError;
+use crate::state::AppState;
+use middleware::REQUEST_ID;
+
+/// Every route condense serves, with its middleware: the `Router` that the
+/// binary serves and the tests drive.
+pub fn router(state: AppState) -> Router {
+    let limit = state.config.body_limit;
+    let timeout = state.config.request_timeout;
+    Router::new()
+        .merge(health::router())
+        .merge(tokens::router())
+        .merge(verdict::router())
+        .merge(catalog::router())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(
+            // Outermost first.
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+                .layer(TraceLayer::new_for_http().make_span_with(middleware::make_span))
+                .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                .layer(CatchPanicLayer::custom(middleware::panic_response))
+                .layer(axum::middleware::from_fn(middleware::log_internal_errors))
+                .layer(axum::middleware::from_fn_with_state(
+                    timeout,
+                    middleware::time_limit,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    limit,
+                    middleware::body_limit_hint,
+                ))
+                .layer(DefaultBodyLimit::max(limit)),
+        )
+        .with_state(state)
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(uri.path().to_string())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}

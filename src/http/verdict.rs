@@ -1,0 +1,133 @@
+//! `POST /v1/verdict`: should this thread be summarized now?
+
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::extract::ApiJson;
+use super::input::parse_thread;
+use crate::error::{ApiError, Result};
+use crate::policy::{self, PriorSummary, ProfileOverrides, Verdict};
+use crate::state::AppState;
+use crate::thread::WireFormat;
+use crate::tokens::{CountSpec, Encoding, Method};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/verdict", post(verdict))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerdictRequest {
+    pub messages: Vec<Value>,
+    pub system: Option<Value>,
+    pub tools: Option<Value>,
+    pub format: Option<WireFormat>,
+    pub model: Option<String>,
+    pub encoding: Option<Encoding>,
+    /// Profile name (default `default`).
+    pub profile: Option<String>,
+    /// Single-field overrides of the profile.
+    pub config: Option<ProfileOverrides>,
+    /// The summary object a previous compression returned.
+    pub summary: Option<SummaryInput>,
+}
+
+/// The fields of a returned summary object the verdict reads; others are ignored
+/// so a client can send the object back as it got it.
+#[derive(Debug, Deserialize)]
+pub struct SummaryInput {
+    pub last_message_idx: usize,
+    pub content: Option<String>,
+    pub token_count: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VerdictResponse {
+    #[serde(flatten)]
+    pub verdict: Verdict,
+    pub profile: String,
+    pub model: String,
+    pub format: WireFormat,
+    pub warnings: Vec<String>,
+}
+
+async fn verdict(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<VerdictRequest>,
+) -> Result<Response> {
+    let response = app.cpu(move |app| decide(app, req)).await?;
+    if wants_text(&headers) {
+        let text = policy::render_text(&response.verdict);
+        return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
+    }
+    Ok(Json(response).into_response())
+}
+
+fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
+    let profile = app
+        .profiles
+        .resolve(req.profile.as_deref(), req.config.as_ref())?;
+    let thread = parse_thread(
+        req.format,
+        &req.messages,
+        req.system.as_ref(),
+        req.tools.as_ref(),
+    )?;
+    let prior = req
+        .summary
+        .map(|s| {
+            if s.last_message_idx >= thread.messages.len() {
+                return Err(ApiError::field(
+                    "/summary/last_message_idx",
+                    format!(
+                        "{} is past the end of `messages` ({} messages)",
+                        s.last_message_idx,
+                        thread.messages.len()
+                    ),
+                ));
+            }
+            Ok(PriorSummary {
+                last_message_idx: s.last_message_idx,
+                content: s.content,
+                token_count: s.token_count,
+            })
+        })
+        .transpose()?;
+    let spec = CountSpec::resolve(
+        &app.models,
+        &app.config.default_model,
+        req.model.as_deref(),
+        req.encoding,
+        Method::Bpe,
+    );
+    let window = profile.context_window.unwrap_or(spec.context_window);
+    let verdict = policy::verdict(
+        &thread,
+        &spec.counter(&app.encoders),
+        &profile,
+        window,
+        prior.as_ref(),
+    );
+    Ok(VerdictResponse {
+        verdict,
+        profile: req.profile.unwrap_or_else(|| "default".into()),
+        model: spec.model,
+        format: thread.format,
+        warnings: spec.warnings,
+    })
+}
+
+/// `Accept: text/plain` (and not JSON) asks for the human status block.
+fn wants_text(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    accept.contains("text/plain") && !accept.contains("application/json")
+}

@@ -1,0 +1,26 @@
+//! condense: a stateless HTTP service that keeps LLM agents inside their
+//! context window.
+//!
+//! Layout, one folder per concern:
+//! - [`thread`]: the one internal conversation model, parsed from OpenAI or
+//!   Anthropic wire formats at the boundary;
+//! - [`tokens`]: encodings, the model registry, counting a thread;
+//! - [`policy`]: profiles and the summarize verdict;
+//! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
+//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
+//!
+//! The domain modules know nothing of HTTP, so they are tested without a server.
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod policy;
+pub mod startup;
+pub mod state;
+pub mod telemetry;
+pub mod thread;
+pub mod tokens;
+
+pub use config::Config;
+pub use startup::Application;
+pub use state::AppState;

@@ -1,0 +1,9 @@
+//! When to summarize: named profiles of thresholds and the verdict rules.
+
+mod profile;
+mod render;
+mod verdict;
+
+pub use profile::{Profile, ProfileOverrides, Profiles};
+pub use render::render_text;
+pub use verdict::{Assessment, PriorSummary, Trigger, Verdict, assess, decide, verdict};

@@ -1,0 +1,90 @@
+//! The verdict as a status block a person can read (`Accept: text/plain`).
+
+use std::fmt::Write;
+
+use super::{Trigger, Verdict};
+
+const CELLS: usize = 20;
+
+fn bar(percent: f64) -> String {
+    let filled = ((percent / 100.0 * CELLS as f64).round() as usize).min(CELLS);
+    format!("[{}{}]", "█".repeat(filled), "░".repeat(CELLS - filled))
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+pub fn render_text(v: &Verdict) -> String {
+    let mut s = String::new();
+    let rows = [
+        (
+            "messages",
+            v.messages_since_summary,
+            v.messages_threshold,
+            v.messages_percent,
+        ),
+        (
+            "tokens",
+            v.total_tokens,
+            v.tokens_threshold,
+            v.tokens_percent,
+        ),
+    ];
+    for (label, used, threshold, pct) in rows {
+        let _ = writeln!(
+            s,
+            "{label:<9}{:>24} ({pct:.1}%) {}",
+            format!("{} / {}", thousands(used), thousands(threshold)),
+            bar(pct)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "context  {} tokens available of {}",
+        v.available_tokens,
+        thousands(v.context_window)
+    );
+    let line = match v.trigger {
+        None => "Summarization is not due.".to_string(),
+        Some(Trigger::Messages) => format!(
+            "Summarization is due: {} messages since the last summary reached the threshold of {}.",
+            v.messages_since_summary, v.messages_threshold
+        ),
+        Some(Trigger::Tokens) => format!(
+            "Summarization is due: {} tokens reached the threshold of {}.",
+            thousands(v.total_tokens),
+            thousands(v.tokens_threshold)
+        ),
+        Some(Trigger::ContextWindow) => format!(
+            "Summarization is due: {} tokens do not fit the context window ({} over).",
+            thousands(v.total_tokens),
+            -v.available_tokens
+        ),
+    };
+    s.push_str(&line);
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_has_twenty_cells_and_clamps() {
+        assert_eq!(bar(90.0), "[██████████████████░░]");
+        assert_eq!(bar(250.0).chars().count(), 22);
+        assert_eq!(bar(0.0), "[░░░░░░░░░░░░░░░░░░░░]");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+}

@@ -1,0 +1,200 @@
+//! The verdict: should this thread be summarized now, and the numbers behind it.
+
+use serde::Serialize;
+
+use super::Profile;
+use crate::thread::{Message, Part, Role, Thread};
+use crate::tokens::{Counter, MESSAGE_OVERHEAD, ThreadCount};
+
+/// The summary a previous compression returned, as far as the verdict needs it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriorSummary {
+    /// The last index of `messages` the summary covers.
+    pub last_message_idx: usize,
+    pub content: Option<String>,
+    pub token_count: Option<u64>,
+}
+
+impl PriorSummary {
+    /// What the summary costs as a message in the next request.
+    fn tokens(&self, counter: &Counter<'_>) -> u64 {
+        match (&self.content, self.token_count) {
+            (Some(text), _) => {
+                let m = Message {
+                    role: Role::User,
+                    name: None,
+                    parts: vec![Part::Text(text.clone())],
+                    plain: true,
+                    iteration: None,
+                    raw: serde_json::Value::Null,
+                };
+                counter.message(&m).tokens as u64
+            }
+            // Without the text, its reported size plus a user message's framing.
+            (None, Some(n)) => n + MESSAGE_OVERHEAD as u64 + 1,
+            (None, None) => 0,
+        }
+    }
+}
+
+/// The verdict for a thread: count it, leave out what the summary covers, decide.
+pub fn verdict(
+    thread: &Thread,
+    counter: &Counter<'_>,
+    profile: &Profile,
+    context_window: u64,
+    prior: Option<&PriorSummary>,
+) -> Verdict {
+    let count = counter.thread(thread);
+    let summary_tokens = prior.map_or(0, |p| p.tokens(counter));
+    let a = assess(
+        thread,
+        &count,
+        prior.map(|p| p.last_message_idx),
+        summary_tokens,
+    );
+    decide(profile, a, context_window)
+}
+
+/// Why summarization is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// N conversation messages since the last summary.
+    Messages,
+    /// K tokens in what would be sent.
+    Tokens,
+    /// What would be sent no longer fits the window minus the reply reserve.
+    ContextWindow,
+}
+
+/// What would actually be sent, measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Assessment {
+    /// Conversation messages after the last summary (pinned prefix excluded).
+    pub messages_since_summary: u64,
+    /// Pinned prefix + summary message + messages after the summary + tools + priming.
+    pub total_tokens: u64,
+}
+
+/// Measures a thread given its count, the index the last summary covers up
+/// to, and the token cost of that summary's message.
+///
+/// Messages the summary already covers are not counted again: counting them
+/// would re-trigger summarization forever.
+pub fn assess(
+    thread: &Thread,
+    count: &ThreadCount,
+    last_summarized: Option<usize>,
+    summary_tokens: u64,
+) -> Assessment {
+    let pinned = thread.pinned_len();
+    let start = last_summarized.map_or(pinned, |i| (i + 1).max(pinned));
+    let kept: usize = count.messages[..pinned]
+        .iter()
+        .chain(&count.messages[start..])
+        .sum();
+    let other = count.total - count.messages.iter().sum::<usize>();
+    Assessment {
+        messages_since_summary: (thread.messages.len() - start) as u64,
+        total_tokens: (kept + other) as u64 + summary_tokens,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub should_summarize: bool,
+    pub trigger: Option<Trigger>,
+    pub messages_since_summary: u64,
+    pub messages_threshold: u64,
+    pub messages_percent: f64,
+    pub total_tokens: u64,
+    pub tokens_threshold: u64,
+    pub tokens_percent: f64,
+    pub context_window: u64,
+    /// Window minus reply reserve minus total: negative when over.
+    pub available_tokens: i64,
+}
+
+/// Applies the rules, in this order:
+/// 1. over the window (minus the reply reserve): `context_window`, always;
+/// 2. fewer than `min_recent_messages + 4` since the summary: nothing is due;
+/// 3. `messages_since_summary >= N`: `messages`;
+/// 4. `total_tokens >= K`: `tokens`.
+pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict {
+    let budget = context_window.saturating_sub(profile.response_reserve);
+    let n = profile.max_messages_before_summary;
+    let k = profile.max_tokens_before_summary;
+    let trigger = if a.total_tokens > budget {
+        Some(Trigger::ContextWindow)
+    } else if a.messages_since_summary < profile.min_recent_messages + 4 {
+        None
+    } else if a.messages_since_summary >= n {
+        Some(Trigger::Messages)
+    } else if a.total_tokens >= k {
+        Some(Trigger::Tokens)
+    } else {
+        None
+    };
+    Verdict {
+        should_summarize: trigger.is_some(),
+        trigger,
+        messages_since_summary: a.messages_since_summary,
+        messages_threshold: n,
+        messages_percent: percent(a.messages_since_summary, n),
+        total_tokens: a.total_tokens,
+        tokens_threshold: k,
+        tokens_percent: percent(a.total_tokens, k),
+        context_window,
+        available_tokens: budget as i64 - a.total_tokens as i64,
+    }
+}
+
+/// `used / threshold` in percent, one decimal.
+fn percent(used: u64, threshold: u64) -> f64 {
+    (used as f64 * 1000.0 / threshold as f64).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(since: u64, total: u64) -> Verdict {
+        let p = Profile {
+            max_messages_before_summary: 30,
+            max_tokens_before_summary: 1000,
+            min_recent_messages: 6,
+            response_reserve: 100,
+            ..Profile::default()
+        };
+        decide(
+            &p,
+            Assessment {
+                messages_since_summary: since,
+                total_tokens: total,
+            },
+            2000,
+        )
+    }
+
+    #[test]
+    fn boundaries() {
+        assert_eq!(at(29, 10).trigger, None);
+        assert_eq!(at(30, 10).trigger, Some(Trigger::Messages));
+        assert_eq!(at(10, 999).trigger, None);
+        assert_eq!(at(10, 1000).trigger, Some(Trigger::Tokens));
+        // Below min_recent + 4 nothing is due, even past K...
+        assert_eq!(at(9, 1500).trigger, None);
+        // ...unless the next call would not fit at all.
+        assert_eq!(at(9, 1900).trigger, None);
+        assert_eq!(at(9, 1901).trigger, Some(Trigger::ContextWindow));
+        assert_eq!(at(9, 1901).available_tokens, -1);
+    }
+
+    #[test]
+    fn percentages_are_of_thresholds_and_may_exceed_100() {
+        let v = at(45, 500);
+        assert_eq!(v.messages_percent, 150.0);
+        assert_eq!(v.tokens_percent, 50.0);
+    }
+}

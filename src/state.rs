@@ -1,0 +1,67 @@
+//! The state every handler shares: cheap to clone (one `Arc`).
+
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::policy::Profiles;
+use crate::tokens::{Encoders, ModelRegistry};
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    /// Flags and environment, as read at start-up.
+    pub config: Config,
+    /// The BPE encoders, built once.
+    pub encoders: Encoders,
+    /// Model name prefix -> encoding, window, calibration.
+    pub models: ModelRegistry,
+    /// Named threshold sets.
+    pub profiles: Profiles,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Loads encoders, the model registry and the profiles named by `config`.
+    pub fn new(config: Config) -> anyhow::Result<Self> {
+        let encoders = Encoders::load().context("loading the BPE encoders")?;
+        let models = match &config.models_file {
+            Some(path) => ModelRegistry::from_file(path)?,
+            None => ModelRegistry::embedded(),
+        };
+        let profiles = match &config.profiles_file {
+            Some(path) => Profiles::from_file(path)?,
+            None => Profiles::default(),
+        };
+        Ok(Self(Arc::new(Inner {
+            config,
+            encoders,
+            models,
+            profiles,
+        })))
+    }
+
+    /// Runs CPU-bound work (tokenizing a long thread) on the blocking pool,
+    /// so it cannot stall other requests on the async workers.
+    pub async fn cpu<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let state = self.clone();
+        tokio::task::spawn_blocking(move || work(&state))
+            .await
+            .map_err(|e| {
+                ApiError::Internal(anyhow::Error::new(e).context("a counting task failed"))
+            })?
+    }
+}

@@ -1,0 +1,252 @@
+//! Anthropic Messages threads (top-level `system` + messages of blocks) -> the internal model.
+
+use serde_json::Value;
+
+use super::wire::{iteration, string, type_name};
+use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
+
+const BLOCK_TYPES: &str =
+    "text, image, document, tool_use, tool_result, thinking, redacted_thinking";
+
+pub fn parse_thread(
+    system: Option<&Value>,
+    messages: &[Value],
+) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
+    let mut errs = Vec::new();
+    let system = system
+        .filter(|s| !s.is_null())
+        .and_then(|s| parse_system(s, &mut errs));
+    let parsed: Vec<Message> = messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
+        .collect();
+    if errs.is_empty() {
+        Ok((system, parsed))
+    } else {
+        Err(errs)
+    }
+}
+
+fn parse_system(s: &Value, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let (parts, plain) = match s {
+        Value::String(text) => (vec![Part::Text(text.clone())], true),
+        Value::Array(blocks) => {
+            let mut parts = Vec::new();
+            for (j, b) in blocks.iter().enumerate() {
+                let at = format!("/system/{j}");
+                if b.get("type").and_then(Value::as_str) != Some("text") {
+                    errs.push(FieldError::new(
+                        format!("{at}/type"),
+                        "system blocks must be text blocks",
+                    ));
+                    continue;
+                }
+                if let Some(t) = string(b, "text", &at, errs) {
+                    parts.push(Part::Text(t));
+                }
+            }
+            (parts, false)
+        }
+        other => {
+            errs.push(FieldError::new(
+                "/system",
+                format!(
+                    "must be a string or an array of text blocks, not {}",
+                    type_name(other)
+                ),
+            ));
+            return None;
+        }
+    };
+    Some(Message {
+        role: Role::System,
+        name: None,
+        parts,
+        plain,
+        iteration: None,
+        raw: s.clone(),
+    })
+}
+
+fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+    if !m.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a message must be an object, not {}", type_name(m)),
+        ));
+        return None;
+    }
+    let before = errs.len();
+    let role = match string(m, "role", at, errs)?.as_str() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "system" => {
+            errs.push(FieldError::new(format!("{at}/role"), "the Anthropic format takes system instructions in the top-level `system` field, not as a message"));
+            return None;
+        }
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/role"),
+                format!("unknown role `{other}`; expected user or assistant"),
+            ));
+            return None;
+        }
+    };
+    let content_at = format!("{at}/content");
+    let (parts, plain) = match m.get("content") {
+        Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
+        Some(Value::Array(blocks)) => (parse_blocks(blocks, &content_at, true, errs), false),
+        Some(other) => {
+            errs.push(FieldError::new(
+                &content_at,
+                format!(
+                    "must be a string or an array of blocks, not {}",
+                    type_name(other)
+                ),
+            ));
+            (Vec::new(), false)
+        }
+        None => {
+            errs.push(FieldError::new(&content_at, "is required"));
+            (Vec::new(), false)
+        }
+    };
+    if role == Role::User && parts.iter().any(|p| matches!(p, Part::ToolCall(_))) {
+        errs.push(FieldError::new(
+            &content_at,
+            "tool_use blocks belong in assistant messages",
+        ));
+    }
+    if role == Role::Assistant && parts.iter().any(|p| matches!(p, Part::ToolResult(_))) {
+        errs.push(FieldError::new(
+            &content_at,
+            "tool_result blocks belong in user messages",
+        ));
+    }
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name: None,
+        parts,
+        plain,
+        iteration,
+        raw: m.clone(),
+    })
+}
+
+/// Content blocks; `top` is false inside a tool_result, where tool blocks may not nest.
+fn parse_blocks(blocks: &[Value], at: &str, top: bool, errs: &mut Vec<FieldError>) -> Vec<Part> {
+    blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(j, b)| parse_block(b, &format!("{at}/{j}"), top, errs))
+        .collect()
+}
+
+fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Option<Part> {
+    if !b.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a content block must be an object, not {}", type_name(b)),
+        ));
+        return None;
+    }
+    let kind = string(b, "type", at, errs)?;
+    match kind.as_str() {
+        "text" => string(b, "text", at, errs).map(Part::Text),
+        "image" => {
+            require_object(b, "source", at, errs)?;
+            Some(Part::Media(MediaKind::Image { low_detail: false }))
+        }
+        "document" => {
+            require_object(b, "source", at, errs)?;
+            Some(Part::Media(MediaKind::Document))
+        }
+        "thinking" => string(b, "thinking", at, errs).map(Part::Thinking),
+        "redacted_thinking" => string(b, "data", at, errs).map(Part::RedactedThinking),
+        "tool_use" if top => {
+            let id = string(b, "id", at, errs);
+            let name = string(b, "name", at, errs);
+            let input = match b.get("input") {
+                Some(v @ Value::Object(_)) => Some(v.to_string()),
+                _ => {
+                    errs.push(FieldError::new(
+                        format!("{at}/input"),
+                        "is required and must be an object",
+                    ));
+                    None
+                }
+            };
+            Some(Part::ToolCall(ToolCall {
+                id: id?,
+                name: name?,
+                arguments: input?,
+                pointer: format!("{at}/id"),
+            }))
+        }
+        "tool_result" if top => {
+            let call_id = string(b, "tool_use_id", at, errs);
+            let content = match b.get("content") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::String(s)) => vec![Part::Text(s.clone())],
+                Some(Value::Array(inner)) => {
+                    parse_blocks(inner, &format!("{at}/content"), false, errs)
+                }
+                Some(other) => {
+                    errs.push(FieldError::new(
+                        format!("{at}/content"),
+                        format!(
+                            "must be a string or an array of blocks, not {}",
+                            type_name(other)
+                        ),
+                    ));
+                    Vec::new()
+                }
+            };
+            let is_error = match b.get("is_error") {
+                None | Some(Value::Null) => false,
+                Some(Value::Bool(v)) => *v,
+                Some(_) => {
+                    errs.push(FieldError::new(
+                        format!("{at}/is_error"),
+                        "must be a boolean",
+                    ));
+                    false
+                }
+            };
+            Some(Part::ToolResult(ToolResult {
+                call_id: call_id?,
+                content,
+                is_error,
+                pointer: format!("{at}/tool_use_id"),
+            }))
+        }
+        "tool_use" | "tool_result" => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!("a {kind} block cannot appear inside a tool_result"),
+            ));
+            None
+        }
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!("unknown content block type `{other}`; expected one of {BLOCK_TYPES}"),
+            ));
+            None
+        }
+    }
+}
+
+fn require_object(b: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
+    if b.get(key).is_some_and(Value::is_object) {
+        Some(())
+    } else {
+        errs.push(FieldError::new(
+            format!("{at}/{key}"),
+            "is required and must be an object",
+        ));
+        None
+    }
+}

@@ -1,0 +1,308 @@
+//! The thread model: one internal type for OpenAI and Anthropic conversations.
+//!
+//! Wire formats are parsed at the boundary ([`parse`]) into [`Thread`]; nothing
+//! past it branches on the wire format. Each [`Message`] keeps the caller's
+//! original JSON (`raw`) so that messages condense does not change go back
+//! value for value, including fields it does not understand (`cache_control`,
+//! custom metadata).
+
+mod anthropic;
+mod openai;
+mod validate;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use validate::validate;
+
+/// The wire format a thread arrived in (and is answered in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireFormat {
+    #[serde(rename = "openai")]
+    OpenAi,
+    Anthropic,
+}
+
+/// Where in the request a problem is (a JSON pointer) and what it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+    /// OpenAI's legacy `function` role (the answer to a `function_call`).
+    Function,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+        }
+    }
+
+    /// System and developer messages at the head of a thread are pinned.
+    pub fn is_instruction(self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+/// Non-text content whose token cost has no exact formula.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediaKind {
+    Image { low_detail: bool },
+    Audio,
+    File,
+    Document,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model wrote them (a JSON text).
+    pub arguments: String,
+    /// JSON pointer of the call's id, for error messages.
+    pub pointer: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: Vec<Part>,
+    pub is_error: bool,
+    /// JSON pointer of the result's call id, for error messages.
+    pub pointer: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    Refusal(String),
+    Thinking(String),
+    /// Encrypted reasoning: opaque data, counted by its length.
+    RedactedThinking(String),
+    Media(MediaKind),
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+    /// OpenAI's legacy `function_call` on an assistant message.
+    FunctionCall {
+        name: String,
+        arguments: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub name: Option<String>,
+    pub parts: Vec<Part>,
+    /// True when the content was a plain string (or null) with nothing else
+    /// that has no official count: the cookbook formula is exact for it.
+    pub plain: bool,
+    /// The agent iteration this message belongs to (`metadata.iteration`).
+    pub iteration: Option<u64>,
+    /// The message exactly as the caller sent it.
+    pub raw: Value,
+}
+
+impl Message {
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolCall(c) => Some(c),
+            _ => None,
+        })
+    }
+
+    pub fn tool_results(&self) -> impl Iterator<Item = &ToolResult> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::ToolResult(r) => Some(r),
+            _ => None,
+        })
+    }
+}
+
+/// A conversation in the internal model. `messages[i]` is the caller's
+/// `messages[i]`: indices are the caller's indices.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thread {
+    pub format: WireFormat,
+    /// Anthropic's top-level `system` (None for OpenAI, where instructions are messages).
+    pub system: Option<Message>,
+    pub messages: Vec<Message>,
+    /// Tool schemas as sent: only their size matters to condense.
+    pub tools: Vec<Value>,
+}
+
+impl Thread {
+    /// Number of leading system/developer messages (the pinned prefix in `messages`).
+    pub fn pinned_len(&self) -> usize {
+        self.messages
+            .iter()
+            .take_while(|m| m.role.is_instruction())
+            .count()
+    }
+}
+
+/// The parts of a request that describe a thread, before parsing.
+#[derive(Debug, Clone, Default)]
+pub struct RawThread<'a> {
+    pub format: Option<WireFormat>,
+    pub messages: &'a [Value],
+    pub system: Option<&'a Value>,
+    pub tools: Option<&'a Value>,
+}
+
+/// Parses and validates a thread: the one entry point from wire to model.
+pub fn parse(raw: RawThread<'_>) -> Result<Thread, Vec<FieldError>> {
+    let format = raw.format.unwrap_or_else(|| detect(&raw));
+    let tools = match raw.tools {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.clone(),
+        Some(_) => {
+            return Err(vec![FieldError::new(
+                "/tools",
+                "must be an array of tool definitions",
+            )]);
+        }
+    };
+    let (system, messages) = match format {
+        WireFormat::OpenAi => {
+            if raw.system.is_some_and(|s| !s.is_null()) {
+                return Err(vec![FieldError::new(
+                    "/system",
+                    "a top-level `system` belongs to the Anthropic format; in OpenAI format send a system message",
+                )]);
+            }
+            (None, openai::parse_messages(raw.messages)?)
+        }
+        WireFormat::Anthropic => anthropic::parse_thread(raw.system, raw.messages)?,
+    };
+    let thread = Thread {
+        format,
+        system,
+        messages,
+        tools,
+    };
+    validate(&thread)?;
+    Ok(thread)
+}
+
+/// A top-level `system`, or any `tool_use`/`tool_result` block, means Anthropic.
+pub fn detect(raw: &RawThread<'_>) -> WireFormat {
+    if raw.system.is_some_and(|s| !s.is_null()) {
+        return WireFormat::Anthropic;
+    }
+    let has_anthropic_block = raw.messages.iter().any(|m| {
+        m.get("content")
+            .and_then(Value::as_array)
+            .is_some_and(|blocks| {
+                blocks.iter().any(|b| {
+                    matches!(
+                        b.get("type").and_then(Value::as_str),
+                        Some("tool_use" | "tool_result")
+                    )
+                })
+            })
+    });
+    if has_anthropic_block {
+        WireFormat::Anthropic
+    } else {
+        WireFormat::OpenAi
+    }
+}
+
+/// Shared helpers for the two wire parsers.
+pub(crate) mod wire {
+    use super::FieldError;
+    use serde_json::Value;
+
+    pub fn type_name(v: &Value) -> &'static str {
+        match v {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Number(_) => "a number",
+            Value::String(_) => "a string",
+            Value::Array(_) => "an array",
+            Value::Object(_) => "an object",
+        }
+    }
+
+    /// A required string field.
+    pub fn string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
+        match obj.get(key) {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                errs.push(FieldError::new(
+                    format!("{at}/{key}"),
+                    format!("must be a string, not {}", type_name(other)),
+                ));
+                None
+            }
+            None => {
+                errs.push(FieldError::new(format!("{at}/{key}"), "is required"));
+                None
+            }
+        }
+    }
+
+    /// An optional string field (absent or null is None).
+    pub fn opt_string(
+        obj: &Value,
+        key: &str,
+        at: &str,
+        errs: &mut Vec<FieldError>,
+    ) -> Option<String> {
+        match obj.get(key) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                errs.push(FieldError::new(
+                    format!("{at}/{key}"),
+                    format!("must be a string, not {}", type_name(other)),
+                ));
+                None
+            }
+        }
+    }
+
+    /// `metadata.iteration`, when present: a non-negative integer.
+    pub fn iteration(obj: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<u64> {
+        let it = obj.get("metadata")?.get("iteration")?;
+        match it.as_u64() {
+            Some(n) => Some(n),
+            None if it.is_null() => None,
+            None => {
+                errs.push(FieldError::new(
+                    format!("{at}/metadata/iteration"),
+                    "must be a non-negative integer",
+                ));
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! OpenAI Chat Completions messages -> the internal model.
+
+use serde_json::Value;
+
+use super::wire::{iteration, opt_string, string, type_name};
+use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
+
+const ROLES: &str = "system, developer, user, assistant, tool, function";
+const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
+
+pub fn parse_messages(messages: &[Value]) -> Result<Vec<Message>, Vec<FieldError>> {
+    let mut errs = Vec::new();
+    let parsed: Vec<Message> = messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
+        .collect();
+    if errs.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errs)
+    }
+}
+
+fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+    if !m.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a message must be an object, not {}", type_name(m)),
+        ));
+        return None;
+    }
+    let before = errs.len();
+    let role = match string(m, "role", at, errs)?.as_str() {
+        "system" => Role::System,
+        "developer" => Role::Developer,
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "tool" => Role::Tool,
+        "function" => Role::Function,
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/role"),
+                format!("unknown role `{other}`; expected one of {ROLES}"),
+            ));
+            return None;
+        }
+    };
+    let name = opt_string(m, "name", at, errs);
+    let content_at = format!("{at}/content");
+    let (mut parts, plain_content) = match m.get("content") {
+        None | Some(Value::Null) => {
+            if !matches!(role, Role::Assistant) {
+                errs.push(FieldError::new(
+                    &content_at,
+                    format!("is required for a {} message", role.as_str()),
+                ));
+            }
+            (Vec::new(), true)
+        }
+        Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
+        Some(Value::Array(items)) => {
+            let parts = items
+                .iter()
+                .enumerate()
+                .filter_map(|(j, p)| parse_part(p, &format!("{content_at}/{j}"), errs))
+                .collect();
+            (parts, false)
+        }
+        Some(other) => {
+            errs.push(FieldError::new(
+                &content_at,
+                format!(
+                    "must be a string, an array of parts or null, not {}",
+                    type_name(other)
+                ),
+            ));
+            (Vec::new(), false)
+        }
+    };
+    let mut plain = plain_content;
+
+    if let Some(calls) = m.get("tool_calls").filter(|v| !v.is_null()) {
+        plain = false;
+        if role != Role::Assistant {
+            errs.push(FieldError::new(
+                format!("{at}/tool_calls"),
+                "only assistant messages carry tool calls",
+            ));
+        } else if let Some(calls) = calls.as_array() {
+            for (j, c) in calls.iter().enumerate() {
+                if let Some(call) = parse_tool_call(c, &format!("{at}/tool_calls/{j}"), errs) {
+                    parts.push(Part::ToolCall(call));
+                }
+            }
+        } else {
+            errs.push(FieldError::new(
+                format!("{at}/tool_calls"),
+                "must be an array",
+            ));
+        }
+    }
+    if let Some(fc) = m.get("function_call").filter(|v| !v.is_null()) {
+        plain = false;
+        let fat = format!("{at}/function_call");
+        let name = string(fc, "name", &fat, errs).unwrap_or_default();
+        let arguments = string(fc, "arguments", &fat, errs).unwrap_or_default();
+        parts.push(Part::FunctionCall { name, arguments });
+    }
+    if role == Role::Tool {
+        plain = false;
+        let call_id = string(m, "tool_call_id", at, errs).unwrap_or_default();
+        let content = std::mem::take(&mut parts);
+        parts.push(Part::ToolResult(ToolResult {
+            call_id,
+            content,
+            is_error: false,
+            pointer: format!("{at}/tool_call_id"),
+        }));
+    }
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name,
+        parts,
+        plain,
+        iteration,
+        raw: m.clone(),
+    })
+}
+
+fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolCall> {
+    if !c.is_object() {
+        errs.push(FieldError::new(at, "a tool call must be an object"));
+        return None;
+    }
+    let id = string(c, "id", at, errs);
+    if let Some(t) = opt_string(c, "type", at, errs).filter(|t| t != "function" && t != "custom") {
+        errs.push(FieldError::new(
+            format!("{at}/type"),
+            format!("unknown tool call type `{t}`; expected `function`"),
+        ));
+    }
+    let fat = format!("{at}/function");
+    let Some(function) = c.get("function").filter(|f| f.is_object()) else {
+        errs.push(FieldError::new(
+            fat,
+            "is required and must be an object with `name` and `arguments`",
+        ));
+        return None;
+    };
+    let name = string(function, "name", &fat, errs);
+    let arguments = string(function, "arguments", &fat, errs);
+    Some(ToolCall {
+        id: id?,
+        name: name?,
+        arguments: arguments?,
+        pointer: format!("{at}/id"),
+    })
+}
+
+fn parse_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
+    if !p.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a content part must be an object, not {}", type_name(p)),
+        ));
+        return None;
+    }
+    let kind = string(p, "type", at, errs)?;
+    match kind.as_str() {
+        "text" => string(p, "text", at, errs).map(Part::Text),
+        "refusal" => string(p, "refusal", at, errs).map(Part::Refusal),
+        "image_url" => {
+            let Some(image) = p.get("image_url").filter(|v| v.is_object()) else {
+                errs.push(FieldError::new(
+                    format!("{at}/image_url"),
+                    "is required and must be an object with `url`",
+                ));
+                return None;
+            };
+            string(image, "url", &format!("{at}/image_url"), errs)?;
+            let low_detail = image.get("detail").and_then(Value::as_str) == Some("low");
+            Some(Part::Media(MediaKind::Image { low_detail }))
+        }
+        "input_audio" => Some(Part::Media(MediaKind::Audio)),
+        "file" => Some(Part::Media(MediaKind::File)),
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!("unknown content part type `{other}`; expected one of {PART_TYPES}"),
+            ));
+            None
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! What a provider would reject about tool calls, checked on the internal model.
+//!
+//! Both OpenAI and Anthropic answer 400 when a tool result has no call in the
+//! assistant message right before it, when a call id repeats, or when a call is
+//! followed by anything but its results. The one exception we allow is the
+//! agent mid-loop: calls at the end of the thread whose results are not in yet.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{FieldError, Message, Role, Thread};
+
+pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
+    let mut errs = Vec::new();
+    // Every call id seen so far -> index of its assistant message.
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    // Calls of the latest assistant message still waiting for a result: id -> pointer.
+    let mut open: Vec<(&str, &str)> = Vec::new();
+    let mut answered: HashSet<&str> = HashSet::new();
+
+    for (i, m) in thread.messages.iter().enumerate() {
+        if m.role == Role::Assistant {
+            unanswered(&mut open, &mut errs, i);
+            for call in m.tool_calls() {
+                if let Some(first) = seen.insert(&call.id, i) {
+                    errs.push(FieldError::new(
+                        &call.pointer,
+                        format!(
+                            "duplicate tool call id `{}` (first used in message {first})",
+                            call.id
+                        ),
+                    ));
+                } else {
+                    open.push((&call.id, &call.pointer));
+                }
+            }
+            continue;
+        }
+        for result in m.tool_results() {
+            let id = result.call_id.as_str();
+            if let Some(pos) = open.iter().position(|(o, _)| *o == id) {
+                open.remove(pos);
+                answered.insert(id);
+            } else {
+                let why = if answered.contains(id) {
+                    format!("tool call `{id}` already has a result")
+                } else if let Some(at) = seen.get(id) {
+                    format!("tool result for `{id}` must directly follow its call in message {at}")
+                } else {
+                    format!("no earlier assistant message has a tool call with id `{id}`")
+                };
+                errs.push(FieldError::new(&result.pointer, why));
+            }
+        }
+        // An OpenAI tool message leaves room for more results; anything else closes the window.
+        if !is_result_only(m) {
+            unanswered(&mut open, &mut errs, i);
+        }
+    }
+    // Calls still open here are trailing: the agent is mid-loop, which is valid.
+    if errs.is_empty() { Ok(()) } else { Err(errs) }
+}
+
+fn is_result_only(m: &Message) -> bool {
+    m.role == Role::Tool
+}
+
+fn unanswered(open: &mut Vec<(&str, &str)>, errs: &mut Vec<FieldError>, before: usize) {
+    for (id, pointer) in open.drain(..) {
+        errs.push(FieldError::new(
+            pointer,
+            format!("tool call `{id}` has no result before message {before}"),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::thread::{RawThread, WireFormat, parse};
+
+    fn openai(messages: Value) -> Result<(), Vec<super::FieldError>> {
+        let messages = messages.as_array().unwrap().clone();
+        parse(RawThread {
+            format: Some(WireFormat::OpenAi),
+            messages: &messages,
+            ..Default::default()
+        })
+        .map(|_| ())
+    }
+
+    fn call(id: &str) -> Value {
+        json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+    }
+
+    #[test]
+    fn orphan_result_names_its_field() {
+        let errs = openai(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "nope", "content": "x"}
+        ]))
+        .unwrap_err();
+        assert_eq!(errs[0].pointer, "/messages/1/tool_call_id");
+        assert!(errs[0].message.contains("no earlier assistant"));
+    }
+
+    #[test]
+    fn trailing_pending_calls_are_valid() {
+        openai(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "x"}
+        ]))
+        .unwrap();
+    }
+
+    #[test]
+    fn call_without_result_before_next_message_is_rejected() {
+        let errs = openai(json!([
+            {"role": "assistant", "content": null, "tool_calls": [call("a")]},
+            {"role": "user", "content": "and?"}
+        ]))
+        .unwrap_err();
+        assert_eq!(errs[0].pointer, "/messages/0/tool_calls/0/id");
+    }
+
+    #[test]
+    fn duplicate_ids_and_late_results_are_rejected() {
+        let errs = openai(json!([
+            {"role": "assistant", "content": null, "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "x"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a")]}
+        ]))
+        .unwrap_err();
+        assert_eq!(errs[0].pointer, "/messages/2/tool_calls/0/id");
+        assert!(errs[0].message.contains("duplicate"));
+
+        let errs = openai(json!([
+            {"role": "assistant", "content": null, "tool_calls": [call("a")]},
+            {"role": "tool", "tool_call_id": "a", "content": "x"},
+            {"role": "tool", "tool_call_id": "a", "content": "again"}
+        ]))
+        .unwrap_err();
+        assert!(errs[0].message.contains("already has a result"));
+    }
+}

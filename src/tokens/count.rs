@@ -1,0 +1,179 @@
+//! Counting a thread the way the provider would.
+//!
+//! For OpenAI chat models the count is the OpenAI cookbook's
+//! `num_tokens_from_messages`: every message costs [`MESSAGE_OVERHEAD`] plus
+//! the tokens of its string fields (role, content, name), a name costs one
+//! more, and [`REPLY_PRIMING`] tokens prime the reply. That formula is exact
+//! only for messages whose content is a plain string. Everything it does not
+//! cover is estimated with the constants in [`approximations`] and makes the
+//! count `exact: false`.
+
+use serde::Serialize;
+
+use super::{Encoders, Encoding};
+use crate::thread::{MediaKind, Message, Part, Thread};
+
+/// Tokens every message costs besides its fields (OpenAI cookbook).
+pub const MESSAGE_OVERHEAD: usize = 3;
+/// Extra token for a message's `name` (OpenAI cookbook).
+pub const NAME_OVERHEAD: usize = 1;
+/// Tokens that prime the assistant's reply, once per request (OpenAI cookbook).
+pub const REPLY_PRIMING: usize = 3;
+
+/// Documented estimates for what has no official formula.
+pub mod approximations {
+    /// A tool call: its name and arguments plus this wrapper.
+    pub const TOOL_CALL_OVERHEAD: usize = 3;
+    /// A tool result: its call id and content plus this wrapper.
+    pub const TOOL_RESULT_OVERHEAD: usize = 3;
+    /// All tool schemas of a request: their compact JSON plus this, once...
+    pub const TOOLS_OVERHEAD: usize = 12;
+    /// ...and this per tool.
+    pub const TOOL_SCHEMA_OVERHEAD: usize = 8;
+    /// An image at high/auto detail: OpenAI's cost of a 1024x1024 image (85 + 4 tiles x 170).
+    /// Anthropic's ~(w*h)/750 gives ~1,400 for the same image; dimensions are not read.
+    pub const IMAGE: usize = 765;
+    /// An image at `detail: low` (OpenAI's flat rate).
+    pub const IMAGE_LOW: usize = 85;
+    /// An audio clip (about 30 seconds).
+    pub const AUDIO: usize = 500;
+    /// A file or document (about one page of PDF).
+    pub const DOCUMENT: usize = 1500;
+    /// Redacted (encrypted) thinking: its base64 length divided by this.
+    pub const REDACTED_CHARS_PER_TOKEN: usize = 4;
+}
+
+use approximations::*;
+
+/// How strings are turned into token counts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// The model's BPE encoding (times its calibration factor).
+    Bpe,
+    /// `ceil(chars / chars_per_token)` per string: the seeds' cheap estimator.
+    Chars { chars_per_token: f64 },
+}
+
+/// A configured counter: one encoding, one method, one calibration.
+pub struct Counter<'a> {
+    pub encoders: &'a Encoders,
+    pub encoding: Encoding,
+    pub method: Method,
+    /// Multiplier for non-OpenAI tokenizers (1.0 for OpenAI models).
+    pub calibration: f64,
+    /// Whether the cookbook formula is exact for this model and encoding.
+    pub exact_model: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MessageCount {
+    pub tokens: usize,
+    pub exact: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadCount {
+    /// Anthropic's top-level system, counted as one message.
+    pub system: Option<usize>,
+    pub messages: Vec<usize>,
+    pub tools: usize,
+    pub total: usize,
+    pub exact: bool,
+}
+
+impl Counter<'_> {
+    /// Tokens of one string, uncalibrated.
+    pub fn raw(&self, text: &str) -> usize {
+        match self.method {
+            Method::Bpe => self.encoders.count(self.encoding, text),
+            Method::Chars { chars_per_token } => {
+                (text.chars().count() as f64 / chars_per_token).ceil() as usize
+            }
+        }
+    }
+
+    /// Tokens of a bare text (no message framing), calibrated.
+    pub fn text(&self, text: &str) -> MessageCount {
+        MessageCount {
+            tokens: self.calibrate(self.raw(text)),
+            exact: self.exact_model,
+        }
+    }
+
+    fn calibrate(&self, n: usize) -> usize {
+        if self.method == Method::Bpe && self.calibration != 1.0 {
+            (n as f64 * self.calibration).ceil() as usize
+        } else {
+            n
+        }
+    }
+
+    /// One message with its overhead.
+    pub fn message(&self, m: &Message) -> MessageCount {
+        let mut n = MESSAGE_OVERHEAD + self.raw(m.role.as_str());
+        if let Some(name) = &m.name {
+            n += self.raw(name) + NAME_OVERHEAD;
+        }
+        n += m.parts.iter().map(|p| self.part(p)).sum::<usize>();
+        MessageCount {
+            tokens: self.calibrate(n),
+            exact: self.exact_model && m.plain,
+        }
+    }
+
+    fn part(&self, p: &Part) -> usize {
+        match p {
+            Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => self.raw(t),
+            Part::RedactedThinking(data) => data.len().div_ceil(REDACTED_CHARS_PER_TOKEN),
+            Part::Media(kind) => match kind {
+                MediaKind::Image { low_detail: true } => IMAGE_LOW,
+                MediaKind::Image { low_detail: false } => IMAGE,
+                MediaKind::Audio => AUDIO,
+                MediaKind::File | MediaKind::Document => DOCUMENT,
+            },
+            Part::ToolCall(c) => TOOL_CALL_OVERHEAD + self.raw(&c.name) + self.raw(&c.arguments),
+            Part::FunctionCall { name, arguments } => {
+                TOOL_CALL_OVERHEAD + self.raw(name) + self.raw(arguments)
+            }
+            Part::ToolResult(r) => {
+                TOOL_RESULT_OVERHEAD
+                    + self.raw(&r.call_id)
+                    + r.content.iter().map(|p| self.part(p)).sum::<usize>()
+            }
+        }
+    }
+
+    /// All tool schemas of a request (0 when there are none).
+    pub fn tools(&self, tools: &[serde_json::Value]) -> usize {
+        if tools.is_empty() {
+            return 0;
+        }
+        let n = TOOLS_OVERHEAD
+            + tools
+                .iter()
+                .map(|t| TOOL_SCHEMA_OVERHEAD + self.raw(&t.to_string()))
+                .sum::<usize>();
+        self.calibrate(n)
+    }
+
+    /// The whole thread: per-message counts + tools + reply priming = total.
+    pub fn thread(&self, thread: &Thread) -> ThreadCount {
+        let system = thread.system.as_ref().map(|s| self.message(s));
+        let per: Vec<MessageCount> = thread.messages.iter().map(|m| self.message(m)).collect();
+        let tools = self.tools(&thread.tools);
+        let exact = self.exact_model
+            && tools == 0
+            && system.is_none_or(|s| s.exact)
+            && per.iter().all(|m| m.exact);
+        let messages: Vec<usize> = per.iter().map(|m| m.tokens).collect();
+        let total =
+            system.map_or(0, |s| s.tokens) + messages.iter().sum::<usize>() + tools + REPLY_PRIMING;
+        ThreadCount {
+            system: system.map(|s| s.tokens),
+            messages,
+            tools,
+            total,
+            exact,
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! The BPE encodings condense can count with, built once at start-up.
+//!
+//! `o200k_base` and `cl100k_base` use `bpe-openai`: identical token ids to
+//! tiktoken, faster, and linear on long unsplittable inputs where tiktoken's
+//! merge loop is quadratic. `p50k_base` and `r50k_base` (legacy completion
+//! models) are not in `bpe-openai`, so they use `tiktoken-rs`.
+//!
+//! Every count treats special-token text such as `<|endoftext|>` as ordinary
+//! text, as tiktoken's `encode(text, disallowed_special=())` does: user text
+//! is never an error.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A tiktoken encoding name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    O200kBase,
+    Cl100kBase,
+    P50kBase,
+    R50kBase,
+}
+
+impl Encoding {
+    pub const ALL: [Encoding; 4] = [
+        Encoding::O200kBase,
+        Encoding::Cl100kBase,
+        Encoding::P50kBase,
+        Encoding::R50kBase,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+            Encoding::P50kBase => "p50k_base",
+            Encoding::R50kBase => "r50k_base",
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Encoding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Encoding::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown encoding `{s}`; expected one of o200k_base, cl100k_base, p50k_base, r50k_base")
+            })
+    }
+}
+
+/// The four encoders, loaded eagerly so the first request pays nothing.
+pub struct Encoders {
+    p50k: tiktoken_rs::CoreBPE,
+    r50k: tiktoken_rs::CoreBPE,
+}
+
+impl Encoders {
+    /// Builds every encoder. Takes a few hundred milliseconds; call once.
+    pub fn load() -> anyhow::Result<Self> {
+        // Force the lazily built bpe-openai tables now rather than on the first request.
+        bpe_openai::o200k_base().count("warm up");
+        bpe_openai::cl100k_base().count("warm up");
+        Ok(Self {
+            p50k: tiktoken_rs::p50k_base()?,
+            r50k: tiktoken_rs::r50k_base()?,
+        })
+    }
+
+    /// Number of tokens of `text` under `encoding`, special tokens as plain text.
+    pub fn count(&self, encoding: Encoding, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        match encoding {
+            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
+            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::P50kBase => self.p50k.encode_ordinary(text).len(),
+            Encoding::R50kBase => self.r50k.encode_ordinary(text).len(),
+        }
+    }
+}
+
+impl fmt::Debug for Encoders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Encoders").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for e in Encoding::ALL {
+            assert_eq!(e.as_str().parse::<Encoding>().unwrap(), e);
+        }
+        assert!("gpt2".parse::<Encoding>().is_err());
+    }
+
+    #[test]
+    fn special_token_text_is_ordinary_text() {
+        let enc = Encoders::load().unwrap();
+        for e in Encoding::ALL {
+            // `<|endoftext|>` as one special token would count 1; as text it is several.
+            assert!(enc.count(e, "<|endoftext|>") > 1, "{e}");
+        }
+    }
+}

@@ -1,0 +1,170 @@
+//! The model registry: which encoding, window and calibration a model name maps to.
+//!
+//! It is data, not code (`data/models.toml`, embedded at build time), so an
+//! operator can add a model without a release by pointing `--models-file` at a
+//! copy of that file.
+
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use super::Encoding;
+
+const EMBEDDED: &str = include_str!("../../data/models.toml");
+
+/// One registry row, matched by model-name prefix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    pub prefix: String,
+    /// `openai` marks models the cookbook formula counts exactly.
+    pub family: String,
+    pub encoding: Encoding,
+    pub context_window: u64,
+    pub max_output_tokens: u64,
+    /// Multiplier applied to BPE counts for non-OpenAI tokenizers.
+    #[serde(default = "one")]
+    pub calibration: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl ModelSpec {
+    /// Whether the OpenAI cookbook formula describes this model's chat format.
+    pub fn is_openai(&self) -> bool {
+        self.family == "openai"
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegistryFile {
+    model: Vec<ModelSpec>,
+}
+
+/// What a lookup found: the row, or the fallback for an unknown model.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub spec: ModelSpec,
+    /// False when the model matched no prefix and the default row was used.
+    pub known: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ModelRegistry {
+    models: Vec<ModelSpec>,
+}
+
+impl ModelRegistry {
+    /// The registry compiled into the binary.
+    pub fn embedded() -> Self {
+        Self::parse(EMBEDDED).expect("the embedded data/models.toml is valid")
+    }
+
+    /// A registry read from a TOML file with the same shape as `data/models.toml`.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the models file {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("parsing the models file {}", path.display()))
+    }
+
+    fn parse(text: &str) -> anyhow::Result<Self> {
+        let file: RegistryFile = toml::from_str(text)?;
+        for m in &file.model {
+            anyhow::ensure!(!m.prefix.is_empty(), "a model has an empty prefix");
+            anyhow::ensure!(
+                m.context_window > 0,
+                "model {}: context_window must be > 0",
+                m.prefix
+            );
+            anyhow::ensure!(
+                m.calibration.is_finite() && m.calibration > 0.0 && m.calibration <= 10.0,
+                "model {}: calibration must be in (0, 10]",
+                m.prefix
+            );
+        }
+        Ok(Self { models: file.model })
+    }
+
+    pub fn models(&self) -> &[ModelSpec] {
+        &self.models
+    }
+
+    /// Longest-prefix match; an unknown model gets `default_model`'s row (or,
+    /// failing that, o200k with a 128k window) and `known: false`.
+    pub fn resolve(&self, model: &str, default_model: &str) -> Resolved {
+        if let Some(spec) = self.lookup(model) {
+            return Resolved {
+                spec: spec.clone(),
+                known: true,
+            };
+        }
+        let mut spec = self.lookup(default_model).cloned().unwrap_or(ModelSpec {
+            prefix: String::new(),
+            family: "unknown".into(),
+            encoding: Encoding::O200kBase,
+            context_window: 128_000,
+            max_output_tokens: 4096,
+            calibration: 1.0,
+        });
+        // An unknown model is never "openai": its count can only be an estimate.
+        spec.family = "unknown".into();
+        spec.calibration = 1.0;
+        Resolved { spec, known: false }
+    }
+
+    fn lookup(&self, model: &str) -> Option<&ModelSpec> {
+        self.models
+            .iter()
+            .filter(|m| model.starts_with(&m.prefix))
+            .max_by_key(|m| m.prefix.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn longest_prefix_wins() {
+        let r = ModelRegistry::embedded();
+        assert_eq!(
+            r.resolve("gpt-4o-mini", "gpt-4o").spec.encoding,
+            Encoding::O200kBase
+        );
+        assert_eq!(
+            r.resolve("gpt-4-0613", "gpt-4o").spec.encoding,
+            Encoding::Cl100kBase
+        );
+        assert_eq!(
+            r.resolve("gpt-4-turbo-2024", "gpt-4o").spec.context_window,
+            128_000
+        );
+        assert_eq!(
+            r.resolve("claude-sonnet-4-5", "gpt-4o")
+                .spec
+                .max_output_tokens,
+            64_000
+        );
+    }
+
+    #[test]
+    fn unknown_model_falls_back_and_is_marked() {
+        let r = ModelRegistry::embedded();
+        let res = r.resolve("my-own-model", "gpt-4o");
+        assert!(!res.known);
+        assert!(!res.spec.is_openai());
+        assert_eq!(res.spec.encoding, Encoding::O200kBase);
+    }
+
+    #[test]
+    fn bad_rows_are_rejected() {
+        let bad = "[[model]]\nprefix='x'\nfamily='a'\nencoding='o200k_base'\ncontext_window=0\nmax_output_tokens=1\n";
+        assert!(ModelRegistry::parse(bad).is_err());
+        let typo = "[[model]]\nprefix='x'\nfamily='a'\nencoding='o200k'\ncontext_window=5\nmax_output_tokens=1\n";
+        assert!(ModelRegistry::parse(typo).is_err());
+    }
+}

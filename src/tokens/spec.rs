@@ -1,0 +1,71 @@
+//! From a request's `model`, `encoding` and `method` to a configured counter.
+
+use super::{Counter, Encoders, Encoding, Method, ModelRegistry};
+
+/// Everything decided about how to count, with the warnings the choice carries.
+#[derive(Debug, Clone)]
+pub struct CountSpec {
+    pub model: String,
+    pub encoding: Encoding,
+    pub method: Method,
+    pub calibration: f64,
+    /// The cookbook formula is exact for this model/encoding/method.
+    pub exact_model: bool,
+    pub context_window: u64,
+    pub max_output_tokens: u64,
+    pub warnings: Vec<String>,
+}
+
+impl CountSpec {
+    pub fn resolve(
+        registry: &ModelRegistry,
+        default_model: &str,
+        model: Option<&str>,
+        encoding: Option<Encoding>,
+        method: Method,
+    ) -> Self {
+        let model = model.unwrap_or(default_model).to_string();
+        let resolved = registry.resolve(&model, default_model);
+        let spec = resolved.spec;
+        let mut warnings = Vec::new();
+        if !resolved.known {
+            warnings.push(format!(
+                "unknown model `{model}`: counted with {} as an estimate; add it to the model registry for a better count",
+                spec.encoding
+            ));
+        }
+        let chosen = encoding.unwrap_or(spec.encoding);
+        if chosen != spec.encoding {
+            warnings.push(format!(
+                "encoding {chosen} overrides {} for `{model}`: the count is an estimate",
+                spec.encoding
+            ));
+        }
+        if !spec.is_openai() && resolved.known {
+            warnings.push(format!(
+                "`{model}` does not use an OpenAI tokenizer: {chosen} x {} calibration is an estimate",
+                spec.calibration
+            ));
+        }
+        Self {
+            exact_model: spec.is_openai() && chosen == spec.encoding && method == Method::Bpe,
+            calibration: spec.calibration,
+            encoding: chosen,
+            method,
+            context_window: spec.context_window,
+            max_output_tokens: spec.max_output_tokens,
+            model,
+            warnings,
+        }
+    }
+
+    pub fn counter<'a>(&self, encoders: &'a Encoders) -> Counter<'a> {
+        Counter {
+            encoders,
+            encoding: self.encoding,
+            method: self.method,
+            calibration: self.calibration,
+            exact_model: self.exact_model,
+        }
+    }
+}
