@@ -33,10 +33,19 @@ where
         })?;
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+        if !value.is_object() {
+            return Err(ApiError::field(
+                "",
+                format!(
+                    "the body must be a JSON object, not {}",
+                    crate::thread::type_name(&value)
+                ),
+            ));
+        }
         serde_path_to_error::deserialize(value)
             .map(ApiJson)
             .map_err(|e| {
-                let mut pointer: String = e
+                let pointer: String = e
                     .path()
                     .iter()
                     .filter_map(|seg| match seg {
@@ -46,14 +55,6 @@ where
                     })
                     .collect();
                 let message = e.into_inner().to_string();
-                // serde reports an unknown field at its parent; point at the field itself.
-                if let Some(field) = message
-                    .strip_prefix("unknown field `")
-                    .and_then(|r| r.split('`').next())
-                {
-                    pointer.push('/');
-                    pointer.push_str(&escape(field));
-                }
                 ApiError::field(pointer, message)
             })
     }

@@ -15,7 +15,8 @@ use axum::http::Uri;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
 
 pub use catalog::{ModelsResponse, ProfilesResponse};
 pub use tokens::{TokensRequest, TokensResponse};
@@ -41,7 +42,11 @@ pub fn router(state: AppState) -> Router {
             // Outermost first.
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(middleware::make_span))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(middleware::make_span)
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use validate::validate;
+pub use wire::type_name;
 
 /// The wire format a thread arrived in (and is answered in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -237,7 +238,7 @@ pub fn detect(raw: &RawThread<'_>) -> WireFormat {
 }
 
 /// Shared helpers for the two wire parsers.
-pub(crate) mod wire {
+mod wire {
     use super::FieldError;
     use serde_json::Value;
 

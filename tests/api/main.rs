@@ -1,0 +1,7 @@
+//! HTTP-level tests of condense, run in-process against the real router.
+
+mod bad_input;
+mod common;
+mod golden;
+mod tokens;
+mod verdict;
