@@ -2,8 +2,6 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
-
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::policy::Profiles;
@@ -15,8 +13,8 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     /// Flags and environment, as read at start-up.
     pub config: Config,
-    /// The BPE encoders, built once.
-    pub encoders: Encoders,
+    /// The BPE encoders, built once per process.
+    pub encoders: &'static Encoders,
     /// Model name prefix -> encoding, window, calibration.
     pub models: ModelRegistry,
     /// Named threshold sets.
@@ -33,7 +31,7 @@ impl std::ops::Deref for AppState {
 impl AppState {
     /// Loads encoders, the model registry and the profiles named by `config`.
     pub fn new(config: Config) -> anyhow::Result<Self> {
-        let encoders = Encoders::load().context("loading the BPE encoders")?;
+        let encoders = Encoders::global();
         let models = match &config.models_file {
             Some(path) => ModelRegistry::from_file(path)?,
             None => ModelRegistry::embedded(),

@@ -77,7 +77,7 @@ async fn count(
 }
 
 fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<TokensResponse> {
-    let counter = spec.counter(&app.encoders);
+    let counter = spec.counter(app.encoders);
     let method_name = match spec.method {
         Method::Bpe => "bpe",
         Method::Chars { .. } => "chars",

@@ -109,7 +109,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
     let window = profile.context_window.unwrap_or(spec.context_window);
     let verdict = policy::verdict(
         &thread,
-        &spec.counter(&app.encoders),
+        &spec.counter(app.encoders),
         &profile,
         window,
         prior.as_ref(),

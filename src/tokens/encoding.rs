@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -67,8 +68,17 @@ pub struct Encoders {
     r50k: tiktoken_rs::CoreBPE,
 }
 
+static GLOBAL: LazyLock<Encoders> =
+    LazyLock::new(|| Encoders::load().expect("the built-in rank tables parse"));
+
 impl Encoders {
-    /// Builds every encoder. Takes a few hundred milliseconds; call once.
+    /// The process-wide encoders: immutable tables, built on first use and
+    /// shared by every `AppState` (and every test app) in the process.
+    pub fn global() -> &'static Encoders {
+        &GLOBAL
+    }
+
+    /// Builds every encoder. Takes a few hundred milliseconds; prefer [`Encoders::global`].
     pub fn load() -> anyhow::Result<Self> {
         // Force the lazily built bpe-openai tables now rather than on the first request.
         bpe_openai::o200k_base().count("warm up");

@@ -154,7 +154,7 @@ async fn wrong_shapes_name_their_field() {
     ];
     for (body, pointer) in cases {
         let r = post(&app, "/v1/tokens", &body).await;
-        assert_eq!(r.pointers(), [pointer.clone()], "{body}");
+        assert_eq!(r.pointers(), [pointer], "{body}");
     }
 }
 

@@ -3,5 +3,6 @@
 mod bad_input;
 mod common;
 mod golden;
+mod properties;
 mod tokens;
 mod verdict;
