@@ -17,6 +17,7 @@ pub mod http;
 pub mod policy;
 pub mod startup;
 pub mod state;
+pub mod summarize;
 pub mod telemetry;
 pub mod thread;
 pub mod tokens;

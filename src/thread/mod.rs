@@ -7,12 +7,16 @@
 //! custom metadata).
 
 mod anthropic;
+mod edit;
+mod marker;
 mod openai;
 mod validate;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use edit::{Cut, cut_middle, text_message, truncate};
+pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use validate::validate;
 pub use wire::type_name;
 

@@ -1,0 +1,201 @@
+//! What the heuristic summary pulls out of a span: requests, tools, files,
+//! commands (with their exit status), errors, decisions, latest state.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::sections::{Sections, clip};
+use crate::thread::{Message, Part, Role};
+
+/// A relative or absolute path with at least one directory and an extension.
+/// The leading class keeps URLs (`https://host/a.rs`) and version numbers out.
+static PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})")
+        .expect("valid regex")
+});
+
+/// Lines that report a failure: compiler errors, panics, tracebacks, test
+/// failures, package-manager and git errors.
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^(?:error(?:\[E\d+\])?:|fatal:|thread '.*' panicked at|Traceback \(most recent call last\):",
+        r"|[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)|npm ERR! code|FAILED\b|ERROR\b|Error:|Segmentation fault|panic:)"
+    ))
+    .expect("valid regex")
+});
+
+static EXIT_STATUS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^exit (?:status|code):? ?(-?\d+)\s*$").expect("valid regex"));
+
+/// Sentences where the agent states a choice.
+static DECISION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:I chose|I decided|I'm switching|I am switching|I will|I'll|decided to|we chose|instead of|rather than)\b")
+        .expect("valid regex")
+});
+
+const PATH_KEYS: [&str; 5] = ["path", "file", "file_path", "filename", "filepath"];
+const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
+
+/// Everything the span says, in order of appearance.
+pub fn extract(span: &[Message], text_cap: usize) -> Sections {
+    let mut s = Sections::default();
+    // call id -> the command it ran, to attach exit statuses.
+    let mut commands: HashMap<&str, String> = HashMap::new();
+    for m in span {
+        for part in &m.parts {
+            match part {
+                Part::Text(t) => {
+                    match m.role {
+                        Role::User => s.requests.push(format!("\"{}\"", clip(t, text_cap))),
+                        Role::Assistant => {
+                            if !t.trim().is_empty() {
+                                s.state = Some(t.trim().to_string());
+                            }
+                            decisions(&mut s, t);
+                        }
+                        _ => {}
+                    }
+                    scan(&mut s, t);
+                }
+                Part::Refusal(t) | Part::Thinking(t) => scan(&mut s, t),
+                Part::ToolCall(c) => {
+                    s.tools.add(&c.name, 1);
+                    if let Some(cmd) = arguments(&mut s, &c.arguments) {
+                        commands.insert(&c.id, cmd);
+                    }
+                }
+                Part::FunctionCall {
+                    name,
+                    arguments: args,
+                } => {
+                    s.tools.add(name, 1);
+                    arguments(&mut s, args);
+                }
+                Part::ToolResult(r) => {
+                    for inner in &r.content {
+                        if let Part::Text(t) = inner {
+                            scan(&mut s, t);
+                            if let (Some(cmd), Some(code)) =
+                                (commands.get(r.call_id.as_str()), exit_status(t))
+                            {
+                                if code != 0 {
+                                    let plain = format!("`{cmd}`");
+                                    s.commands.items.retain(|c| *c != plain);
+                                    s.commands.push(format!("`{cmd}` (exit status {code})"));
+                                }
+                            }
+                        }
+                    }
+                }
+                Part::RedactedThinking(_) | Part::Media(_) => {}
+            }
+        }
+    }
+    s
+}
+
+/// Paths and error lines of any text.
+fn scan(s: &mut Sections, text: &str) {
+    for c in PATH.captures_iter(text) {
+        s.files.push(&c[1]);
+    }
+    for line in text.lines() {
+        let line = line.trim();
+        if ERROR_LINE.is_match(line) {
+            s.errors.push(line);
+        }
+    }
+}
+
+fn decisions(s: &mut Sections, text: &str) {
+    for sentence in text.split_inclusive(['.', '!', '\n']) {
+        if DECISION.is_match(sentence) {
+            s.decisions.push(sentence.trim());
+        }
+    }
+}
+
+/// Files and commands named in a tool call's arguments; returns the command.
+fn arguments(s: &mut Sections, args: &str) -> Option<String> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(args) else {
+        scan(s, args);
+        return None;
+    };
+    let mut command = None;
+    for (key, value) in &map {
+        let Some(v) = value.as_str() else { continue };
+        let key = key.to_ascii_lowercase();
+        if PATH_KEYS.contains(&key.as_str()) {
+            s.files.push(v.trim());
+        } else if COMMAND_KEYS.contains(&key.as_str()) {
+            s.commands.push(format!("`{}`", v.trim()));
+            command = Some(v.trim().to_string());
+        } else if v.len() < 4096 {
+            // Long values (file contents being written) would flood the lists.
+            for c in PATH.captures_iter(v) {
+                s.files.push(&c[1]);
+            }
+        }
+    }
+    command
+}
+
+fn exit_status(text: &str) -> Option<i64> {
+    EXIT_STATUS
+        .captures_iter(text)
+        .last()
+        .and_then(|c| c[1].parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(text: &str) -> Vec<String> {
+        let mut s = Sections::default();
+        scan(&mut s, text);
+        s.files.items
+    }
+
+    #[test]
+    fn paths_with_directories_and_extensions() {
+        assert_eq!(
+            paths("see src/a.rs:10:5 and ./b/c.py."),
+            ["src/a.rs", "./b/c.py"]
+        );
+        assert_eq!(
+            paths("at syn-2.0.119/src/print.rs:373:5:"),
+            ["syn-2.0.119/src/print.rs"]
+        );
+        assert_eq!(
+            paths("idx/wasi-0.11.1+wasi-snapshot-preview1/Cargo.toml"),
+            ["idx/wasi-0.11.1+wasi-snapshot-preview1/Cargo.toml"]
+        );
+        assert_eq!(
+            paths("/usr/lib/x.so and memchr-2.8.3/.vim/coc-settings.json"),
+            ["/usr/lib/x.so", "memchr-2.8.3/.vim/coc-settings.json"]
+        );
+        assert!(paths("https://example.com/a/b.html version 0.11.1 e.g. foo").is_empty());
+    }
+
+    #[test]
+    fn error_lines() {
+        let mut s = Sections::default();
+        scan(
+            &mut s,
+            "ok\nerror[E0308]: mismatched types\n  --> x\nValueError: bad\nnpm ERR! code ELIFECYCLE\nwarning: unused\n",
+        );
+        assert_eq!(
+            s.errors.items,
+            [
+                "error[E0308]: mismatched types",
+                "ValueError: bad",
+                "npm ERR! code ELIFECYCLE"
+            ]
+        );
+        assert_eq!(exit_status("boom\n\nexit status: 101\n"), Some(101));
+    }
+}

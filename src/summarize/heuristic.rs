@@ -1,0 +1,110 @@
+//! The heuristic summary: extracted sections, merged into the previous
+//! summary, and shrunk until they fit the token limit.
+
+use super::extract::extract;
+use super::sections::{Caps, Sections, clip};
+use crate::thread::Message;
+
+/// Summarizes `span`, extending `prior` (a previous summary's content), in at
+/// most `max_tokens` tokens as measured by `count`.
+pub fn heuristic(
+    span: &[Message],
+    prior: Option<&str>,
+    max_tokens: usize,
+    count: impl Fn(&str) -> usize,
+) -> String {
+    let caps = Caps::default();
+    let older = prior.map(Sections::parse).unwrap_or_default();
+    let all = older.merge(extract(span, caps.text));
+    let mut factor = 1.0_f64;
+    for _ in 0..12 {
+        let mut s = all.clone();
+        s.apply(caps.scaled(factor));
+        let text = s.render();
+        let n = count(&text);
+        if n <= max_tokens {
+            return text;
+        }
+        // Shrink at least 10% per round, more when far over.
+        factor *= (max_tokens as f64 / n as f64).min(0.9);
+    }
+    // Still over at the smallest caps: cut the text itself.
+    let mut s = all;
+    s.apply(caps.scaled(factor));
+    let mut text = s.render();
+    let mut chars = text.chars().count();
+    while count(&text) > max_tokens && chars > 0 {
+        chars = chars * 3 / 4;
+        text = clip(&text, chars);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::thread::{RawThread, parse};
+
+    fn span() -> Vec<Message> {
+        let messages = vec![
+            json!({"role": "user", "content": "Fix src/lib.rs. Don't add dependencies."}),
+            json!({"role": "assistant", "content": "I'll read it first.", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "run_command", "arguments": "{\"command\": \"cargo test\"}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "error[E0308]: mismatched types\n --> src/lib.rs:3:5\n\nexit status: 101"}),
+            json!({"role": "assistant", "content": "Fixed the type in src/lib.rs; tests pass."}),
+        ];
+        parse(RawThread {
+            messages: &messages,
+            ..Default::default()
+        })
+        .unwrap()
+        .messages
+    }
+
+    fn words(s: &str) -> usize {
+        s.split_whitespace().count()
+    }
+
+    #[test]
+    fn sections_hold_what_the_span_says() {
+        let s = heuristic(&span(), None, 2000, words);
+        assert!(
+            s.contains("\"Fix src/lib.rs. Don't add dependencies.\""),
+            "{s}"
+        );
+        assert!(s.contains("- run_command ×1"), "{s}");
+        assert!(s.contains("- src/lib.rs"), "{s}");
+        assert!(s.contains("- `cargo test` (exit status 101)"), "{s}");
+        assert!(s.contains("- error[E0308]: mismatched types"), "{s}");
+        assert!(s.contains("- I'll read it first."), "{s}");
+        assert!(
+            s.ends_with("### Latest state\nFixed the type in src/lib.rs; tests pass."),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn it_is_deterministic_and_fits_the_limit() {
+        let a = heuristic(&span(), None, 2000, words);
+        assert_eq!(a, heuristic(&span(), None, 2000, words));
+        for limit in [60, 30, 10, 3] {
+            assert!(
+                words(&heuristic(&span(), None, limit, words)) <= limit,
+                "limit {limit}"
+            );
+        }
+    }
+
+    #[test]
+    fn extending_does_not_snowball() {
+        let mut summary = heuristic(&span(), None, 40, words);
+        for _ in 0..20 {
+            summary = heuristic(&span(), Some(&summary), 40, words);
+            assert!(words(&summary) <= 40);
+        }
+        assert!(summary.contains("run_command ×21"), "{summary}");
+    }
+}

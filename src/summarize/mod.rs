@@ -1,0 +1,40 @@
+//! Summarizers: what replaces the older span of a thread.
+//!
+//! `heuristic` is deterministic extraction (no LLM, fast); `llm` and `hybrid`
+//! need an upstream model; `truncate` writes no summary at all (the span is
+//! dropped); `auto` picks `llm` when an upstream is configured and the span is
+//! large enough to be worth it, else `heuristic`.
+
+mod extract;
+mod heuristic;
+mod key;
+mod sections;
+
+use serde::{Deserialize, Serialize};
+
+pub use heuristic::heuristic;
+pub use key::{KEY_VERSION, KeyInput, content_hash};
+pub use sections::{Caps, Sections};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    #[default]
+    Auto,
+    Heuristic,
+    Llm,
+    Hybrid,
+    Truncate,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Auto => "auto",
+            Strategy::Heuristic => "heuristic",
+            Strategy::Llm => "llm",
+            Strategy::Hybrid => "hybrid",
+            Strategy::Truncate => "truncate",
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! The heuristic summary's structure: capped, de-duplicated lists in a fixed
+//! order, rendered as Markdown that can be parsed back.
+//!
+//! Parsing back is what lets a new summary extend an old one: the old lists
+//! are merged with the new items and capped again, so repeated compaction
+//! keeps the size bounded instead of summarizing a summary of a summary.
+
+use std::fmt::Write;
+
+/// A list that keeps first-seen order, drops duplicates, and remembers how
+/// many items were left out when it was capped.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct List {
+    pub items: Vec<String>,
+    pub more: usize,
+}
+
+impl List {
+    pub fn push(&mut self, item: impl Into<String>) {
+        let item = item.into();
+        if !item.is_empty() && !self.items.contains(&item) {
+            self.items.push(item);
+        }
+    }
+
+    /// Keeps the newest `cap` items (or the first and the newest `cap - 1`
+    /// when `keep_first`: a thread's first request is its task).
+    pub fn cap(&mut self, cap: usize, keep_first: bool) {
+        if self.items.len() <= cap {
+            return;
+        }
+        let drop = self.items.len() - cap;
+        let from = usize::from(keep_first && cap > 0);
+        self.items.drain(from..from + drop);
+        self.more += drop;
+    }
+
+    fn merge(&mut self, newer: List) {
+        self.more += newer.more;
+        for item in newer.items {
+            self.items.retain(|i| *i != item);
+            self.items.push(item);
+        }
+    }
+}
+
+/// Counted tool names in order of first use.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally(pub Vec<(String, usize)>);
+
+impl Tally {
+    pub fn add(&mut self, name: &str, n: usize) {
+        match self.0.iter_mut().find(|(k, _)| k == name) {
+            Some((_, count)) => *count += n,
+            None => self.0.push((name.to_string(), n)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sections {
+    /// A previous summary that was not in this format (an LLM's), kept as text.
+    pub earlier: Option<String>,
+    pub requests: List,
+    pub tools: Tally,
+    pub files: List,
+    pub commands: List,
+    pub errors: List,
+    pub decisions: List,
+    pub state: Option<String>,
+}
+
+const EARLIER: &str = "Earlier context";
+const REQUESTS: &str = "User requests and instructions";
+const TOOLS: &str = "Tools used";
+const FILES: &str = "Files referenced";
+const COMMANDS: &str = "Commands run";
+const ERRORS: &str = "Errors seen";
+const DECISIONS: &str = "Decisions";
+const STATE: &str = "Latest state";
+
+/// Per-section caps; [`Sections::shrink`] lowers them to fit a token budget.
+#[derive(Debug, Clone, Copy)]
+pub struct Caps {
+    pub requests: usize,
+    pub files: usize,
+    pub commands: usize,
+    pub errors: usize,
+    pub decisions: usize,
+    /// Longest quote, error line or state, in characters.
+    pub text: usize,
+}
+
+impl Default for Caps {
+    fn default() -> Self {
+        Self {
+            requests: 25,
+            files: 80,
+            commands: 40,
+            errors: 30,
+            decisions: 12,
+            text: 300,
+        }
+    }
+}
+
+impl Caps {
+    /// The same caps scaled by `f` (at least one item, 40 characters).
+    pub fn scaled(self, f: f64) -> Self {
+        let s = |n: usize| ((n as f64 * f).floor() as usize).max(1);
+        Self {
+            requests: s(self.requests),
+            files: s(self.files),
+            commands: s(self.commands),
+            errors: s(self.errors),
+            decisions: s(self.decisions),
+            text: ((self.text as f64 * f.sqrt()) as usize).max(40),
+        }
+    }
+}
+
+/// Cuts `s` to at most `max` characters, marking the cut.
+pub fn clip(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(max.saturating_sub(1)).collect();
+    format!("{}…", cut.trim_end())
+}
+
+impl Sections {
+    /// `self` (older) extended with `newer`.
+    pub fn merge(mut self, newer: Sections) -> Sections {
+        self.earlier = self.earlier.or(newer.earlier);
+        self.requests.merge(newer.requests);
+        for (name, n) in newer.tools.0 {
+            self.tools.add(&name, n);
+        }
+        self.files.merge(newer.files);
+        self.commands.merge(newer.commands);
+        self.errors.merge(newer.errors);
+        self.decisions.merge(newer.decisions);
+        self.state = newer.state.or(self.state);
+        self
+    }
+
+    /// Applies `caps` to every list and text.
+    pub fn apply(&mut self, caps: Caps) {
+        self.requests.cap(caps.requests, true);
+        self.files.cap(caps.files, false);
+        self.commands.cap(caps.commands, false);
+        self.errors.cap(caps.errors, false);
+        self.decisions.cap(caps.decisions, false);
+        for list in [
+            &mut self.requests,
+            &mut self.errors,
+            &mut self.decisions,
+            &mut self.commands,
+        ] {
+            for item in &mut list.items {
+                *item = clip(item, caps.text);
+            }
+        }
+        self.state = self.state.as_deref().map(|s| clip(s, caps.text * 2));
+        self.earlier = self.earlier.as_deref().map(|s| clip(s, caps.text * 4));
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let mut list = |title: &str, l: &List| {
+            if l.items.is_empty() && l.more == 0 {
+                return;
+            }
+            let _ = writeln!(out, "### {title}");
+            for item in &l.items {
+                let _ = writeln!(out, "- {item}");
+            }
+            if l.more > 0 {
+                let _ = writeln!(out, "- (… {} more left out)", l.more);
+            }
+        };
+        if let Some(e) = &self.earlier {
+            list(
+                EARLIER,
+                &List {
+                    items: vec![e.clone()],
+                    more: 0,
+                },
+            );
+        }
+        list(REQUESTS, &self.requests);
+        let tools = List {
+            items: self
+                .tools
+                .0
+                .iter()
+                .map(|(k, n)| format!("{k} ×{n}"))
+                .collect(),
+            more: 0,
+        };
+        list(TOOLS, &tools);
+        list(FILES, &self.files);
+        list(COMMANDS, &self.commands);
+        list(ERRORS, &self.errors);
+        list(DECISIONS, &self.decisions);
+        if let Some(state) = &self.state {
+            let _ = writeln!(out, "### {STATE}\n{state}");
+        }
+        out.trim_end().to_string()
+    }
+
+    /// Parses a rendered summary back. Text in another shape (an LLM's
+    /// summary) becomes `earlier`.
+    pub fn parse(text: &str) -> Sections {
+        let mut s = Sections::default();
+        if !text.trim_start().starts_with("### ") {
+            s.earlier = Some(text.trim().to_string()).filter(|t| !t.is_empty());
+            return s;
+        }
+        let mut current = "";
+        let mut state = Vec::new();
+        for line in text.lines() {
+            if let Some(h) = line.strip_prefix("### ") {
+                current = match h.trim() {
+                    EARLIER => EARLIER,
+                    REQUESTS => REQUESTS,
+                    TOOLS => TOOLS,
+                    FILES => FILES,
+                    COMMANDS => COMMANDS,
+                    ERRORS => ERRORS,
+                    DECISIONS => DECISIONS,
+                    STATE => STATE,
+                    _ => "",
+                };
+                continue;
+            }
+            if current == STATE {
+                state.push(line);
+                continue;
+            }
+            let Some(item) = line.strip_prefix("- ") else {
+                continue;
+            };
+            if let Some(n) = item
+                .strip_prefix("(… ")
+                .and_then(|r| r.strip_suffix(" more left out)"))
+            {
+                let n: usize = n.parse().unwrap_or(0);
+                match current {
+                    REQUESTS => s.requests.more += n,
+                    FILES => s.files.more += n,
+                    COMMANDS => s.commands.more += n,
+                    ERRORS => s.errors.more += n,
+                    DECISIONS => s.decisions.more += n,
+                    _ => {}
+                }
+                continue;
+            }
+            match current {
+                EARLIER => s.earlier = Some(item.to_string()),
+                REQUESTS => s.requests.push(item),
+                FILES => s.files.push(item),
+                COMMANDS => s.commands.push(item),
+                ERRORS => s.errors.push(item),
+                DECISIONS => s.decisions.push(item),
+                TOOLS => {
+                    if let Some((name, n)) = item.rsplit_once(" ×") {
+                        s.tools.add(name, n.parse().unwrap_or(1));
+                    }
+                }
+                _ => {}
+            }
+        }
+        s.state = Some(state.join("\n").trim().to_string()).filter(|t| !t.is_empty());
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Sections {
+        let mut s = Sections::default();
+        s.requests.push("\"fix the build\"");
+        s.tools.add("read_file", 3);
+        s.files.push("src/a.rs");
+        s.files.push("src/b.rs");
+        s.commands.push("`cargo test` (exit status 101)");
+        s.errors.push("error[E0308]: mismatched types");
+        s.state = Some("Tests pass now.\nNext: docs.".into());
+        s
+    }
+
+    #[test]
+    fn render_parse_round_trip() {
+        let s = sample();
+        assert_eq!(Sections::parse(&s.render()), s);
+    }
+
+    #[test]
+    fn caps_count_what_they_leave_out_and_survive_a_round_trip() {
+        let mut s = sample();
+        for i in 0..10 {
+            s.files.push(format!("src/f{i}.rs"));
+        }
+        s.apply(Caps {
+            files: 4,
+            ..Caps::default()
+        });
+        assert_eq!(
+            s.files.items,
+            ["src/f6.rs", "src/f7.rs", "src/f8.rs", "src/f9.rs"]
+        );
+        assert_eq!(s.files.more, 8);
+        assert_eq!(Sections::parse(&s.render()).files.more, 8);
+    }
+
+    #[test]
+    fn merging_keeps_order_dedupes_and_sums_tools() {
+        let mut newer = Sections::default();
+        newer.files.push("src/a.rs");
+        newer.files.push("src/c.rs");
+        newer.tools.add("read_file", 2);
+        newer.tools.add("grep", 1);
+        let m = sample().merge(newer);
+        assert_eq!(m.files.items, ["src/b.rs", "src/a.rs", "src/c.rs"]);
+        assert_eq!(
+            m.tools.0,
+            [("read_file".to_string(), 5), ("grep".to_string(), 1)]
+        );
+        assert_eq!(m.state.as_deref(), Some("Tests pass now.\nNext: docs."));
+    }
+
+    #[test]
+    fn foreign_text_is_kept_as_earlier_context() {
+        let s = Sections::parse("The user wants X. We did Y.");
+        assert_eq!(s.earlier.as_deref(), Some("The user wants X. We did Y."));
+        assert_eq!(clip("abcdef", 4), "abc…");
+    }
+}
