@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::thread::{self, RawThread, Thread, WireFormat};
+use crate::policy::PriorSummary;
 use crate::tokens::Method;
 
 /// `method` of a request: how strings become token counts.
@@ -53,4 +54,32 @@ pub fn parse_thread(
         system,
         tools,
     })?)
+}
+
+/// The fields of a returned summary object that condense reads; others are
+/// ignored so a client can send the object back as it got it.
+#[derive(Debug, Deserialize)]
+pub struct SummaryInput {
+    pub last_message_idx: usize,
+    pub content: Option<String>,
+    pub token_count: Option<u64>,
+    pub messages_summarized: Option<u64>,
+}
+
+impl SummaryInput {
+    /// Checks the index against the thread it came with.
+    pub fn into_prior(self, messages: usize) -> Result<PriorSummary, ApiError> {
+        if self.last_message_idx >= messages {
+            return Err(ApiError::field(
+                "/summary/last_message_idx",
+                format!("{} is past the end of `messages` ({messages} messages)", self.last_message_idx),
+            ));
+        }
+        Ok(PriorSummary {
+            last_message_idx: self.last_message_idx,
+            content: self.content,
+            token_count: self.token_count,
+            messages_summarized: self.messages_summarized,
+        })
+    }
 }

@@ -2,6 +2,7 @@
 //! one domain function and answer; no domain logic lives here.
 
 mod catalog;
+mod compress;
 mod extract;
 mod health;
 mod input;
@@ -19,6 +20,7 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 pub use catalog::{ModelsResponse, ProfilesResponse};
+pub use compress::{CompressRequest, CompressResponse};
 pub use tokens::{TokensRequest, TokensResponse};
 pub use verdict::{VerdictRequest, VerdictResponse};
 
@@ -35,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .merge(health::router())
         .merge(tokens::router())
         .merge(verdict::router())
+        .merge(compress::router())
         .merge(catalog::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

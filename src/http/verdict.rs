@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::parse_thread;
-use crate::error::{ApiError, Result};
-use crate::policy::{self, PriorSummary, ProfileOverrides, Verdict};
+use super::input::{SummaryInput, parse_thread};
+use crate::error::Result;
+use crate::policy::{self, ProfileOverrides, Verdict};
 use crate::state::AppState;
 use crate::thread::WireFormat;
 use crate::tokens::{CountSpec, Encoding, Method};
@@ -35,15 +35,6 @@ pub struct VerdictRequest {
     pub config: Option<ProfileOverrides>,
     /// The summary object a previous compression returned.
     pub summary: Option<SummaryInput>,
-}
-
-/// The fields of a returned summary object the verdict reads; others are ignored
-/// so a client can send the object back as it got it.
-#[derive(Debug, Deserialize)]
-pub struct SummaryInput {
-    pub last_message_idx: usize,
-    pub content: Option<String>,
-    pub token_count: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -81,23 +72,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
     )?;
     let prior = req
         .summary
-        .map(|s| {
-            if s.last_message_idx >= thread.messages.len() {
-                return Err(ApiError::field(
-                    "/summary/last_message_idx",
-                    format!(
-                        "{} is past the end of `messages` ({} messages)",
-                        s.last_message_idx,
-                        thread.messages.len()
-                    ),
-                ));
-            }
-            Ok(PriorSummary {
-                last_message_idx: s.last_message_idx,
-                content: s.content,
-                token_count: s.token_count,
-            })
-        })
+        .map(|s| s.into_prior(thread.messages.len()))
         .transpose()?;
     let spec = CountSpec::resolve(
         &app.models,

@@ -4,6 +4,6 @@ mod profile;
 mod render;
 mod verdict;
 
-pub use profile::{Profile, ProfileOverrides, Profiles};
+pub use profile::{Profile, ProfileOverrides, Profiles, SummaryRole};
 pub use render::render_text;
 pub use verdict::{Assessment, PriorSummary, Trigger, Verdict, assess, decide, verdict};

@@ -29,6 +29,19 @@ pub struct Profile {
     /// Overrides the model registry's window when set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Role of the summary message (Anthropic threads always use `user`).
+    pub summary_role: SummaryRole,
+    /// `auto` uses the upstream LLM only for spans of at least this many tokens.
+    pub llm_min_tokens: u64,
+}
+
+/// Role of the summary message in OpenAI threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SummaryRole {
+    System,
+    #[default]
+    User,
 }
 
 impl Default for Profile {
@@ -40,6 +53,8 @@ impl Default for Profile {
             response_reserve: 4096,
             max_summary_tokens: 2000,
             context_window: None,
+            summary_role: SummaryRole::User,
+            llm_min_tokens: 4000,
         }
     }
 }
@@ -54,16 +69,19 @@ pub struct ProfileOverrides {
     pub response_reserve: Option<u64>,
     pub max_summary_tokens: Option<u64>,
     pub context_window: Option<u64>,
+    pub summary_role: Option<SummaryRole>,
+    pub llm_min_tokens: Option<u64>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
-const BOUNDS: [(&str, u64, u64); 6] = [
+const BOUNDS: [(&str, u64, u64); 7] = [
     ("max_messages_before_summary", 1, 1_000_000),
     ("max_tokens_before_summary", 1, 100_000_000),
     ("min_recent_messages", 0, 10_000),
     ("response_reserve", 0, 10_000_000),
     ("max_summary_tokens", 16, 1_000_000),
     ("context_window", 256, 100_000_000),
+    ("llm_min_tokens", 0, 100_000_000),
 ];
 
 impl ProfileOverrides {
@@ -76,6 +94,7 @@ impl ProfileOverrides {
             self.response_reserve,
             self.max_summary_tokens,
             self.context_window,
+            self.llm_min_tokens,
         ];
         let errs: Vec<FieldError> = BOUNDS
             .iter()
@@ -104,6 +123,8 @@ impl ProfileOverrides {
             response_reserve: self.response_reserve.unwrap_or(base.response_reserve),
             max_summary_tokens: self.max_summary_tokens.unwrap_or(base.max_summary_tokens),
             context_window: self.context_window.or(base.context_window),
+            summary_role: self.summary_role.unwrap_or(base.summary_role),
+            llm_min_tokens: self.llm_min_tokens.unwrap_or(base.llm_min_tokens),
         })
     }
 }

@@ -13,6 +13,8 @@ pub struct PriorSummary {
     pub last_message_idx: usize,
     pub content: Option<String>,
     pub token_count: Option<u64>,
+    /// How many messages it stands for (compression extends the count).
+    pub messages_summarized: Option<u64>,
 }
 
 impl PriorSummary {

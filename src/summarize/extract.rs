@@ -21,10 +21,16 @@ static PATH: LazyLock<Regex> = LazyLock::new(|| {
 /// failures, package-manager and git errors.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"^(?:error(?:\[E\d+\])?:|fatal:|thread '.*' panicked at|Traceback \(most recent call last\):",
-        r"|[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)|npm ERR! code|FAILED\b|ERROR\b|Error:|Segmentation fault|panic:)"
+        r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
+        r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
     ))
     .expect("valid regex")
+});
+
+/// Lines of tool output that point at a source location (compiler arrows,
+/// panics, traceback frames): the paths worth keeping from command output.
+static LOCATION_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).expect("valid regex")
 });
 
 static EXIT_STATUS: LazyLock<Regex> =
@@ -77,14 +83,12 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                 Part::ToolResult(r) => {
                     for inner in &r.content {
                         if let Part::Text(t) = inner {
-                            scan(&mut s, t);
+                            scan_output(&mut s, t);
                             if let (Some(cmd), Some(code)) =
                                 (commands.get(r.call_id.as_str()), exit_status(t))
                             {
                                 if code != 0 {
-                                    let plain = format!("`{cmd}`");
-                                    s.commands.items.retain(|c| *c != plain);
-                                    s.commands.push(format!("`{cmd}` (exit status {code})"));
+                                    annotate_exit(&mut s, cmd, code);
                                 }
                             }
                         }
@@ -110,6 +114,33 @@ fn scan(s: &mut Sections, text: &str) {
     }
 }
 
+/// Tool output: file contents and logs. Only error lines and the paths on
+/// error or location lines are kept; a file's own text is not a reference.
+fn scan_output(s: &mut Sections, text: &str) {
+    for line in text.lines() {
+        let line = line.trim();
+        let is_error = ERROR_LINE.is_match(line);
+        if is_error {
+            s.errors.push(line);
+        }
+        if is_error || LOCATION_LINE.is_match(line) {
+            for c in PATH.captures_iter(line) {
+                s.files.push(&c[1]);
+            }
+        }
+    }
+}
+
+/// Marks a command with its failing exit status, in place of its plain entry.
+fn annotate_exit(s: &mut Sections, cmd: &str, code: i64) {
+    let plain = format!("`{cmd}`");
+    let marked = format!("`{cmd}` (exit status {code})");
+    match s.commands.items.iter().position(|c| *c == plain || c.starts_with(&format!("{plain} (exit status"))) {
+        Some(i) => s.commands.items[i] = marked,
+        None => s.commands.push(marked),
+    }
+}
+
 fn decisions(s: &mut Sections, text: &str) {
     for sentence in text.split_inclusive(['.', '!', '\n']) {
         if DECISION.is_match(sentence) {
@@ -131,7 +162,10 @@ fn arguments(s: &mut Sections, args: &str) -> Option<String> {
         if PATH_KEYS.contains(&key.as_str()) {
             s.files.push(v.trim());
         } else if COMMAND_KEYS.contains(&key.as_str()) {
-            s.commands.push(format!("`{}`", v.trim()));
+            let plain = format!("`{}`", v.trim());
+            if !s.commands.items.iter().any(|c| c.starts_with(&plain)) {
+                s.commands.push(plain);
+            }
             command = Some(v.trim().to_string());
         } else if v.len() < 4096 {
             // Long values (file contents being written) would flood the lists.

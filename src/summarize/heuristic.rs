@@ -17,7 +17,7 @@ pub fn heuristic(
     let older = prior.map(Sections::parse).unwrap_or_default();
     let all = older.merge(extract(span, caps.text));
     let mut factor = 1.0_f64;
-    for _ in 0..12 {
+    for _ in 0..48 {
         let mut s = all.clone();
         s.apply(caps.scaled(factor));
         let text = s.render();
@@ -25,8 +25,9 @@ pub fn heuristic(
         if n <= max_tokens {
             return text;
         }
-        // Shrink at least 10% per round, more when far over.
-        factor *= (max_tokens as f64 / n as f64).min(0.9);
+        // Shrink in small steps so the result is the largest that fits;
+        // take bigger ones when far over.
+        factor *= (max_tokens as f64 / n as f64).min(0.97);
     }
     // Still over at the smallest caps: cut the text itself.
     let mut s = all;
@@ -75,8 +76,8 @@ mod tests {
             s.contains("\"Fix src/lib.rs. Don't add dependencies.\""),
             "{s}"
         );
-        assert!(s.contains("- run_command ×1"), "{s}");
-        assert!(s.contains("- src/lib.rs"), "{s}");
+        assert!(s.contains("### Tools used\nrun_command ×1"), "{s}");
+        assert!(s.contains("### Files referenced\nsrc/lib.rs\n"), "{s}");
         assert!(s.contains("- `cargo test` (exit status 101)"), "{s}");
         assert!(s.contains("- error[E0308]: mismatched types"), "{s}");
         assert!(s.contains("- I'll read it first."), "{s}");

@@ -14,7 +14,12 @@ use serde::{Deserialize, Serialize};
 
 pub use heuristic::heuristic;
 pub use key::{KEY_VERSION, KeyInput, content_hash};
-pub use sections::{Caps, Sections};
+pub use sections::{Caps, Sections, clip};
+
+/// The heuristic's sections of a span, uncapped (for per-iteration summaries).
+pub fn extract_sections(span: &[crate::thread::Message]) -> Sections {
+    extract::extract(span, Caps::default().text)
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -105,16 +105,19 @@ impl Default for Caps {
 }
 
 impl Caps {
-    /// The same caps scaled by `f` (at least one item, 40 characters).
+    /// The caps scaled by `f` (at least one item, 40 characters). Quotes,
+    /// decisions and texts shrink first; the identifiers an agent needs next
+    /// (files, commands, errors) shrink more slowly.
     pub fn scaled(self, f: f64) -> Self {
-        let s = |n: usize| ((n as f64 * f).floor() as usize).max(1);
+        let by = |n: usize, f: f64| ((n as f64 * f).floor() as usize).max(1);
+        let slow = f.sqrt();
         Self {
-            requests: s(self.requests),
-            files: s(self.files),
-            commands: s(self.commands),
-            errors: s(self.errors),
-            decisions: s(self.decisions),
-            text: ((self.text as f64 * f.sqrt()) as usize).max(40),
+            requests: by(self.requests, f),
+            files: by(self.files, slow),
+            commands: by(self.commands, slow),
+            errors: by(self.errors, slow),
+            decisions: by(self.decisions, f),
+            text: by(self.text, f).max(40),
         }
     }
 }
@@ -127,6 +130,19 @@ pub fn clip(s: &str, max: usize) -> String {
     }
     let cut: String = s.chars().take(max.saturating_sub(1)).collect();
     format!("{}…", cut.trim_end())
+}
+
+fn write_list(out: &mut String, title: &str, l: &List) {
+    if l.items.is_empty() && l.more == 0 {
+        return;
+    }
+    let _ = writeln!(out, "### {title}");
+    for item in &l.items {
+        let _ = writeln!(out, "- {item}");
+    }
+    if l.more > 0 {
+        let _ = writeln!(out, "- (… {} more left out)", l.more);
+    }
 }
 
 impl Sections {
@@ -168,20 +184,10 @@ impl Sections {
 
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let mut list = |title: &str, l: &List| {
-            if l.items.is_empty() && l.more == 0 {
-                return;
-            }
-            let _ = writeln!(out, "### {title}");
-            for item in &l.items {
-                let _ = writeln!(out, "- {item}");
-            }
-            if l.more > 0 {
-                let _ = writeln!(out, "- (… {} more left out)", l.more);
-            }
-        };
+        let list = write_list;
         if let Some(e) = &self.earlier {
             list(
+                &mut out,
                 EARLIER,
                 &List {
                     items: vec![e.clone()],
@@ -189,21 +195,22 @@ impl Sections {
                 },
             );
         }
-        list(REQUESTS, &self.requests);
-        let tools = List {
-            items: self
-                .tools
-                .0
-                .iter()
-                .map(|(k, n)| format!("{k} ×{n}"))
-                .collect(),
-            more: 0,
-        };
-        list(TOOLS, &tools);
-        list(FILES, &self.files);
-        list(COMMANDS, &self.commands);
-        list(ERRORS, &self.errors);
-        list(DECISIONS, &self.decisions);
+        list(&mut out, REQUESTS, &self.requests);
+        if !self.tools.0.is_empty() {
+            let tools: Vec<String> = self.tools.0.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+            let _ = writeln!(out, "### {TOOLS}\n{}", tools.join(", "));
+        }
+        // Paths go on one line, comma-separated: a dash and a newline per
+        // path would cost a sixth of the section.
+        if !self.files.items.is_empty() || self.files.more > 0 {
+            let _ = writeln!(out, "### {FILES}\n{}", self.files.items.join(", "));
+            if self.files.more > 0 {
+                let _ = writeln!(out, "- (… {} more left out)", self.files.more);
+            }
+        }
+        list(&mut out, COMMANDS, &self.commands);
+        list(&mut out, ERRORS, &self.errors);
+        list(&mut out, DECISIONS, &self.decisions);
         if let Some(state) = &self.state {
             let _ = writeln!(out, "### {STATE}\n{state}");
         }
@@ -240,6 +247,14 @@ impl Sections {
                 continue;
             }
             let Some(item) = line.strip_prefix("- ") else {
+                match current {
+                    FILES => line.split(", ").for_each(|p| s.files.push(p.trim())),
+                    TOOLS => line
+                        .split(", ")
+                        .filter_map(|t| t.rsplit_once(" ×"))
+                        .for_each(|(name, n)| s.tools.add(name, n.parse().unwrap_or(1))),
+                    _ => {}
+                }
                 continue;
             };
             if let Some(n) = item

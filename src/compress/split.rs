@@ -1,0 +1,114 @@
+//! Where to cut a thread: tool units, the tail, and iterations.
+//!
+//! An assistant message with tool calls and the messages holding their results
+//! form one unit; a cut only ever falls between units, so no tool result loses
+//! its call and no call loses its results.
+
+use std::ops::Range;
+
+use crate::thread::{Message, Role};
+
+/// The units of `messages[from..]`, in order, as index ranges.
+pub fn units(messages: &[Message], from: usize) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < messages.len() {
+        let mut end = i + 1;
+        if messages[i].role == Role::Assistant && messages[i].tool_calls().next().is_some() {
+            while end < messages.len()
+                && messages[end].role != Role::Assistant
+                && messages[end].tool_results().next().is_some()
+            {
+                end += 1;
+            }
+        }
+        out.push(i..end);
+        i = end;
+    }
+    out
+}
+
+/// Start of the unit holding `index` (or `index` itself past the end).
+pub fn unit_start(units: &[Range<usize>], index: usize) -> usize {
+    units.iter().find(|u| u.contains(&index)).map_or(index, |u| u.start)
+}
+
+/// The tail keeps at least `min_recent` of the newest messages, moved back to a
+/// unit boundary, and never reaches before `start`.
+pub fn tail_start(units: &[Range<usize>], len: usize, start: usize, min_recent: usize) -> usize {
+    let want = len.saturating_sub(min_recent).max(start);
+    unit_start(units, want).max(start)
+}
+
+/// For threads grouped by iteration: the tail starts at the first message of
+/// the `keep` most recent iterations. A message without `metadata.iteration`
+/// belongs to the iteration of the message before it.
+pub fn iteration_tail_start(messages: &[Message], units: &[Range<usize>], start: usize, keep: usize) -> usize {
+    let its = iterations(messages, start);
+    let mut distinct: Vec<u64> = its.clone();
+    distinct.dedup();
+    if distinct.len() <= keep {
+        return start;
+    }
+    let first_kept = distinct[distinct.len() - keep];
+    let at = its.iter().position(|&it| it == first_kept).map_or(messages.len(), |p| start + p);
+    unit_start(units, at).max(start)
+}
+
+/// The iteration of each message of `messages[start..]`, inherited forward.
+pub fn iterations(messages: &[Message], start: usize) -> Vec<u64> {
+    let mut current = messages[..start].iter().rev().find_map(|m| m.iteration).unwrap_or(0);
+    messages[start..]
+        .iter()
+        .map(|m| {
+            if let Some(it) = m.iteration {
+                current = it;
+            }
+            current
+        })
+        .collect()
+}
+
+/// True for a message that opens a user turn (user text, not tool results):
+/// a thread without a summary message must start its conversation with one.
+pub fn opens_user_turn(m: &Message) -> bool {
+    m.role == Role::User && m.tool_results().next().is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::thread::{RawThread, parse};
+
+    fn thread() -> Vec<Message> {
+        let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}});
+        let messages = vec![
+            json!({"role": "user", "content": "a"}),                                  // 0
+            json!({"role": "assistant", "content": null, "tool_calls": [call("1"), call("2")]}), // 1
+            json!({"role": "tool", "tool_call_id": "1", "content": "r"}),             // 2
+            json!({"role": "tool", "tool_call_id": "2", "content": "r"}),             // 3
+            json!({"role": "assistant", "content": "done"}),                          // 4
+            json!({"role": "user", "content": "b"}),                                  // 5
+        ];
+        parse(RawThread { messages: &messages, ..Default::default() }).unwrap().messages
+    }
+
+    #[test]
+    fn units_keep_calls_with_results() {
+        assert_eq!(units(&thread(), 0), [0..1, 1..4, 4..5, 5..6]);
+    }
+
+    #[test]
+    fn the_tail_moves_back_to_a_unit_boundary() {
+        let m = thread();
+        let u = units(&m, 0);
+        assert_eq!(tail_start(&u, 6, 0, 2), 4);
+        // Three newest would cut the tool unit after its call: take the whole unit.
+        assert_eq!(tail_start(&u, 6, 0, 3), 1);
+        assert_eq!(tail_start(&u, 6, 0, 5), 1);
+        assert_eq!(tail_start(&u, 6, 0, 6), 0);
+        assert_eq!(tail_start(&u, 6, 2, 60), 2);
+    }
+}

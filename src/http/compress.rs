@@ -1,0 +1,162 @@
+//! `POST /v1/compress`: return a thread that fits, with the older span summarized.
+
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::extract::ApiJson;
+use super::input::{SummaryInput, parse_thread};
+use crate::compress::{self, IterationSummary, Reason, SummaryObject};
+use crate::error::{ApiError, Result};
+use crate::policy::ProfileOverrides;
+use crate::state::AppState;
+use crate::summarize::Strategy;
+use crate::thread::WireFormat;
+use crate::tokens::{CountSpec, Encoding, Method};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/v1/compress", post(compress_thread))
+}
+
+/// Longest `summarizer.instructions` accepted, in characters.
+const MAX_INSTRUCTIONS: usize = 4000;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompressRequest {
+    pub messages: Vec<Value>,
+    pub system: Option<Value>,
+    pub tools: Option<Value>,
+    pub format: Option<WireFormat>,
+    pub model: Option<String>,
+    pub encoding: Option<Encoding>,
+    pub profile: Option<String>,
+    pub config: Option<ProfileOverrides>,
+    /// The summary object of a previous compression.
+    pub summary: Option<SummaryInput>,
+    pub summarizer: Option<SummarizerInput>,
+    /// Compress even when the verdict says nothing is due.
+    #[serde(default)]
+    pub force: bool,
+    pub group_by: Option<GroupBy>,
+    pub keep_recent_iterations: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SummarizerInput {
+    #[serde(default)]
+    pub strategy: Strategy,
+    pub model: Option<String>,
+    pub instructions: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupBy {
+    Iteration,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CompressResponse {
+    pub compressed: bool,
+    pub reason: Option<Reason>,
+    pub format: WireFormat,
+    /// The thread in the caller's wire format; unchanged messages value for value.
+    pub messages: Vec<Value>,
+    /// Anthropic's top-level system, unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system: Option<Value>,
+    pub summary: Option<SummaryObject>,
+    pub tokens_before: usize,
+    pub tokens_after: usize,
+    pub context_window: u64,
+    /// True when the summary is not what was asked for (an upstream failed).
+    pub degraded: bool,
+    /// Request indices of messages dropped without a summary (`truncate`).
+    pub messages_dropped: Vec<usize>,
+    /// Request indices of kept messages whose long texts were cut to fit.
+    pub messages_truncated: Vec<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summaries: Option<Vec<IterationSummary>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_injection: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+async fn compress_thread(State(app): State<AppState>, ApiJson(req): ApiJson<CompressRequest>) -> Result<Json<CompressResponse>> {
+    Ok(Json(app.cpu(move |app| run(app, req)).await?))
+}
+
+fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
+    let profile = app.profiles.resolve(req.profile.as_deref(), req.config.as_ref())?;
+    let thread = parse_thread(req.format, &req.messages, req.system.as_ref(), req.tools.as_ref())?;
+    if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
+        if min as usize > thread.messages.len() {
+            return Err(ApiError::field(
+                "/config/min_recent_messages",
+                format!("{min} is more than the {} messages of the thread", thread.messages.len()),
+            ));
+        }
+    }
+    let prior = req.summary.map(|s| s.into_prior(thread.messages.len())).transpose()?;
+    let summarizer = req.summarizer.unwrap_or_default();
+    if summarizer.instructions.as_ref().is_some_and(|i| i.chars().count() > MAX_INSTRUCTIONS) {
+        return Err(ApiError::field("/summarizer/instructions", format!("must be at most {MAX_INSTRUCTIONS} characters")));
+    }
+    let keep_recent_iterations = match (req.group_by, req.keep_recent_iterations) {
+        (Some(GroupBy::Iteration), keep) => {
+            let keep = keep.unwrap_or(3);
+            if !(1..=10_000).contains(&keep) {
+                return Err(ApiError::field("/keep_recent_iterations", "must be between 1 and 10000"));
+            }
+            Some(keep as usize)
+        }
+        (None, Some(_)) => {
+            return Err(ApiError::field("/keep_recent_iterations", "only applies with `group_by: \"iteration\"`"));
+        }
+        (None, None) => None,
+    };
+    let spec = CountSpec::resolve(&app.models, &app.config.default_model, req.model.as_deref(), req.encoding, Method::Bpe);
+    let counter = spec.counter(app.encoders);
+    let context_window = profile.context_window.unwrap_or(spec.context_window);
+    let outcome = compress::compress(&compress::Request {
+        thread: &thread,
+        counter: &counter,
+        profile: &profile,
+        context_window,
+        prior,
+        strategy: summarizer.strategy,
+        force: req.force,
+        instructions: summarizer.instructions.as_deref(),
+        keep_recent_iterations,
+    })
+    .map_err(|e| match e {
+        compress::Error::Invalid(errs) => ApiError::Invalid(errs),
+        compress::Error::DoesNotFit(detail) => ApiError::Unprocessable { title: "Thread does not fit", detail },
+        compress::Error::Unsupported(detail) => ApiError::Unprocessable { title: "Strategy unavailable", detail },
+        bug @ compress::Error::Bug(_) => ApiError::Internal(bug.into()),
+    })?;
+    let mut warnings = spec.warnings;
+    warnings.extend(outcome.warnings);
+    let grouped = keep_recent_iterations.is_some() && outcome.compressed;
+    Ok(CompressResponse {
+        compressed: outcome.compressed,
+        reason: outcome.reason,
+        format: outcome.thread.format,
+        messages: outcome.thread.messages.into_iter().map(|m| m.raw).collect(),
+        system: outcome.thread.system.map(|s| s.raw),
+        context_injection: grouped.then(|| outcome.summary.as_ref().map(|s| s.content.clone())).flatten(),
+        summary: outcome.summary,
+        tokens_before: outcome.tokens_before,
+        tokens_after: outcome.tokens_after,
+        context_window,
+        degraded: false,
+        messages_dropped: outcome.messages_dropped,
+        messages_truncated: outcome.messages_truncated,
+        summaries: grouped.then_some(outcome.iteration_summaries),
+        warnings,
+    })
+}
