@@ -28,7 +28,11 @@ pub struct Draft {
 impl Draft {
     /// Tokens of everything but the summary and the tail.
     pub fn fixed(&self, c: &Counter<'_>) -> usize {
-        self.system.iter().chain(&self.pinned).map(|m| c.message(m).tokens).sum::<usize>()
+        self.system
+            .iter()
+            .chain(&self.pinned)
+            .map(|m| c.message(m).tokens)
+            .sum::<usize>()
             + self.tools_tokens
             + REPLY_PRIMING
     }
@@ -38,12 +42,20 @@ impl Draft {
     }
 
     pub fn total(&self, c: &Counter<'_>) -> usize {
-        self.fixed(c) + self.summary.as_ref().map_or(0, |m| c.message(m).tokens) + self.tail_tokens(c)
+        self.fixed(c)
+            + self.summary.as_ref().map_or(0, |m| c.message(m).tokens)
+            + self.tail_tokens(c)
     }
 
     /// Cuts texts of the tail (tool results only, or any) to ever shorter
     /// lengths until the draft fits `budget`; true when it does.
-    pub fn cut_texts(&mut self, c: &Counter<'_>, format: WireFormat, cut: Cut, budget: usize) -> bool {
+    pub fn cut_texts(
+        &mut self,
+        c: &Counter<'_>,
+        format: WireFormat,
+        cut: Cut,
+        budget: usize,
+    ) -> bool {
         for keep in KEEP_CHARS {
             if self.total(c) <= budget {
                 return true;

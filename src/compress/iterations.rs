@@ -19,9 +19,14 @@ pub fn summarize(span: &[Message], its: &[u64], _c: &Counter<'_>) -> Vec<Iterati
     let mut i = 0;
     while i < span.len() {
         let it = its[i];
-        let end = (i..span.len()).find(|&j| its[j] != it).unwrap_or(span.len());
+        let end = (i..span.len())
+            .find(|&j| its[j] != it)
+            .unwrap_or(span.len());
         let s = crate::summarize::extract_sections(&span[i..end]);
-        out.push(IterationSummary { iteration: it, content: sentences(&s, end - i) });
+        out.push(IterationSummary {
+            iteration: it,
+            content: sentences(&s, end - i),
+        });
         i = end;
     }
     out
@@ -40,14 +45,21 @@ fn sentences(s: &Sections, messages: usize) -> String {
         } else {
             let shown: Vec<&str> = s.files.items.iter().take(5).map(String::as_str).collect();
             let more = s.files.items.len().saturating_sub(5);
-            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
             format!(" on {}{more}", shown.join(", "))
         };
         parts.push(format!("The agent used {}{files}.", tools.join(", ")));
     }
     match (s.errors.items.first(), &s.state) {
         (Some(e), _) => parts.push(format!("It hit `{e}`.")),
-        (None, Some(state)) => parts.push(format!("It ended with: {}", crate::summarize::clip(state, 200))),
+        (None, Some(state)) => parts.push(format!(
+            "It ended with: {}",
+            crate::summarize::clip(state, 200)
+        )),
         (None, None) => {}
     }
     parts.join(" ")

@@ -11,7 +11,9 @@ use serde::Serialize;
 
 use crate::policy::{self, PriorSummary, Profile, SummaryRole, Trigger};
 use crate::summarize::Strategy;
-use crate::thread::{Cut, FieldError, Message, Role, Thread, WireFormat, summary_text, text_message, validate};
+use crate::thread::{
+    Cut, FieldError, Message, Role, Thread, WireFormat, summary_text, text_message, validate,
+};
 use crate::tokens::Counter;
 use fit::Draft;
 
@@ -99,20 +101,37 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
 
     let previous = previous_summary(req, pinned, &mut warnings)?;
     let start = previous.as_ref().map_or(pinned, |s| s.last + 1);
-    let in_thread = previous.as_ref().is_some_and(|s| s.last == pinned && req.prior.is_none());
+    let in_thread = previous
+        .as_ref()
+        .is_some_and(|s| s.last == pinned && req.prior.is_none());
     let summary_tokens = match (&previous, in_thread) {
         (Some(_), true) => 0, // already counted as a message of the thread
-        (Some(prev), false) => c.text(&summary_text(prev.messages_summarized, &prev.content)).tokens + 4,
+        (Some(prev), false) => {
+            c.text(&summary_text(prev.messages_summarized, &prev.content))
+                .tokens
+                + 4
+        }
         (None, _) => 0,
     };
-    let assessed = policy::assess(t, &count, previous.as_ref().map(|s| s.last), summary_tokens as u64);
+    let assessed = policy::assess(
+        t,
+        &count,
+        previous.as_ref().map(|s| s.last),
+        summary_tokens as u64,
+    );
     let assessed = if in_thread {
-        policy::Assessment { total_tokens: assessed.total_tokens + count.messages[pinned] as u64, ..assessed }
+        policy::Assessment {
+            total_tokens: assessed.total_tokens + count.messages[pinned] as u64,
+            ..assessed
+        }
     } else {
         assessed
     };
     let verdict = policy::decide(p, assessed, req.context_window);
-    let reason = verdict.trigger.map(Reason::from).or(req.force.then_some(Reason::Forced));
+    let reason = verdict
+        .trigger
+        .map(Reason::from)
+        .or(req.force.then_some(Reason::Forced));
     let unchanged = |warnings| Outcome {
         compressed: false,
         reason: None,
@@ -125,7 +144,9 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
         iteration_summaries: Vec::new(),
         warnings,
     };
-    let Some(reason) = reason else { return Ok(unchanged(warnings)) };
+    let Some(reason) = reason else {
+        return Ok(unchanged(warnings));
+    };
 
     let strategy = resolve_strategy(req.strategy)?;
     let budget = req.context_window.saturating_sub(p.response_reserve) as usize;
@@ -157,10 +178,16 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
     // Shrink the tail by whole units while the summary's share would not fit,
     // down to min_recent_messages.
     if req.keep_recent_iterations.is_none() {
-        let reserve = if strategy == Strategy::Truncate { 0 } else { summary_limit + 16 };
+        let reserve = if strategy == Strategy::Truncate {
+            0
+        } else {
+            summary_limit + 16
+        };
         let tail_tokens = |from: usize| count.messages[from..].iter().sum::<usize>();
         while fixed + reserve + tail_tokens(cut) > budget {
-            let Some(next) = units.iter().find(|u| u.start == cut).map(|u| u.end) else { break };
+            let Some(next) = units.iter().find(|u| u.start == cut).map(|u| u.end) else {
+                break;
+            };
             if n - next < p.min_recent_messages as usize || next >= n {
                 break;
             }
@@ -169,7 +196,13 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
     }
     // With no summary message, the conversation must open with a user turn.
     if strategy == Strategy::Truncate && previous.is_none() {
-        cut = units.iter().rev().map(|u| u.start).filter(|&s| s <= cut && split::opens_user_turn(&t.messages[s])).next().unwrap_or(start);
+        cut = units
+            .iter()
+            .rev()
+            .map(|u| u.start)
+            .filter(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
+            .next()
+            .unwrap_or(start);
     }
 
     let span = &t.messages[start..cut];
@@ -178,7 +211,12 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
     if strategy == Strategy::Truncate {
         draft.dropped.extend(start..cut);
         if let Some(prev) = &previous {
-            draft.summary = Some(summary_message(t.format, p.summary_role, prev.messages_summarized, &prev.content));
+            draft.summary = Some(summary_message(
+                t.format,
+                p.summary_role,
+                prev.messages_summarized,
+                &prev.content,
+            ));
         }
     } else if !span.is_empty() || (previous.is_some() && !in_thread) {
         let prior = previous.as_ref().map(|s| s.content.as_str());
@@ -211,11 +249,28 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
     }
     draft.tail = (cut..n).map(|i| (i, t.messages[i].clone())).collect();
 
-    fit_budget(&mut draft, t.format, c, budget, &units, cut, &mut summary, p.summary_role)?;
+    fit_budget(
+        &mut draft,
+        t.format,
+        c,
+        budget,
+        &units,
+        cut,
+        &mut summary,
+        p.summary_role,
+    )?;
 
-    let out = Thread { format: t.format, system: t.system.clone(), messages: draft.messages(), tools: t.tools.clone() };
+    let out = Thread {
+        format: t.format,
+        system: t.system.clone(),
+        messages: draft.messages(),
+        tools: t.tools.clone(),
+    };
     if out.messages == t.messages {
-        warnings.push("nothing older than the recent messages to summarize; the thread is returned unchanged".into());
+        warnings.push(
+            "nothing older than the recent messages to summarize; the thread is returned unchanged"
+                .into(),
+        );
         return Ok(unchanged(warnings));
     }
     validate(&out).map_err(Error::Bug)?;
@@ -249,13 +304,21 @@ fn resolve_strategy(s: Strategy) -> Result<Strategy, Error> {
 fn summarize(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
     let content = crate::summarize::heuristic(span, prior, limit, |s| c.text(s).tokens);
     if content.is_empty() {
-        format!("({} messages with no requests, files, commands or errors to note.)", span.len())
+        format!(
+            "({} messages with no requests, files, commands or errors to note.)",
+            span.len()
+        )
     } else {
         content
     }
 }
 
-fn summary_message(format: WireFormat, role: SummaryRole, covered: usize, content: &str) -> Message {
+fn summary_message(
+    format: WireFormat,
+    role: SummaryRole,
+    covered: usize,
+    content: &str,
+) -> Message {
     // Anthropic takes system text only at the top level, and its first message must be a user turn.
     let role = match (format, role) {
         (WireFormat::OpenAi, SummaryRole::System) => Role::System,
@@ -267,21 +330,42 @@ fn summary_message(format: WireFormat, role: SummaryRole, covered: usize, conten
 /// The summary a compression extends: a summary message at the head of the
 /// conversation wins over a `summary` object (whose indices would refer to
 /// an older request).
-fn previous_summary(req: &Request<'_>, pinned: usize, warnings: &mut Vec<String>) -> Result<Option<Previous>, Error> {
+fn previous_summary(
+    req: &Request<'_>,
+    pinned: usize,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Previous>, Error> {
     let t = req.thread;
     if let Some(marker) = t.messages.get(pinned).and_then(Message::summary_marker) {
         if req.prior.is_some() {
-            warnings.push("the thread holds a summary message; the `summary` object was ignored".into());
+            warnings.push(
+                "the thread holds a summary message; the `summary` object was ignored".into(),
+            );
         }
-        return Ok(Some(Previous { last: pinned, content: marker.content, messages_summarized: marker.messages_summarized }));
+        return Ok(Some(Previous {
+            last: pinned,
+            content: marker.content,
+            messages_summarized: marker.messages_summarized,
+        }));
     }
-    let Some(prior) = &req.prior else { return Ok(None) };
+    let Some(prior) = &req.prior else {
+        return Ok(None);
+    };
     let content = prior.content.clone().ok_or_else(|| {
-        Error::Invalid(vec![FieldError::new("/summary/content", "is required to extend a previous summary")])
+        Error::Invalid(vec![FieldError::new(
+            "/summary/content",
+            "is required to extend a previous summary",
+        )])
     })?;
     let last = prior.last_message_idx.max(pinned.saturating_sub(1));
-    let covered = prior.messages_summarized.map_or((last + 1).saturating_sub(pinned), |n| n as usize);
-    Ok(Some(Previous { last, content, messages_summarized: covered }))
+    let covered = prior
+        .messages_summarized
+        .map_or((last + 1).saturating_sub(pinned), |n| n as usize);
+    Ok(Some(Previous {
+        last,
+        content,
+        messages_summarized: covered,
+    }))
 }
 
 /// Fits the draft into the budget: cut tool results, then any text, then
@@ -304,11 +388,22 @@ fn fit_budget(
         return Ok(());
     }
     if let Some(obj) = summary.as_mut() {
-        let room = budget.saturating_sub(draft.fixed(c) + draft.tail_tokens(c) + 24).max(16);
+        let room = budget
+            .saturating_sub(draft.fixed(c) + draft.tail_tokens(c) + 24)
+            .max(16);
         obj.shrink(room, c);
-        draft.summary = Some(summary_message(format, role, obj.messages_summarized, &obj.content));
+        draft.summary = Some(summary_message(
+            format,
+            role,
+            obj.messages_summarized,
+            &obj.content,
+        ));
     }
-    let tail_units: Vec<usize> = units.iter().filter(|u| u.start >= cut).map(|u| u.len()).collect();
+    let tail_units: Vec<usize> = units
+        .iter()
+        .filter(|u| u.start >= cut)
+        .map(|u| u.len())
+        .collect();
     for len in tail_units {
         if draft.total(c) <= budget || !draft.drop_oldest_unit(len) {
             break;

@@ -30,7 +30,10 @@ pub fn units(messages: &[Message], from: usize) -> Vec<Range<usize>> {
 
 /// Start of the unit holding `index` (or `index` itself past the end).
 pub fn unit_start(units: &[Range<usize>], index: usize) -> usize {
-    units.iter().find(|u| u.contains(&index)).map_or(index, |u| u.start)
+    units
+        .iter()
+        .find(|u| u.contains(&index))
+        .map_or(index, |u| u.start)
 }
 
 /// The tail keeps at least `min_recent` of the newest messages, moved back to a
@@ -43,7 +46,12 @@ pub fn tail_start(units: &[Range<usize>], len: usize, start: usize, min_recent: 
 /// For threads grouped by iteration: the tail starts at the first message of
 /// the `keep` most recent iterations. A message without `metadata.iteration`
 /// belongs to the iteration of the message before it.
-pub fn iteration_tail_start(messages: &[Message], units: &[Range<usize>], start: usize, keep: usize) -> usize {
+pub fn iteration_tail_start(
+    messages: &[Message],
+    units: &[Range<usize>],
+    start: usize,
+    keep: usize,
+) -> usize {
     let its = iterations(messages, start);
     let mut distinct: Vec<u64> = its.clone();
     distinct.dedup();
@@ -51,13 +59,20 @@ pub fn iteration_tail_start(messages: &[Message], units: &[Range<usize>], start:
         return start;
     }
     let first_kept = distinct[distinct.len() - keep];
-    let at = its.iter().position(|&it| it == first_kept).map_or(messages.len(), |p| start + p);
+    let at = its
+        .iter()
+        .position(|&it| it == first_kept)
+        .map_or(messages.len(), |p| start + p);
     unit_start(units, at).max(start)
 }
 
 /// The iteration of each message of `messages[start..]`, inherited forward.
 pub fn iterations(messages: &[Message], start: usize) -> Vec<u64> {
-    let mut current = messages[..start].iter().rev().find_map(|m| m.iteration).unwrap_or(0);
+    let mut current = messages[..start]
+        .iter()
+        .rev()
+        .find_map(|m| m.iteration)
+        .unwrap_or(0);
     messages[start..]
         .iter()
         .map(|m| {
@@ -85,14 +100,19 @@ mod tests {
     fn thread() -> Vec<Message> {
         let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}});
         let messages = vec![
-            json!({"role": "user", "content": "a"}),                                  // 0
+            json!({"role": "user", "content": "a"}), // 0
             json!({"role": "assistant", "content": null, "tool_calls": [call("1"), call("2")]}), // 1
-            json!({"role": "tool", "tool_call_id": "1", "content": "r"}),             // 2
-            json!({"role": "tool", "tool_call_id": "2", "content": "r"}),             // 3
-            json!({"role": "assistant", "content": "done"}),                          // 4
-            json!({"role": "user", "content": "b"}),                                  // 5
+            json!({"role": "tool", "tool_call_id": "1", "content": "r"}), // 2
+            json!({"role": "tool", "tool_call_id": "2", "content": "r"}), // 3
+            json!({"role": "assistant", "content": "done"}),              // 4
+            json!({"role": "user", "content": "b"}),                      // 5
         ];
-        parse(RawThread { messages: &messages, ..Default::default() }).unwrap().messages
+        parse(RawThread {
+            messages: &messages,
+            ..Default::default()
+        })
+        .unwrap()
+        .messages
     }
 
     #[test]

@@ -86,40 +86,75 @@ pub struct CompressResponse {
     pub warnings: Vec<String>,
 }
 
-async fn compress_thread(State(app): State<AppState>, ApiJson(req): ApiJson<CompressRequest>) -> Result<Json<CompressResponse>> {
+async fn compress_thread(
+    State(app): State<AppState>,
+    ApiJson(req): ApiJson<CompressRequest>,
+) -> Result<Json<CompressResponse>> {
     Ok(Json(app.cpu(move |app| run(app, req)).await?))
 }
 
 fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
-    let profile = app.profiles.resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let thread = parse_thread(req.format, &req.messages, req.system.as_ref(), req.tools.as_ref())?;
+    let profile = app
+        .profiles
+        .resolve(req.profile.as_deref(), req.config.as_ref())?;
+    let thread = parse_thread(
+        req.format,
+        &req.messages,
+        req.system.as_ref(),
+        req.tools.as_ref(),
+    )?;
     if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
         if min as usize > thread.messages.len() {
             return Err(ApiError::field(
                 "/config/min_recent_messages",
-                format!("{min} is more than the {} messages of the thread", thread.messages.len()),
+                format!(
+                    "{min} is more than the {} messages of the thread",
+                    thread.messages.len()
+                ),
             ));
         }
     }
-    let prior = req.summary.map(|s| s.into_prior(thread.messages.len())).transpose()?;
+    let prior = req
+        .summary
+        .map(|s| s.into_prior(thread.messages.len()))
+        .transpose()?;
     let summarizer = req.summarizer.unwrap_or_default();
-    if summarizer.instructions.as_ref().is_some_and(|i| i.chars().count() > MAX_INSTRUCTIONS) {
-        return Err(ApiError::field("/summarizer/instructions", format!("must be at most {MAX_INSTRUCTIONS} characters")));
+    if summarizer
+        .instructions
+        .as_ref()
+        .is_some_and(|i| i.chars().count() > MAX_INSTRUCTIONS)
+    {
+        return Err(ApiError::field(
+            "/summarizer/instructions",
+            format!("must be at most {MAX_INSTRUCTIONS} characters"),
+        ));
     }
     let keep_recent_iterations = match (req.group_by, req.keep_recent_iterations) {
         (Some(GroupBy::Iteration), keep) => {
             let keep = keep.unwrap_or(3);
             if !(1..=10_000).contains(&keep) {
-                return Err(ApiError::field("/keep_recent_iterations", "must be between 1 and 10000"));
+                return Err(ApiError::field(
+                    "/keep_recent_iterations",
+                    "must be between 1 and 10000",
+                ));
             }
             Some(keep as usize)
         }
         (None, Some(_)) => {
-            return Err(ApiError::field("/keep_recent_iterations", "only applies with `group_by: \"iteration\"`"));
+            return Err(ApiError::field(
+                "/keep_recent_iterations",
+                "only applies with `group_by: \"iteration\"`",
+            ));
         }
         (None, None) => None,
     };
-    let spec = CountSpec::resolve(&app.models, &app.config.default_model, req.model.as_deref(), req.encoding, Method::Bpe);
+    let spec = CountSpec::resolve(
+        &app.models,
+        &app.config.default_model,
+        req.model.as_deref(),
+        req.encoding,
+        Method::Bpe,
+    );
     let counter = spec.counter(app.encoders);
     let context_window = profile.context_window.unwrap_or(spec.context_window);
     let outcome = compress::compress(&compress::Request {
@@ -135,8 +170,14 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
     })
     .map_err(|e| match e {
         compress::Error::Invalid(errs) => ApiError::Invalid(errs),
-        compress::Error::DoesNotFit(detail) => ApiError::Unprocessable { title: "Thread does not fit", detail },
-        compress::Error::Unsupported(detail) => ApiError::Unprocessable { title: "Strategy unavailable", detail },
+        compress::Error::DoesNotFit(detail) => ApiError::Unprocessable {
+            title: "Thread does not fit",
+            detail,
+        },
+        compress::Error::Unsupported(detail) => ApiError::Unprocessable {
+            title: "Strategy unavailable",
+            detail,
+        },
         bug @ compress::Error::Bug(_) => ApiError::Internal(bug.into()),
     })?;
     let mut warnings = spec.warnings;
@@ -148,7 +189,9 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
         format: outcome.thread.format,
         messages: outcome.thread.messages.into_iter().map(|m| m.raw).collect(),
         system: outcome.thread.system.map(|s| s.raw),
-        context_injection: grouped.then(|| outcome.summary.as_ref().map(|s| s.content.clone())).flatten(),
+        context_injection: grouped
+            .then(|| outcome.summary.as_ref().map(|s| s.content.clone()))
+            .flatten(),
         summary: outcome.summary,
         tokens_before: outcome.tokens_before,
         tokens_after: outcome.tokens_after,

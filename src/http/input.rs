@@ -4,8 +4,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::thread::{self, RawThread, Thread, WireFormat};
 use crate::policy::PriorSummary;
+use crate::thread::{self, RawThread, Thread, WireFormat};
 use crate::tokens::Method;
 
 /// `method` of a request: how strings become token counts.
@@ -72,7 +72,10 @@ impl SummaryInput {
         if self.last_message_idx >= messages {
             return Err(ApiError::field(
                 "/summary/last_message_idx",
-                format!("{} is past the end of `messages` ({messages} messages)", self.last_message_idx),
+                format!(
+                    "{} is past the end of `messages` ({messages} messages)",
+                    self.last_message_idx
+                ),
             ));
         }
         Ok(PriorSummary {

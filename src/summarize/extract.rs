@@ -135,7 +135,12 @@ fn scan_output(s: &mut Sections, text: &str) {
 fn annotate_exit(s: &mut Sections, cmd: &str, code: i64) {
     let plain = format!("`{cmd}`");
     let marked = format!("`{cmd}` (exit status {code})");
-    match s.commands.items.iter().position(|c| *c == plain || c.starts_with(&format!("{plain} (exit status"))) {
+    match s
+        .commands
+        .items
+        .iter()
+        .position(|c| *c == plain || c.starts_with(&format!("{plain} (exit status")))
+    {
         Some(i) => s.commands.items[i] = marked,
         None => s.commands.push(marked),
     }

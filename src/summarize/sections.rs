@@ -94,8 +94,8 @@ pub struct Caps {
 impl Default for Caps {
     fn default() -> Self {
         Self {
-            requests: 25,
-            files: 80,
+            requests: 40,
+            files: 150,
             commands: 40,
             errors: 30,
             decisions: 12,
@@ -105,14 +105,14 @@ impl Default for Caps {
 }
 
 impl Caps {
-    /// The caps scaled by `f` (at least one item, 40 characters). Quotes,
-    /// decisions and texts shrink first; the identifiers an agent needs next
-    /// (files, commands, errors) shrink more slowly.
+    /// The caps scaled by `f` (at least one item, 40 characters). Decisions
+    /// and text lengths shrink first; the user's words and the identifiers an
+    /// agent needs next (files, commands, errors) shrink more slowly.
     pub fn scaled(self, f: f64) -> Self {
         let by = |n: usize, f: f64| ((n as f64 * f).floor() as usize).max(1);
         let slow = f.sqrt();
         Self {
-            requests: by(self.requests, f),
+            requests: by(self.requests, slow),
             files: by(self.files, slow),
             commands: by(self.commands, slow),
             errors: by(self.errors, slow),
@@ -168,14 +168,16 @@ impl Sections {
         self.commands.cap(caps.commands, false);
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
-        for list in [
-            &mut self.requests,
-            &mut self.errors,
-            &mut self.decisions,
-            &mut self.commands,
+        // Error lines and commands are identifiers: cut them last.
+        let ident = caps.text.max(160);
+        for (list, max) in [
+            (&mut self.requests, caps.text),
+            (&mut self.decisions, caps.text),
+            (&mut self.errors, ident),
+            (&mut self.commands, ident),
         ] {
             for item in &mut list.items {
-                *item = clip(item, caps.text);
+                *item = clip(item, max);
             }
         }
         self.state = self.state.as_deref().map(|s| clip(s, caps.text * 2));
@@ -197,7 +199,12 @@ impl Sections {
         }
         list(&mut out, REQUESTS, &self.requests);
         if !self.tools.0.is_empty() {
-            let tools: Vec<String> = self.tools.0.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+            let tools: Vec<String> = self
+                .tools
+                .0
+                .iter()
+                .map(|(k, n)| format!("{k} ×{n}"))
+                .collect();
             let _ = writeln!(out, "### {TOOLS}\n{}", tools.join(", "));
         }
         // Paths go on one line, comma-separated: a dash and a newline per
