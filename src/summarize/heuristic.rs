@@ -13,9 +13,9 @@ pub fn heuristic(
     max_tokens: usize,
     count: impl Fn(&str) -> usize,
 ) -> String {
-    let caps = Caps::default();
     let older = prior.map(Sections::parse).unwrap_or_default();
-    let all = older.merge(extract(span, caps.text));
+    let all = older.merge(extract(span, Caps::default().text));
+    let caps = Caps::default().fitted(&all);
     let mut factor = 1.0_f64;
     for _ in 0..48 {
         let mut s = all.clone();

@@ -105,19 +105,30 @@ impl Default for Caps {
 }
 
 impl Caps {
-    /// The caps scaled by `f` (at least one item, 40 characters). Decisions
-    /// and text lengths shrink first; the user's words and the identifiers an
-    /// agent needs next (files, commands, errors) shrink more slowly.
-    pub fn scaled(self, f: f64) -> Self {
-        let by = |n: usize, f: f64| ((n as f64 * f).floor() as usize).max(1);
-        let slow = f.sqrt();
+    /// These caps, lowered to what `s` holds, so scaling bites at once.
+    pub fn fitted(self, s: &Sections) -> Self {
         Self {
-            requests: by(self.requests, slow),
-            files: by(self.files, slow),
-            commands: by(self.commands, slow),
-            errors: by(self.errors, slow),
-            decisions: by(self.decisions, f),
-            text: by(self.text, f).max(40),
+            requests: self.requests.min(s.requests.items.len()),
+            files: self.files.min(s.files.items.len()),
+            commands: self.commands.min(s.commands.items.len()),
+            errors: self.errors.min(s.errors.items.len()),
+            decisions: self.decisions.min(s.decisions.items.len()),
+            text: self.text,
+        }
+    }
+
+    /// The caps scaled by `f` (at least one item, 40 characters), each
+    /// section at its own pace: decisions and texts go first, then the
+    /// oldest files; commands, errors and the user's own words go last.
+    pub fn scaled(self, f: f64) -> Self {
+        let by = |n: usize, e: f64| ((n as f64 * f.powf(e)).ceil() as usize).max(1);
+        Self {
+            requests: by(self.requests, 0.1),
+            files: by(self.files, 1.0),
+            commands: by(self.commands, 0.1),
+            errors: by(self.errors, 0.1),
+            decisions: by(self.decisions, 1.5),
+            text: by(self.text, 1.0).max(40),
         }
     }
 }
@@ -168,10 +179,10 @@ impl Sections {
         self.commands.cap(caps.commands, false);
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
-        // Error lines and commands are identifiers: cut them last.
+        // The user's words, error lines and commands are cut last.
         let ident = caps.text.max(160);
         for (list, max) in [
-            (&mut self.requests, caps.text),
+            (&mut self.requests, caps.text.max(240)),
             (&mut self.decisions, caps.text),
             (&mut self.errors, ident),
             (&mut self.commands, ident),

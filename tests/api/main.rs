@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod common;
+mod compress;
 mod golden;
 mod properties;
 mod tokens;

@@ -37,7 +37,8 @@ fn unit() -> impl Strategy<Value = Unit> {
 
 /// The same conversation in both wire formats, with an unknown field on every message.
 fn threads(units: &[Unit]) -> (Vec<Value>, Vec<Value>) {
-    let mut openai = vec![json!({"role": "system", "content": "You are terse.", "x-custom": {"k": 1}})];
+    let mut openai =
+        vec![json!({"role": "system", "content": "You are terse.", "x-custom": {"k": 1}})];
     let mut anthropic = Vec::new();
     let mut next_id = 0;
     for u in units {
@@ -51,19 +52,29 @@ fn threads(units: &[Unit]) -> (Vec<Value>, Vec<Value>) {
                 anthropic.push(json!({"role": "assistant", "content": t}));
             }
             Unit::Tools(results) => {
-                let ids: Vec<String> = results.iter().map(|_| { next_id += 1; format!("call_{next_id}") }).collect();
+                let ids: Vec<String> = results
+                    .iter()
+                    .map(|_| {
+                        next_id += 1;
+                        format!("call_{next_id}")
+                    })
+                    .collect();
                 openai.push(json!({"role": "assistant", "content": null, "tool_calls": ids.iter().map(|id| json!({
                     "id": id, "type": "function", "function": {"name": "run", "arguments": "{\"cmd\": \"ls\"}"}
                 })).collect::<Vec<_>>()}));
-                anthropic.push(json!({"role": "assistant", "content": ids.iter().map(|id| json!({
+                anthropic.push(
+                    json!({"role": "assistant", "content": ids.iter().map(|id| json!({
                     "type": "tool_use", "id": id, "name": "run", "input": {"cmd": "ls"}
-                })).collect::<Vec<_>>()}));
+                })).collect::<Vec<_>>()}),
+                );
                 for (id, r) in ids.iter().zip(results) {
                     openai.push(json!({"role": "tool", "tool_call_id": id, "content": r}));
                 }
-                anthropic.push(json!({"role": "user", "content": ids.iter().zip(results).map(|(id, r)| json!({
+                anthropic.push(
+                    json!({"role": "user", "content": ids.iter().zip(results).map(|(id, r)| json!({
                     "type": "tool_result", "tool_use_id": id, "content": r
-                })).collect::<Vec<_>>()}));
+                })).collect::<Vec<_>>()}),
+                );
             }
         }
     }
@@ -77,13 +88,33 @@ fn any_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        prop_oneof![Just("user"), Just("assistant"), Just("tool"), Just("text"), Just("tool_use"), Just("x")].prop_map(|s| json!(s)),
+        prop_oneof![
+            Just("user"),
+            Just("assistant"),
+            Just("tool"),
+            Just("text"),
+            Just("tool_use"),
+            Just("x")
+        ]
+        .prop_map(|s| json!(s)),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::btree_map(
-                prop_oneof![Just("role"), Just("content"), Just("type"), Just("text"), Just("tool_calls"), Just("id"), Just("tool_call_id"), Just("tool_use_id"), Just("input"), Just("function")].prop_map(String::from),
+                prop_oneof![
+                    Just("role"),
+                    Just("content"),
+                    Just("type"),
+                    Just("text"),
+                    Just("tool_calls"),
+                    Just("id"),
+                    Just("tool_call_id"),
+                    Just("tool_use_id"),
+                    Just("input"),
+                    Just("function")
+                ]
+                .prop_map(String::from),
                 inner,
                 0..5
             )
