@@ -200,8 +200,7 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
             .iter()
             .rev()
             .map(|u| u.start)
-            .filter(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
-            .next()
+            .find(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
             .unwrap_or(start);
     }
 
@@ -242,9 +241,8 @@ pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
             instructions: req.instructions,
             counter: c,
         }));
-    } else if let Some(prev) = previous.as_ref().filter(|_| in_thread) {
+    } else if in_thread {
         // Nothing new to summarize: the summary message in the thread stays.
-        let _ = prev;
         draft.summary = Some(t.messages[pinned].clone());
     }
     draft.tail = (cut..n).map(|i| (i, t.messages[i].clone())).collect();
