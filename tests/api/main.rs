@@ -3,6 +3,7 @@
 mod bad_input;
 mod common;
 mod compress;
+mod compress_props;
 mod golden;
 mod properties;
 mod tokens;
