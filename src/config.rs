@@ -4,8 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
+
+use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -30,8 +33,9 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_BODY_LIMIT", default_value_t = 8 * 1024 * 1024)]
     pub body_limit: usize,
 
-    /// Per-request time limit, in seconds; slower requests get 503.
-    #[arg(long, env = "CONDENSE_REQUEST_TIMEOUT", default_value_t = 30)]
+    /// Per-request time limit, in seconds; slower requests get 503. LLM
+    /// summaries of long spans take a while on small servers.
+    #[arg(long, env = "CONDENSE_REQUEST_TIMEOUT", default_value_t = 120)]
     pub request_timeout: u64,
 
     /// TOML file of named profiles (`[profiles.NAME]` tables).
@@ -49,6 +53,60 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "CONDENSE_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
+
+    /// Base URL of the upstream LLM that writes `llm` summaries (unset: heuristic only).
+    #[arg(long, env = "CONDENSE_UPSTREAM_URL")]
+    pub upstream_url: Option<String>,
+
+    /// API the upstream speaks.
+    #[arg(
+        long,
+        env = "CONDENSE_UPSTREAM_KIND",
+        value_enum,
+        default_value = "openai"
+    )]
+    pub upstream_kind: Kind,
+
+    /// API key for the upstream; never logged or echoed.
+    #[arg(
+        long,
+        env = "CONDENSE_UPSTREAM_API_KEY",
+        hide_env_values = true,
+        default_value = ""
+    )]
+    pub upstream_api_key: Secret,
+
+    /// Model that writes summaries.
+    #[arg(long, env = "CONDENSE_UPSTREAM_MODEL", default_value = "gpt-4o-mini")]
+    pub upstream_model: String,
+
+    /// Other models a request may choose with `summarizer.model` (comma-separated).
+    #[arg(long, env = "CONDENSE_UPSTREAM_ALLOWED_MODELS", value_delimiter = ',')]
+    pub upstream_allowed_models: Vec<String>,
+
+    /// Timeout of one upstream HTTP call, in seconds.
+    #[arg(long, env = "CONDENSE_UPSTREAM_TIMEOUT", default_value_t = 60)]
+    pub upstream_timeout: u64,
+
+    /// Total seconds for an upstream call and its retries.
+    #[arg(long, env = "CONDENSE_UPSTREAM_RETRY_BUDGET", default_value_t = 90)]
+    pub upstream_retry_budget: u64,
+
+    /// Most retries of one upstream call.
+    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_RETRIES", default_value_t = 4)]
+    pub upstream_max_retries: u32,
+
+    /// Most upstream calls in flight at once.
+    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = 4)]
+    pub upstream_max_concurrency: usize,
+
+    /// The summarizer model's context window (prompt + output), for chunking.
+    #[arg(
+        long,
+        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
+        default_value_t = 128_000
+    )]
+    pub upstream_context_window: usize,
 }
 
 impl Default for Config {
@@ -57,12 +115,47 @@ impl Default for Config {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             body_limit: 8 * 1024 * 1024,
-            request_timeout: 30,
+            request_timeout: 120,
             profiles_file: None,
             models_file: None,
             default_model: "gpt-4o".into(),
             log_format: LogFormat::Text,
+            upstream_url: None,
+            upstream_kind: Kind::OpenAi,
+            upstream_api_key: Secret::default(),
+            upstream_model: "gpt-4o-mini".into(),
+            upstream_allowed_models: Vec::new(),
+            upstream_timeout: 60,
+            upstream_retry_budget: 90,
+            upstream_max_retries: 4,
+            upstream_max_concurrency: 4,
+            upstream_context_window: 128_000,
         }
+    }
+}
+
+impl Config {
+    /// The upstream client's settings, when an upstream URL is configured.
+    pub fn upstream(&self) -> Option<UpstreamConfig> {
+        let url = self
+            .upstream_url
+            .as_ref()
+            .filter(|u| !u.trim().is_empty())?;
+        Some(UpstreamConfig {
+            kind: self.upstream_kind,
+            base_url: url.clone(),
+            api_key: self.upstream_api_key.clone(),
+            model: self.upstream_model.clone(),
+            allowed_models: self.upstream_allowed_models.clone(),
+            timeout: Duration::from_secs(self.upstream_timeout.max(1)),
+            retry: RetryPolicy {
+                max_retries: self.upstream_max_retries,
+                budget: Duration::from_secs(self.upstream_retry_budget.max(1)),
+                ..RetryPolicy::default()
+            },
+            max_concurrency: self.upstream_max_concurrency,
+            context_window: self.upstream_context_window,
+        })
     }
 }
 

@@ -32,6 +32,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("the request took longer than {0} seconds")]
     Timeout(u64),
+    /// The upstream LLM failed and the profile says `on_upstream_error: fail`.
+    #[error("the upstream LLM failed: {0}; your thread is unchanged")]
+    Upstream(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -59,6 +62,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -75,6 +79,7 @@ impl ApiError {
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed => ("method-not-allowed", "Method not allowed"),
             ApiError::Timeout(_) => ("timeout", "Request timed out"),
+            ApiError::Upstream(_) => ("upstream", "Upstream LLM failed"),
             ApiError::Internal(_) => ("internal", "Internal server error"),
         }
     }

@@ -22,6 +22,7 @@ pub mod summarize;
 pub mod telemetry;
 pub mod thread;
 pub mod tokens;
+pub mod upstream;
 
 pub use config::Config;
 pub use startup::Application;

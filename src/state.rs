@@ -5,7 +5,9 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::policy::Profiles;
+use crate::summarize::SummaryService;
 use crate::tokens::{Encoders, ModelRegistry};
+use crate::upstream::Upstream;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -19,6 +21,8 @@ pub struct Inner {
     pub models: ModelRegistry,
     /// Named threshold sets.
     pub profiles: Profiles,
+    /// Writes summaries: heuristic, or the upstream LLM when configured.
+    pub summarizer: SummaryService,
 }
 
 impl std::ops::Deref for AppState {
@@ -40,11 +44,14 @@ impl AppState {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
         };
+        let upstream = config.upstream().map(Upstream::new).transpose()?;
+        let summarizer = SummaryService::new(upstream);
         Ok(Self(Arc::new(Inner {
             config,
             encoders,
             models,
             profiles,
+            summarizer,
         })))
     }
 

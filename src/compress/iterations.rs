@@ -5,7 +5,6 @@ use serde::Serialize;
 
 use crate::summarize::Sections;
 use crate::thread::Message;
-use crate::tokens::Counter;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationSummary {
@@ -14,7 +13,7 @@ pub struct IterationSummary {
 }
 
 /// One summary per iteration of `span`; `its[i]` is the iteration of `span[i]`.
-pub fn summarize(span: &[Message], its: &[u64], _c: &Counter<'_>) -> Vec<IterationSummary> {
+pub fn summarize(span: &[Message], its: &[u64]) -> Vec<IterationSummary> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < span.len() {

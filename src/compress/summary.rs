@@ -1,14 +1,56 @@
-//! The summary object returned with a compressed thread.
+//! The summary object returned with a compressed thread, and what a
+//! summarizer hands back to build it.
 
 use serde::Serialize;
 
-use crate::policy::Profile;
-use crate::summarize::{KeyInput, Strategy, content_hash, heuristic};
-use crate::thread::Message;
+use crate::summarize::{Strategy, heuristic};
 use crate::tokens::Counter;
 
-/// Version of the summarizers' output, part of the content hash.
+/// Version of the summarizers' prompt and output, part of the content hash.
 pub const PROMPT_VERSION: u32 = 1;
+
+/// Upstream LLM usage behind a summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Upstream requests made (chunks and retries included).
+    pub calls: u32,
+    /// Wall time spent waiting on the upstream.
+    pub upstream_ms: u64,
+}
+
+/// A summary as a summarizer (or the cache) hands it back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub content: String,
+    /// What actually wrote it (`heuristic` after an upstream failure).
+    pub strategy: Strategy,
+    pub model: Option<String>,
+    /// The content hash it is stored under.
+    pub key: String,
+    pub created_at: String,
+    pub cached: bool,
+    pub degraded: bool,
+    pub usage: Option<Usage>,
+    pub warnings: Vec<String>,
+}
+
+impl Written {
+    pub fn new(content: String, strategy: Strategy, model: Option<String>, key: String) -> Self {
+        Self {
+            content,
+            strategy,
+            model,
+            key,
+            created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            cached: false,
+            degraded: false,
+            usage: None,
+            warnings: Vec::new(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SummaryObject {
@@ -28,40 +70,24 @@ pub struct SummaryObject {
     pub cached: bool,
 }
 
-pub struct ObjectInput<'a> {
-    pub content: String,
-    pub messages_summarized: usize,
-    pub first_message_idx: usize,
-    pub last_message_idx: usize,
-    pub strategy: Strategy,
-    pub span: &'a [Message],
-    pub prior: Option<&'a str>,
-    pub profile: &'a Profile,
-    pub instructions: Option<&'a str>,
-    pub counter: &'a Counter<'a>,
-}
-
-pub fn object(i: ObjectInput<'_>) -> SummaryObject {
-    let content_hash = content_hash(&KeyInput {
-        span: i.span,
-        prior: i.prior,
-        strategy: i.strategy.as_str(),
-        model: None,
-        prompt_version: PROMPT_VERSION,
-        max_summary_tokens: i.profile.max_summary_tokens,
-        instructions: i.instructions,
-    });
+pub fn object(
+    w: Written,
+    messages_summarized: usize,
+    first: usize,
+    last: usize,
+    c: &Counter<'_>,
+) -> SummaryObject {
     SummaryObject {
-        token_count: i.counter.text(&i.content).tokens,
-        content: i.content,
-        messages_summarized: i.messages_summarized,
-        first_message_idx: i.first_message_idx,
-        last_message_idx: i.last_message_idx,
-        strategy: i.strategy,
-        model: None,
-        created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        content_hash,
-        cached: false,
+        token_count: c.text(&w.content).tokens,
+        content: w.content,
+        messages_summarized,
+        first_message_idx: first,
+        last_message_idx: last,
+        strategy: w.strategy,
+        model: w.model,
+        created_at: w.created_at,
+        content_hash: w.key,
+        cached: w.cached,
     }
 }
 

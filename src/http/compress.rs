@@ -8,11 +8,11 @@ use serde_json::Value;
 
 use super::extract::ApiJson;
 use super::input::{SummaryInput, parse_thread};
-use crate::compress::{self, IterationSummary, Reason, SummaryObject};
+use crate::compress::{self, IterationSummary, Planned, Reason, SummaryObject, Usage};
 use crate::error::{ApiError, Result};
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
-use crate::summarize::Strategy;
+use crate::summarize::{OnUpstreamError, Strategy};
 use crate::thread::WireFormat;
 use crate::tokens::{CountSpec, Encoding, Method};
 
@@ -75,6 +75,8 @@ pub struct CompressResponse {
     pub context_window: u64,
     /// True when the summary is not what was asked for (an upstream failed).
     pub degraded: bool,
+    /// What the upstream LLM took for this summary (null without an LLM call).
+    pub usage: Option<Usage>,
     /// Request indices of messages dropped without a summary (`truncate`).
     pub messages_dropped: Vec<usize>,
     /// Request indices of kept messages whose long texts were cut to fit.
@@ -90,10 +92,45 @@ async fn compress_thread(
     State(app): State<AppState>,
     ApiJson(req): ApiJson<CompressRequest>,
 ) -> Result<Json<CompressResponse>> {
-    Ok(Json(app.cpu(move |app| run(app, req)).await?))
+    // Plan on the blocking pool, write the summary (maybe an LLM call), finish on the pool.
+    let (planned, ctx) = app.cpu(move |app| plan(app, req)).await?;
+    let outcome = match planned {
+        Planned::Done(outcome) => outcome,
+        Planned::Pending(plan) => {
+            let written = match plan.job() {
+                Some(job) => {
+                    let counter = ctx.spec.counter(app.encoders);
+                    let written = app
+                        .summarizer
+                        .write(&job, &counter, ctx.model.as_deref(), ctx.on_error)
+                        .await
+                        .map_err(|e| ApiError::Upstream(e.to_string()))?;
+                    Some(written)
+                }
+                None => None,
+            };
+            let spec = ctx.spec.clone();
+            app.cpu(move |app| {
+                plan.finish(&spec.counter(app.encoders), written)
+                    .map_err(compress_error)
+            })
+            .await?
+        }
+    };
+    Ok(Json(respond(outcome, ctx)))
 }
 
-fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
+/// What the handler carries from planning to the answer.
+struct Context {
+    spec: CountSpec,
+    context_window: u64,
+    model: Option<String>,
+    on_error: OnUpstreamError,
+    grouped: bool,
+    warnings: Vec<String>,
+}
+
+fn plan(app: &AppState, req: CompressRequest) -> Result<(Planned, Context)> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
@@ -155,9 +192,23 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
         req.encoding,
         Method::Bpe,
     );
-    let counter = spec.counter(app.encoders);
+    let mut warnings = spec.warnings.clone();
+    let model = match (app.summarizer.upstream(), summarizer.model) {
+        (Some(up), requested) => Some(
+            up.choose_model(requested.as_deref())
+                .map_err(|e| ApiError::field("/summarizer/model", e))?,
+        ),
+        (None, Some(m)) => {
+            warnings.push(format!(
+                "`summarizer.model` ({m}) is ignored: no upstream LLM is configured"
+            ));
+            None
+        }
+        (None, None) => None,
+    };
     let context_window = profile.context_window.unwrap_or(spec.context_window);
-    let outcome = compress::compress(&compress::Request {
+    let counter = spec.counter(app.encoders);
+    let planned = compress::plan(&compress::Request {
         thread: &thread,
         counter: &counter,
         profile: &profile,
@@ -167,8 +218,25 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
         force: req.force,
         instructions: summarizer.instructions.as_deref(),
         keep_recent_iterations,
+        upstream: app.summarizer.upstream().is_some(),
     })
-    .map_err(|e| match e {
+    .map_err(compress_error)?;
+    let grouped = keep_recent_iterations.is_some();
+    Ok((
+        planned,
+        Context {
+            spec,
+            context_window,
+            model,
+            on_error: profile.on_upstream_error,
+            grouped,
+            warnings,
+        },
+    ))
+}
+
+fn compress_error(e: compress::Error) -> ApiError {
+    match e {
         compress::Error::Invalid(errs) => ApiError::Invalid(errs),
         compress::Error::DoesNotFit(detail) => ApiError::Unprocessable {
             title: "Thread does not fit",
@@ -179,11 +247,14 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
             detail,
         },
         bug @ compress::Error::Bug(_) => ApiError::Internal(bug.into()),
-    })?;
-    let mut warnings = spec.warnings;
+    }
+}
+
+fn respond(outcome: compress::Outcome, ctx: Context) -> CompressResponse {
+    let mut warnings = ctx.warnings;
     warnings.extend(outcome.warnings);
-    let grouped = keep_recent_iterations.is_some() && outcome.compressed;
-    Ok(CompressResponse {
+    let grouped = ctx.grouped && outcome.compressed;
+    CompressResponse {
         compressed: outcome.compressed,
         reason: outcome.reason,
         format: outcome.thread.format,
@@ -195,11 +266,12 @@ fn run(app: &AppState, req: CompressRequest) -> Result<CompressResponse> {
         summary: outcome.summary,
         tokens_before: outcome.tokens_before,
         tokens_after: outcome.tokens_after,
-        context_window,
-        degraded: false,
+        context_window: ctx.context_window,
+        degraded: outcome.degraded,
+        usage: outcome.usage,
         messages_dropped: outcome.messages_dropped,
         messages_truncated: outcome.messages_truncated,
         summaries: grouped.then_some(outcome.iteration_summaries),
         warnings,
-    })
+    }
 }

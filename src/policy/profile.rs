@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::summarize::OnUpstreamError;
 use crate::thread::FieldError;
 
 /// The thresholds and budgets one agent runs with.
@@ -33,6 +34,8 @@ pub struct Profile {
     pub summary_role: SummaryRole,
     /// `auto` uses the upstream LLM only for spans of at least this many tokens.
     pub llm_min_tokens: u64,
+    /// What an upstream LLM failure does: a heuristic fallback, or a 502.
+    pub on_upstream_error: OnUpstreamError,
 }
 
 /// Role of the summary message in OpenAI threads.
@@ -55,6 +58,7 @@ impl Default for Profile {
             context_window: None,
             summary_role: SummaryRole::User,
             llm_min_tokens: 4000,
+            on_upstream_error: OnUpstreamError::Fallback,
         }
     }
 }
@@ -71,6 +75,7 @@ pub struct ProfileOverrides {
     pub context_window: Option<u64>,
     pub summary_role: Option<SummaryRole>,
     pub llm_min_tokens: Option<u64>,
+    pub on_upstream_error: Option<OnUpstreamError>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -125,6 +130,7 @@ impl ProfileOverrides {
             context_window: self.context_window.or(base.context_window),
             summary_role: self.summary_role.unwrap_or(base.summary_role),
             llm_min_tokens: self.llm_min_tokens.unwrap_or(base.llm_min_tokens),
+            on_upstream_error: self.on_upstream_error.unwrap_or(base.on_upstream_error),
         })
     }
 }

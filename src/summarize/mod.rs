@@ -8,13 +8,16 @@
 mod extract;
 mod heuristic;
 mod key;
+pub mod llm;
 mod sections;
+mod service;
 
 use serde::{Deserialize, Serialize};
 
 pub use heuristic::heuristic;
 pub use key::{KEY_VERSION, KeyInput, content_hash};
 pub use sections::{Caps, Sections, clip};
+pub use service::{NARRATIVE, OnUpstreamError, SummaryService};
 
 /// The heuristic's sections of a span, uncapped (for per-iteration summaries).
 pub fn extract_sections(span: &[crate::thread::Message]) -> Sections {

@@ -142,6 +142,7 @@ fn profile(s: &Settings) -> Profile {
         context_window: Some(s.window),
         summary_role: SummaryRole::User,
         llm_min_tokens: 4000,
+        on_upstream_error: condense::summarize::OnUpstreamError::Fallback,
     }
 }
 
@@ -163,6 +164,7 @@ fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compr
         force,
         instructions: None,
         keep_recent_iterations: None,
+        upstream: false,
     })
 }
 

@@ -1,0 +1,190 @@
+//! Summaries written by the upstream LLM: the prompt, the transcript, and
+//! chunking for spans larger than the summarizer model's window.
+//!
+//! Chunks are summarized in order, each call extending the summary so far
+//! ("update this summary with these new messages"), so a long span is never
+//! silently reduced to its last part, and a previous summary is extended
+//! rather than summarized again.
+
+use std::fmt::Write;
+
+use crate::compress::{SummaryJob, Usage};
+use crate::thread::{Message, Part, cut_middle};
+use crate::tokens::Counter;
+use crate::upstream::{ChatRequest, Upstream, UpstreamError};
+
+/// The instructions; their version (`PROMPT_VERSION`) is part of the cache key.
+pub const SYSTEM_PROMPT: &str = "You maintain the working memory of a coding agent whose conversation is too long to keep. \
+Write a summary that the agent can act on without the original messages. Use these sections, in this order, \
+and skip a section only when there is nothing for it:\n\
+## Task and progress\n## Key decisions (and why)\n## Files created, changed or read\n## Errors and how they were resolved\n\
+## What worked / what failed\n## User instructions and corrections (quote them verbatim)\n## Current state and next step\n\
+Keep file paths, commands, identifiers and error messages exactly as written. Be brief: bullet points, no preamble.";
+
+/// Longest tool result kept in the transcript, in characters.
+pub const RESULT_CHARS: usize = 500;
+
+/// One block of transcript per message.
+pub fn transcript(span: &[Message]) -> Vec<String> {
+    span.iter().map(block).collect()
+}
+
+fn block(m: &Message) -> String {
+    let mut s = format!("[{}]", m.role.as_str());
+    for p in &m.parts {
+        match p {
+            Part::Text(t) | Part::Refusal(t) => {
+                let _ = write!(s, " {}", t.trim());
+            }
+            Part::Thinking(t) => {
+                let _ = write!(
+                    s,
+                    " (thinking) {}",
+                    cut_middle(t, RESULT_CHARS).unwrap_or_else(|| t.clone())
+                );
+            }
+            Part::RedactedThinking(_) => s.push_str(" (redacted thinking)"),
+            Part::Media(kind) => {
+                let _ = write!(s, " ({kind:?} attached)");
+            }
+            Part::ToolCall(c) => {
+                let _ = write!(
+                    s,
+                    "\n  -> {}({})",
+                    c.name,
+                    cut_middle(&c.arguments, RESULT_CHARS).unwrap_or_else(|| c.arguments.clone())
+                );
+            }
+            Part::FunctionCall { name, arguments } => {
+                let _ = write!(s, "\n  -> {name}({arguments})");
+            }
+            Part::ToolResult(r) => {
+                let text: Vec<&str> = r
+                    .content
+                    .iter()
+                    .filter_map(|p| {
+                        if let Part::Text(t) = p {
+                            Some(t.as_str())
+                        } else {
+                            None
+                        }
+                    })
+                    .collect();
+                let text = text.join("\n");
+                let text = cut_middle(&text, RESULT_CHARS).unwrap_or(text);
+                let tag = if r.is_error {
+                    "tool error"
+                } else {
+                    "tool result"
+                };
+                let _ = write!(s, "\n  <- {tag}: {}", text.trim());
+            }
+        }
+    }
+    s
+}
+
+fn user_prompt(existing: Option<&str>, chunk: &str, instructions: Option<&str>) -> String {
+    let mut s = String::new();
+    match existing {
+        Some(prev) => {
+            let _ = write!(
+                s,
+                "Here is the summary so far:\n<summary>\n{prev}\n</summary>\n\nUpdate it with these newer messages. Return the complete updated summary, not a summary of the summary.\n\n"
+            );
+        }
+        None => s.push_str("Summarize these messages.\n\n"),
+    }
+    let _ = write!(s, "<messages>\n{chunk}\n</messages>");
+    if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
+        let _ = write!(
+            s,
+            "\n\nAdditional instructions from the user of this service:\n{extra}"
+        );
+    }
+    s
+}
+
+/// Splits the transcript into chunks of at most `max_tokens` each; a block
+/// larger than that alone is cut in the middle.
+pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut current = String::new();
+    let mut used = 0;
+    for mut b in blocks {
+        let mut n = c.raw(&b);
+        if n > max_tokens {
+            // Characters per token of this block, to aim the cut.
+            let keep = (b.chars().count() * max_tokens / n.max(1)).max(64);
+            b = cut_middle(&b, keep).unwrap_or(b);
+            n = c.raw(&b);
+        }
+        if used + n > max_tokens && !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+            used = 0;
+        }
+        current.push_str(&b);
+        current.push_str("\n\n");
+        used += n;
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Writes the summary of `job` with `model`, within `limit` tokens.
+pub async fn write(
+    up: &Upstream,
+    model: &str,
+    job: &SummaryJob,
+    prior: Option<&str>,
+    limit: usize,
+    c: &Counter<'_>,
+) -> Result<(String, Usage), UpstreamError> {
+    let window = up.config().context_window;
+    let out_tokens = limit.min(window / 4).max(64);
+    // The summarizer's tokenizer is not ours: leave a third of the room as margin.
+    let overhead = c.raw(SYSTEM_PROMPT) + c.raw(job.instructions.as_deref().unwrap_or("")) + 64;
+    let room = |existing: usize| {
+        (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256)
+    };
+    let mut summary = prior.map(|p| clip_tokens(p, window / 4, c));
+    let blocks = transcript(&job.span);
+    let mut usage = Usage::default();
+    for chunk in chunks(blocks, room(summary.as_deref().map_or(0, |s| c.raw(s))), c) {
+        let req = ChatRequest {
+            model: model.to_string(),
+            system: SYSTEM_PROMPT.to_string(),
+            user: user_prompt(summary.as_deref(), &chunk, job.instructions.as_deref()),
+            max_tokens: out_tokens as u32,
+        };
+        let called = up.complete(&req).await;
+        usage.calls += called.attempts;
+        usage.upstream_ms += called.elapsed.as_millis() as u64;
+        let answer = called.result?;
+        usage.prompt_tokens += answer.prompt_tokens;
+        usage.completion_tokens += answer.completion_tokens;
+        summary = Some(clip_tokens(&answer.text, limit, c));
+    }
+    summary.map(|s| (s, usage)).ok_or(UpstreamError::Empty)
+}
+
+/// `text` cut at a line or sentence end so it fits `max` tokens.
+pub fn clip_tokens(text: &str, max: usize, c: &Counter<'_>) -> String {
+    if c.text(text).tokens <= max {
+        return text.to_string();
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    while !chars.is_empty() {
+        let keep = chars.len() * 9 / 10;
+        chars.truncate(keep);
+        let s: String = chars.iter().collect();
+        let end = s.rfind(['\n', '.']).map_or(s.len(), |i| i + 1);
+        let cut = s[..end].trim_end().to_string();
+        if c.text(&cut).tokens <= max {
+            return cut;
+        }
+    }
+    String::new()
+}

@@ -1,0 +1,302 @@
+//! The upstream LLM client: one `reqwest::Client` with timeouts, speaking the
+//! OpenAI Chat Completions or the Anthropic Messages API, with retries inside
+//! a time budget and a cap on concurrent calls.
+
+mod anthropic;
+mod openai;
+mod retry;
+mod secret;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+pub use retry::RetryPolicy;
+pub use secret::Secret;
+
+/// Which API the upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `POST {base}/chat/completions` (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter).
+    #[value(name = "openai")]
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// `POST {base}/v1/messages` with `x-api-key` and `anthropic-version`.
+    Anthropic,
+}
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    pub kind: Kind,
+    /// e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8089/v1`.
+    pub base_url: String,
+    pub api_key: Secret,
+    /// Model used when a request does not choose one.
+    pub model: String,
+    /// Models a request may choose (`summarizer.model`); empty allows only `model`.
+    pub allowed_models: Vec<String>,
+    /// Timeout of one HTTP call.
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+    /// Most upstream calls in flight at once, across all requests.
+    pub max_concurrency: usize,
+    /// The summarizer model's window (prompt + output), for chunking.
+    pub context_window: usize,
+}
+
+/// One completion request: a system prompt and one user message.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: String,
+    pub user: String,
+    pub max_tokens: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ChatResponse {
+    pub text: String,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// `length` / `max_tokens` when the model ran out of output tokens.
+    pub truncated: bool,
+}
+
+/// Why an upstream call failed. Displays without secrets or response bodies
+/// beyond a short excerpt.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("the upstream did not answer in time")]
+    Timeout,
+    #[error("could not reach the upstream: {0}")]
+    Connect(String),
+    #[error("the upstream answered HTTP {status}: {excerpt}")]
+    Status {
+        status: u16,
+        retry_after: Option<Duration>,
+        excerpt: String,
+    },
+    #[error("the upstream's answer could not be parsed: {0}")]
+    Garbage(String),
+    #[error("the upstream returned no summary text")]
+    Empty,
+    #[error("the upstream refused to summarize")]
+    Refused,
+}
+
+impl UpstreamError {
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            UpstreamError::Timeout | UpstreamError::Connect(_) => true,
+            UpstreamError::Status { status, .. } => *status == 429 || *status >= 500,
+            UpstreamError::Garbage(_) | UpstreamError::Empty | UpstreamError::Refused => false,
+        }
+    }
+
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            UpstreamError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The client. Cheap to clone.
+#[derive(Clone)]
+pub struct Upstream {
+    http: reqwest::Client,
+    config: Arc<UpstreamConfig>,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("kind", &self.config.kind)
+            .field("model", &self.config.model)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A finished call: the answer (or the last error), with what it cost.
+pub struct Called {
+    pub result: Result<ChatResponse, UpstreamError>,
+    pub attempts: u32,
+    pub elapsed: Duration,
+}
+
+impl Upstream {
+    pub fn new(config: UpstreamConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .build()?;
+        let permits = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+        Ok(Self {
+            http,
+            config: Arc::new(config),
+            permits,
+        })
+    }
+
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// The model a request gets: its own choice when allowed, else the default.
+    pub fn choose_model(&self, requested: Option<&str>) -> Result<String, String> {
+        let c = &self.config;
+        match requested {
+            None => Ok(c.model.clone()),
+            Some(m) if m == c.model || c.allowed_models.iter().any(|a| a == m) => Ok(m.to_string()),
+            Some(m) => Err(format!(
+                "model `{m}` is not allowed for summaries; allowed: {}",
+                std::iter::once(c.model.as_str())
+                    .chain(c.allowed_models.iter().map(String::as_str))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// One completion, retried per the policy, under the concurrency cap.
+    pub async fn complete(&self, req: &ChatRequest) -> Called {
+        let started = Instant::now();
+        let Ok(_permit) = self.permits.acquire().await else {
+            return Called {
+                result: Err(UpstreamError::Connect("client closed".into())),
+                attempts: 0,
+                elapsed: started.elapsed(),
+            };
+        };
+        let (result, attempts) = self.config.retry.run(|| self.once(req)).await;
+        Called {
+            result,
+            attempts,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    async fn once(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
+        let c = &self.config;
+        let base = c.base_url.trim_end_matches('/');
+        let builder = match c.kind {
+            Kind::OpenAi => {
+                let b = self
+                    .http
+                    .post(format!("{base}/chat/completions"))
+                    .json(&openai::body(req));
+                if c.api_key.is_empty() {
+                    b
+                } else {
+                    b.bearer_auth(c.api_key.expose())
+                }
+            }
+            Kind::Anthropic => self
+                .http
+                .post(format!("{base}/v1/messages"))
+                .header("x-api-key", c.api_key.expose())
+                .header("anthropic-version", "2023-06-01")
+                .json(&anthropic::body(req)),
+        };
+        let res = builder.send().await.map_err(transport)?;
+        let status = res.status();
+        if !status.is_success() {
+            let retry_after = res
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs);
+            let body = res.text().await.unwrap_or_default();
+            return Err(UpstreamError::Status {
+                status: status.as_u16(),
+                retry_after,
+                excerpt: excerpt(&body),
+            });
+        }
+        let body = res.bytes().await.map_err(transport)?;
+        let parsed = match c.kind {
+            Kind::OpenAi => openai::parse(&body),
+            Kind::Anthropic => anthropic::parse(&body),
+        }?;
+        check_answer(parsed)
+    }
+}
+
+fn transport(e: reqwest::Error) -> UpstreamError {
+    if e.is_timeout() {
+        UpstreamError::Timeout
+    } else {
+        // Without the URL: it may carry credentials in some deployments.
+        UpstreamError::Connect(e.without_url().to_string())
+    }
+}
+
+/// A short, single-line excerpt of an error body for logs and warnings.
+fn excerpt(body: &str) -> String {
+    let one_line: String = body.chars().filter(|c| !c.is_control()).take(200).collect();
+    one_line
+}
+
+/// An answer that is empty, whitespace, or a refusal is a failure, not a summary.
+fn check_answer(r: ChatResponse) -> Result<ChatResponse, UpstreamError> {
+    let text = r.text.trim();
+    if text.is_empty() {
+        return Err(UpstreamError::Empty);
+    }
+    let head: String = text.chars().take(120).collect::<String>().to_lowercase();
+    const REFUSALS: [&str; 5] = [
+        "i can't help",
+        "i cannot help",
+        "i'm sorry, but i can",
+        "i am unable to",
+        "i can't assist",
+    ];
+    if REFUSALS.iter().any(|r| head.starts_with(r)) {
+        return Err(UpstreamError::Refused);
+    }
+    Ok(ChatResponse {
+        text: text.to_string(),
+        ..r
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_and_refused_answers_are_failures() {
+        let r = |t: &str| {
+            check_answer(ChatResponse {
+                text: t.into(),
+                ..Default::default()
+            })
+        };
+        assert!(matches!(r("  \n "), Err(UpstreamError::Empty)));
+        assert!(matches!(
+            r("I'm sorry, but I can't help with that."),
+            Err(UpstreamError::Refused)
+        ));
+        assert_eq!(r(" The user wants X. ").unwrap().text, "The user wants X.");
+    }
+
+    #[test]
+    fn what_is_retried() {
+        let s = |status| UpstreamError::Status {
+            status,
+            retry_after: None,
+            excerpt: String::new(),
+        };
+        assert!(s(429).is_retryable());
+        assert!(s(503).is_retryable());
+        assert!(!s(400).is_retryable());
+        assert!(!s(401).is_retryable());
+        assert!(UpstreamError::Timeout.is_retryable());
+        assert!(!UpstreamError::Garbage("x".into()).is_retryable());
+    }
+}
