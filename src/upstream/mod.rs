@@ -215,7 +215,7 @@ impl Upstream {
             return Err(UpstreamError::Status {
                 status: status.as_u16(),
                 retry_after,
-                excerpt: excerpt(&body),
+                excerpt: excerpt(&body, &c.api_key),
             });
         }
         let body = res.bytes().await.map_err(transport)?;
@@ -236,10 +236,19 @@ fn transport(e: reqwest::Error) -> UpstreamError {
     }
 }
 
-/// A short, single-line excerpt of an error body for logs and warnings.
-fn excerpt(body: &str) -> String {
-    let one_line: String = body.chars().filter(|c| !c.is_control()).take(200).collect();
-    one_line
+/// A short, single-line excerpt of an error body for logs and warnings,
+/// with the API key blanked out: some servers echo request headers in errors.
+fn excerpt(body: &str, key: &Secret) -> String {
+    let scrubbed = if key.is_empty() {
+        body.to_string()
+    } else {
+        body.replace(key.expose(), "[redacted]")
+    };
+    scrubbed
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect()
 }
 
 /// An answer that is empty, whitespace, or a refusal is a failure, not a summary.
@@ -283,6 +292,15 @@ mod tests {
             Err(UpstreamError::Refused)
         ));
         assert_eq!(r(" The user wants X. ").unwrap().text, "The user wants X.");
+    }
+
+    #[test]
+    fn error_excerpts_never_carry_the_key() {
+        let key = Secret::new("sk-abc");
+        assert_eq!(
+            excerpt("bad key: Bearer sk-abc\n", &key),
+            "bad key: Bearer [redacted]"
+        );
     }
 
     #[test]

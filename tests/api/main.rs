@@ -6,5 +6,7 @@ mod compress;
 mod compress_props;
 mod golden;
 mod properties;
+mod stub;
 mod tokens;
+mod upstream;
 mod verdict;
