@@ -48,13 +48,19 @@ pub fn verdict(
     prior: Option<&PriorSummary>,
 ) -> Verdict {
     let count = counter.thread(thread);
-    let summary_tokens = prior.map_or(0, |p| p.tokens(counter));
-    let a = assess(
-        thread,
-        &count,
-        prior.map(|p| p.last_message_idx),
-        summary_tokens,
-    );
+    let pinned = thread.pinned_len();
+    // A compressed thread sent back holds condense's summary message right
+    // after the pinned prefix: the conversation since the summary starts after it.
+    let in_thread = thread
+        .messages
+        .get(pinned)
+        .is_some_and(|m| m.summary_marker().is_some());
+    let (last, summary_tokens) = match prior {
+        _ if in_thread => (Some(pinned), count.messages[pinned] as u64),
+        Some(p) => (Some(p.last_message_idx), p.tokens(counter)),
+        None => (None, 0),
+    };
+    let a = assess(thread, &count, last, summary_tokens);
     decide(profile, a, context_window)
 }
 

@@ -179,6 +179,17 @@ async fn both_client_styles_extend_the_summary_and_settle() {
             .starts_with("[Context Summary - 64 previous messages]")
     );
 
+    // The verdict reads the summary message the same way: only the kept tail is new.
+    let v = post(
+        &app,
+        "/v1/verdict",
+        &json!({"messages": second["messages"]}),
+    )
+    .await
+    .json();
+    assert_eq!(v["messages_since_summary"], 6);
+    assert_eq!(v["should_summarize"], false);
+
     // Sending an output back unchanged changes nothing.
     let again = compress(&app, &json!({"messages": second["messages"]})).await;
     assert_eq!(again["compressed"], false);

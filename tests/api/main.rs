@@ -5,6 +5,7 @@ mod common;
 mod compress;
 mod compress_props;
 mod golden;
+mod llm_e2e;
 mod properties;
 mod stub;
 mod tokens;

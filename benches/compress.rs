@@ -1,0 +1,67 @@
+//! Heuristic compression of the largest fixture thread (large-04, ~320
+//! messages, ~140k tokens), in both wire formats: what `/v1/compress` does
+//! per request minus HTTP and JSON (de)serialization.
+
+use std::path::Path;
+use std::time::Duration;
+
+use condense::compress::{self, Request};
+use condense::policy::Profile;
+use condense::summarize::Strategy;
+use condense::thread::{self, RawThread, WireFormat};
+use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+
+fn bench(c: &mut Criterion) {
+    let registry = ModelRegistry::embedded();
+    let mut group = c.benchmark_group("compress");
+    group
+        .measurement_time(Duration::from_secs(8))
+        .sample_size(20);
+    for (name, format) in [
+        ("large-04.openai", WireFormat::OpenAi),
+        ("large-04.anthropic", WireFormat::Anthropic),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("tests/fixtures/threads/{name}.json"));
+        let bytes = std::fs::read(&path).expect("fixture readable");
+        let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
+        let model = body["model"].as_str().unwrap().to_string();
+        let spec = CountSpec::resolve(&registry, "gpt-4o", Some(&model), None, Method::Bpe);
+        let counter = spec.counter(Encoders::global());
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(format!("heuristic/{name}"), |b| {
+            b.iter(|| {
+                let messages = body["messages"].as_array().unwrap();
+                let t = thread::parse(RawThread {
+                    format: Some(format),
+                    messages,
+                    system: body.get("system"),
+                    tools: body.get("tools"),
+                })
+                .unwrap();
+                let profile = Profile::default();
+                let out = compress::compress(&Request {
+                    thread: &t,
+                    counter: &counter,
+                    profile: &profile,
+                    context_window: spec.context_window,
+                    prior: None,
+                    strategy: Strategy::Heuristic,
+                    force: true,
+                    instructions: None,
+                    keep_recent_iterations: None,
+                    upstream: false,
+                })
+                .unwrap();
+                assert!(out.compressed);
+                out.tokens_after
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,82 @@
+//! End to end against a real LLM server (llama.cpp's llama-server with
+//! SmolLM2-135M-Instruct, started by `scripts/local-llm.sh`; the test command
+//! exports its URL as `CONDENSE_TEST_LLM_URL`). The model is tiny: this judges
+//! the mechanics (a valid thread, a summary the model wrote, its usage), not
+//! the prose.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use crate::common::{app_with, post, thread};
+
+fn local_llm() -> Option<String> {
+    match std::env::var("CONDENSE_TEST_LLM_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var("CI").is_ok() => {
+            panic!("CONDENSE_TEST_LLM_URL is not set; the test command starts the local model")
+        }
+        _ => {
+            eprintln!(
+                "skipping: start a model with scripts/local-llm.sh and set CONDENSE_TEST_LLM_URL"
+            );
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_writes_the_summary() {
+    let Some(url) = local_llm() else { return };
+    let app = app_with(condense::Config {
+        upstream_url: Some(url),
+        upstream_model: "SmolLM2-135M-Instruct".into(),
+        // The model's trained window: the summarizer must chunk to fit it.
+        upstream_context_window: 8192,
+        upstream_timeout: 300,
+        upstream_retry_budget: 600,
+        request_timeout: 900,
+        ..Default::default()
+    });
+    let t = thread("medium-02.openai");
+    let body = json!({
+        "messages": t["messages"], "tools": t["tools"], "model": t["model"], "force": true,
+        "summarizer": {"strategy": "llm"}, "config": {"max_summary_tokens": 400}
+    });
+    let started = Instant::now();
+    let r = post(&app, "/v1/compress", &body).await;
+    let took = started.elapsed();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    eprintln!(
+        "e2e llm compression of medium-02 ({} -> {} tokens): {:.1} s, usage {}",
+        out["tokens_before"],
+        out["tokens_after"],
+        took.as_secs_f64(),
+        out["usage"]
+    );
+    assert_eq!(
+        out["degraded"], false,
+        "the model answered: {}",
+        out["warnings"]
+    );
+    assert_eq!(out["summary"]["strategy"], "llm");
+    assert_eq!(out["summary"]["model"], "SmolLM2-135M-Instruct");
+    let usage = &out["usage"];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 500, "{usage}");
+    assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{usage}");
+    // A span this long does not fit an 8k window in one call: it was chunked.
+    assert!(usage["calls"].as_u64().unwrap() >= 2, "{usage}");
+    let content = out["summary"]["content"].as_str().unwrap();
+    assert!(!content.trim().is_empty());
+    assert!(out["summary"]["token_count"].as_u64().unwrap() <= 400);
+    // The returned thread is valid input and fits.
+    let check = post(
+        &app,
+        "/v1/tokens",
+        &json!({"messages": out["messages"], "tools": t["tools"], "model": t["model"]}),
+    )
+    .await;
+    assert_eq!(check.status, 200, "{}", check.text());
+    assert_eq!(check.json()["total_tokens"], out["tokens_after"]);
+}
