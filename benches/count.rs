@@ -1,1 +1,172 @@
-fn main() {}
+//! Token-counting benchmarks on the thread fixtures (realistic coding-agent threads).
+//!
+//! - `text/*`: raw BPE throughput of [`Encoders::count`] over every text of every
+//!   fixture thread (message texts, thinking, tool-call arguments, tool results),
+//!   one call per text as the service counts them (`pieces`), and once more with
+//!   all texts joined into one long string (`joined`).
+//! - `thread/*`: a whole request thread, large-04 in both wire formats: counting
+//!   an already parsed [`Thread`] (`count`), parsing the JSON value and counting
+//!   (`parse_count`), and the full path from JSON text (`json_parse_count`).
+//!
+//! Throughput is in decimal MB/s of input (text bytes for `text/*`, JSON file
+//! bytes for `thread/*`). See `bench/README.md`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use condense::thread::{self, Part, RawThread, Thread, WireFormat};
+use condense::tokens::{CountSpec, Encoders, Encoding, Method, ModelRegistry};
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/threads")
+}
+
+/// The thread fixtures (`*.openai.json`, `*.anthropic.json`), sorted by name.
+fn fixture_files() -> Vec<(PathBuf, WireFormat)> {
+    let mut files: Vec<(PathBuf, WireFormat)> = std::fs::read_dir(fixtures_dir())
+        .expect("tests/fixtures/threads is readable")
+        .map(|e| e.expect("a directory entry").path())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_str()?;
+            let format = if name.ends_with(".openai.json") {
+                WireFormat::OpenAi
+            } else if name.ends_with(".anthropic.json") {
+                WireFormat::Anthropic
+            } else {
+                return None;
+            };
+            Some((p, format))
+        })
+        .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(!files.is_empty(), "no thread fixtures found");
+    files
+}
+
+fn raw(body: &Value, format: WireFormat) -> RawThread<'_> {
+    RawThread {
+        format: Some(format),
+        messages: body["messages"].as_array().map_or(&[], Vec::as_slice),
+        system: body.get("system"),
+        tools: body.get("tools"),
+    }
+}
+
+fn parse_file(path: &Path, format: WireFormat) -> (Value, Thread) {
+    let body: Value = serde_json::from_slice(&std::fs::read(path).expect("fixture readable"))
+        .expect("fixture is JSON");
+    let thread = thread::parse(raw(&body, format))
+        .unwrap_or_else(|e| panic!("{} does not parse: {e:?}", path.display()));
+    (body, thread)
+}
+
+/// Every BPE-counted text of a part: texts, thinking, tool arguments, tool results.
+fn collect_texts(part: &Part, out: &mut Vec<String>) {
+    match part {
+        Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => out.push(t.clone()),
+        Part::ToolCall(c) => out.push(c.arguments.clone()),
+        Part::FunctionCall { arguments, .. } => out.push(arguments.clone()),
+        Part::ToolResult(r) => r.content.iter().for_each(|p| collect_texts(p, out)),
+        Part::RedactedThinking(_) | Part::Media(_) => {}
+    }
+}
+
+/// The text corpus: every non-empty text of every fixture thread, in file order.
+/// `examples/count_corpus.rs` builds the same list for the tiktoken comparison.
+fn corpus() -> Vec<String> {
+    let mut texts = Vec::new();
+    for (path, format) in fixture_files() {
+        let (_, thread) = parse_file(&path, format);
+        for m in thread.system.iter().chain(&thread.messages) {
+            m.parts.iter().for_each(|p| collect_texts(p, &mut texts));
+        }
+    }
+    texts.retain(|t| !t.is_empty());
+    texts
+}
+
+fn bench_text(c: &mut Criterion, encoders: &Encoders) {
+    let texts = corpus();
+    let joined = texts.join("\n");
+    let bytes: usize = texts.iter().map(String::len).sum();
+    let mut group = c.benchmark_group("text");
+    // Each iteration takes tens of milliseconds: same iteration count per sample.
+    group.sampling_mode(SamplingMode::Flat);
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        group.throughput(Throughput::BytesDecimal(bytes as u64));
+        group.bench_function(format!("{encoding}/pieces"), |b| {
+            b.iter(|| {
+                texts
+                    .iter()
+                    .map(|t| encoders.count(encoding, std::hint::black_box(t)))
+                    .sum::<usize>()
+            })
+        });
+        group.throughput(Throughput::BytesDecimal(joined.len() as u64));
+        group.bench_function(format!("{encoding}/joined"), |b| {
+            b.iter(|| encoders.count(encoding, std::hint::black_box(&joined)))
+        });
+    }
+    group.finish();
+}
+
+fn bench_thread(c: &mut Criterion, encoders: &Encoders) {
+    let registry = ModelRegistry::embedded();
+    let mut group = c.benchmark_group("thread");
+    group.sampling_mode(SamplingMode::Flat);
+    for (suffix, format) in [
+        ("openai", WireFormat::OpenAi),
+        ("anthropic", WireFormat::Anthropic),
+    ] {
+        let path = fixtures_dir().join(format!("large-04.{suffix}.json"));
+        let json = std::fs::read_to_string(&path).expect("large-04 fixture readable");
+        let (body, parsed) = parse_file(&path, format);
+        // Count as the service would for the thread's own model.
+        let spec = CountSpec::resolve(
+            &registry,
+            "gpt-4o",
+            body["model"].as_str(),
+            None,
+            Method::Bpe,
+        );
+        let counter = spec.counter(encoders);
+        let name = format!("large-04.{suffix}/{}", spec.encoding);
+        group.throughput(Throughput::BytesDecimal(json.len() as u64));
+
+        group.bench_function(format!("count/{name}"), |b| {
+            b.iter(|| counter.thread(std::hint::black_box(&parsed)).total)
+        });
+        group.bench_function(format!("parse_count/{name}"), |b| {
+            b.iter(|| {
+                let t = thread::parse(raw(std::hint::black_box(&body), format)).unwrap();
+                counter.thread(&t).total
+            })
+        });
+        group.bench_function(format!("json_parse_count/{name}"), |b| {
+            b.iter(|| {
+                let body: Value = serde_json::from_str(std::hint::black_box(&json)).unwrap();
+                let t = thread::parse(raw(&body, format)).unwrap();
+                counter.thread(&t).total
+            })
+        });
+    }
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let encoders = Encoders::load().expect("encoders load");
+    bench_text(c, &encoders);
+    bench_thread(c, &encoders);
+}
+
+criterion_group! {
+    name = count;
+    config = Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    targets = benches
+}
+criterion_main!(count);

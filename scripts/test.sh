@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The project's test command (README): formatting, lints, and every test.
-# Runs from any directory; needs only a Rust toolchain for now.
+# The project's test command (README): formatting, lints, and every test,
+# against real parts: a throwaway PostgreSQL (scripts/with-postgres.sh, unless
+# DATABASE_URL is set) and a real local LLM (scripts/local-llm.sh, unless
+# CONDENSE_TEST_LLM_URL is set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,5 +12,18 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== cargo test"
-cargo test --all-targets --locked
+echo "== cargo build --tests"
+cargo test --all-targets --locked --no-run
+
+started_llm=""
+if [ -z "${CONDENSE_TEST_LLM_URL:-}" ]; then
+  echo "== starting the local LLM (scripts/local-llm.sh; builds once, ~10 min on 2 cores)"
+  CONDENSE_TEST_LLM_URL="$(scripts/local-llm.sh start)"
+  started_llm=1
+fi
+export CONDENSE_TEST_LLM_URL
+cleanup() { if [ -n "$started_llm" ]; then scripts/local-llm.sh stop || true; fi; }
+trap cleanup EXIT
+
+echo "== cargo test (LLM at $CONDENSE_TEST_LLM_URL)"
+scripts/with-postgres.sh cargo test --all-targets --locked

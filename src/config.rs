@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::cache::CacheOptions;
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -100,6 +101,35 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = 4)]
     pub upstream_max_concurrency: usize,
 
+    /// Summary cache: `postgres://…` (shared by replicas), `sqlite://…`, or
+    /// `off`. Unset: `DATABASE_URL`, else an embedded SQLite file at `--cache-path`.
+    #[arg(long, env = "CONDENSE_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// The embedded SQLite cache file used when no database URL is set.
+    #[arg(
+        long,
+        env = "CONDENSE_CACHE_PATH",
+        default_value = "condense-cache.sqlite3"
+    )]
+    pub cache_path: PathBuf,
+
+    /// Days a cached summary is served.
+    #[arg(long, env = "CONDENSE_CACHE_TTL_DAYS", default_value_t = 30)]
+    pub cache_ttl_days: u64,
+
+    /// Most cached summaries kept (least recently used go first).
+    #[arg(long, env = "CONDENSE_CACHE_MAX_ROWS", default_value_t = 100_000)]
+    pub cache_max_rows: u64,
+
+    /// Database pool size.
+    #[arg(long, env = "CONDENSE_DB_MAX_CONNECTIONS", default_value_t = 8)]
+    pub db_max_connections: u32,
+
+    /// Milliseconds to wait for a database connection before answering uncached.
+    #[arg(long, env = "CONDENSE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 500)]
+    pub db_acquire_timeout_ms: u64,
+
     /// The summarizer model's context window (prompt + output), for chunking.
     #[arg(
         long,
@@ -130,11 +160,35 @@ impl Default for Config {
             upstream_max_retries: 4,
             upstream_max_concurrency: 4,
             upstream_context_window: 128_000,
+            database_url: None,
+            cache_path: PathBuf::from("condense-cache.sqlite3"),
+            cache_ttl_days: 30,
+            cache_max_rows: 100_000,
+            db_max_connections: 8,
+            db_acquire_timeout_ms: 500,
         }
     }
 }
 
 impl Config {
+    /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
+    pub fn cache_url(&self) -> String {
+        self.database_url
+            .clone()
+            .or_else(|| std::env::var("DATABASE_URL").ok())
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| format!("sqlite://{}?mode=rwc", self.cache_path.display()))
+    }
+
+    pub fn cache_options(&self) -> CacheOptions {
+        CacheOptions {
+            max_connections: self.db_max_connections.max(1),
+            acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
+            ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
+            max_rows: self.cache_max_rows,
+        }
+    }
+
     /// The upstream client's settings, when an upstream URL is configured.
     pub fn upstream(&self) -> Option<UpstreamConfig> {
         let url = self

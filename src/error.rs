@@ -133,10 +133,6 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
-        if status == StatusCode::METHOD_NOT_ALLOWED {
-            res.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
-        }
         if let Some(cause) = cause {
             res.extensions_mut().insert(InternalCause(cause));
         }

@@ -11,6 +11,7 @@
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 
+pub mod cache;
 pub mod compress;
 pub mod config;
 pub mod error;

@@ -18,7 +18,17 @@ pub struct Application {
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let listen = config.listen;
-        let state = AppState::new(config)?;
+        let state = AppState::connect(config).await?;
+        let cache = state.summarizer.cache().clone();
+        if !matches!(cache, crate::cache::Cache::Off) {
+            let o = state.config.cache_options();
+            crate::cache::spawn_pruner(
+                cache,
+                std::time::Duration::from_secs(600),
+                o.ttl,
+                o.max_rows,
+            );
+        }
         let listener = TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;

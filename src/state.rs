@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::policy::Profiles;
@@ -33,8 +34,22 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Loads encoders, the model registry and the profiles named by `config`.
+    /// The state with the summary cache `config` names (PostgreSQL, SQLite or
+    /// off). PostgreSQL is connected lazily: a database that is down at start
+    /// does not stop the service.
+    pub async fn connect(config: Config) -> anyhow::Result<Self> {
+        let cache = Cache::connect(&config.cache_url(), config.cache_options()).await?;
+        Self::with_cache(config, cache)
+    }
+
+    /// The state without a summary cache (tests, embedding): every summary is
+    /// computed. [`AppState::connect`] is what the server uses.
     pub fn new(config: Config) -> anyhow::Result<Self> {
+        Self::with_cache(config, Cache::Off)
+    }
+
+    /// Loads encoders, the model registry and the profiles named by `config`.
+    pub fn with_cache(config: Config, cache: Cache) -> anyhow::Result<Self> {
         let encoders = Encoders::global();
         let models = match &config.models_file {
             Some(path) => ModelRegistry::from_file(path)?,
@@ -45,7 +60,7 @@ impl AppState {
             None => Profiles::default(),
         };
         let upstream = config.upstream().map(Upstream::new).transpose()?;
-        let summarizer = SummaryService::new(upstream);
+        let summarizer = SummaryService::new(upstream, cache);
         Ok(Self(Arc::new(Inner {
             config,
             encoders,

@@ -8,8 +8,8 @@ use std::ops::Range;
 
 use super::{Error, Outcome, Previous, Reason, Request, Written, split};
 use crate::policy::{self, Profile};
-use crate::summarize::{KeyInput, Strategy, content_hash};
-use crate::thread::{FieldError, Message, Thread, summary_text};
+use crate::summarize::{KeyInput, Strategy, content_hash, prefix_hashes};
+use crate::thread::{FieldError, Message, Thread};
 use crate::tokens::{Counter, ThreadCount};
 
 /// A plan, or the answer when there is nothing to do.
@@ -61,7 +61,16 @@ pub struct SummaryJob {
 impl SummaryJob {
     /// The content hash of this job's summary when written by `model`.
     pub fn key(&self, strategy: Strategy, model: Option<&str>) -> String {
-        content_hash(&KeyInput {
+        content_hash(&self.key_input(strategy, model))
+    }
+
+    /// The rolling hashes of the span's prefixes under the same settings.
+    pub fn prefix_hashes(&self, strategy: Strategy, model: Option<&str>) -> Vec<String> {
+        prefix_hashes(&self.key_input(strategy, model))
+    }
+
+    fn key_input<'a>(&'a self, strategy: Strategy, model: Option<&'a str>) -> KeyInput<'a> {
+        KeyInput {
             span: &self.span,
             prior: self.prior.as_deref(),
             strategy: strategy.as_str(),
@@ -69,7 +78,7 @@ impl SummaryJob {
             prompt_version: super::PROMPT_VERSION,
             max_summary_tokens: self.max_summary_tokens,
             instructions: self.instructions.as_deref(),
-        })
+        }
     }
 
     /// The heuristic summary of this job.
@@ -111,9 +120,7 @@ pub fn plan(req: &Request<'_>) -> Result<Planned, Error> {
     let summary_tokens = match &previous {
         Some(_) if in_thread => count.messages[pinned],
         Some(prev) => {
-            c.text(&summary_text(prev.messages_summarized, &prev.content))
-                .tokens
-                + 4
+            policy::summary_message_tokens(c, prev.messages_summarized, &prev.content) as usize
         }
         None => 0,
     };

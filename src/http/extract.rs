@@ -55,6 +55,14 @@ where
                     })
                     .collect();
                 let message = e.into_inner().to_string();
+                // serde reports a missing field at its parent; point at the field.
+                let pointer = match message
+                    .strip_prefix("missing field `")
+                    .and_then(|r| r.split('`').next())
+                {
+                    Some(field) => format!("{pointer}/{}", escape(field)),
+                    None => pointer,
+                };
                 ApiError::field(pointer, message)
             })
     }

@@ -2,11 +2,14 @@
 
 use std::collections::BTreeMap;
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
+use crate::cache::Cache;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -30,17 +33,40 @@ async fn healthz() -> Json<Health> {
     })
 }
 
-/// Ready: everything a request needs is loaded. The encoders and registry
-/// are built before the listener opens, so today this is always ready;
-/// dependencies (cache, upstream) add their checks here.
+/// Ready: the encoders and registry are loaded (before the listener opens)
+/// and the dependencies answer. A summary cache that is down does not make
+/// the service unready, since every request is still answered (uncached); it
+/// shows as `cache: down` and `status: degraded`.
 async fn readyz(State(app): State<AppState>) -> Json<Health> {
     let tokenizer = if app.models.models().is_empty() {
         "empty"
     } else {
         "ok"
     };
+    let cache = app.summarizer.cache();
+    let cache_state = match cache {
+        Cache::Off => "off",
+        _ => match tokio::time::timeout(Duration::from_secs(2), cache.ping()).await {
+            Ok(Ok(())) => "ok",
+            _ => "down",
+        },
+    };
+    let upstream = if app.summarizer.upstream().is_some() {
+        "configured"
+    } else {
+        "off"
+    };
+    let status = if cache_state == "down" {
+        "degraded"
+    } else {
+        "ready"
+    };
     Json(Health {
-        status: "ready",
-        checks: BTreeMap::from([("tokenizer", tokenizer)]),
+        status,
+        checks: BTreeMap::from([
+            ("tokenizer", tokenizer),
+            ("cache", cache_state),
+            ("upstream", upstream),
+        ]),
     })
 }

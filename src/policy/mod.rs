@@ -6,4 +6,6 @@ mod verdict;
 
 pub use profile::{Profile, ProfileOverrides, Profiles, SummaryRole};
 pub use render::render_text;
-pub use verdict::{Assessment, PriorSummary, Trigger, Verdict, assess, decide, verdict};
+pub use verdict::{
+    Assessment, PriorSummary, Trigger, Verdict, assess, decide, summary_message_tokens, verdict,
+};

@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::Profile;
-use crate::thread::{Message, Part, Role, Thread};
-use crate::tokens::{Counter, MESSAGE_OVERHEAD, ThreadCount};
+use crate::thread::{Message, Part, Role, Thread, summary_text};
+use crate::tokens::{Counter, ThreadCount};
 
 /// The summary a previous compression returned, as far as the verdict needs it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -20,23 +20,30 @@ pub struct PriorSummary {
 impl PriorSummary {
     /// What the summary costs as a message in the next request.
     fn tokens(&self, counter: &Counter<'_>) -> u64 {
+        let covered = self
+            .messages_summarized
+            .map_or(self.last_message_idx + 1, |n| n as usize);
         match (&self.content, self.token_count) {
-            (Some(text), _) => {
-                let m = Message {
-                    role: Role::User,
-                    name: None,
-                    parts: vec![Part::Text(text.clone())],
-                    plain: true,
-                    iteration: None,
-                    raw: serde_json::Value::Null,
-                };
-                counter.message(&m).tokens as u64
-            }
-            // Without the text, its reported size plus a user message's framing.
-            (None, Some(n)) => n + MESSAGE_OVERHEAD as u64 + 1,
+            (Some(text), _) => summary_message_tokens(counter, covered, text),
+            // Without the text, its reported size plus the header and a user message's framing.
+            (None, Some(n)) => n + summary_message_tokens(counter, covered, ""),
             (None, None) => 0,
         }
     }
+}
+
+/// What the summary message (header and content, as a user message) costs in
+/// the next request: the verdict and compression price it the same way.
+pub fn summary_message_tokens(counter: &Counter<'_>, covered: usize, content: &str) -> u64 {
+    let m = Message {
+        role: Role::User,
+        name: None,
+        parts: vec![Part::Text(summary_text(covered, content))],
+        plain: true,
+        iteration: None,
+        raw: serde_json::Value::Null,
+    };
+    counter.message(&m).tokens as u64
 }
 
 /// The verdict for a thread: count it, leave out what the summary covers, decide.

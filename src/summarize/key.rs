@@ -23,6 +23,44 @@ pub struct KeyInput<'a> {
 }
 
 pub fn content_hash(k: &KeyInput<'_>) -> String {
+    let mut h = seed(k);
+    for m in k.span {
+        feed(&mut h, m);
+    }
+    hex(h.finalize().as_slice())
+}
+
+/// The rolling hash after each message of the span: entry `i` covers
+/// `span[..=i]` under the same settings and prior. A cached summary is
+/// indexed by the last one, so a longer thread finds the summary of its
+/// longest already-summarized prefix with one lookup.
+pub fn prefix_hashes(k: &KeyInput<'_>) -> Vec<String> {
+    let mut h = seed(k);
+    k.span
+        .iter()
+        .map(|m| {
+            feed(&mut h, m);
+            hex(h.clone().finalize().as_slice())
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn feed(h: &mut Sha256, m: &Message) {
+    let mut field = |tag: &str, value: &str| {
+        h.update(tag.as_bytes());
+        h.update((value.len() as u64).to_le_bytes());
+        h.update(value.as_bytes());
+    };
+    for p in &m.parts {
+        canonical_part(m.role.as_str(), p, &mut field);
+    }
+}
+
+fn seed(k: &KeyInput<'_>) -> Sha256 {
     let mut h = Sha256::new();
     let mut field = |tag: &str, value: &str| {
         h.update(tag.as_bytes());
@@ -36,18 +74,14 @@ pub fn content_hash(k: &KeyInput<'_>) -> String {
     field("max", &k.max_summary_tokens.to_string());
     field("instructions", k.instructions.unwrap_or(""));
     field("prior", k.prior.unwrap_or(""));
-    for m in k.span {
-        for p in &m.parts {
-            canonical_part(m, p, &mut field);
-        }
-    }
-    let digest = h.finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    h
 }
 
-fn canonical_part(m: &Message, p: &Part, field: &mut impl FnMut(&str, &str)) {
+/// `role` tags text: the message's role, or `result` inside a tool result
+/// (an OpenAI `tool` message and an Anthropic `user` block say the same).
+fn canonical_part(role: &str, p: &Part, field: &mut impl FnMut(&str, &str)) {
     match p {
-        Part::Text(t) => field(m.role.as_str(), t),
+        Part::Text(t) => field(role, t),
         Part::Refusal(t) => field("refusal", t),
         Part::Thinking(t) => field("thinking", t),
         Part::RedactedThinking(t) => field("redacted", t),
@@ -71,7 +105,7 @@ fn canonical_part(m: &Message, p: &Part, field: &mut impl FnMut(&str, &str)) {
         Part::ToolResult(r) => {
             field("result", if r.is_error { "error" } else { "ok" });
             for inner in &r.content {
-                canonical_part(m, inner, field);
+                canonical_part("result", inner, field);
             }
         }
     }

@@ -15,7 +15,7 @@ mod service;
 use serde::{Deserialize, Serialize};
 
 pub use heuristic::heuristic;
-pub use key::{KEY_VERSION, KeyInput, content_hash};
+pub use key::{KEY_VERSION, KeyInput, content_hash, prefix_hashes};
 pub use sections::{Caps, Sections, clip};
 pub use service::{NARRATIVE, OnUpstreamError, SummaryService};
 

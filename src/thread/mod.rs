@@ -217,24 +217,34 @@ pub fn parse(raw: RawThread<'_>) -> Result<Thread, Vec<FieldError>> {
     Ok(thread)
 }
 
-/// A top-level `system`, or any `tool_use`/`tool_result` block, means Anthropic.
+/// A top-level `system`, or any content block only Anthropic has
+/// (`tool_use`, `tool_result`, `image`, `document`, `thinking`,
+/// `redacted_thinking`), means Anthropic. OpenAI's parts are `text`,
+/// `image_url`, `input_audio`, `file` and `refusal`, so the sets do not overlap.
 pub fn detect(raw: &RawThread<'_>) -> WireFormat {
+    const ANTHROPIC_ONLY: [&str; 6] = [
+        "tool_use",
+        "tool_result",
+        "image",
+        "document",
+        "thinking",
+        "redacted_thinking",
+    ];
     if raw.system.is_some_and(|s| !s.is_null()) {
         return WireFormat::Anthropic;
     }
-    let has_anthropic_block = raw.messages.iter().any(|m| {
+    let anthropic_block = raw.messages.iter().any(|m| {
         m.get("content")
             .and_then(Value::as_array)
             .is_some_and(|blocks| {
                 blocks.iter().any(|b| {
-                    matches!(
-                        b.get("type").and_then(Value::as_str),
-                        Some("tool_use" | "tool_result")
-                    )
+                    b.get("type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| ANTHROPIC_ONLY.contains(&t))
                 })
             })
     });
-    if has_anthropic_block {
+    if anthropic_block {
         WireFormat::Anthropic
     } else {
         WireFormat::OpenAi

@@ -135,12 +135,13 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
         return None;
     }
     let id = string(c, "id", at, errs);
-    if let Some(t) = opt_string(c, "type", at, errs).filter(|t| t != "function" && t != "custom") {
+    if let Some(t) = opt_string(c, "type", at, errs).filter(|t| t != "function") {
         errs.push(FieldError::new(
             format!("{at}/type"),
-            format!("unknown tool call type `{t}`; expected `function`"),
+            format!("unsupported tool call type `{t}`; condense reads `function` tool calls"),
         ));
     }
+
     let fat = format!("{at}/function");
     let Some(function) = c.get("function").filter(|f| f.is_object()) else {
         errs.push(FieldError::new(

@@ -73,6 +73,7 @@ impl ModelRegistry {
 
     fn parse(text: &str) -> anyhow::Result<Self> {
         let file: RegistryFile = toml::from_str(text)?;
+        anyhow::ensure!(!file.model.is_empty(), "the registry lists no model");
         for m in &file.model {
             anyhow::ensure!(!m.prefix.is_empty(), "a model has an empty prefix");
             anyhow::ensure!(

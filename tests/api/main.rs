@@ -1,6 +1,7 @@
 //! HTTP-level tests of condense, run in-process against the real router.
 
 mod bad_input;
+mod cache_e2e;
 mod common;
 mod compress;
 mod compress_props;

@@ -35,6 +35,7 @@ pub enum Fault {
 pub struct Stub {
     pub calls: Arc<AtomicUsize>,
     pub headers: Arc<Mutex<Vec<HeaderMap>>>,
+    pub bodies: Arc<Mutex<Vec<String>>>,
     pub url: String,
 }
 
@@ -106,12 +107,16 @@ async fn answer(fault: Fault, anthropic: bool, n: usize, headers: &HeaderMap) ->
 pub async fn start(fault: Fault, anthropic: bool) -> Stub {
     let calls = Arc::new(AtomicUsize::new(0));
     let headers = Arc::new(Mutex::new(Vec::new()));
-    let (c, h) = (calls.clone(), headers.clone());
-    let handler = move |hm: HeaderMap, _body: Bytes| {
-        let (c, h) = (c.clone(), h.clone());
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let (c, h, b) = (calls.clone(), headers.clone(), bodies.clone());
+    let handler = move |hm: HeaderMap, body: Bytes| {
+        let (c, h, b) = (c.clone(), h.clone(), b.clone());
         async move {
             let n = c.fetch_add(1, Ordering::SeqCst) + 1;
             h.lock().unwrap().push(hm.clone());
+            b.lock()
+                .unwrap()
+                .push(String::from_utf8_lossy(&body).into_owned());
             answer(fault, anthropic, n, &hm).await
         }
     };
@@ -127,6 +132,7 @@ pub async fn start(fault: Fault, anthropic: bool) -> Stub {
     Stub {
         calls,
         headers,
+        bodies,
         url: format!("http://{addr}"),
     }
 }
@@ -149,6 +155,7 @@ pub async fn start_cutter() -> Stub {
     Stub {
         calls,
         headers: Arc::default(),
+        bodies: Arc::default(),
         url: format!("http://{addr}"),
     }
 }

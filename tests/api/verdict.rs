@@ -92,7 +92,7 @@ async fn a_summary_excludes_what_it_covers_and_adds_itself() {
     // Tokens: pinned + summary message + the 10 after it + priming.
     let tail: Vec<Value> = std::iter::once(msgs[0].clone())
         .chain(std::iter::once(
-            json!({"role": "user", "content": "The user asked for X; we did Y."}),
+            json!({"role": "user", "content": "[Context Summary - 31 previous messages]\n\nThe user asked for X; we did Y."}),
         ))
         .chain(msgs[31..].iter().cloned())
         .collect();

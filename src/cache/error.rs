@@ -1,0 +1,231 @@
+//! What can go wrong with the cache, sorted by what the caller should do.
+//!
+//! The cache is an optimisation: the request path treats every error as a miss
+//! and computes the summary itself. [`CacheError::Unavailable`] is kept apart
+//! because it is expected during outages and restarts (log it quietly, report
+//! not-ready), while the other variants point at a bug or a bad deployment.
+//! No variant ever carries a connection URL or a password: URLs are only
+//! formatted through [`redact_url`].
+
+use std::future::Future;
+use std::time::Duration;
+
+use sqlx::migrate::MigrateError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The database could not be reached in time: down, restarting, network
+    /// cut, every connection busy. Transient; the pool reconnects by itself.
+    #[error("summary cache unavailable: {0}")]
+    Unavailable(String),
+    /// The cache URL or options are unusable.
+    #[error("summary cache configuration: {0}")]
+    Config(String),
+    /// The schema could not be brought up to date.
+    #[error("summary cache migration failed: {0}")]
+    Migrate(String),
+    /// The database answered, with an error.
+    #[error("summary cache query failed: {0}")]
+    Query(String),
+}
+
+impl CacheError {
+    /// True for outages, which resolve without anyone doing anything.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, CacheError::Unavailable(_))
+    }
+}
+
+impl From<sqlx::Error> for CacheError {
+    fn from(e: sqlx::Error) -> Self {
+        use sqlx::Error as E;
+        match e {
+            E::PoolTimedOut => {
+                CacheError::Unavailable("timed out waiting for a database connection".into())
+            }
+            E::PoolClosed => CacheError::Unavailable("connection pool closed".into()),
+            E::WorkerCrashed => CacheError::Unavailable("database worker crashed".into()),
+            E::Io(e) => CacheError::Unavailable(format!("i/o error: {e}")),
+            E::Tls(e) => CacheError::Unavailable(format!("tls error: {e}")),
+            E::Protocol(e) => CacheError::Unavailable(format!("protocol error: {e}")),
+            E::Configuration(e) => CacheError::Config(e.to_string()),
+            E::Migrate(e) => (*e).into(),
+            E::Database(db) if transient(db.as_ref()) => CacheError::Unavailable(db.to_string()),
+            other => CacheError::Query(other.to_string()),
+        }
+    }
+}
+
+impl From<MigrateError> for CacheError {
+    fn from(e: MigrateError) -> Self {
+        match e {
+            // Could not even reach the database: an outage, not a schema problem.
+            MigrateError::Execute(inner) => match CacheError::from(inner) {
+                CacheError::Unavailable(m) => CacheError::Unavailable(m),
+                other => CacheError::Migrate(other.to_string()),
+            },
+            other => CacheError::Migrate(other.to_string()),
+        }
+    }
+}
+
+/// Database errors that mean "not now" rather than "wrong": for PostgreSQL
+/// the SQLSTATE classes 08 (connection exception) and 53 (insufficient
+/// resources) and 57P01-57P03 (shutdown, startup); for SQLite a result code
+/// whose low byte is SQLITE_BUSY (5) or SQLITE_LOCKED (6).
+fn transient(db: &dyn sqlx::error::DatabaseError) -> bool {
+    let Some(code) = db.code() else { return false };
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return code.parse::<i32>().is_ok_and(sqlite_transient);
+    }
+    pg_transient(&code)
+}
+
+fn pg_transient(sqlstate: &str) -> bool {
+    sqlstate.starts_with("08")
+        || sqlstate.starts_with("53")
+        || matches!(sqlstate, "57P01" | "57P02" | "57P03")
+}
+
+fn sqlite_transient(code: i32) -> bool {
+    matches!(code & 0xff, 5 | 6)
+}
+
+/// Runs one cache operation with a hard deadline. The pool already bounds
+/// waiting for a connection by `acquire_timeout`; this also bounds a statement
+/// on a connection whose peer vanished mid-query (no TCP reset ever arrives on
+/// a cut network), so no caller can hang on the cache.
+pub(crate) async fn bounded<T>(
+    limit: Duration,
+    op: impl Future<Output = Result<T, CacheError>>,
+) -> Result<T, CacheError> {
+    match tokio::time::timeout(limit, op).await {
+        Ok(result) => result,
+        Err(_) => Err(CacheError::Unavailable(format!(
+            "no answer within {}",
+            humantime::format_duration(limit)
+        ))),
+    }
+}
+
+/// The URL with its password replaced by `***`, both in the user-info part
+/// (`postgres://user:secret@host`) and in a `password=` query parameter. The
+/// only way this module formats a URL.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest = scheme_end + 3;
+        let authority_end = out[rest..]
+            .find(['/', '?', '#'])
+            .map_or(out.len(), |i| rest + i);
+        if let Some(at) = out[rest..authority_end].rfind('@').map(|i| rest + i)
+            && let Some(colon) = out[rest..at].find(':').map(|i| rest + i)
+        {
+            out.replace_range(colon + 1..at, "***");
+        }
+    }
+    if let Some(q) = out.find('?') {
+        let (head, query) = out.split_at(q + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|kv| match kv.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => kv.to_string(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
+}
+
+/// Removes every occurrence of the URL's password (raw and percent-decoded)
+/// from `message`, for errors built from a parser that might echo its input.
+pub(crate) fn scrub(message: &str, url: &str) -> String {
+    let mut secrets = Vec::new();
+    if let Some(rest) = url.split_once("://").map(|(_, r)| r) {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@')
+            && let Some((_, pw)) = userinfo.split_once(':')
+        {
+            secrets.push(pw.to_string());
+        }
+    }
+    if let Some((_, query)) = url.split_once('?') {
+        for kv in query.split('&') {
+            if let Some((k, v)) = kv.split_once('=')
+                && k.eq_ignore_ascii_case("password")
+            {
+                secrets.push(v.to_string());
+            }
+        }
+    }
+    let mut out = message.to_string();
+    for s in secrets.into_iter().filter(|s| !s.is_empty()) {
+        let decoded = percent_decode(&s);
+        out = out.replace(&s, "***").replace(&decoded, "***");
+    }
+    out
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            let b = (hi * 16 + lo) as u8;
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_userinfo_and_query_passwords() {
+        assert_eq!(
+            redact_url("postgres://app:s3cr%40t@db:5432/condense?sslmode=require"),
+            "postgres://app:***@db:5432/condense?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("postgresql://db/condense?user=app&password=s3cret"),
+            "postgresql://db/condense?user=app&password=***"
+        );
+        assert_eq!(redact_url("postgres://app@db/x"), "postgres://app@db/x");
+        assert_eq!(redact_url("sqlite://cache.db"), "sqlite://cache.db");
+    }
+
+    #[test]
+    fn scrub_removes_raw_and_decoded_passwords() {
+        let url = "postgres://app:s3cr%40t@db/x?password=other";
+        assert_eq!(
+            scrub("a s3cr%40t b s3cr@t c other", url),
+            "a *** b *** c ***"
+        );
+    }
+
+    #[test]
+    fn classifies_transient_codes() {
+        assert!(pg_transient("57P03"));
+        assert!(pg_transient("08006"));
+        assert!(pg_transient("53300"));
+        assert!(!pg_transient("23505"));
+        assert!(!pg_transient("42P01"));
+        assert!(sqlite_transient(5));
+        assert!(sqlite_transient(517)); // SQLITE_BUSY_SNAPSHOT
+        assert!(sqlite_transient(6));
+        assert!(!sqlite_transient(1));
+        assert!(!sqlite_transient(2067)); // SQLITE_CONSTRAINT_UNIQUE
+    }
+}

@@ -1,0 +1,301 @@
+//! The summary cache: summaries by content hash, shared by every replica.
+//!
+//! A summary costs an LLM call, and the same span of the same thread comes
+//! back on every turn of an agent, from any replica. The cache stores each
+//! summary under its content hash ([`crate::summarize::content_hash`]) so any
+//! replica can serve it, byte for byte, and indexes it by the rolling hash of
+//! the span it covers so a longer thread can reuse the summary of its prefix.
+//!
+//! Backends: PostgreSQL for a fleet ([`PgCache`]), a SQLite file for one host
+//! ([`SqliteCache`]), or nothing ([`Cache::Off`]). They share the schema and
+//! the semantics, written down once in [`CacheBackend`]; [`Cache`] is the
+//! enum the application holds and dispatches on.
+//!
+//! Single flight across replicas uses a claim table rather than advisory
+//! locks: a claim is a row `(key, holder, expires_at)` taken with
+//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE expires_at <= now`, so it works
+//! the same in both databases, survives the claimer's connection (no session
+//! to keep open while an LLM call runs for seconds), and a crashed claimer
+//! only delays others until its lease expires.
+
+mod error;
+mod postgres;
+mod prune;
+mod sqlite;
+
+use std::time::Duration;
+
+pub use error::{CacheError, redact_url};
+pub use postgres::PgCache;
+pub use prune::spawn_pruner;
+pub use sqlite::SqliteCache;
+
+/// One cached summary. Every field is stored and returned verbatim, so a hit
+/// on any replica yields exactly the bytes of the first write.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct CachedSummary {
+    /// Hex SHA-256 content hash (primary key).
+    pub key: String,
+    /// Hex rolling hash of the span it covers (indexed, for prefix reuse).
+    pub prefix_hash: String,
+    /// How many messages that span has.
+    pub span_len: i64,
+    pub content: String,
+    pub messages_summarized: i64,
+    pub token_count: i64,
+    pub strategy: String,
+    pub model: Option<String>,
+    /// RFC 3339 text, stored verbatim so a hit returns identical bytes.
+    pub created_at: String,
+}
+
+/// The outcome of [`Cache::claim`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// The caller holds the key: compute, then `put` (which ends the claim)
+    /// or `release` on failure.
+    Claimed,
+    /// Another caller holds an unexpired claim: `wait_for` its result.
+    Busy,
+}
+
+#[derive(Debug, Clone)]
+pub struct CacheOptions {
+    /// Connections per process; PostgreSQL's own limit is shared by all replicas.
+    pub max_connections: u32,
+    /// Longest wait for a connection. Also bounds every call (twice this), so
+    /// an unreachable database costs a request at most that much.
+    pub acquire_timeout: Duration,
+    /// Age (since stored) after which an entry is a miss and may be pruned.
+    pub ttl: Duration,
+    /// Row cap for the pruner; the least recently hit rows go first.
+    pub max_rows: u64,
+}
+
+impl Default for CacheOptions {
+    fn default() -> Self {
+        Self {
+            max_connections: 8,
+            acquire_timeout: Duration::from_secs(2),
+            ttl: Duration::from_secs(30 * 24 * 3600),
+            max_rows: 100_000,
+        }
+    }
+}
+
+impl CacheOptions {
+    /// The deadline of one call: waiting for a connection plus as long again
+    /// for the statements.
+    pub(crate) fn call_timeout(&self) -> Duration {
+        self.acquire_timeout.saturating_mul(2)
+    }
+}
+
+/// What a storage backend provides. Times (TTL, leases) are measured by the
+/// database's clock where it has one, so replicas with skewed clocks agree.
+pub trait CacheBackend: Send + Sync {
+    /// The unexpired entry under `key`, bumping its `hit_count` and `last_hit_at`.
+    fn get(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<CachedSummary>, CacheError>> + Send;
+    /// Stores `entry` unless an unexpired row with its key exists (the first
+    /// write wins), ends any claim on the key, and returns the stored row.
+    fn put(
+        &self,
+        entry: &CachedSummary,
+    ) -> impl Future<Output = Result<CachedSummary, CacheError>> + Send;
+    /// Among unexpired entries whose `prefix_hash` is one of `hashes`, the one
+    /// covering the most messages (one indexed query; counts as a hit).
+    fn find_prefix(
+        &self,
+        hashes: &[String],
+    ) -> impl Future<Output = Result<Option<CachedSummary>, CacheError>> + Send;
+    /// Takes the claim on `key` for `lease`, or reports that someone else holds it.
+    fn claim(
+        &self,
+        key: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<Claim, CacheError>> + Send;
+    /// Gives up this cache's claim on `key` (a no-op if another holder took it over).
+    fn release(&self, key: &str) -> impl Future<Output = Result<(), CacheError>> + Send;
+    /// Whether anyone holds an unexpired claim on `key`.
+    fn claim_active(&self, key: &str) -> impl Future<Output = Result<bool, CacheError>> + Send;
+    /// Deletes expired rows, then the least recently hit rows beyond
+    /// `max_rows`, then expired claims; returns how many rows went.
+    fn prune(
+        &self,
+        ttl: Duration,
+        max_rows: u64,
+    ) -> impl Future<Output = Result<u64, CacheError>> + Send;
+    /// `SELECT 1`, for readiness.
+    fn ping(&self) -> impl Future<Output = Result<(), CacheError>> + Send;
+    /// Brings the schema up to date (idempotent; other calls do it on first use).
+    fn migrate(&self) -> impl Future<Output = Result<(), CacheError>> + Send;
+}
+
+/// The cache the application holds. Cheap to clone (pools are shared).
+#[derive(Clone)]
+pub enum Cache {
+    Postgres(PgCache),
+    Sqlite(SqliteCache),
+    /// No cache: every `get` misses, every `put` is dropped, every claim succeeds.
+    Off,
+}
+
+impl std::fmt::Debug for Cache {
+    /// Names the backend only: connection options hold the password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cache({})", self.backend())
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $off:expr, $c:ident => $call:expr) => {
+        match $self {
+            Cache::Postgres($c) => $call.await,
+            Cache::Sqlite($c) => $call.await,
+            Cache::Off => $off,
+        }
+    };
+}
+
+impl Cache {
+    /// Opens the cache named by `url`: `postgres://…` / `postgresql://…`,
+    /// `sqlite://path` (the file is created if missing) or `off`.
+    ///
+    /// PostgreSQL is connected lazily: this does no I/O, so the service starts
+    /// while the database is down, and the schema is migrated on the first
+    /// call that reaches it. SQLite is local, so it is opened and migrated
+    /// here and a bad path fails at startup.
+    pub async fn connect(url: &str, opts: CacheOptions) -> Result<Cache, CacheError> {
+        let trimmed = url.trim();
+        let scheme = trimmed.split(':').next().unwrap_or("").to_ascii_lowercase();
+        let cache = match scheme.as_str() {
+            "off" if trimmed.eq_ignore_ascii_case("off") => Cache::Off,
+            "postgres" | "postgresql" => {
+                let connect = trimmed.parse().map_err(|e: sqlx::Error| {
+                    CacheError::Config(format!(
+                        "bad cache URL {}: {}",
+                        redact_url(trimmed),
+                        error::scrub(&e.to_string(), trimmed)
+                    ))
+                })?;
+                Cache::Postgres(PgCache::new(connect, opts))
+            }
+            "sqlite" => {
+                let connect = trimmed.parse().map_err(|e: sqlx::Error| {
+                    CacheError::Config(format!("bad cache URL {trimmed}: {e}"))
+                })?;
+                Cache::Sqlite(SqliteCache::open(connect, opts).await?)
+            }
+            _ => {
+                return Err(CacheError::Config(format!(
+                    "unsupported cache URL {}: expected postgres://, postgresql://, sqlite:// or off",
+                    redact_url(trimmed)
+                )));
+            }
+        };
+        tracing::info!(backend = cache.backend(), url = %redact_url(trimmed), "summary cache configured");
+        Ok(cache)
+    }
+
+    /// `"postgres"`, `"sqlite"` or `"off"`, for logs and health output.
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Cache::Postgres(_) => "postgres",
+            Cache::Sqlite(_) => "sqlite",
+            Cache::Off => "off",
+        }
+    }
+
+    /// The options it was opened with (`None` when off).
+    pub fn options(&self) -> Option<&CacheOptions> {
+        match self {
+            Cache::Postgres(c) => Some(c.options()),
+            Cache::Sqlite(c) => Some(c.options()),
+            Cache::Off => None,
+        }
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<CachedSummary>, CacheError> {
+        dispatch!(self, Ok(None), c => c.get(key))
+    }
+
+    pub async fn put(&self, entry: &CachedSummary) -> Result<CachedSummary, CacheError> {
+        dispatch!(self, Ok(entry.clone()), c => c.put(entry))
+    }
+
+    pub async fn find_prefix(
+        &self,
+        hashes: &[String],
+    ) -> Result<Option<CachedSummary>, CacheError> {
+        dispatch!(self, Ok(None), c => c.find_prefix(hashes))
+    }
+
+    pub async fn claim(&self, key: &str, lease: Duration) -> Result<Claim, CacheError> {
+        dispatch!(self, Ok(Claim::Claimed), c => c.claim(key, lease))
+    }
+
+    pub async fn release(&self, key: &str) -> Result<(), CacheError> {
+        dispatch!(self, Ok(()), c => c.release(key))
+    }
+
+    pub async fn claim_active(&self, key: &str) -> Result<bool, CacheError> {
+        dispatch!(self, Ok(false), c => c.claim_active(key))
+    }
+
+    pub async fn prune(&self, ttl: Duration, max_rows: u64) -> Result<u64, CacheError> {
+        dispatch!(self, Ok(0), c => c.prune(ttl, max_rows))
+    }
+
+    pub async fn ping(&self) -> Result<(), CacheError> {
+        dispatch!(self, Ok(()), c => c.ping())
+    }
+
+    pub async fn migrate(&self) -> Result<(), CacheError> {
+        dispatch!(self, Ok(()), c => c.migrate())
+    }
+
+    /// Waits for the summary another caller is computing under a claim:
+    /// polls `get` every `poll` until the entry appears (`Some`), the claim is
+    /// gone or expired without an entry (`None`: the holder failed or
+    /// crashed; claim and compute yourself), or `timeout` passes (`None`).
+    pub async fn wait_for(
+        &self,
+        key: &str,
+        timeout: Duration,
+        poll: Duration,
+    ) -> Result<Option<CachedSummary>, CacheError> {
+        if matches!(self, Cache::Off) {
+            return Ok(None);
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let poll = poll.max(Duration::from_millis(1));
+        loop {
+            if let Some(hit) = self.get(key).await? {
+                return Ok(Some(hit));
+            }
+            if !self.claim_active(key).await? {
+                // `put` stores the entry before it drops the claim: look once
+                // more so a put landing between the two reads is not missed.
+                return self.get(key).await;
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(poll.min(deadline - now)).await;
+        }
+    }
+}
+
+/// A duration as whole milliseconds for SQL, saturating instead of wrapping.
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A row count for SQL, saturating.
+pub(crate) fn rows(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
