@@ -4,6 +4,7 @@ WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY src src
 COPY data data
+COPY migrations migrations
 COPY benches benches
 RUN cargo build --release --locked --bin condense
 
@@ -12,9 +13,14 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/target/release/condense /usr/local/bin/condense
+# The embedded SQLite cache lives on a volume; set CONDENSE_DATABASE_URL=postgres://…
+# to share one cache between replicas.
+RUN mkdir -p /data && chown 65534:65534 /data
+VOLUME /data
 # Inside a container, listen on every interface; outside, the default stays loopback.
 ENV CONDENSE_LISTEN=0.0.0.0:8080 \
-    CONDENSE_LOG_FORMAT=json
+    CONDENSE_LOG_FORMAT=json \
+    CONDENSE_CACHE_PATH=/data/condense-cache.sqlite3
 USER 65534:65534
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/condense"]

@@ -52,13 +52,9 @@ fn args() -> anyhow::Result<Args> {
 }
 
 fn collect_texts(part: &Part, out: &mut Vec<String>) {
-    match part {
-        Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => out.push(t.clone()),
-        Part::ToolCall(c) => out.push(c.arguments.clone()),
-        Part::FunctionCall { arguments, .. } => out.push(arguments.clone()),
-        Part::ToolResult(r) => r.content.iter().for_each(|p| collect_texts(p, out)),
-        Part::RedactedThinking(_) | Part::Media(_) => {}
-    }
+    let mut texts = Vec::new();
+    part.texts(&mut texts);
+    out.extend(texts.into_iter().map(str::to_string));
 }
 
 /// Every non-empty text of every fixture thread, files sorted by name.

@@ -3,24 +3,13 @@
 use std::fmt::Write;
 
 use super::{Trigger, Verdict};
+use crate::thread::thousands;
 
 const CELLS: usize = 20;
 
 fn bar(percent: f64) -> String {
     let filled = ((percent / 100.0 * CELLS as f64).round() as usize).min(CELLS);
     format!("[{}{}]", "█".repeat(filled), "░".repeat(CELLS - filled))
-}
-
-fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 pub fn render_text(v: &Verdict) -> String {

@@ -28,11 +28,12 @@ pub fn cut_middle(s: &str, keep: usize) -> Option<String> {
     let end: String = s.chars().skip(n - tail).collect();
     Some(format!(
         "{start}…[truncated {} characters]…{end}",
-        thousands(removed)
+        thousands(removed as u64)
     ))
 }
 
-fn thousands(n: usize) -> String {
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

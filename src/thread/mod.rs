@@ -15,7 +15,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use edit::{Cut, cut_middle, text_message, truncate};
+pub use edit::{Cut, cut_middle, text_message, thousands, truncate};
 pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use validate::validate;
 pub use wire::type_name;
@@ -119,6 +119,20 @@ pub enum Part {
         name: String,
         arguments: String,
     },
+}
+
+impl Part {
+    /// Every text of the part a tokenizer reads: text, refusal, thinking,
+    /// tool-call arguments, and (recursively) tool-result content.
+    pub fn texts<'a>(&'a self, out: &mut Vec<&'a str>) {
+        match self {
+            Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => out.push(t),
+            Part::ToolCall(c) => out.push(&c.arguments),
+            Part::FunctionCall { arguments, .. } => out.push(arguments),
+            Part::ToolResult(r) => r.content.iter().for_each(|p| p.texts(out)),
+            Part::RedactedThinking(_) | Part::Media(_) => {}
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
