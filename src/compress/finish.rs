@@ -46,7 +46,11 @@ impl Plan {
             dropped: Vec::new(),
         };
         let span = &t.messages[self.start..self.cut];
-        let covered = self.previous.as_ref().map_or(0, |s| s.messages_summarized) + span.len();
+        let covered = self
+            .previous
+            .as_ref()
+            .map_or(0, |s| s.messages_summarized)
+            .saturating_add(span.len());
         let mut iteration_summaries = Vec::new();
         let (mut degraded, mut usage) = (false, None);
         let written = match (self.strategy, self.keep_recent_iterations, written) {
@@ -102,9 +106,18 @@ impl Plan {
                     &o.content,
                 ))
             }
-            // Nothing new to summarize: a summary message in the thread stays.
-            None if self.in_thread && draft.summary.is_none() => {
-                draft.summary = Some(t.messages[self.pinned].clone())
+            // Nothing new was summarized: the previous summary stays, as it was.
+            None if draft.summary.is_none() => {
+                draft.summary = match &self.previous {
+                    Some(_) if self.in_thread => Some(t.messages[self.pinned].clone()),
+                    Some(prev) => Some(summary_message(
+                        t.format,
+                        role,
+                        prev.messages_summarized,
+                        &prev.content,
+                    )),
+                    None => None,
+                }
             }
             None => {}
         }
@@ -200,11 +213,23 @@ fn fit_budget(
         .map(|u| u.len())
         .collect();
     for len in tail_units {
-        if draft.total(c) <= budget || !draft.drop_oldest_unit(len) {
+        // Without a summary message the kept conversation must still open
+        // with a user turn, so keep dropping until it does.
+        let opens = draft.summary.is_some()
+            || draft
+                .tail
+                .first()
+                .is_some_and(|(_, m)| split::opens_user_turn(m));
+        if (opens && draft.total(c) <= budget) || !draft.drop_oldest_unit(len) {
             break;
         }
     }
-    if draft.total(c) <= budget {
+    let opens = draft.summary.is_some()
+        || draft
+            .tail
+            .first()
+            .is_some_and(|(_, m)| split::opens_user_turn(m));
+    if opens && draft.total(c) <= budget {
         return Ok(());
     }
     Err(Error::DoesNotFit(format!(

@@ -95,6 +95,9 @@ pub(crate) struct Previous {
     pub last: usize,
     pub content: String,
     pub messages_summarized: usize,
+    /// It is a summary message of this thread (client style b), at the
+    /// first index after the pinned prefix.
+    pub in_thread: bool,
 }
 
 /// Compresses with the heuristic summarizer, synchronously: plan, write the

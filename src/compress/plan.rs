@@ -76,7 +76,8 @@ impl SummaryJob {
             strategy: strategy.as_str(),
             model,
             prompt_version: super::PROMPT_VERSION,
-            max_summary_tokens: self.max_summary_tokens,
+            // The effective bound (max_summary_tokens or 30% of the budget) shapes the text.
+            max_summary_tokens: self.limit as u64,
             instructions: self.instructions.as_deref(),
         }
     }
@@ -113,10 +114,12 @@ pub fn plan(req: &Request<'_>) -> Result<Planned, Error> {
     let mut warnings = Vec::new();
 
     let previous = previous_summary(req, pinned, &mut warnings)?;
-    let start = previous.as_ref().map_or(pinned, |s| s.last + 1);
-    let in_thread = previous
-        .as_ref()
-        .is_some_and(|s| s.last == pinned && req.prior.is_none());
+    // The first message the summary does not cover, moved back to a unit
+    // boundary: a summary that ends inside a tool unit must not leave the
+    // unit's results without their call.
+    let after = previous.as_ref().map_or(pinned, |s| s.last + 1);
+    let start = split::unit_start(&split::units(&t.messages, pinned), after).max(pinned);
+    let in_thread = previous.as_ref().is_some_and(|s| s.in_thread);
     let summary_tokens = match &previous {
         Some(_) if in_thread => count.messages[pinned],
         Some(prev) => {
@@ -270,6 +273,7 @@ fn previous_summary(
             last: pinned,
             content: marker.content,
             messages_summarized: marker.messages_summarized,
+            in_thread: true,
         }));
     }
     let Some(prior) = &req.prior else {
@@ -289,5 +293,6 @@ fn previous_summary(
         last,
         content,
         messages_summarized: covered,
+        in_thread: false,
     }))
 }

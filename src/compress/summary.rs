@@ -98,7 +98,13 @@ impl SummaryObject {
         if self.token_count <= max_tokens {
             return;
         }
-        self.content = heuristic(&[], Some(&self.content), max_tokens, |s| c.text(s).tokens);
+        // The heuristic's sections shrink by their own rules; other text is cut at a line end.
+        self.content = match self.strategy {
+            Strategy::Heuristic => {
+                heuristic(&[], Some(&self.content), max_tokens, |s| c.text(s).tokens)
+            }
+            _ => crate::summarize::llm::clip_tokens(&self.content, max_tokens, c),
+        };
         self.token_count = c.text(&self.content).tokens;
     }
 }

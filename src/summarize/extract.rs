@@ -56,6 +56,12 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                 Part::Text(t) => {
                     match m.role {
                         Role::User => s.requests.push(format!("\"{}\"", clip(t, text_cap))),
+                        // An instruction given mid-thread is an instruction still.
+                        Role::System | Role::Developer => s.requests.push(format!(
+                            "({}) \"{}\"",
+                            m.role.as_str(),
+                            clip(t, text_cap)
+                        )),
                         Role::Assistant => {
                             if !t.trim().is_empty() {
                                 s.state = Some(t.trim().to_string());

@@ -5,20 +5,30 @@
 //! are merged with the new items and capped again, so repeated compaction
 //! keeps the size bounded instead of summarizing a summary of a summary.
 
+use std::collections::HashSet;
 use std::fmt::Write;
 
 /// A list that keeps first-seen order, drops duplicates, and remembers how
 /// many items were left out when it was capped.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct List {
     pub items: Vec<String>,
     pub more: usize,
+    /// Every item ever pushed, so de-duplication stays linear on long spans.
+    seen: HashSet<String>,
+}
+
+/// Equal when they show the same items and count the same left out.
+impl PartialEq for List {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.more == other.more
+    }
 }
 
 impl List {
     pub fn push(&mut self, item: impl Into<String>) {
         let item = item.into();
-        if !item.is_empty() && !self.items.contains(&item) {
+        if !item.is_empty() && self.seen.insert(item.clone()) {
             self.items.push(item);
         }
     }
@@ -35,10 +45,19 @@ impl List {
         self.more += drop;
     }
 
+    /// `newer` after `self`; an item in both moves to its newer place.
     fn merge(&mut self, newer: List) {
         self.more += newer.more;
+        let again: HashSet<&String> = newer
+            .items
+            .iter()
+            .filter(|i| self.seen.contains(*i))
+            .collect();
+        if !again.is_empty() {
+            self.items.retain(|i| !again.contains(i));
+        }
         for item in newer.items {
-            self.items.retain(|i| *i != item);
+            self.seen.insert(item.clone());
             self.items.push(item);
         }
     }
@@ -199,14 +218,11 @@ impl Sections {
         let mut out = String::new();
         let list = write_list;
         if let Some(e) = &self.earlier {
-            list(
-                &mut out,
-                EARLIER,
-                &List {
-                    items: vec![e.clone()],
-                    more: 0,
-                },
-            );
+            list(&mut out, EARLIER, &{
+                let mut l = List::default();
+                l.push(e.clone());
+                l
+            });
         }
         list(&mut out, REQUESTS, &self.requests);
         if !self.tools.0.is_empty() {

@@ -57,7 +57,7 @@ impl SummaryService {
     pub async fn write(
         &self,
         job: &SummaryJob,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
         model: Option<&str>,
         on_error: OnUpstreamError,
     ) -> Result<Written, UpstreamError> {
@@ -82,7 +82,7 @@ impl SummaryService {
             (Err(e), OnUpstreamError::Fail) => Err(e),
             (Err(e), OnUpstreamError::Fallback) => {
                 tracing::warn!(error = %e, "upstream summary failed; falling back to the heuristic");
-                let mut w = job.heuristic(c);
+                let mut w = heuristic(job, c).await;
                 w.degraded = true;
                 w.warnings.push(format!(
                     "the upstream LLM failed ({e}); a heuristic summary was used instead"
@@ -101,7 +101,7 @@ impl SummaryService {
         strategy: Strategy,
         model: Option<&str>,
         key: &str,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
     ) -> Result<Written, UpstreamError> {
         if matches!(self.cache, Cache::Off) {
             return self.compute(job, strategy, model, key, c).await;
@@ -135,7 +135,10 @@ impl SummaryService {
                                 ..from_entry(stored)
                             });
                         }
-                        Err(e) => return Ok(with_warning(w.clone(), down(e))),
+                        Err(e) => {
+                            let _ = self.cache.release(key).await;
+                            return Ok(with_warning(w.clone(), down(e)));
+                        }
                     },
                     Err(_) => {
                         let _ = self.cache.release(key).await;
@@ -145,7 +148,12 @@ impl SummaryService {
             }
             Ok(Claim::Busy) => match self
                 .cache
-                .wait_for(key, lease, Duration::from_millis(200))
+                // Bounded well inside the request's time: past it, compute here.
+                .wait_for(
+                    key,
+                    lease.min(Duration::from_secs(20)),
+                    Duration::from_millis(200),
+                )
                 .await
             {
                 Ok(Some(hit)) => Ok(from_entry(hit)),
@@ -161,7 +169,7 @@ impl SummaryService {
         strategy: Strategy,
         model: Option<&str>,
         key: &str,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
         warning: String,
     ) -> Result<Written, UpstreamError> {
         tracing::warn!(%warning, "summary cache unavailable");
@@ -178,13 +186,14 @@ impl SummaryService {
         strategy: Strategy,
         model: Option<&str>,
         key: &str,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
     ) -> Result<Written, UpstreamError> {
         let hashes = job.prefix_hashes(strategy, model);
         let shorter = &hashes[..hashes.len().saturating_sub(1)];
         if let Ok(Some(prefix)) = self.cache.find_prefix(shorter).await {
-            let done = (prefix.span_len.max(0) as usize).min(job.span.len());
-            if done > 0 {
+            // How many messages the matched prefix covers in *this* span.
+            if let Some(at) = shorter.iter().position(|h| *h == prefix.prefix_hash) {
+                let done = at + 1;
                 let rest = SummaryJob {
                     span: job.span[done..].to_vec(),
                     prior: Some(prefix.content),
@@ -214,14 +223,14 @@ impl SummaryService {
         strategy: Strategy,
         model: Option<&str>,
         key: &str,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
     ) -> Result<Written, UpstreamError> {
         match (strategy, &self.upstream, model) {
             (Strategy::Llm | Strategy::Hybrid, Some(up), Some(model)) => {
                 self.call(up, model, job, key, c).await
             }
             _ => {
-                let mut w = job.heuristic(c);
+                let mut w = heuristic(job, c).await;
                 w.key = key.to_string();
                 Ok(w)
             }
@@ -234,7 +243,7 @@ impl SummaryService {
         model: &str,
         job: &SummaryJob,
         key: &str,
-        c: &Counter<'_>,
+        c: &Counter<'static>,
     ) -> Result<Written, UpstreamError> {
         let (content, usage) = match job.strategy {
             Strategy::Hybrid => {
@@ -320,6 +329,15 @@ fn to_entry(
         model: w.model.clone(),
         created_at: w.created_at.clone(),
     }
+}
+
+/// The heuristic on the blocking pool: extraction over a long span is CPU
+/// work that must not stall the async workers.
+async fn heuristic(job: &SummaryJob, c: &Counter<'static>) -> Written {
+    let (job, c) = (job.clone(), *c);
+    tokio::task::spawn_blocking(move || job.heuristic(&c))
+        .await
+        .expect("the heuristic summarizer does not panic")
 }
 
 /// Header that separates a hybrid summary's sections from its narrative.

@@ -182,7 +182,9 @@ impl Thread {
     pub fn pinned_len(&self) -> usize {
         self.messages
             .iter()
-            .take_while(|m| m.role.is_instruction())
+            // A summary message condense wrote (even with the system role) is
+            // not pinned: the next summary replaces it.
+            .take_while(|m| m.role.is_instruction() && m.summary_marker().is_none())
             .count()
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{FieldError, Message, Role, Thread};
+use super::{FieldError, Message, Role, Thread, WireFormat};
 
 pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     let mut errs = Vec::new();
@@ -57,6 +57,17 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
         }
     }
     // Calls still open here are trailing: the agent is mid-loop, which is valid.
+    if thread.format == WireFormat::Anthropic
+        && thread
+            .messages
+            .first()
+            .is_some_and(|m| m.role != Role::User)
+    {
+        errs.push(FieldError::new(
+            "/messages/0/role",
+            "an Anthropic thread must start with a user message",
+        ));
+    }
     if errs.is_empty() { Ok(()) } else { Err(errs) }
 }
 

@@ -55,6 +55,7 @@ pub enum Method {
 }
 
 /// A configured counter: one encoding, one method, one calibration.
+#[derive(Clone, Copy)]
 pub struct Counter<'a> {
     pub encoders: &'a Encoders,
     pub encoding: Encoding,

@@ -365,3 +365,78 @@ async fn bad_compress_requests_are_4xx() {
             .contains("pinned prefix")
     );
 }
+
+/// Regressions found in review: none of these may answer 500 or break a thread.
+#[tokio::test]
+async fn awkward_summaries_and_roles_stay_valid() {
+    let app = app();
+    let call = |id: &str| json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}});
+    let mut messages = vec![
+        json!({"role": "system", "content": "s"}),
+        json!({"role": "user", "content": "go"}),
+    ];
+    messages
+        .push(json!({"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]}));
+    messages.push(json!({"role": "tool", "tool_call_id": "a", "content": "ra"}));
+    messages.push(json!({"role": "tool", "tool_call_id": "b", "content": "rb"}));
+    messages.extend(chat(12));
+
+    // A previous summary that ends inside a tool unit (after the call, before its results).
+    let out = compress(&app, &json!({"messages": messages, "force": true, "summary": {"last_message_idx": 2, "content": "earlier"}})).await;
+    assert_eq!(out["compressed"], true);
+    tokens_of(&app, &out, &json!({"model": "gpt-4o"})).await;
+
+    // An absurd count in a summary object or header is not an overflow.
+    let out = compress(
+        &app,
+        &json!({"messages": messages, "force": true,
+        "summary": {"last_message_idx": 1, "content": "x", "messages_summarized": u64::MAX}}),
+    )
+    .await;
+    assert_eq!(out["compressed"], true);
+
+    // summary_role system: the summary message is recognized when it comes back, not pinned.
+    let mut long = vec![json!({"role": "system", "content": "rules"})];
+    long.extend(chat(40));
+    let first = compress(
+        &app,
+        &json!({"messages": long, "config": {"summary_role": "system"}}),
+    )
+    .await;
+    let mut again: Vec<Value> = first["messages"].as_array().unwrap().clone();
+    again.extend(chat(40));
+    let second = compress(
+        &app,
+        &json!({"messages": again, "config": {"summary_role": "system"}}),
+    )
+    .await;
+    let summaries = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("[Context Summary"))
+        })
+        .count();
+    assert_eq!(summaries, 1, "the summary was extended, not stacked");
+    assert_eq!(second["summary"]["messages_summarized"], 74);
+}
+
+#[tokio::test]
+async fn anthropic_threads_start_with_a_user_turn_in_and_out() {
+    let app = app();
+    let r = post(&app, "/v1/compress", &json!({"system": "s", "messages": [{"role": "assistant", "content": "hi"}, {"role": "user", "content": "x"}]})).await;
+    assert_eq!(r.pointers(), ["/messages/0/role"]);
+
+    // Truncation under a tight budget still opens with a user turn (or says it cannot fit).
+    let t = thread("medium-02.anthropic");
+    let r = post(&app, "/v1/compress", &json!({"system": t["system"], "messages": t["messages"], "summarizer": {"strategy": "truncate"},
+        "config": {"context_window": 6000, "response_reserve": 0, "min_recent_messages": 2}})).await;
+    match r.status.as_u16() {
+        200 => assert_eq!(r.json()["messages"][0]["role"], "user"),
+        422 => {}
+        other => panic!("{other}: {}", r.text()),
+    }
+}

@@ -39,7 +39,9 @@ fn unit() -> impl Strategy<Value = Unit> {
 fn threads(units: &[Unit]) -> (Vec<Value>, Vec<Value>) {
     let mut openai =
         vec![json!({"role": "system", "content": "You are terse.", "x-custom": {"k": 1}})];
-    let mut anthropic = Vec::new();
+    // Anthropic threads open with a user turn.
+    openai.push(json!({"role": "user", "content": "start"}));
+    let mut anthropic = vec![json!({"role": "user", "content": "start"})];
     let mut next_id = 0;
     for u in units {
         match u {
