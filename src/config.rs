@@ -101,6 +101,10 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = 4)]
     pub upstream_max_concurrency: usize,
 
+    /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
+    #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = 500)]
+    pub upstream_result_chars: usize,
+
     /// Summary cache: `postgres://…` (shared by replicas), `sqlite://…`, or
     /// `off`. Unset: `DATABASE_URL`, else an embedded SQLite file at `--cache-path`.
     #[arg(long, env = "CONDENSE_DATABASE_URL", hide_env_values = true)]
@@ -160,6 +164,7 @@ impl Default for Config {
             upstream_max_retries: 4,
             upstream_max_concurrency: 4,
             upstream_context_window: 128_000,
+            upstream_result_chars: 500,
             database_url: None,
             cache_path: PathBuf::from("condense-cache.sqlite3"),
             cache_ttl_days: 30,
@@ -209,6 +214,7 @@ impl Config {
             },
             max_concurrency: self.upstream_max_concurrency,
             context_window: self.upstream_context_window,
+            result_chars: self.upstream_result_chars.max(40),
         })
     }
 }

@@ -21,15 +21,16 @@ and skip a section only when there is nothing for it:\n\
 ## What worked / what failed\n## User instructions and corrections (quote them verbatim)\n## Current state and next step\n\
 Keep file paths, commands, identifiers and error messages exactly as written. Be brief: bullet points, no preamble.";
 
-/// Longest tool result kept in the transcript, in characters.
+/// Default longest tool result kept in the transcript, in characters
+/// (`--upstream-result-chars`).
 pub const RESULT_CHARS: usize = 500;
 
 /// One block of transcript per message.
-pub fn transcript(span: &[Message]) -> Vec<String> {
-    span.iter().map(block).collect()
+pub fn transcript(span: &[Message], result_chars: usize) -> Vec<String> {
+    span.iter().map(|m| block(m, result_chars)).collect()
 }
 
-fn block(m: &Message) -> String {
+fn block(m: &Message, result_chars: usize) -> String {
     let mut s = format!("[{}]", m.role.as_str());
     for p in &m.parts {
         match p {
@@ -40,7 +41,7 @@ fn block(m: &Message) -> String {
                 let _ = write!(
                     s,
                     " (thinking) {}",
-                    cut_middle(t, RESULT_CHARS).unwrap_or_else(|| t.clone())
+                    cut_middle(t, result_chars).unwrap_or_else(|| t.clone())
                 );
             }
             Part::RedactedThinking(_) => s.push_str(" (redacted thinking)"),
@@ -52,7 +53,7 @@ fn block(m: &Message) -> String {
                     s,
                     "\n  -> {}({})",
                     c.name,
-                    cut_middle(&c.arguments, RESULT_CHARS).unwrap_or_else(|| c.arguments.clone())
+                    cut_middle(&c.arguments, result_chars).unwrap_or_else(|| c.arguments.clone())
                 );
             }
             Part::FunctionCall { name, arguments } => {
@@ -71,7 +72,7 @@ fn block(m: &Message) -> String {
                     })
                     .collect();
                 let text = text.join("\n");
-                let text = cut_middle(&text, RESULT_CHARS).unwrap_or(text);
+                let text = cut_middle(&text, result_chars).unwrap_or(text);
                 let tag = if r.is_error {
                     "tool error"
                 } else {
@@ -150,7 +151,7 @@ pub async fn write(
         (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256)
     };
     let mut summary = prior.map(|p| clip_tokens(p, window / 4, c));
-    let blocks = transcript(&job.span);
+    let blocks = transcript(&job.span, up.config().result_chars);
     let mut usage = Usage::default();
     for chunk in chunks(blocks, room(summary.as_deref().map_or(0, |s| c.raw(s))), c) {
         let req = ChatRequest {
@@ -187,4 +188,46 @@ pub fn clip_tokens(text: &str, max: usize, c: &Counter<'_>) -> String {
         }
     }
     String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::thread::{RawThread, parse};
+
+    #[test]
+    fn transcript_shows_roles_calls_and_cut_results() {
+        let messages = vec![
+            json!({"role": "user", "content": "run it"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "run_command", "arguments": "{\"command\": \"make\"}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "x".repeat(5000)}),
+        ];
+        let t = parse(RawThread {
+            messages: &messages,
+            ..Default::default()
+        })
+        .unwrap();
+        let blocks = transcript(&t.messages, 100);
+        assert_eq!(blocks[0], "[user] run it");
+        assert!(
+            blocks[1].contains("-> run_command({\"command\": \"make\"})"),
+            "{}",
+            blocks[1]
+        );
+        assert!(
+            blocks[2].starts_with("[tool]\n  <- tool result: "),
+            "{}",
+            blocks[2]
+        );
+        assert!(
+            blocks[2].contains("…[truncated 4,900 characters]…"),
+            "{}",
+            blocks[2]
+        );
+        assert!(blocks[2].len() < 300);
+    }
 }

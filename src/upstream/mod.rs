@@ -45,6 +45,8 @@ pub struct UpstreamConfig {
     pub max_concurrency: usize,
     /// The summarizer model's window (prompt + output), for chunking.
     pub context_window: usize,
+    /// Longest tool result (and tool-call arguments) in the transcript, in characters.
+    pub result_chars: usize,
 }
 
 /// One completion request: a system prompt and one user message.
