@@ -102,7 +102,7 @@ pub struct Config {
     pub upstream_max_concurrency: usize,
 
     /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
-    #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = 500)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = crate::summarize::llm::RESULT_CHARS)]
     pub upstream_result_chars: usize,
 
     /// Summary cache: `postgres://…` (shared by replicas), `sqlite://…`, or
@@ -164,7 +164,7 @@ impl Default for Config {
             upstream_max_retries: 4,
             upstream_max_concurrency: 4,
             upstream_context_window: 128_000,
-            upstream_result_chars: 500,
+            upstream_result_chars: crate::summarize::llm::RESULT_CHARS,
             database_url: None,
             cache_path: PathBuf::from("condense-cache.sqlite3"),
             cache_ttl_days: 30,
@@ -178,9 +178,14 @@ impl Default for Config {
 impl Config {
     /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
     pub fn cache_url(&self) -> String {
+        self.cache_url_or(std::env::var("DATABASE_URL").ok())
+    }
+
+    /// [`Config::cache_url`] with the `DATABASE_URL` fallback given explicitly.
+    pub fn cache_url_or(&self, database_url_env: Option<String>) -> String {
         self.database_url
             .clone()
-            .or_else(|| std::env::var("DATABASE_URL").ok())
+            .or(database_url_env)
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| format!("sqlite://{}?mode=rwc", self.cache_path.display()))
     }

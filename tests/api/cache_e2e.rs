@@ -284,7 +284,8 @@ async fn summaries_survive_a_restart() {
     }
 }
 
-/// With no configuration the cache is an embedded SQLite file.
+/// With no configuration the cache is an embedded SQLite file (checked without
+/// the environment: the test command itself sets DATABASE_URL).
 #[tokio::test]
 async fn the_default_cache_is_an_embedded_sqlite_file() {
     let dir = std::env::temp_dir().join(format!(
@@ -296,17 +297,22 @@ async fn the_default_cache_is_an_embedded_sqlite_file() {
         cache_path: dir.join("c.sqlite3"),
         ..Default::default()
     };
-    if std::env::var("DATABASE_URL").is_err() {
-        assert!(config.cache_url().starts_with("sqlite://"));
-    }
-    let state = condense::AppState::connect(condense::Config {
-        database_url: None,
-        ..config.clone()
-    })
-    .await
-    .unwrap();
-    if std::env::var("DATABASE_URL").is_err() {
-        assert_eq!(state.summarizer.cache().backend(), "sqlite");
-        assert!(dir.join("c.sqlite3").exists());
-    }
+    let url = config.cache_url_or(None);
+    assert_eq!(
+        url,
+        format!("sqlite://{}?mode=rwc", dir.join("c.sqlite3").display())
+    );
+    let cache = condense::cache::Cache::connect(&url, config.cache_options())
+        .await
+        .unwrap();
+    assert_eq!(cache.backend(), "sqlite");
+    assert!(dir.join("c.sqlite3").exists());
+    // An explicit setting wins over DATABASE_URL, and `off` disables caching.
+    let off = condense::Config {
+        database_url: Some("off".into()),
+        ..config
+    };
+    assert_eq!(off.cache_url_or(Some("postgres://x/y".into())), "off");
+    let state = condense::AppState::connect(off).await.unwrap();
+    assert_eq!(state.summarizer.cache().backend(), "off");
 }
