@@ -6,6 +6,9 @@ mod common;
 mod compress;
 mod compress_props;
 mod golden;
+#[path = "../support/live.rs"]
+#[allow(dead_code)]
+mod live;
 mod llm_e2e;
 mod properties;
 mod stub;

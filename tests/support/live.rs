@@ -1,0 +1,52 @@
+//! The real parts some tests need: a PostgreSQL server and the local LLM.
+//!
+//! A test that needs one and does not find it fails, saying how to provide it,
+//! so a green `cargo test` never means "nothing ran". The one way around that
+//! is the explicit opt-out `CONDENSE_TEST_SKIP_LIVE=1`; a skipped test then
+//! writes `SKIPPED …` straight to the process's stderr, which the test
+//! harness does not capture, so the skip shows in the output of a passing run.
+
+use std::io::Write;
+
+/// Opt-out variable: set to `1` to skip the tests that need live parts.
+pub const SKIP_LIVE: &str = "CONDENSE_TEST_SKIP_LIVE";
+
+fn skipping(test: &str, what: &str) -> bool {
+    let opted_out = std::env::var(SKIP_LIVE).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    if opted_out {
+        // Not eprintln!: the harness captures that for passing tests.
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED {test}: needs {what} ({SKIP_LIVE}=1 is set)"
+        );
+    }
+    opted_out
+}
+
+/// `DATABASE_URL` of a PostgreSQL server, or `None` when the run opted out.
+/// Panics with instructions when it is missing.
+pub fn postgres(test: &str) -> Option<String> {
+    match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if skipping(test, "PostgreSQL") => None,
+        _ => panic!(
+            "{test} needs PostgreSQL: set DATABASE_URL=postgres://… to a server it may create \
+             databases on, or run `./scripts/test.sh` (or `scripts/with-postgres.sh cargo test`), \
+             which starts a throwaway one; {SKIP_LIVE}=1 skips such tests"
+        ),
+    }
+}
+
+/// Base URL of the local OpenAI-compatible LLM (`…/v1`), or `None` when the
+/// run opted out. Panics with instructions when it is missing.
+pub fn llm(test: &str) -> Option<String> {
+    match std::env::var("CONDENSE_TEST_LLM_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ if skipping(test, "the local LLM") => None,
+        _ => panic!(
+            "{test} needs the local LLM: run `scripts/local-llm.sh start` and set \
+             CONDENSE_TEST_LLM_URL to the URL it prints (http://127.0.0.1:8089/v1), or run \
+             `./scripts/test.sh`, which does both; {SKIP_LIVE}=1 skips such tests"
+        ),
+    }
+}
