@@ -1,6 +1,8 @@
 //! Logging setup. Message contents are never logged: spans carry the route
 //! and the request id, events carry sizes and statuses.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
@@ -10,7 +12,10 @@ pub fn init(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        // Colour codes only for a person at a terminal: piped into a file or a
+        // log collector they are noise in every line.
+        .with_ansi(std::io::stdout().is_terminal());
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder
