@@ -196,6 +196,7 @@ impl Config {
             acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
             ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
             max_rows: self.cache_max_rows,
+            claim_lease: CacheOptions::DEFAULT_CLAIM_LEASE,
         }
     }
 

@@ -16,8 +16,11 @@
 //! `INSERT .. ON CONFLICT DO UPDATE .. WHERE expires_at <= now`, so it works
 //! the same in both databases, survives the claimer's connection (no session
 //! to keep open while an LLM call runs for seconds), and a crashed claimer
-//! only delays others until its lease expires.
+//! only delays others until its lease expires. The lease is short and renewed
+//! by its holder while the work runs ([`ClaimGuard`], in `claim.rs`), because
+//! no lease picked up front fits a summary of one chunk and one of ten alike.
 
+mod claim;
 mod error;
 mod postgres;
 mod prune;
@@ -25,6 +28,7 @@ mod sqlite;
 
 use std::time::Duration;
 
+pub use claim::ClaimGuard;
 pub use error::{CacheError, redact_url};
 pub use postgres::PgCache;
 pub use prune::spawn_pruner;
@@ -49,7 +53,8 @@ pub struct CachedSummary {
     pub created_at: String,
 }
 
-/// The outcome of [`Cache::claim`].
+/// The outcome of [`Cache::claim`]. The request path uses
+/// [`Cache::claim_lease`] instead, whose guard renews and releases the claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// The caller holds the key: compute, then `put` (which ends the claim)
@@ -70,20 +75,32 @@ pub struct CacheOptions {
     pub ttl: Duration,
     /// Row cap for the pruner; the least recently hit rows go first.
     pub max_rows: u64,
+    /// How long a claim holds without renewal: how long others wait for a
+    /// holder that crashed. A live holder renews it every third of this.
+    pub claim_lease: Duration,
 }
 
 impl Default for CacheOptions {
     fn default() -> Self {
         Self {
-            max_connections: 8,
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
             acquire_timeout: Duration::from_secs(2),
-            ttl: Duration::from_secs(30 * 24 * 3600),
-            max_rows: 100_000,
+            ttl: Self::DEFAULT_TTL,
+            max_rows: Self::DEFAULT_MAX_ROWS,
+            claim_lease: Self::DEFAULT_CLAIM_LEASE,
         }
     }
 }
 
 impl CacheOptions {
+    // The defaults, here once; the configuration's flags default to these too.
+    pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+    pub const DEFAULT_MAX_ROWS: u64 = 100_000;
+    /// Several renewals fit in one slow upstream call, and a crashed holder
+    /// costs its waiters half a minute at most.
+    pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(30);
+
     /// The deadline of one call: waiting for a connection plus as long again
     /// for the statements.
     pub(crate) fn call_timeout(&self) -> Duration {
@@ -117,6 +134,15 @@ pub trait CacheBackend: Send + Sync {
         key: &str,
         lease: Duration,
     ) -> impl Future<Output = Result<Claim, CacheError>> + Send;
+    /// Extends this cache's claim on `key` to `lease` from now; `false` when
+    /// the claim is no longer this cache's (ended by `put` or `release`, or
+    /// run out and taken over). A claim that ran out but that nobody took
+    /// over is still this cache's, and is renewed: nobody else is computing.
+    fn renew(
+        &self,
+        key: &str,
+        lease: Duration,
+    ) -> impl Future<Output = Result<bool, CacheError>> + Send;
     /// Gives up this cache's claim on `key` (a no-op if another holder took it over).
     fn release(&self, key: &str) -> impl Future<Output = Result<(), CacheError>> + Send;
     /// Whether anyone holds an unexpired claim on `key`.
@@ -237,6 +263,10 @@ impl Cache {
         dispatch!(self, Ok(Claim::Claimed), c => c.claim(key, lease))
     }
 
+    pub async fn renew(&self, key: &str, lease: Duration) -> Result<bool, CacheError> {
+        dispatch!(self, Ok(true), c => c.renew(key, lease))
+    }
+
     pub async fn release(&self, key: &str) -> Result<(), CacheError> {
         dispatch!(self, Ok(()), c => c.release(key))
     }
@@ -255,38 +285,6 @@ impl Cache {
 
     pub async fn migrate(&self) -> Result<(), CacheError> {
         dispatch!(self, Ok(()), c => c.migrate())
-    }
-
-    /// Waits for the summary another caller is computing under a claim:
-    /// polls `get` every `poll` until the entry appears (`Some`), the claim is
-    /// gone or expired without an entry (`None`: the holder failed or
-    /// crashed; claim and compute yourself), or `timeout` passes (`None`).
-    pub async fn wait_for(
-        &self,
-        key: &str,
-        timeout: Duration,
-        poll: Duration,
-    ) -> Result<Option<CachedSummary>, CacheError> {
-        if matches!(self, Cache::Off) {
-            return Ok(None);
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        let poll = poll.max(Duration::from_millis(1));
-        loop {
-            if let Some(hit) = self.get(key).await? {
-                return Ok(Some(hit));
-            }
-            if !self.claim_active(key).await? {
-                // `put` stores the entry before it drops the claim: look once
-                // more so a put landing between the two reads is not missed.
-                return self.get(key).await;
-            }
-            let now = tokio::time::Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            tokio::time::sleep(poll.min(deadline - now)).await;
-        }
     }
 }
 

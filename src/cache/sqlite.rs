@@ -200,6 +200,16 @@ impl CacheBackend for SqliteCache {
         })
     }
 
+    async fn renew(&self, key: &str, lease: Duration) -> Result<bool, CacheError> {
+        let q = sqlx::query_scalar::<_, String>(
+            "UPDATE summary_claims SET expires_at = ?3 WHERE key = ?1 AND holder = ?2 RETURNING key",
+        )
+        .bind(key)
+        .bind(&*self.holder)
+        .bind(now_ms().saturating_add(millis(lease)));
+        Ok(self.call(q.fetch_optional(&self.pool)).await?.is_some())
+    }
+
     async fn release(&self, key: &str) -> Result<(), CacheError> {
         let q = sqlx::query("DELETE FROM summary_claims WHERE key = ?1 AND holder = ?2")
             .bind(key)

@@ -149,11 +149,7 @@ impl SummaryService {
             Ok(Claim::Busy) => match self
                 .cache
                 // Bounded well inside the request's time: past it, compute here.
-                .wait_for(
-                    key,
-                    lease.min(Duration::from_secs(20)),
-                    Duration::from_millis(200),
-                )
+                .wait_for(key, Duration::from_millis(200))
                 .await
             {
                 Ok(Some(hit)) => Ok(from_entry(hit)),
