@@ -1,6 +1,8 @@
 //! Configuration from flags and `CONDENSE_*` environment variables.
 //!
-//! Every default runs on a laptop: no file, no database, no upstream.
+//! Every default runs on a laptop: no file, no database, no upstream. Each is
+//! written once, in [`defaults`], and used both by clap and by
+//! `Config::default()`, so the binary and the tests cannot drift apart.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,7 +21,43 @@ pub enum LogFormat {
     Json,
 }
 
-#[derive(Debug, Clone, Parser)]
+/// The default of every setting that has one. Those of the cache come from
+/// [`CacheOptions`], which embedders use without a `Config`.
+pub mod defaults {
+    use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+    use super::LogFormat;
+    use crate::cache::CacheOptions;
+    use crate::upstream::Kind;
+
+    const DAY_SECS: u64 = 24 * 3600;
+
+    pub const LISTEN: SocketAddr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 8080));
+    pub const BODY_LIMIT: usize = 8 * 1024 * 1024;
+    pub const REQUEST_TIMEOUT_SECS: u64 = 120;
+    pub const DEFAULT_MODEL: &str = "gpt-4o";
+    pub const LOG_FORMAT: LogFormat = LogFormat::Text;
+    pub const UPSTREAM_KIND: Kind = Kind::OpenAi;
+    /// No key: a local upstream needs none.
+    pub const UPSTREAM_API_KEY: &str = "";
+    pub const UPSTREAM_MODEL: &str = "gpt-4o-mini";
+    pub const UPSTREAM_TIMEOUT_SECS: u64 = 60;
+    pub const UPSTREAM_RETRY_BUDGET_SECS: u64 = 90;
+    pub const UPSTREAM_MAX_RETRIES: u32 = 4;
+    pub const UPSTREAM_MAX_CONCURRENCY: usize = 4;
+    pub const UPSTREAM_RESULT_CHARS: usize = crate::summarize::llm::RESULT_CHARS;
+    pub const UPSTREAM_CONTEXT_WINDOW: usize = 128_000;
+    pub const CACHE_PATH: &str = "condense-cache.sqlite3";
+    pub const CACHE_TTL_DAYS: u64 = CacheOptions::DEFAULT_TTL.as_secs() / DAY_SECS;
+    pub const CACHE_MAX_ROWS: u64 = CacheOptions::DEFAULT_MAX_ROWS;
+    pub const CACHE_CLAIM_LEASE_SECS: u64 = CacheOptions::DEFAULT_CLAIM_LEASE.as_secs();
+    pub const DB_MAX_CONNECTIONS: u32 = CacheOptions::DEFAULT_MAX_CONNECTIONS;
+    /// Shorter than `CacheOptions`' own default: a request waits this long
+    /// for a connection before answering uncached.
+    pub const DB_ACQUIRE_TIMEOUT_MS: u64 = 500;
+}
+
+#[derive(Debug, Clone, PartialEq, Parser)]
 #[command(
     name = "condense",
     version,
@@ -27,16 +65,16 @@ pub enum LogFormat {
 )]
 pub struct Config {
     /// Address to listen on.
-    #[arg(long, env = "CONDENSE_LISTEN", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "CONDENSE_LISTEN", default_value_t = defaults::LISTEN)]
     pub listen: SocketAddr,
 
     /// Largest request body accepted, in bytes; larger ones get 413.
-    #[arg(long, env = "CONDENSE_BODY_LIMIT", default_value_t = 8 * 1024 * 1024)]
+    #[arg(long, env = "CONDENSE_BODY_LIMIT", default_value_t = defaults::BODY_LIMIT)]
     pub body_limit: usize,
 
     /// Per-request time limit, in seconds; slower requests get 503. LLM
     /// summaries of long spans take a while on small servers.
-    #[arg(long, env = "CONDENSE_REQUEST_TIMEOUT", default_value_t = 120)]
+    #[arg(long, env = "CONDENSE_REQUEST_TIMEOUT", default_value_t = defaults::REQUEST_TIMEOUT_SECS)]
     pub request_timeout: u64,
 
     /// TOML file of named profiles (`[profiles.NAME]` tables).
@@ -48,11 +86,11 @@ pub struct Config {
     pub models_file: Option<PathBuf>,
 
     /// Model assumed when a request names none.
-    #[arg(long, env = "CONDENSE_DEFAULT_MODEL", default_value = "gpt-4o")]
+    #[arg(long, env = "CONDENSE_DEFAULT_MODEL", default_value = defaults::DEFAULT_MODEL)]
     pub default_model: String,
 
     /// Log format.
-    #[arg(long, env = "CONDENSE_LOG_FORMAT", value_enum, default_value = "text")]
+    #[arg(long, env = "CONDENSE_LOG_FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT)]
     pub log_format: LogFormat,
 
     /// Base URL of the upstream LLM that writes `llm` summaries (unset: heuristic only).
@@ -60,12 +98,7 @@ pub struct Config {
     pub upstream_url: Option<String>,
 
     /// API the upstream speaks.
-    #[arg(
-        long,
-        env = "CONDENSE_UPSTREAM_KIND",
-        value_enum,
-        default_value = "openai"
-    )]
+    #[arg(long, env = "CONDENSE_UPSTREAM_KIND", value_enum, default_value_t = defaults::UPSTREAM_KIND)]
     pub upstream_kind: Kind,
 
     /// API key for the upstream; never logged or echoed.
@@ -73,12 +106,12 @@ pub struct Config {
         long,
         env = "CONDENSE_UPSTREAM_API_KEY",
         hide_env_values = true,
-        default_value = ""
+        default_value = defaults::UPSTREAM_API_KEY
     )]
     pub upstream_api_key: Secret,
 
     /// Model that writes summaries.
-    #[arg(long, env = "CONDENSE_UPSTREAM_MODEL", default_value = "gpt-4o-mini")]
+    #[arg(long, env = "CONDENSE_UPSTREAM_MODEL", default_value = defaults::UPSTREAM_MODEL)]
     pub upstream_model: String,
 
     /// Other models a request may choose with `summarizer.model` (comma-separated).
@@ -86,23 +119,23 @@ pub struct Config {
     pub upstream_allowed_models: Vec<String>,
 
     /// Timeout of one upstream HTTP call, in seconds.
-    #[arg(long, env = "CONDENSE_UPSTREAM_TIMEOUT", default_value_t = 60)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_TIMEOUT", default_value_t = defaults::UPSTREAM_TIMEOUT_SECS)]
     pub upstream_timeout: u64,
 
     /// Total seconds for an upstream call and its retries.
-    #[arg(long, env = "CONDENSE_UPSTREAM_RETRY_BUDGET", default_value_t = 90)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_RETRY_BUDGET", default_value_t = defaults::UPSTREAM_RETRY_BUDGET_SECS)]
     pub upstream_retry_budget: u64,
 
     /// Most retries of one upstream call.
-    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_RETRIES", default_value_t = 4)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_RETRIES", default_value_t = defaults::UPSTREAM_MAX_RETRIES)]
     pub upstream_max_retries: u32,
 
     /// Most upstream calls in flight at once.
-    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = 4)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY)]
     pub upstream_max_concurrency: usize,
 
     /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
-    #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = crate::summarize::llm::RESULT_CHARS)]
+    #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = defaults::UPSTREAM_RESULT_CHARS)]
     pub upstream_result_chars: usize,
 
     /// Summary cache: `postgres://…` (shared by replicas), `sqlite://…`, or
@@ -111,35 +144,33 @@ pub struct Config {
     pub database_url: Option<String>,
 
     /// The embedded SQLite cache file used when no database URL is set.
-    #[arg(
-        long,
-        env = "CONDENSE_CACHE_PATH",
-        default_value = "condense-cache.sqlite3"
-    )]
+    #[arg(long, env = "CONDENSE_CACHE_PATH", default_value = defaults::CACHE_PATH)]
     pub cache_path: PathBuf,
 
     /// Days a cached summary is served.
-    #[arg(long, env = "CONDENSE_CACHE_TTL_DAYS", default_value_t = 30)]
+    #[arg(long, env = "CONDENSE_CACHE_TTL_DAYS", default_value_t = defaults::CACHE_TTL_DAYS)]
     pub cache_ttl_days: u64,
 
     /// Most cached summaries kept (least recently used go first).
-    #[arg(long, env = "CONDENSE_CACHE_MAX_ROWS", default_value_t = 100_000)]
+    #[arg(long, env = "CONDENSE_CACHE_MAX_ROWS", default_value_t = defaults::CACHE_MAX_ROWS)]
     pub cache_max_rows: u64,
 
+    /// Seconds a replica's claim on a summary holds without renewal: how long
+    /// other replicas wait for one that crashed mid-summary. A live replica
+    /// renews it every third of this for as long as the summary takes.
+    #[arg(long, env = "CONDENSE_CACHE_CLAIM_LEASE_SECS", default_value_t = defaults::CACHE_CLAIM_LEASE_SECS)]
+    pub cache_claim_lease_secs: u64,
+
     /// Database pool size.
-    #[arg(long, env = "CONDENSE_DB_MAX_CONNECTIONS", default_value_t = 8)]
+    #[arg(long, env = "CONDENSE_DB_MAX_CONNECTIONS", default_value_t = defaults::DB_MAX_CONNECTIONS)]
     pub db_max_connections: u32,
 
     /// Milliseconds to wait for a database connection before answering uncached.
-    #[arg(long, env = "CONDENSE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = 500)]
+    #[arg(long, env = "CONDENSE_DB_ACQUIRE_TIMEOUT_MS", default_value_t = defaults::DB_ACQUIRE_TIMEOUT_MS)]
     pub db_acquire_timeout_ms: u64,
 
     /// The summarizer model's context window (prompt + output), for chunking.
-    #[arg(
-        long,
-        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
-        default_value_t = 128_000
-    )]
+    #[arg(long, env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW", default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW)]
     pub upstream_context_window: usize,
 }
 
@@ -147,30 +178,31 @@ impl Default for Config {
     /// The defaults alone, ignoring the environment (for tests and embedding).
     fn default() -> Self {
         Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            body_limit: 8 * 1024 * 1024,
-            request_timeout: 120,
+            listen: defaults::LISTEN,
+            body_limit: defaults::BODY_LIMIT,
+            request_timeout: defaults::REQUEST_TIMEOUT_SECS,
             profiles_file: None,
             models_file: None,
-            default_model: "gpt-4o".into(),
-            log_format: LogFormat::Text,
+            default_model: defaults::DEFAULT_MODEL.into(),
+            log_format: defaults::LOG_FORMAT,
             upstream_url: None,
-            upstream_kind: Kind::OpenAi,
-            upstream_api_key: Secret::default(),
-            upstream_model: "gpt-4o-mini".into(),
+            upstream_kind: defaults::UPSTREAM_KIND,
+            upstream_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
+            upstream_model: defaults::UPSTREAM_MODEL.into(),
             upstream_allowed_models: Vec::new(),
-            upstream_timeout: 60,
-            upstream_retry_budget: 90,
-            upstream_max_retries: 4,
-            upstream_max_concurrency: 4,
-            upstream_context_window: 128_000,
-            upstream_result_chars: crate::summarize::llm::RESULT_CHARS,
+            upstream_timeout: defaults::UPSTREAM_TIMEOUT_SECS,
+            upstream_retry_budget: defaults::UPSTREAM_RETRY_BUDGET_SECS,
+            upstream_max_retries: defaults::UPSTREAM_MAX_RETRIES,
+            upstream_max_concurrency: defaults::UPSTREAM_MAX_CONCURRENCY,
+            upstream_context_window: defaults::UPSTREAM_CONTEXT_WINDOW,
+            upstream_result_chars: defaults::UPSTREAM_RESULT_CHARS,
             database_url: None,
-            cache_path: PathBuf::from("condense-cache.sqlite3"),
-            cache_ttl_days: 30,
-            cache_max_rows: 100_000,
-            db_max_connections: 8,
-            db_acquire_timeout_ms: 500,
+            cache_path: PathBuf::from(defaults::CACHE_PATH),
+            cache_ttl_days: defaults::CACHE_TTL_DAYS,
+            cache_max_rows: defaults::CACHE_MAX_ROWS,
+            cache_claim_lease_secs: defaults::CACHE_CLAIM_LEASE_SECS,
+            db_max_connections: defaults::DB_MAX_CONNECTIONS,
+            db_acquire_timeout_ms: defaults::DB_ACQUIRE_TIMEOUT_MS,
         }
     }
 }
@@ -196,7 +228,7 @@ impl Config {
             acquire_timeout: Duration::from_millis(self.db_acquire_timeout_ms.max(1)),
             ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
             max_rows: self.cache_max_rows,
-            claim_lease: CacheOptions::DEFAULT_CLAIM_LEASE,
+            claim_lease: Duration::from_secs(self.cache_claim_lease_secs),
         }
     }
 
@@ -227,19 +259,44 @@ impl Config {
 
 #[cfg(test)]
 mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
     use super::*;
 
+    /// Parses `args` as the binary would, but with every `env = …` removed,
+    /// so `CONDENSE_*` variables of the test run (the test command sets some)
+    /// cannot stand in for a default.
+    fn parse_without_env(args: &[&str]) -> Config {
+        let matches = Config::command()
+            .mut_args(|a| a.env(None::<&str>))
+            .try_get_matches_from(args)
+            .unwrap();
+        Config::from_arg_matches(&matches).unwrap()
+    }
+
     #[test]
-    fn clap_defaults_match_default_impl() {
-        let parsed = Config::try_parse_from(["condense"]).unwrap();
-        let d = Config::default();
-        // The environment of the test run may set CONDENSE_*; compare only when it does not.
-        if std::env::vars().all(|(k, _)| !k.starts_with("CONDENSE_")) {
-            assert_eq!(parsed.listen, d.listen);
-            assert_eq!(parsed.body_limit, d.body_limit);
-            assert_eq!(parsed.request_timeout, d.request_timeout);
-            assert_eq!(parsed.default_model, d.default_model);
-            assert_eq!(parsed.log_format, d.log_format);
-        }
+    fn clap_defaults_equal_default_impl() {
+        assert_eq!(parse_without_env(&["condense"]), Config::default());
+    }
+
+    #[test]
+    fn parsing_without_env_still_reads_flags() {
+        // Guards the helper: it must drop the environment, not the flags.
+        let c = parse_without_env(&["condense", "--cache-claim-lease-secs", "7"]);
+        assert_eq!(c.cache_claim_lease_secs, 7);
+        assert_ne!(c, Config::default());
+    }
+
+    #[test]
+    fn cache_options_carry_the_claim_lease() {
+        let c = Config {
+            cache_claim_lease_secs: 45,
+            ..Config::default()
+        };
+        assert_eq!(c.cache_options().claim_lease, Duration::from_secs(45));
+        assert_eq!(
+            Config::default().cache_options().claim_lease,
+            CacheOptions::DEFAULT_CLAIM_LEASE
+        );
     }
 }

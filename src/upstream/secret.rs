@@ -3,8 +3,9 @@
 use std::fmt;
 
 /// Debug and Display print `[redacted]`; the value is read only where it is
-/// put into a request header.
-#[derive(Clone, Default)]
+/// put into a request header. `PartialEq` lets a whole `Config` be compared;
+/// it is not constant-time, so it must never check a caller's credentials.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Secret(String);
 
 impl Secret {
