@@ -3,11 +3,16 @@
 //! throwaway server) and SQLite files in a temp dir.
 //!
 //! Every PostgreSQL test creates its own database (and drops it afterwards)
-//! instead of using `#[sqlx::test]`, so that outside CI a missing
-//! `DATABASE_URL` skips with a message, while under `CI` it fails.
+//! instead of using `#[sqlx::test]`, so that a missing `DATABASE_URL` fails
+//! with instructions ([`live::postgres`]) instead of sqlx's bare panic, and
+//! `CONDENSE_TEST_SKIP_LIVE=1` skips it visibly.
 //! "Replicas" are independent `Cache` values on the same database.
 
-use std::io::Write;
+// Only `postgres` is used here; `llm` serves the API tests.
+#[allow(dead_code)]
+#[path = "support/live.rs"]
+mod live;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -25,30 +30,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 // ---------------------------------------------------------------- helpers
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// `DATABASE_URL`, or `None` (with a message) when it is unset outside CI.
-fn database_url(test: &str) -> Option<String> {
-    match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ if in_ci() => panic!(
-            "{test}: DATABASE_URL is not set and CI is: the PostgreSQL cache tests must run. \
-             Use: scripts/with-postgres.sh cargo test --test cache"
-        ),
-        _ => {
-            // Straight to stderr in one write: libtest swallows eprintln! of passing tests.
-            let msg = format!(
-                "SKIPPED {test}: DATABASE_URL is not set \
-                 (scripts/with-postgres.sh cargo test --test cache provides one)\n"
-            );
-            let _ = std::io::stderr().write_all(msg.as_bytes());
-            None
-        }
-    }
-}
 
 /// `url` pointing at database `db` instead (query parameters kept).
 fn with_database(url: &str, db: &str) -> String {
@@ -76,7 +57,7 @@ struct TestDb {
 
 impl TestDb {
     async fn create(test: &str) -> Option<TestDb> {
-        let url = database_url(test)?;
+        let url = live::postgres(test)?;
         let admin: PgConnectOptions = url.parse().expect("DATABASE_URL is a PostgreSQL URL");
         let name = format!("condense_cache_{}", uuid::Uuid::new_v4().simple());
         let mut conn = admin
