@@ -5,16 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use condense::compress::{self, Request};
+use condense::compress::{Compression, Compressor};
 use condense::policy::Profile;
 use condense::summarize::Strategy;
 use condense::thread::{self, RawThread, WireFormat};
-use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
 fn bench(c: &mut Criterion) {
-    let registry = ModelRegistry::embedded();
+    let compressor = Compressor::offline();
     let mut group = c.benchmark_group("compress");
     group
         .measurement_time(Duration::from_secs(8))
@@ -28,8 +27,6 @@ fn bench(c: &mut Criterion) {
         let bytes = std::fs::read(&path).expect("fixture readable");
         let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
         let model = body["model"].as_str().unwrap().to_string();
-        let spec = CountSpec::resolve(&registry, "gpt-4o", Some(&model), None, Method::Bpe);
-        let counter = spec.counter(Encoders::global());
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         group.bench_function(format!("heuristic/{name}"), |b| {
             b.iter(|| {
@@ -41,20 +38,20 @@ fn bench(c: &mut Criterion) {
                     tools: body.get("tools"),
                 })
                 .unwrap();
-                let profile = Profile::default();
-                let out = compress::compress(&Request {
-                    thread: &t,
-                    counter: &counter,
-                    profile: &profile,
-                    context_window: spec.context_window,
-                    prior: None,
-                    strategy: Strategy::Heuristic,
-                    force: true,
-                    instructions: None,
-                    keep_recent_iterations: None,
-                    upstream: false,
-                })
-                .unwrap();
+                let out = compressor
+                    .run_offline(Compression {
+                        thread: t,
+                        profile: Profile::default(),
+                        model: Some(model.clone()),
+                        encoding: None,
+                        prior: None,
+                        strategy: Strategy::Heuristic,
+                        summarizer_model: None,
+                        instructions: None,
+                        force: true,
+                        keep_recent_iterations: None,
+                    })
+                    .unwrap();
                 assert!(out.compressed);
                 out.tokens_after
             })

@@ -24,8 +24,12 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
-    #[error("{detail}")]
-    Unprocessable { title: &'static str, detail: String },
+    /// The thread cannot be made to fit its budget.
+    #[error("{0}")]
+    DoesNotFit(String),
+    /// The strategy needs a part that is not configured.
+    #[error("{0}")]
+    StrategyUnavailable(String),
     #[error("no route for {0}")]
     NotFound(String),
     #[error("method not allowed")]
@@ -33,10 +37,26 @@ pub enum ApiError {
     #[error("the request took longer than {0} seconds")]
     Timeout(u64),
     /// The upstream LLM failed and the profile says `on_upstream_error: fail`.
-    #[error("the upstream LLM failed: {0}; your thread is unchanged")]
+    /// Carries a short reason (what failed, whether it is retryable), never
+    /// the upstream's own text.
+    #[error("the upstream LLM failed ({0}); your thread is unchanged")]
     Upstream(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
+}
+
+impl From<crate::compress::Error> for ApiError {
+    fn from(e: crate::compress::Error) -> Self {
+        use crate::compress::Error as E;
+        match e {
+            E::Invalid(errs) => ApiError::Invalid(errs),
+            E::DoesNotFit(detail) => ApiError::DoesNotFit(detail),
+            E::StrategyUnavailable(detail) => ApiError::StrategyUnavailable(detail),
+            E::ModelNotAllowed(message) => ApiError::field("/summarizer/model", message),
+            E::Upstream(e) => ApiError::Upstream(e.short()),
+            bug @ E::Bug(_) => ApiError::Internal(bug.into()),
+        }
+    }
 }
 
 impl From<Vec<FieldError>> for ApiError {
@@ -56,7 +76,7 @@ impl ApiError {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Invalid(_) | ApiError::Unprocessable { .. } => {
+            ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -75,7 +95,8 @@ impl ApiError {
             }
             ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Payload too large"),
             ApiError::Invalid(_) => ("validation", "Invalid request"),
-            ApiError::Unprocessable { title, .. } => ("unprocessable", title),
+            ApiError::DoesNotFit(_) => ("does-not-fit", "Thread does not fit"),
+            ApiError::StrategyUnavailable(_) => ("strategy-unavailable", "Strategy unavailable"),
             ApiError::NotFound(_) => ("not-found", "Not found"),
             ApiError::MethodNotAllowed => ("method-not-allowed", "Method not allowed"),
             ApiError::Timeout(_) => ("timeout", "Request timed out"),

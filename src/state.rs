@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::cache::Cache;
+use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::policy::Profiles;
@@ -19,11 +20,14 @@ pub struct Inner {
     /// The BPE encoders, built once per process.
     pub encoders: &'static Encoders,
     /// Model name prefix -> encoding, window, calibration.
-    pub models: ModelRegistry,
+    pub models: Arc<ModelRegistry>,
     /// Named threshold sets.
     pub profiles: Profiles,
-    /// Writes summaries: heuristic, or the upstream LLM when configured.
-    pub summarizer: SummaryService,
+    /// Writes summaries: heuristic, or the upstream LLM when configured,
+    /// behind the cache.
+    pub summarizer: Arc<SummaryService>,
+    /// The compression service every entry point calls.
+    pub compressor: Compressor,
 }
 
 impl std::ops::Deref for AppState {
@@ -51,22 +55,29 @@ impl AppState {
     /// Loads encoders, the model registry and the profiles named by `config`.
     pub fn with_cache(config: Config, cache: Cache) -> anyhow::Result<Self> {
         let encoders = Encoders::global();
-        let models = match &config.models_file {
+        let models = Arc::new(match &config.models_file {
             Some(path) => ModelRegistry::from_file(path)?,
             None => ModelRegistry::embedded(),
-        };
+        });
         let profiles = match &config.profiles_file {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
         };
         let upstream = config.upstream().map(Upstream::new).transpose()?;
-        let summarizer = SummaryService::new(upstream, cache);
+        let summarizer = Arc::new(SummaryService::new(upstream, cache));
+        let compressor = Compressor::new(
+            models.clone(),
+            config.default_model.clone(),
+            encoders,
+            summarizer.clone(),
+        );
         Ok(Self(Arc::new(Inner {
             config,
             encoders,
             models,
             profiles,
             summarizer,
+            compressor,
         })))
     }
 

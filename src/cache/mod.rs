@@ -2,7 +2,7 @@
 //!
 //! A summary costs an LLM call, and the same span of the same thread comes
 //! back on every turn of an agent, from any replica. The cache stores each
-//! summary under its content hash ([`crate::summarize::content_hash`]) so any
+//! summary under its content hash (see `summarize::canonical`) so any
 //! replica can serve it, byte for byte, and indexes it by the rolling hash of
 //! the span it covers so a longer thread can reuse the summary of its prefix.
 //!

@@ -1,26 +1,33 @@
 //! Finishing a compression: assemble the thread around the written summary,
-//! fit it into the budget, validate it, count it.
+//! fit it into the budget, validate it.
 
-use super::fit::Draft;
-use super::{Error, Outcome, Plan, Written, iterations, split, summary};
+use super::fit::{Draft, Kept};
+use super::plan::{Decision, Plan};
+use super::{Error, Outcome, iterations, split, summary};
 use crate::policy::SummaryRole;
-use crate::summarize::Strategy;
+use crate::summarize::Written;
 use crate::thread::{Cut, Message, Role, Thread, WireFormat, summary_text, text_message, validate};
-use crate::tokens::{Counter, ThreadCount};
+use crate::tokens::Counter;
 
 impl Outcome {
     /// The answer when nothing is due: the caller's thread, value for value.
-    pub(crate) fn unchanged(t: &Thread, count: &ThreadCount, warnings: Vec<String>) -> Outcome {
+    pub(crate) fn unchanged(
+        thread: Thread,
+        tokens: usize,
+        context_window: u64,
+        warnings: Vec<String>,
+    ) -> Outcome {
         Outcome {
             compressed: false,
             reason: None,
-            thread: t.clone(),
+            thread,
             summary: None,
-            tokens_before: count.total,
-            tokens_after: count.total,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            context_window,
             messages_dropped: Vec::new(),
             messages_truncated: Vec::new(),
-            iteration_summaries: Vec::new(),
+            iterations: None,
             degraded: false,
             usage: None,
             warnings,
@@ -29,122 +36,126 @@ impl Outcome {
 }
 
 impl Plan {
-    /// Builds the compressed thread. `written` is the summary of [`Plan::job`]
-    /// (None when the plan has no job).
-    pub fn finish(self, c: &Counter<'_>, written: Option<Written>) -> Result<Outcome, Error> {
-        let t = &self.thread;
-        let n = t.messages.len();
+    /// Builds the compressed thread. `written` is the summary of the plan's
+    /// job (None when it had none).
+    pub(super) fn finish(self, written: Option<Written>) -> Result<Outcome, Error> {
+        let c = self.counter;
+        let t = self.thread;
+        let (pinned, start, cut) = (self.pinned, self.start, self.cut);
         let role = self.profile.summary_role;
-        let mut warnings = self.warnings.clone();
-        let mut draft = Draft {
-            system: t.system.clone(),
-            pinned: t.messages[..self.pinned].to_vec(),
-            summary: None,
-            tail: (self.cut..n).map(|i| (i, t.messages[i].clone())).collect(),
-            tools_tokens: self.count.tools,
-            truncated: Default::default(),
-            dropped: Vec::new(),
-        };
-        let span = &t.messages[self.start..self.cut];
+        let mut warnings = self.warnings;
         let covered = self
             .previous
             .as_ref()
             .map_or(0, |s| s.messages_summarized)
-            .saturating_add(span.len());
-        let mut iteration_summaries = Vec::new();
-        let (mut degraded, mut usage) = (false, None);
-        let written = match (self.strategy, self.keep_recent_iterations, written) {
-            (Strategy::Truncate, _, _) => {
-                draft.dropped.extend(self.start..self.cut);
-                if let Some(prev) = &self.previous {
-                    draft.summary = Some(summary_message(
-                        t.format,
-                        role,
-                        prev.messages_summarized,
-                        &prev.content,
-                    ));
-                }
-                None
+            .saturating_add(cut - start);
+        let grouped = self.keep_recent_iterations.is_some() && cut > start;
+        let (written, iterations) = match (&self.decision, written) {
+            (Decision::Truncate, _) => (None, None),
+            (Decision::Write(_), _) if grouped => {
+                let (w, its) = iterations::write(&t.messages, start, cut, &self.previous, &c);
+                (Some(w), Some(its))
             }
-            (_, Some(_), _) if !span.is_empty() => {
-                let its = split::iterations(&t.messages, self.start);
-                iteration_summaries = iterations::summarize(span, &its[..span.len()]);
-                let prior = self.previous.as_ref().map(|p| p.content.as_str());
-                let content = iterations::injection(prior, &iteration_summaries);
-                let key = crate::summarize::content_hash(&crate::summarize::KeyInput {
-                    span,
-                    prior,
-                    strategy: "iterations",
-                    model: None,
-                    prompt_version: super::PROMPT_VERSION,
-                    max_summary_tokens: self.profile.max_summary_tokens,
-                    instructions: None,
-                });
-                Some(Written::new(content, Strategy::Heuristic, None, key))
-            }
-            (_, _, Some(w)) => Some(w),
-            _ => None,
+            (_, w) => (w, None),
         };
+        let (mut degraded, mut usage) = (false, None);
         let mut object = written.map(|w| {
             degraded = w.degraded;
             usage = w.usage;
             warnings.extend(w.warnings.iter().cloned());
-            summary::object(
-                w,
-                covered,
-                self.pinned,
-                self.cut.saturating_sub(1).max(self.pinned),
-                c,
-            )
+            summary::object(w, covered, pinned, cut.saturating_sub(1).max(pinned), &c)
         });
-        match &object {
-            Some(o) => {
-                draft.summary = Some(summary_message(
+        // The summary message: a new one, or the previous one as it was when
+        // nothing new was summarized (`Some(pinned)`: the caller's own message).
+        let (summary_message, reused) = match (&object, &self.previous) {
+            (Some(o), _) => (
+                Some(summary_message(
                     t.format,
                     role,
                     o.messages_summarized,
                     &o.content,
-                ))
-            }
-            // Nothing new was summarized: the previous summary stays, as it was.
-            None if draft.summary.is_none() => {
-                draft.summary = match &self.previous {
-                    Some(_) if self.in_thread => Some(t.messages[self.pinned].clone()),
-                    Some(prev) => Some(summary_message(
-                        t.format,
-                        role,
-                        prev.messages_summarized,
-                        &prev.content,
-                    )),
-                    None => None,
-                }
-            }
-            None => {}
+                )),
+                false,
+            ),
+            (None, Some(prev)) if prev.in_thread => (None, true),
+            (None, Some(prev)) => (
+                Some(summary_message(
+                    t.format,
+                    role,
+                    prev.messages_summarized,
+                    &prev.content,
+                )),
+                false,
+            ),
+            (None, None) => (None, false),
+        };
+        // Nothing dropped, nothing new, and it fits: the caller's thread as it was.
+        let identity = summary_message.is_none() && cut == if reused { pinned + 1 } else { pinned };
+        if identity && self.count.total <= self.budget {
+            warnings.push("nothing older than the recent messages to summarize; the thread is returned unchanged".into());
+            return Ok(Outcome::unchanged(
+                t,
+                self.count.total,
+                self.context_window,
+                warnings,
+            ));
         }
 
-        fit_budget(
+        let Thread {
+            format,
+            system,
+            messages,
+            tools,
+        } = t;
+        let fixed = self.count.system.unwrap_or(0)
+            + self.count.messages[..pinned].iter().sum::<usize>()
+            + self.count.tools
+            + crate::tokens::REPLY_PRIMING;
+        let mut messages = messages.into_iter();
+        let head: Vec<Message> = messages.by_ref().take(cut).collect();
+        let mut head = head.into_iter();
+        let pinned_messages: Vec<Message> = head.by_ref().take(pinned).collect();
+        let kept_summary = if reused { head.next() } else { None };
+        let tail = messages
+            .enumerate()
+            .map(|(i, message)| Kept {
+                index: cut + i,
+                message,
+                tokens: self.count.messages[cut + i],
+            })
+            .collect();
+        let mut draft = Draft::new(fixed, pinned_messages, tail);
+        if let Some(m) = summary_message.or(kept_summary) {
+            draft.set_summary(m, &c);
+        }
+        if matches!(self.decision, Decision::Truncate) {
+            draft.dropped.extend(start..cut);
+        }
+        let tail_units: Vec<usize> = self
+            .units
+            .iter()
+            .filter(|u| u.start >= cut)
+            .map(|u| u.len())
+            .collect();
+        fit(
             &mut draft,
-            t.format,
-            c,
+            format,
+            &c,
             self.budget,
-            &self.units,
-            self.cut,
+            &tail_units,
             &mut object,
             role,
         )?;
 
+        let tokens_after = draft.total();
+        let (messages, truncated, dropped) = draft.into_messages();
         let out = Thread {
-            format: t.format,
-            system: t.system.clone(),
-            messages: draft.messages(),
-            tools: t.tools.clone(),
+            format,
+            system,
+            messages,
+            tools,
         };
-        if out.messages == t.messages {
-            warnings.push("nothing older than the recent messages to summarize; the thread is returned unchanged".into());
-            return Ok(Outcome::unchanged(t, &self.count, warnings));
-        }
         validate(&out).map_err(Error::Bug)?;
-        let tokens_after = c.thread(&out).total;
         Ok(Outcome {
             compressed: true,
             reason: Some(self.reason),
@@ -152,9 +163,13 @@ impl Plan {
             summary: object,
             tokens_before: self.count.total,
             tokens_after,
-            messages_dropped: draft.dropped,
-            messages_truncated: draft.truncated.into_iter().collect(),
-            iteration_summaries,
+            context_window: self.context_window,
+            messages_dropped: dropped,
+            messages_truncated: truncated.into_iter().collect(),
+            // Grouped by iteration: the list, even when no iteration was old enough.
+            iterations: self
+                .keep_recent_iterations
+                .map(|_| iterations.unwrap_or_default()),
             degraded,
             usage,
             warnings,
@@ -177,19 +192,18 @@ pub(crate) fn summary_message(
 }
 
 /// Fits the draft into the budget: cut tool results, then any text, then
-/// shrink the summary, then drop the oldest tail units.
-#[allow(clippy::too_many_arguments)]
-fn fit_budget(
+/// shrink the summary, then drop the oldest tail units (`tail_units` are
+/// their lengths, oldest first).
+fn fit(
     draft: &mut Draft,
     format: WireFormat,
     c: &Counter<'_>,
     budget: usize,
-    units: &[std::ops::Range<usize>],
-    cut: usize,
+    tail_units: &[usize],
     summary: &mut Option<summary::SummaryObject>,
     role: SummaryRole,
 ) -> Result<(), Error> {
-    if draft.total(c) <= budget
+    if draft.total() <= budget
         || draft.cut_texts(c, format, Cut::ToolResults, budget)
         || draft.cut_texts(c, format, Cut::AnyText, budget)
     {
@@ -197,43 +211,32 @@ fn fit_budget(
     }
     if let Some(obj) = summary.as_mut() {
         let room = budget
-            .saturating_sub(draft.fixed(c) + draft.tail_tokens(c) + 24)
+            .saturating_sub(draft.fixed + draft.tail_tokens() + 24)
             .max(16);
         obj.shrink(room, c);
-        draft.summary = Some(summary_message(
-            format,
-            role,
-            obj.messages_summarized,
-            &obj.content,
-        ));
+        draft.set_summary(
+            summary_message(format, role, obj.messages_summarized, &obj.content),
+            c,
+        );
     }
-    let tail_units: Vec<usize> = units
-        .iter()
-        .filter(|u| u.start >= cut)
-        .map(|u| u.len())
-        .collect();
-    for len in tail_units {
-        // Without a summary message the kept conversation must still open
-        // with a user turn, so keep dropping until it does.
-        let opens = draft.summary.is_some()
-            || draft
-                .tail
+    // Without a summary message the kept conversation must still open with
+    // a user turn, so keep dropping until it does.
+    let opens = |d: &Draft| {
+        d.summary.is_some()
+            || d.tail
                 .first()
-                .is_some_and(|(_, m)| split::opens_user_turn(m));
-        if (opens && draft.total(c) <= budget) || !draft.drop_oldest_unit(len) {
+                .is_some_and(|k| split::opens_user_turn(&k.message))
+    };
+    for &len in tail_units {
+        if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(len) {
             break;
         }
     }
-    let opens = draft.summary.is_some()
-        || draft
-            .tail
-            .first()
-            .is_some_and(|(_, m)| split::opens_user_turn(m));
-    if opens && draft.total(c) <= budget {
+    if opens(draft) && draft.total() <= budget {
         return Ok(());
     }
     Err(Error::DoesNotFit(format!(
         "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
-        draft.total(c)
+        draft.total()
     )))
 }

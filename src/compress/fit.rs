@@ -3,48 +3,65 @@
 //! The order is fixed and each step is reported: cut the longest tool results
 //! in the middle, then any long text, then shrink the summary, then drop the
 //! oldest tail units. The pinned prefix is never touched.
+//!
+//! The draft carries the token count of every message it holds, taken from
+//! the plan's count; only a message that changes (a cut text, the summary) is
+//! counted again, so fitting is linear in the thread, not quadratic.
 
 use std::collections::BTreeSet;
 
 use crate::thread::{Cut, Message, WireFormat, truncate};
-use crate::tokens::{Counter, REPLY_PRIMING};
+use crate::tokens::Counter;
 
 /// Character lengths tried, longest first, when cutting texts in the middle.
 const KEEP_CHARS: [usize; 8] = [16_000, 8_000, 4_000, 2_000, 1_000, 500, 250, 120];
 
+/// A kept message of the tail: its index in the request, the message, its tokens.
+pub struct Kept {
+    pub index: usize,
+    pub message: Message,
+    pub tokens: usize,
+}
+
 /// The compressed thread being assembled, with its token counts.
 pub struct Draft {
-    /// Anthropic's top-level system, unchanged.
-    pub system: Option<Message>,
+    /// Tokens of everything but the summary and the tail: Anthropic's
+    /// system, the pinned prefix, the tool schemas, the reply priming.
+    pub fixed: usize,
     pub pinned: Vec<Message>,
-    pub summary: Option<Message>,
-    /// Kept messages with their index in the request.
-    pub tail: Vec<(usize, Message)>,
-    pub tools_tokens: usize,
+    /// The summary message and its tokens.
+    pub summary: Option<(Message, usize)>,
+    pub tail: Vec<Kept>,
+    tail_tokens: usize,
     pub truncated: BTreeSet<usize>,
     pub dropped: Vec<usize>,
 }
 
 impl Draft {
-    /// Tokens of everything but the summary and the tail.
-    pub fn fixed(&self, c: &Counter<'_>) -> usize {
-        self.system
-            .iter()
-            .chain(&self.pinned)
-            .map(|m| c.message(m).tokens)
-            .sum::<usize>()
-            + self.tools_tokens
-            + REPLY_PRIMING
+    pub fn new(fixed: usize, pinned: Vec<Message>, tail: Vec<Kept>) -> Self {
+        let tail_tokens = tail.iter().map(|k| k.tokens).sum();
+        Self {
+            fixed,
+            pinned,
+            summary: None,
+            tail,
+            tail_tokens,
+            truncated: BTreeSet::new(),
+            dropped: Vec::new(),
+        }
     }
 
-    pub fn tail_tokens(&self, c: &Counter<'_>) -> usize {
-        self.tail.iter().map(|(_, m)| c.message(m).tokens).sum()
+    pub fn set_summary(&mut self, message: Message, c: &Counter<'_>) {
+        let tokens = c.message(&message).tokens;
+        self.summary = Some((message, tokens));
     }
 
-    pub fn total(&self, c: &Counter<'_>) -> usize {
-        self.fixed(c)
-            + self.summary.as_ref().map_or(0, |m| c.message(m).tokens)
-            + self.tail_tokens(c)
+    pub fn tail_tokens(&self) -> usize {
+        self.tail_tokens
+    }
+
+    pub fn total(&self) -> usize {
+        self.fixed + self.summary.as_ref().map_or(0, |(_, n)| *n) + self.tail_tokens
     }
 
     /// Cuts texts of the tail (tool results only, or any) to ever shorter
@@ -57,39 +74,44 @@ impl Draft {
         budget: usize,
     ) -> bool {
         for keep in KEEP_CHARS {
-            if self.total(c) <= budget {
+            if self.total() <= budget {
                 return true;
             }
-            for (index, m) in &mut self.tail {
-                if let Some(short) = truncate(m, format, cut, keep) {
-                    *m = short;
-                    self.truncated.insert(*index);
+            for k in &mut self.tail {
+                if let Some(short) = truncate(&k.message, format, cut, keep) {
+                    let tokens = c.message(&short).tokens;
+                    self.tail_tokens = self.tail_tokens - k.tokens + tokens;
+                    k.message = short;
+                    k.tokens = tokens;
+                    self.truncated.insert(k.index);
                 }
             }
         }
-        self.total(c) <= budget
+        self.total() <= budget
     }
 
-    /// Drops the oldest whole unit of the tail, keeping at least one; false
-    /// when only one unit is left. `units` are lengths of the tail's units.
+    /// Drops the oldest whole unit of the tail (`unit_len` messages),
+    /// keeping at least one message; false when only one unit is left.
     pub fn drop_oldest_unit(&mut self, unit_len: usize) -> bool {
         if unit_len >= self.tail.len() {
             return false;
         }
-        for (index, _) in self.tail.drain(..unit_len) {
-            self.truncated.remove(&index);
-            self.dropped.push(index);
+        for k in self.tail.drain(..unit_len) {
+            self.tail_tokens -= k.tokens;
+            self.truncated.remove(&k.index);
+            self.dropped.push(k.index);
         }
         true
     }
 
     /// The output messages, in order.
-    pub fn messages(&self) -> Vec<Message> {
-        self.pinned
-            .iter()
-            .chain(&self.summary)
-            .chain(self.tail.iter().map(|(_, m)| m))
-            .cloned()
-            .collect()
+    pub fn into_messages(self) -> (Vec<Message>, BTreeSet<usize>, Vec<usize>) {
+        let messages = self
+            .pinned
+            .into_iter()
+            .chain(self.summary.map(|(m, _)| m))
+            .chain(self.tail.into_iter().map(|k| k.message))
+            .collect();
+        (messages, self.truncated, self.dropped)
     }
 }

@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
-use crate::summarize::Sections;
+use super::{Previous, split};
+use crate::summarize::{KeySettings, Sections, Strategy, Written, canonical, counting, hashes};
 use crate::thread::Message;
+use crate::tokens::Counter;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationSummary {
@@ -12,8 +14,41 @@ pub struct IterationSummary {
     pub content: String,
 }
 
+/// The per-iteration summaries of `messages[start..cut]` and their joined
+/// injection (after the previous summary), keyed like any other summary.
+pub fn write(
+    messages: &[Message],
+    start: usize,
+    cut: usize,
+    previous: &Option<Previous>,
+    c: &Counter<'_>,
+) -> (Written, Vec<IterationSummary>) {
+    let span = &messages[start..cut];
+    let its = split::iterations(messages, start);
+    let its = &its[..span.len()];
+    let summaries = summarize(span, its);
+    let prior = previous.as_ref().map(|p| p.content.as_str());
+    let content = injection(prior, &summaries);
+    let (key, _) = hashes(
+        &canonical(span),
+        &KeySettings {
+            writer: "iterations",
+            model: None,
+            prior,
+            limit: 0,
+            counting: counting(c),
+            instructions: None,
+            extra: format!("{its:?}"),
+        },
+    );
+    (
+        Written::new(content, Strategy::Heuristic, None, key),
+        summaries,
+    )
+}
+
 /// One summary per iteration of `span`; `its[i]` is the iteration of `span[i]`.
-pub fn summarize(span: &[Message], its: &[u64]) -> Vec<IterationSummary> {
+fn summarize(span: &[Message], its: &[u64]) -> Vec<IterationSummary> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < span.len() {
@@ -21,7 +56,7 @@ pub fn summarize(span: &[Message], its: &[u64]) -> Vec<IterationSummary> {
         let end = (i..span.len())
             .find(|&j| its[j] != it)
             .unwrap_or(span.len());
-        let s = crate::summarize::extract_sections(&span[i..end]);
+        let s = crate::summarize::extract_sections(&canonical(&span[i..end]));
         out.push(IterationSummary {
             iteration: it,
             content: sentences(&s, end - i),
@@ -65,7 +100,7 @@ fn sentences(s: &Sections, messages: usize) -> String {
 }
 
 /// The summaries as one block for a system prompt, after a previous summary.
-pub fn injection(prior: Option<&str>, summaries: &[IterationSummary]) -> String {
+fn injection(prior: Option<&str>, summaries: &[IterationSummary]) -> String {
     let mut out = String::new();
     if let Some(p) = prior {
         out.push_str(p.trim());

@@ -1,24 +1,33 @@
-//! The compression engine: keep the pinned prefix and the recent messages
+//! The compression service: keep the pinned prefix and the recent messages
 //! verbatim, replace the older span with a summary, fit the budget, and
 //! return a thread the provider accepts.
+//!
+//! One entry point, [`Compressor::run`], for every caller (the HTTP handler,
+//! the proxy): plan on the blocking pool ([`plan`]), write the summary through
+//! the [`SummaryService`](crate::summarize::SummaryService) (cache, single
+//! flight, maybe an LLM call), finish on the blocking pool ([`finish`]).
+//! Imports point down: `compress` → `summarize` → `upstream`/`cache` →
+//! `tokens` → `thread`.
 
 mod finish;
 mod fit;
 mod iterations;
 mod plan;
+mod service;
 mod split;
 mod summary;
 
 use serde::Serialize;
 
 use crate::policy::{PriorSummary, Profile, Trigger};
-use crate::summarize::Strategy;
+use crate::summarize::{Strategy, UpstreamModel, Usage};
 use crate::thread::{FieldError, Thread};
-use crate::tokens::Counter;
+use crate::tokens::{Counter, Encoding};
+use crate::upstream::UpstreamError;
 
 pub use iterations::IterationSummary;
-pub use plan::{Plan, Planned, SummaryJob, plan};
-pub use summary::{PROMPT_VERSION, SummaryObject, Usage, Written};
+pub use service::Compressor;
+pub use summary::SummaryObject;
 
 /// Why a thread was compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -40,31 +49,55 @@ impl From<Trigger> for Reason {
     }
 }
 
-/// What a caller asks for.
-pub struct Request<'a> {
-    pub thread: &'a Thread,
-    pub counter: &'a Counter<'a>,
-    pub profile: &'a Profile,
-    pub context_window: u64,
+/// What a caller asks for: a parsed thread and the settings, nothing of HTTP.
+#[derive(Debug, Clone)]
+pub struct Compression {
+    pub thread: Thread,
+    /// The profile with the request's overrides applied.
+    pub profile: Profile,
+    /// The model whose tokenizer and window apply (None: the configured default).
+    pub model: Option<String>,
+    /// An encoding that overrides the model's.
+    pub encoding: Option<Encoding>,
     /// The summary object of a previous compression (client keeps full history).
     pub prior: Option<PriorSummary>,
     pub strategy: Strategy,
+    /// The upstream model to write the summary (None: the configured default).
+    pub summarizer_model: Option<String>,
+    pub instructions: Option<String>,
+    /// Compress even when the verdict says nothing is due.
     pub force: bool,
-    pub instructions: Option<&'a str>,
     /// `group_by: "iteration"`: how many recent iterations stay verbatim.
     pub keep_recent_iterations: Option<usize>,
-    /// Whether an upstream LLM is configured (`auto` needs one to pick `llm`).
-    pub upstream: bool,
 }
 
+/// What the service resolved before planning: how to count, the window,
+/// the upstream model (None without an upstream).
+pub(crate) struct Setup {
+    pub counter: Counter<'static>,
+    pub context_window: u64,
+    pub model: Option<UpstreamModel>,
+    pub warnings: Vec<String>,
+}
+
+/// Why a compression could not be done. Each variant is its own problem
+/// for a client; none carries text from an upstream or a database.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid request")]
     Invalid(Vec<FieldError>),
+    /// The pinned prefix, or the newest unit, alone is over the budget.
     #[error("{0}")]
     DoesNotFit(String),
+    /// The strategy needs a part that is not configured (an upstream LLM).
     #[error("{0}")]
-    Unsupported(String),
+    StrategyUnavailable(String),
+    /// `summarizer.model` names a model the operator does not allow.
+    #[error("{0}")]
+    ModelNotAllowed(String),
+    /// The upstream LLM failed and the profile says `on_upstream_error: fail`.
+    #[error("the upstream LLM failed ({})", .0.short())]
+    Upstream(UpstreamError),
     #[error("the compressed thread failed validation: {0:?}")]
     Bug(Vec<FieldError>),
 }
@@ -79,9 +112,11 @@ pub struct Outcome {
     pub summary: Option<SummaryObject>,
     pub tokens_before: usize,
     pub tokens_after: usize,
+    pub context_window: u64,
     pub messages_dropped: Vec<usize>,
     pub messages_truncated: Vec<usize>,
-    pub iteration_summaries: Vec<IterationSummary>,
+    /// Per-iteration summaries (`group_by: "iteration"`), when written.
+    pub iterations: Option<Vec<IterationSummary>>,
     /// The summary is not what was asked for (the upstream failed; heuristic fallback).
     pub degraded: bool,
     pub usage: Option<Usage>,
@@ -98,28 +133,4 @@ pub(crate) struct Previous {
     /// It is a summary message of this thread (client style b), at the
     /// first index after the pinned prefix.
     pub in_thread: bool,
-}
-
-/// Compresses with the heuristic summarizer, synchronously: plan, write the
-/// summary, finish. The service uses [`plan`] and [`Plan::finish`] directly so
-/// that an LLM can write the summary in between.
-pub fn compress(req: &Request<'_>) -> Result<Outcome, Error> {
-    match plan(req)? {
-        Planned::Done(outcome) => Ok(outcome),
-        Planned::Pending(plan) => {
-            let written = match plan.job() {
-                Some(job) if job.strategy == Strategy::Heuristic => {
-                    Some(job.heuristic(req.counter))
-                }
-                Some(job) => {
-                    return Err(Error::Unsupported(format!(
-                        "strategy `{}` needs the async summarizer",
-                        job.strategy.as_str()
-                    )));
-                }
-                None => None,
-            };
-            plan.finish(req.counter, written)
-        }
-    }
 }

@@ -1,189 +1,147 @@
-//! Planning a compression: the verdict, where to cut, what to summarize.
+//! Planning a compression: the verdict, where to cut, who writes the summary.
 //!
 //! Planning is CPU work and needs no I/O; writing the summary may call an
-//! upstream LLM. Keeping them apart lets the service plan on the blocking
-//! pool, await the summary, and finish on the blocking pool again.
+//! upstream LLM. Keeping them apart lets the [`Compressor`](super::Compressor)
+//! plan on the blocking pool, await the summary, and finish on the blocking
+//! pool again. Every decision is made here, once: the tail, the strategy and
+//! model (as a [`Writer`]), the summary's size bound.
 
 use std::ops::Range;
 
-use super::{Error, Outcome, Previous, Reason, Request, Written, split};
-use crate::policy::{self, Profile};
-use crate::summarize::{KeyInput, Strategy, content_hash, prefix_hashes};
+use super::{Compression, Error, Outcome, Previous, Reason, Setup, split};
+use crate::policy::{self, OnUpstreamError, Profile};
+use crate::summarize::{Strategy, SummaryRequest, SummarySpec, UpstreamModel, Writer};
 use crate::thread::{FieldError, Message, Thread};
 use crate::tokens::{Counter, ThreadCount};
 
 /// A plan, or the answer when there is nothing to do.
-pub enum Planned {
-    Done(Outcome),
-    Pending(Plan),
+pub(super) enum Planned {
+    Done(Box<Outcome>),
+    Pending(Box<Plan>),
+}
+
+/// What replaces the span.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Decision {
+    /// Dropped without a summary.
+    Truncate,
+    /// Summarized by this writer.
+    Write(Writer),
 }
 
 /// Everything decided before the summary is written. Owns its data so it
 /// can cross an `.await`.
-pub struct Plan {
-    pub(crate) thread: Thread,
-    pub(crate) profile: Profile,
-    pub(crate) budget: usize,
-    pub(crate) count: ThreadCount,
-    pub(crate) pinned: usize,
+pub(super) struct Plan {
+    pub thread: Thread,
+    pub profile: Profile,
+    pub counter: Counter<'static>,
+    pub context_window: u64,
+    pub budget: usize,
+    pub count: ThreadCount,
+    pub pinned: usize,
     /// First message not covered by a previous summary.
-    pub(crate) start: usize,
+    pub start: usize,
     /// First message of the verbatim tail.
-    pub(crate) cut: usize,
-    pub(crate) units: Vec<Range<usize>>,
-    pub(crate) previous: Option<Previous>,
-    /// The previous summary is a message of this thread (client style b).
-    pub(crate) in_thread: bool,
-    pub(crate) reason: Reason,
-    pub(crate) strategy: Strategy,
-    pub(crate) summary_limit: usize,
-    pub(crate) keep_recent_iterations: Option<usize>,
-    pub(crate) instructions: Option<String>,
-    pub(crate) warnings: Vec<String>,
+    pub cut: usize,
+    /// The units of `messages[start..]`.
+    pub units: Vec<Range<usize>>,
+    pub previous: Option<Previous>,
+    pub reason: Reason,
+    pub decision: Decision,
+    pub keep_recent_iterations: Option<usize>,
+    /// The summary to write between planning and finishing, if any.
+    pub job: Option<SummaryRequest>,
+    pub warnings: Vec<String>,
 }
 
-/// What the summarizer must write.
-#[derive(Debug, Clone)]
-pub struct SummaryJob {
-    pub span: Vec<Message>,
-    /// The content of the summary this one extends.
-    pub prior: Option<String>,
-    /// Most tokens the content may take.
-    pub limit: usize,
-    /// Heuristic, Llm or Hybrid.
-    pub strategy: Strategy,
-    pub instructions: Option<String>,
-    pub max_summary_tokens: u64,
-    /// Tokens of the span, for choosing and chunking.
-    pub span_tokens: usize,
-}
-
-impl SummaryJob {
-    /// The content hash of this job's summary when written by `model`.
-    pub fn key(&self, strategy: Strategy, model: Option<&str>) -> String {
-        content_hash(&self.key_input(strategy, model))
-    }
-
-    /// The rolling hashes of the span's prefixes under the same settings.
-    pub fn prefix_hashes(&self, strategy: Strategy, model: Option<&str>) -> Vec<String> {
-        prefix_hashes(&self.key_input(strategy, model))
-    }
-
-    fn key_input<'a>(&'a self, strategy: Strategy, model: Option<&'a str>) -> KeyInput<'a> {
-        KeyInput {
-            span: &self.span,
-            prior: self.prior.as_deref(),
-            strategy: strategy.as_str(),
-            model,
-            prompt_version: super::PROMPT_VERSION,
-            // The effective bound (max_summary_tokens or 30% of the budget) shapes the text.
-            max_summary_tokens: self.limit as u64,
-            instructions: self.instructions.as_deref(),
-        }
-    }
-
-    /// The heuristic summary of this job.
-    pub fn heuristic(&self, c: &Counter<'_>) -> Written {
-        let content =
-            crate::summarize::heuristic(&self.span, self.prior.as_deref(), self.limit, |s| {
-                c.text(s).tokens
-            });
-        let content = if content.is_empty() {
-            format!(
-                "({} messages with no requests, files, commands or errors to note.)",
-                self.span.len()
-            )
-        } else {
-            content
-        };
-        Written::new(
-            content,
-            Strategy::Heuristic,
-            None,
-            self.key(Strategy::Heuristic, None),
-        )
-    }
-}
-
-pub fn plan(req: &Request<'_>) -> Result<Planned, Error> {
-    let t = req.thread;
-    let c = req.counter;
-    let p = req.profile;
-    let count = c.thread(t);
+pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
+    let Compression {
+        thread: t,
+        profile: p,
+        prior,
+        strategy,
+        instructions,
+        force,
+        keep_recent_iterations,
+        ..
+    } = req;
+    let c = setup.counter;
+    let mut warnings = setup.warnings;
+    let count = c.thread(&t);
     let pinned = t.pinned_len();
-    let mut warnings = Vec::new();
 
-    let previous = previous_summary(req, pinned, &mut warnings)?;
+    let previous = previous_summary(&t, prior, pinned, &mut warnings)?;
     // The first message the summary does not cover, moved back to a unit
     // boundary: a summary that ends inside a tool unit must not leave the
     // unit's results without their call.
     let after = previous.as_ref().map_or(pinned, |s| s.last + 1);
     let start = split::unit_start(&split::units(&t.messages, pinned), after).max(pinned);
-    let in_thread = previous.as_ref().is_some_and(|s| s.in_thread);
     let summary_tokens = match &previous {
-        Some(_) if in_thread => count.messages[pinned],
+        Some(prev) if prev.in_thread => count.messages[pinned],
         Some(prev) => {
-            policy::summary_message_tokens(c, prev.messages_summarized, &prev.content) as usize
+            policy::summary_message_tokens(&c, prev.messages_summarized, &prev.content) as usize
         }
         None => 0,
     };
-    let mut assessed = policy::assess(t, &count, previous.as_ref().map(|s| s.last), 0);
+    let mut assessed = policy::assess(&t, &count, previous.as_ref().map(|s| s.last), 0);
     assessed.total_tokens += summary_tokens as u64;
-    let verdict = policy::decide(p, assessed, req.context_window);
+    let verdict = policy::decide(&p, assessed, setup.context_window);
     let Some(reason) = verdict
         .trigger
         .map(Reason::from)
-        .or(req.force.then_some(Reason::Forced))
+        .or(force.then_some(Reason::Forced))
     else {
-        return Ok(Planned::Done(Outcome::unchanged(t, &count, warnings)));
+        return Ok(Planned::Done(Box::new(Outcome::unchanged(
+            t,
+            count.total,
+            setup.context_window,
+            warnings,
+        ))));
     };
 
-    let budget = req.context_window.saturating_sub(p.response_reserve) as usize;
+    let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
     let n = t.messages.len();
     let units = split::units(&t.messages, start);
-    let mut cut = match req.keep_recent_iterations {
+    let mut cut = match keep_recent_iterations {
         Some(keep) => split::iteration_tail_start(&t.messages, &units, start, keep),
         None => split::tail_start(&units, n, start, p.min_recent_messages as usize),
     };
-    let fixed = t.system.iter().map(|m| c.message(m).tokens).sum::<usize>()
+    let fixed = count.system.unwrap_or(0)
         + count.messages[..pinned].iter().sum::<usize>()
         + count.tools
         + crate::tokens::REPLY_PRIMING;
     if fixed > budget {
         return Err(Error::DoesNotFit(format!(
             "the pinned prefix (system prompt, leading instructions and tool schemas) alone takes {fixed} tokens; the budget is {budget} (context_window {} - response_reserve {})",
-            req.context_window, p.response_reserve
+            setup.context_window, p.response_reserve
         )));
     }
     let summary_limit = (p.max_summary_tokens as usize).min(budget * 3 / 10).max(16);
     let span_tokens = |from: usize, to: usize| count.messages[from..to].iter().sum::<usize>();
-    let strategy = resolve_strategy(
-        req.strategy,
-        req.upstream,
-        span_tokens(start, cut) as u64,
-        p,
-    )?;
+    let decision = decide(strategy, setup.model, span_tokens(start, cut) as u64, &p)?;
 
     // Shrink the tail by whole units while the summary's share would not fit,
-    // down to min_recent_messages.
-    if req.keep_recent_iterations.is_none() {
-        let reserve = if strategy == Strategy::Truncate {
-            0
-        } else {
-            summary_limit + 16
+    // down to min_recent_messages. One pass over the units: linear.
+    if keep_recent_iterations.is_none() {
+        let reserve = match decision {
+            Decision::Truncate => 0,
+            Decision::Write(_) => summary_limit + 16,
         };
-        while fixed + reserve + span_tokens(cut, n) > budget {
-            let Some(next) = units.iter().find(|u| u.start == cut).map(|u| u.end) else {
-                break;
-            };
-            if next >= n || n - next < p.min_recent_messages as usize {
+        let mut tail = span_tokens(cut, n);
+        let first = units.partition_point(|u| u.start < cut);
+        for u in &units[first..] {
+            if fixed + reserve + tail <= budget
+                || u.end >= n
+                || n - u.end < p.min_recent_messages as usize
+            {
                 break;
             }
-            cut = next;
+            tail -= span_tokens(u.start, u.end);
+            cut = u.end;
         }
     }
     // With no summary message, the conversation must open with a user turn.
-    if strategy == Strategy::Truncate && previous.is_none() {
+    if decision == Decision::Truncate && previous.is_none() {
         cut = units
             .iter()
             .rev()
@@ -191,9 +149,23 @@ pub fn plan(req: &Request<'_>) -> Result<Planned, Error> {
             .find(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
             .unwrap_or(start);
     }
-    Ok(Planned::Pending(Plan {
-        thread: t.clone(),
-        profile: p.clone(),
+    let job =
+        job(&t, start, cut, &previous, &decision, keep_recent_iterations).map(|(span, writer)| {
+            SummaryRequest::new(SummarySpec {
+                span,
+                prior: previous.as_ref().map(|p| p.content.clone()),
+                limit: summary_limit,
+                writer,
+                instructions,
+                counter: c,
+                fallback: p.on_upstream_error == OnUpstreamError::Fallback,
+            })
+        });
+    Ok(Planned::Pending(Box::new(Plan {
+        thread: t,
+        profile: p,
+        counter: c,
+        context_window: setup.context_window,
         budget,
         count,
         pinned,
@@ -201,70 +173,72 @@ pub fn plan(req: &Request<'_>) -> Result<Planned, Error> {
         cut,
         units,
         previous,
-        in_thread,
         reason,
-        strategy,
-        summary_limit,
-        keep_recent_iterations: req.keep_recent_iterations,
-        instructions: req.instructions.map(str::to_string),
+        decision,
+        keep_recent_iterations,
+        job,
         warnings,
-    }))
+    })))
 }
 
-impl Plan {
-    /// The summary to write, if this plan needs one written by a summarizer.
-    /// (Truncation writes none; per-iteration summaries are written in `finish`.)
-    pub fn job(&self) -> Option<SummaryJob> {
-        let span = &self.thread.messages[self.start..self.cut];
-        let extends = self.previous.is_some() && !self.in_thread;
-        if self.strategy == Strategy::Truncate
-            || self.keep_recent_iterations.is_some()
-            || (span.is_empty() && !extends)
-        {
-            return None;
-        }
-        Some(SummaryJob {
-            span: span.to_vec(),
-            prior: self.previous.as_ref().map(|p| p.content.clone()),
-            limit: self.summary_limit,
-            strategy: self.strategy,
-            instructions: self.instructions.clone(),
-            max_summary_tokens: self.profile.max_summary_tokens,
-            span_tokens: self.count.messages[self.start..self.cut].iter().sum(),
-        })
+/// The span a summarizer must write and who writes it, if anyone:
+/// truncation writes none, and per-iteration summaries are written while
+/// finishing.
+fn job<'t>(
+    t: &'t Thread,
+    start: usize,
+    cut: usize,
+    previous: &Option<Previous>,
+    decision: &Decision,
+    keep_recent_iterations: Option<usize>,
+) -> Option<(&'t [Message], Writer)> {
+    let span = &t.messages[start..cut];
+    let extends = previous.as_ref().is_some_and(|p| !p.in_thread);
+    match decision {
+        Decision::Write(_) if keep_recent_iterations.is_some() => None,
+        Decision::Write(_) if span.is_empty() && !extends => None,
+        Decision::Write(w) => Some((span, w.clone())),
+        Decision::Truncate => None,
     }
 }
 
 /// `auto` is `llm` for spans of at least `llm_min_tokens` when an upstream is
 /// configured, else `heuristic`; `llm` and `hybrid` need an upstream.
-fn resolve_strategy(
+fn decide(
     s: Strategy,
-    upstream: bool,
+    model: Option<UpstreamModel>,
     span_tokens: u64,
     p: &Profile,
-) -> Result<Strategy, Error> {
-    match s {
-        Strategy::Auto if upstream && span_tokens >= p.llm_min_tokens => Ok(Strategy::Llm),
-        Strategy::Auto => Ok(Strategy::Heuristic),
-        Strategy::Llm | Strategy::Hybrid if !upstream => Err(Error::Unsupported(format!(
-            "strategy `{}` needs an upstream LLM and none is configured (set CONDENSE_UPSTREAM_URL); use `heuristic`, `truncate` or `auto`",
-            s.as_str()
-        ))),
-        other => Ok(other),
-    }
+) -> Result<Decision, Error> {
+    Ok(match (s, model) {
+        (Strategy::Truncate, _) => Decision::Truncate,
+        (Strategy::Heuristic, _) => Decision::Write(Writer::Heuristic),
+        (Strategy::Auto, Some(m)) if span_tokens >= p.llm_min_tokens => {
+            Decision::Write(Writer::Llm(m))
+        }
+        (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
+        (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),
+        (Strategy::Hybrid, Some(m)) => Decision::Write(Writer::Hybrid(m)),
+        (Strategy::Llm | Strategy::Hybrid, None) => {
+            return Err(Error::StrategyUnavailable(format!(
+                "strategy `{}` needs an upstream LLM and none is configured (set CONDENSE_UPSTREAM_URL); use `heuristic`, `truncate` or `auto`",
+                s.as_str()
+            )));
+        }
+    })
 }
 
 /// The summary a compression extends: a summary message at the head of the
 /// conversation wins over a `summary` object (whose indices would refer to
 /// an older request).
 fn previous_summary(
-    req: &Request<'_>,
+    t: &Thread,
+    prior: Option<policy::PriorSummary>,
     pinned: usize,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Previous>, Error> {
-    let t = req.thread;
     if let Some(marker) = t.messages.get(pinned).and_then(Message::summary_marker) {
-        if req.prior.is_some() {
+        if prior.is_some() {
             warnings.push(
                 "the thread holds a summary message; the `summary` object was ignored".into(),
             );
@@ -276,10 +250,10 @@ fn previous_summary(
             in_thread: true,
         }));
     }
-    let Some(prior) = &req.prior else {
+    let Some(prior) = prior else {
         return Ok(None);
     };
-    let content = prior.content.clone().ok_or_else(|| {
+    let content = prior.content.ok_or_else(|| {
         Error::Invalid(vec![FieldError::new(
             "/summary/content",
             "is required to extend a previous summary",

@@ -8,13 +8,13 @@ use serde_json::Value;
 
 use super::extract::ApiJson;
 use super::input::{SummaryInput, parse_thread};
-use crate::compress::{self, IterationSummary, Planned, Reason, SummaryObject, Usage};
+use crate::compress::{self, Compression, IterationSummary, Reason, SummaryObject};
 use crate::error::{ApiError, Result};
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
-use crate::summarize::{OnUpstreamError, Strategy};
+use crate::summarize::{Strategy, Usage};
 use crate::thread::WireFormat;
-use crate::tokens::{CountSpec, Encoding, Method};
+use crate::tokens::Encoding;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/compress", post(compress_thread))
@@ -92,45 +92,14 @@ async fn compress_thread(
     State(app): State<AppState>,
     ApiJson(req): ApiJson<CompressRequest>,
 ) -> Result<Json<CompressResponse>> {
-    // Plan on the blocking pool, write the summary (maybe an LLM call), finish on the pool.
-    let (planned, ctx) = app.cpu(move |app| plan(app, req)).await?;
-    let outcome = match planned {
-        Planned::Done(outcome) => outcome,
-        Planned::Pending(plan) => {
-            let written = match plan.job() {
-                Some(job) => {
-                    let counter = ctx.spec.counter(app.encoders);
-                    let written = app
-                        .summarizer
-                        .write(&job, &counter, ctx.model.as_deref(), ctx.on_error)
-                        .await
-                        .map_err(|e| ApiError::Upstream(e.to_string()))?;
-                    Some(written)
-                }
-                None => None,
-            };
-            let spec = ctx.spec.clone();
-            app.cpu(move |app| {
-                plan.finish(&spec.counter(app.encoders), written)
-                    .map_err(compress_error)
-            })
-            .await?
-        }
-    };
-    Ok(Json(respond(outcome, ctx)))
+    let compression = parse(&app, req)?;
+    let outcome = app.compressor.run(compression).await?;
+    Ok(Json(respond(outcome)))
 }
 
-/// What the handler carries from planning to the answer.
-struct Context {
-    spec: CountSpec,
-    context_window: u64,
-    model: Option<String>,
-    on_error: OnUpstreamError,
-    grouped: bool,
-    warnings: Vec<String>,
-}
-
-fn plan(app: &AppState, req: CompressRequest) -> Result<(Planned, Context)> {
+/// The request as the domain takes it, with the checks only the wire knows
+/// (field pointers, the request's own overrides).
+fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
@@ -185,93 +154,42 @@ fn plan(app: &AppState, req: CompressRequest) -> Result<(Planned, Context)> {
         }
         (None, None) => None,
     };
-    let spec = CountSpec::resolve(
-        &app.models,
-        &app.config.default_model,
-        req.model.as_deref(),
-        req.encoding,
-        Method::Bpe,
-    );
-    let mut warnings = spec.warnings.clone();
-    let model = match (app.summarizer.upstream(), summarizer.model) {
-        (Some(up), requested) => Some(
-            up.choose_model(requested.as_deref())
-                .map_err(|e| ApiError::field("/summarizer/model", e))?,
-        ),
-        (None, Some(m)) => {
-            warnings.push(format!(
-                "`summarizer.model` ({m}) is ignored: no upstream LLM is configured"
-            ));
-            None
-        }
-        (None, None) => None,
-    };
-    let context_window = profile.context_window.unwrap_or(spec.context_window);
-    let counter = spec.counter(app.encoders);
-    let planned = compress::plan(&compress::Request {
-        thread: &thread,
-        counter: &counter,
-        profile: &profile,
-        context_window,
+    Ok(Compression {
+        thread,
+        profile,
+        model: req.model,
+        encoding: req.encoding,
         prior,
         strategy: summarizer.strategy,
+        summarizer_model: summarizer.model,
+        instructions: summarizer.instructions,
         force: req.force,
-        instructions: summarizer.instructions.as_deref(),
         keep_recent_iterations,
-        upstream: app.summarizer.upstream().is_some(),
     })
-    .map_err(compress_error)?;
-    let grouped = keep_recent_iterations.is_some();
-    Ok((
-        planned,
-        Context {
-            spec,
-            context_window,
-            model,
-            on_error: profile.on_upstream_error,
-            grouped,
-            warnings,
-        },
-    ))
 }
 
-fn compress_error(e: compress::Error) -> ApiError {
-    match e {
-        compress::Error::Invalid(errs) => ApiError::Invalid(errs),
-        compress::Error::DoesNotFit(detail) => ApiError::Unprocessable {
-            title: "Thread does not fit",
-            detail,
-        },
-        compress::Error::Unsupported(detail) => ApiError::Unprocessable {
-            title: "Strategy unavailable",
-            detail,
-        },
-        bug @ compress::Error::Bug(_) => ApiError::Internal(bug.into()),
-    }
-}
-
-fn respond(outcome: compress::Outcome, ctx: Context) -> CompressResponse {
-    let mut warnings = ctx.warnings;
-    warnings.extend(outcome.warnings);
-    let grouped = ctx.grouped && outcome.compressed;
+fn respond(outcome: compress::Outcome) -> CompressResponse {
+    let context_injection = outcome
+        .iterations
+        .as_ref()
+        .and(outcome.summary.as_ref())
+        .map(|s| s.content.clone());
     CompressResponse {
         compressed: outcome.compressed,
         reason: outcome.reason,
         format: outcome.thread.format,
         messages: outcome.thread.messages.into_iter().map(|m| m.raw).collect(),
         system: outcome.thread.system.map(|s| s.raw),
-        context_injection: grouped
-            .then(|| outcome.summary.as_ref().map(|s| s.content.clone()))
-            .flatten(),
+        context_injection,
         summary: outcome.summary,
         tokens_before: outcome.tokens_before,
         tokens_after: outcome.tokens_after,
-        context_window: ctx.context_window,
+        context_window: outcome.context_window,
         degraded: outcome.degraded,
         usage: outcome.usage,
         messages_dropped: outcome.messages_dropped,
         messages_truncated: outcome.messages_truncated,
-        summaries: grouped.then_some(outcome.iteration_summaries),
-        warnings,
+        summaries: outcome.iterations,
+        warnings: outcome.warnings,
     }
 }

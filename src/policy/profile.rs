@@ -11,7 +11,6 @@ use std::path::Path;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-use crate::summarize::OnUpstreamError;
 use crate::thread::FieldError;
 
 /// The thresholds and budgets one agent runs with.
@@ -36,6 +35,17 @@ pub struct Profile {
     pub llm_min_tokens: u64,
     /// What an upstream LLM failure does: a heuristic fallback, or a 502.
     pub on_upstream_error: OnUpstreamError,
+}
+
+/// What an upstream LLM failure does to a compression.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnUpstreamError {
+    /// Answer with a heuristic summary, `degraded: true` and a warning.
+    #[default]
+    Fallback,
+    /// Answer 502; the caller keeps its thread.
+    Fail,
 }
 
 /// Role of the summary message in OpenAI threads.

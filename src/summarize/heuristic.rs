@@ -3,7 +3,35 @@
 
 use super::extract::extract;
 use super::sections::{Caps, Sections, clip};
+use super::{Strategy, SummaryRequest, Written};
 use crate::thread::Message;
+use crate::tokens::Counter;
+
+/// The heuristic summary of `req.span[from..]` extending `prior`, written on
+/// the blocking pool: extraction over a long span is CPU work.
+pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<String>) -> String {
+    let (span, limit, counter) = (req.span.clone(), req.limit, req.counter);
+    super::cpu(move || content(&span[from..], prior.as_deref(), limit, &counter)).await
+}
+
+/// The heuristic summary of a request, on the calling thread and uncached
+/// (for callers with no runtime: benchmarks, property tests).
+pub fn write_offline(req: &SummaryRequest) -> Written {
+    let text = content(&req.span, req.prior.as_deref(), req.limit, &req.counter);
+    Written::new(text, Strategy::Heuristic, None, req.key().to_string())
+}
+
+fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
+    let text = heuristic(span, prior, limit, |s| c.text(s).tokens);
+    if text.is_empty() {
+        format!(
+            "({} messages with no requests, files, commands or errors to note.)",
+            span.len()
+        )
+    } else {
+        text
+    }
+}
 
 /// Summarizes `span`, extending `prior` (a previous summary's content), in at
 /// most `max_tokens` tokens as measured by `count`.

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::compress::{SummaryJob, Usage};
+use super::{SummaryRequest, UpstreamModel, Usage};
 use crate::thread::{Message, Part, cut_middle};
 use crate::tokens::Counter;
 use crate::upstream::{ChatRequest, Upstream, UpstreamError};
@@ -134,39 +134,52 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
     out
 }
 
-/// Writes the summary of `job` with `model`, within `limit` tokens.
+/// Writes the summary of `req.span[from..]` with `model`, extending
+/// `prior`, within `limit` tokens. Building and tokenizing the transcript,
+/// and clipping each answer, run on the blocking pool.
 pub async fn write(
     up: &Upstream,
-    model: &str,
-    job: &SummaryJob,
-    prior: Option<&str>,
+    model: &UpstreamModel,
+    req: &SummaryRequest,
+    from: usize,
+    prior: Option<String>,
     limit: usize,
-    c: &Counter<'_>,
 ) -> Result<(String, Usage), UpstreamError> {
-    let window = up.config().context_window;
+    let c = req.counter;
+    let window = model.context_window;
     let out_tokens = limit.min(window / 4).max(64);
-    // The summarizer's tokenizer is not ours: leave a third of the room as margin.
-    let overhead = c.raw(SYSTEM_PROMPT) + c.raw(job.instructions.as_deref().unwrap_or("")) + 64;
-    let room = |existing: usize| {
-        (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256)
+    let instructions = req.instructions.clone();
+    let (mut summary, chunks) = {
+        let (span, result_chars, instructions) =
+            (req.span.clone(), model.result_chars, instructions.clone());
+        super::cpu(move || {
+            // The summarizer's tokenizer is not ours: leave a third of the room as margin.
+            let overhead = c.raw(SYSTEM_PROMPT) + c.raw(instructions.as_deref().unwrap_or("")) + 64;
+            let summary = prior.map(|p| clip_tokens(&p, window / 4, &c));
+            let existing = summary.as_deref().map_or(0, |s| c.raw(s));
+            let room = (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256);
+            (
+                summary,
+                chunks(transcript(&span[from..], result_chars), room, &c),
+            )
+        })
+        .await
     };
-    let mut summary = prior.map(|p| clip_tokens(p, window / 4, c));
-    let blocks = transcript(&job.span, up.config().result_chars);
     let mut usage = Usage::default();
-    for chunk in chunks(blocks, room(summary.as_deref().map_or(0, |s| c.raw(s))), c) {
-        let req = ChatRequest {
-            model: model.to_string(),
+    for chunk in chunks {
+        let call = ChatRequest {
+            model: model.name.clone(),
             system: SYSTEM_PROMPT.to_string(),
-            user: user_prompt(summary.as_deref(), &chunk, job.instructions.as_deref()),
+            user: user_prompt(summary.as_deref(), &chunk, instructions.as_deref()),
             max_tokens: out_tokens as u32,
         };
-        let called = up.complete(&req).await;
+        let called = up.complete(&call).await;
         usage.calls += called.attempts;
         usage.upstream_ms += called.elapsed.as_millis() as u64;
         let answer = called.result?;
         usage.prompt_tokens += answer.prompt_tokens;
         usage.completion_tokens += answer.completion_tokens;
-        summary = Some(clip_tokens(&answer.text, limit, c));
+        summary = Some(super::cpu(move || clip_tokens(&answer.text, limit, &c)).await);
     }
     summary.map(|s| (s, usage)).ok_or(UpstreamError::Empty)
 }

@@ -3,25 +3,61 @@
 //! `heuristic` is deterministic extraction (no LLM, fast); `llm` and `hybrid`
 //! need an upstream model; `truncate` writes no summary at all (the span is
 //! dropped); `auto` picks `llm` when an upstream is configured and the span is
-//! large enough to be worth it, else `heuristic`.
+//! large enough to be worth it, else `heuristic`. The compression plan
+//! decides which, once, and hands the [`SummaryService`] a [`SummaryRequest`].
+//!
+//! This module sits below `compress` and above `upstream` and `cache`: it
+//! owns the summary types both sides share ([`Written`], [`Usage`]).
 
+mod canonical;
 mod extract;
 mod heuristic;
-mod key;
+mod hybrid;
 pub mod llm;
+mod request;
 mod sections;
 mod service;
+mod written;
 
 use serde::{Deserialize, Serialize};
 
-pub use heuristic::heuristic;
-pub use key::{KEY_VERSION, KeyInput, content_hash, prefix_hashes};
+pub use canonical::{KEY_VERSION, KeySettings, canonical, hashes};
+pub use heuristic::{heuristic, write_offline};
+pub use hybrid::NARRATIVE;
+pub use request::{SummaryRequest, SummarySpec, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};
-pub use service::{NARRATIVE, OnUpstreamError, SummaryService};
+pub use service::SummaryService;
+pub use written::{PROMPT_VERSION, Usage, Written};
+
+use crate::tokens::Counter;
 
 /// The heuristic's sections of a span, uncapped (for per-iteration summaries).
 pub fn extract_sections(span: &[crate::thread::Message]) -> Sections {
     extract::extract(span, Caps::default().text)
+}
+
+/// A summary's content re-fitted into `max_tokens` (when the budget is
+/// tighter than the limit it was written for). The heuristic's sections
+/// shrink by their own rules; other text is cut at a line end.
+pub fn shrink(content: &str, strategy: Strategy, max_tokens: usize, c: &Counter<'_>) -> String {
+    match strategy {
+        Strategy::Heuristic => heuristic(&[], Some(content), max_tokens, |s| c.text(s).tokens),
+        _ => llm::clip_tokens(content, max_tokens, c),
+    }
+}
+
+/// Runs CPU-bound work (tokenizing, extracting, hashing) on the blocking
+/// pool, so it cannot stall the async workers. A panic is passed on.
+pub(crate) async fn cpu<T, F>(work: F) -> T
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("a blocking task was cancelled: {e}"),
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,37 +1,34 @@
-//! The summary service: heuristic, or the upstream LLM with fallback, with
-//! identical requests in flight sharing one upstream call.
+//! The summary service: the cache in front of the summarizers, identical
+//! requests sharing one computation (in this process, and across replicas
+//! through the cache's claims), and the heuristic fallback.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::OnceCell;
 
-use super::{Strategy, llm};
-use crate::cache::{Cache, CacheError, CachedSummary, Claim};
-use crate::compress::{SummaryJob, Written};
-use crate::tokens::Counter;
+use super::request::{SummaryRequest, UpstreamModel, Writer};
+use super::{Strategy, Written};
+use crate::cache::{Cache, CacheError, CachedSummary};
 use crate::upstream::{Upstream, UpstreamError};
 
-/// What to do when the upstream fails after its retries.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnUpstreamError {
-    /// Answer with a heuristic summary, `degraded: true` and a warning.
-    #[default]
-    Fallback,
-    /// Answer 502; the caller keeps its thread.
-    Fail,
-}
-
 type Flight = Arc<OnceCell<Result<Written, UpstreamError>>>;
+
+/// How often a waiter looks for the summary another replica is writing.
+const POLL: Duration = Duration::from_millis(250);
+
+/// A claim that ends without a stored summary (its holder failed or gave up)
+/// is retried this many times before computing without one.
+const CLAIM_ATTEMPTS: usize = 3;
+
+/// What a client is told when the cache fails: no database text.
+const CACHE_DOWN: &str = "the summary cache is unavailable; this summary was not cached";
 
 pub struct SummaryService {
     upstream: Option<Upstream>,
     cache: Cache,
-    /// In-flight summaries by content hash (single flight within a process;
-    /// the cache's claims do the same across replicas).
+    /// In-flight summaries by content hash.
     flights: Mutex<HashMap<String, Flight>>,
 }
 
@@ -52,218 +49,163 @@ impl SummaryService {
         &self.cache
     }
 
-    /// Writes the summary of `job`, from the cache when it holds it.
-    /// `Err` only for an upstream failure under `OnUpstreamError::Fail`.
-    pub async fn write(
-        &self,
-        job: &SummaryJob,
-        c: &Counter<'static>,
-        model: Option<&str>,
-        on_error: OnUpstreamError,
-    ) -> Result<Written, UpstreamError> {
-        let up = match (job.strategy, &self.upstream) {
-            (Strategy::Llm | Strategy::Hybrid, Some(up)) => Some(up),
-            _ => None,
+    /// The upstream model a request gets (its own choice when allowed, else
+    /// the default), or `None` without an upstream. `Err` names the allowed models.
+    pub fn model(&self, requested: Option<&str>) -> Result<Option<UpstreamModel>, String> {
+        let Some(up) = &self.upstream else {
+            return Ok(None);
         };
-        let strategy = if up.is_some() {
-            job.strategy
-        } else {
-            Strategy::Heuristic
-        };
-        let model = up.map(|up| model.map_or_else(|| up.config().model.clone(), str::to_string));
-        let key = job.key(strategy, model.as_deref());
-        let result = self
-            .once(&key, || {
-                self.cached(job, strategy, model.as_deref(), &key, c)
-            })
-            .await;
-        match (result, on_error) {
-            (Ok(w), _) => Ok(w),
-            (Err(e), OnUpstreamError::Fail) => Err(e),
-            (Err(e), OnUpstreamError::Fallback) => {
+        let name = up.choose_model(requested)?;
+        Ok(Some(UpstreamModel {
+            name,
+            context_window: up.config().context_window,
+            result_chars: up.config().result_chars,
+        }))
+    }
+
+    /// Writes the summary `req` asks for, from the cache when it holds it.
+    /// `Err` only for an upstream failure when `req.fallback` is off.
+    pub async fn write(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
+        let result = self.once(req.key(), || self.cached(req)).await;
+        match result {
+            Ok(w) => Ok(w),
+            Err(e) if !req.fallback => {
+                tracing::warn!(error = %e, "upstream summary failed");
+                Err(e)
+            }
+            Err(e) => {
                 tracing::warn!(error = %e, "upstream summary failed; falling back to the heuristic");
-                let mut w = heuristic(job, c).await;
+                let fallback = super::cpu({
+                    let req = req.clone();
+                    move || req.with_writer(Writer::Heuristic)
+                })
+                .await;
+                let mut w = self.compute(&fallback, 0, None).await?;
                 w.degraded = true;
                 w.warnings.push(format!(
-                    "the upstream LLM failed ({e}); a heuristic summary was used instead"
+                    "the upstream LLM failed ({}); a heuristic summary was used instead",
+                    e.short()
                 ));
                 Ok(w)
             }
         }
     }
 
-    /// The cache in front of [`Self::compute`]: a hit, another replica's
-    /// result, or computed here and stored. The cache never stands in the
-    /// caller's way: when it fails, the summary is computed uncached.
-    async fn cached(
-        &self,
-        job: &SummaryJob,
-        strategy: Strategy,
-        model: Option<&str>,
-        key: &str,
-        c: &Counter<'static>,
-    ) -> Result<Written, UpstreamError> {
+    /// A hit, another replica's result, or computed here and stored. The
+    /// cache never stands in the caller's way: when it fails, the summary is
+    /// computed uncached.
+    async fn cached(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
         if matches!(self.cache, Cache::Off) {
-            return self.compute(job, strategy, model, key, c).await;
+            return self.compute(req, 0, None).await;
         }
-        let down = |e: CacheError| {
-            format!("the summary cache is unavailable ({e}); this summary was not cached")
-        };
-        match self.cache.get(key).await {
-            Ok(Some(hit)) => return Ok(from_entry(hit)),
-            Ok(None) => {}
-            Err(e) => return self.uncached(job, strategy, model, key, c, down(e)).await,
-        }
-        let lease = self.lease();
-        match self.cache.claim(key, lease).await {
-            Ok(Claim::Claimed) => {
-                // Another replica may have stored it between our miss and our claim.
-                if let Ok(Some(hit)) = self.cache.get(key).await {
-                    let _ = self.cache.release(key).await;
-                    return Ok(from_entry(hit));
-                }
-                let result = self
-                    .compute_reusing_prefix(job, strategy, model, key, c)
-                    .await;
-                match &result {
-                    Ok(w) => match self.cache.put(&to_entry(w, job, strategy, model)).await {
-                        // First write wins: every replica answers with the stored bytes.
-                        Ok(stored) => {
-                            return Ok(Written {
-                                cached: false,
-                                usage: w.usage,
-                                ..from_entry(stored)
-                            });
-                        }
-                        Err(e) => {
-                            let _ = self.cache.release(key).await;
-                            return Ok(with_warning(w.clone(), down(e)));
-                        }
-                    },
-                    Err(_) => {
-                        let _ = self.cache.release(key).await;
-                    }
-                }
-                result
+        let key = req.key();
+        for _ in 0..CLAIM_ATTEMPTS {
+            match self.cache.get(key).await {
+                Ok(Some(hit)) => return Ok(from_entry(hit)),
+                Ok(None) => {}
+                Err(e) => return self.uncached(req, e).await,
             }
-            Ok(Claim::Busy) => match self
-                .cache
-                // Bounded well inside the request's time: past it, compute here.
-                .wait_for(key, Duration::from_millis(200))
-                .await
-            {
-                Ok(Some(hit)) => Ok(from_entry(hit)),
-                _ => self.compute(job, strategy, model, key, c).await,
-            },
-            Err(e) => self.uncached(job, strategy, model, key, c, down(e)).await,
+            let guard = match self.cache.claim_lease(key).await {
+                Ok(Some(guard)) => guard,
+                // Another caller is writing it: wait as long as its claim lives.
+                Ok(None) => match self.cache.wait_for(key, POLL).await {
+                    Ok(Some(hit)) => return Ok(from_entry(hit)),
+                    Ok(None) => continue,
+                    Err(e) => return self.uncached(req, e).await,
+                },
+                Err(e) => return self.uncached(req, e).await,
+            };
+            // Another replica may have stored it between our miss and our claim.
+            if let Ok(Some(hit)) = self.cache.get(key).await {
+                guard.release().await;
+                return Ok(from_entry(hit));
+            }
+            let written = match guard.hold(self.reusing_prefix(req)).await {
+                Ok(w) => w,
+                Err(e) => {
+                    guard.release().await;
+                    return Err(e);
+                }
+            };
+            return match guard.put(&to_entry(&written, req)).await {
+                // First write wins: every replica answers with the stored bytes.
+                Ok(stored) => Ok(Written {
+                    cached: false,
+                    usage: written.usage,
+                    ..from_entry(stored)
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %e, "storing a summary failed");
+                    Ok(with_warning(written, CACHE_DOWN))
+                }
+            };
         }
+        self.compute(req, 0, None).await
     }
 
     async fn uncached(
         &self,
-        job: &SummaryJob,
-        strategy: Strategy,
-        model: Option<&str>,
-        key: &str,
-        c: &Counter<'static>,
-        warning: String,
+        req: &SummaryRequest,
+        e: CacheError,
     ) -> Result<Written, UpstreamError> {
-        tracing::warn!(%warning, "summary cache unavailable");
-        self.compute(job, strategy, model, key, c)
+        tracing::warn!(error = %e, "summary cache unavailable");
+        self.compute(req, 0, None)
             .await
-            .map(|w| with_warning(w, warning))
+            .map(|w| with_warning(w, CACHE_DOWN))
     }
 
     /// Reuses the cached summary of the longest already-summarized prefix of
     /// the span, summarizing only the messages after it.
-    async fn compute_reusing_prefix(
-        &self,
-        job: &SummaryJob,
-        strategy: Strategy,
-        model: Option<&str>,
-        key: &str,
-        c: &Counter<'static>,
-    ) -> Result<Written, UpstreamError> {
-        let hashes = job.prefix_hashes(strategy, model);
+    async fn reusing_prefix(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
+        let hashes = req.prefix_hashes();
         let shorter = &hashes[..hashes.len().saturating_sub(1)];
         if let Ok(Some(prefix)) = self.cache.find_prefix(shorter).await {
             // How many messages the matched prefix covers in *this* span.
             if let Some(at) = shorter.iter().position(|h| *h == prefix.prefix_hash) {
-                let done = at + 1;
-                let rest = SummaryJob {
-                    span: job.span[done..].to_vec(),
-                    prior: Some(prefix.content),
-                    ..job.clone()
-                };
                 tracing::debug!(
-                    reused = done,
-                    new = rest.span.len(),
+                    reused = at + 1,
+                    new = hashes.len() - at - 1,
                     "extending a cached prefix summary"
                 );
-                return self.compute(&rest, strategy, model, key, c).await;
+                return self.compute(req, at + 1, Some(prefix.content)).await;
             }
         }
-        self.compute(job, strategy, model, key, c).await
+        self.compute(req, 0, None).await
     }
 
-    /// How long a claim holds: an upstream call with all its retries.
-    fn lease(&self) -> Duration {
-        self.upstream.as_ref().map_or(Duration::from_secs(10), |u| {
-            u.config().retry.budget + Duration::from_secs(5)
-        })
-    }
-
+    /// Writes the summary of `req.span[from..]`, extending `prior` instead of
+    /// `req.prior` when given.
     async fn compute(
         &self,
-        job: &SummaryJob,
-        strategy: Strategy,
-        model: Option<&str>,
-        key: &str,
-        c: &Counter<'static>,
+        req: &SummaryRequest,
+        from: usize,
+        prior: Option<String>,
     ) -> Result<Written, UpstreamError> {
-        match (strategy, &self.upstream, model) {
-            (Strategy::Llm | Strategy::Hybrid, Some(up), Some(model)) => {
-                self.call(up, model, job, key, c).await
+        let prior = prior.or_else(|| req.prior.clone());
+        let (content, usage) = match (&req.writer, &self.upstream) {
+            (Writer::Llm(model), Some(up)) => {
+                let (text, usage) =
+                    super::llm::write(up, model, req, from, prior, req.limit).await?;
+                (text, Some(usage))
             }
-            _ => {
-                let mut w = heuristic(job, c).await;
-                w.key = key.to_string();
-                Ok(w)
+            (Writer::Hybrid(model), Some(up)) => {
+                let (text, usage) = super::hybrid::write(up, model, req, from, prior).await?;
+                (text, Some(usage))
             }
-        }
-    }
-
-    async fn call(
-        &self,
-        up: &Upstream,
-        model: &str,
-        job: &SummaryJob,
-        key: &str,
-        c: &Counter<'static>,
-    ) -> Result<Written, UpstreamError> {
-        let (content, usage) = match job.strategy {
-            Strategy::Hybrid => {
-                // Half the room each: the extracted identifiers, then the story.
-                let half = job.limit / 2;
-                let (sections_prior, narrative_prior) = split_hybrid(job.prior.as_deref());
-                let sections =
-                    super::heuristic(&job.span, sections_prior, half, |s| c.text(s).tokens);
-                let (story, usage) = llm::write(up, model, job, narrative_prior, half, c).await?;
-                (format!("{sections}\n\n{NARRATIVE}\n{story}"), usage)
-            }
-            _ => llm::write(up, model, job, job.prior.as_deref(), job.limit, c).await?,
+            _ => (super::heuristic::write(req, from, prior).await, None),
         };
         let mut w = Written::new(
             content,
-            job.strategy,
-            Some(model.to_string()),
-            key.to_string(),
+            req.writer.strategy(),
+            req.writer.model().map(|m| m.name.clone()),
+            req.key().to_string(),
         );
-        w.usage = Some(usage);
+        w.usage = usage;
         Ok(w)
     }
 
-    /// Runs `work` once per key among concurrent callers; all get its result.
+    /// Runs `work` once per key among concurrent callers; all get its
+    /// result. If the caller running it is cancelled, the next one takes over.
     async fn once<F, Fut>(&self, key: &str, work: F) -> Result<Written, UpstreamError>
     where
         F: FnOnce() -> Fut,
@@ -283,8 +225,8 @@ impl SummaryService {
     }
 }
 
-fn with_warning(mut w: Written, warning: String) -> Written {
-    w.warnings.push(warning);
+fn with_warning(mut w: Written, warning: &str) -> Written {
+    w.warnings.push(warning.to_string());
     w
 }
 
@@ -307,42 +249,20 @@ fn from_entry(e: CachedSummary) -> Written {
     }
 }
 
-fn to_entry(
-    w: &Written,
-    job: &SummaryJob,
-    strategy: Strategy,
-    model: Option<&str>,
-) -> CachedSummary {
-    let hashes = job.prefix_hashes(strategy, model);
+fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
     CachedSummary {
         key: w.key.clone(),
-        prefix_hash: hashes.last().cloned().unwrap_or_else(|| w.key.clone()),
-        span_len: job.span.len() as i64,
+        prefix_hash: req
+            .prefix_hashes()
+            .last()
+            .cloned()
+            .unwrap_or_else(|| w.key.clone()),
+        span_len: req.span.len() as i64,
         content: w.content.clone(),
-        messages_summarized: job.span.len() as i64,
+        messages_summarized: req.span_messages as i64,
         token_count: 0,
         strategy: w.strategy.as_str().to_string(),
         model: w.model.clone(),
         created_at: w.created_at.clone(),
-    }
-}
-
-/// The heuristic on the blocking pool: extraction over a long span is CPU
-/// work that must not stall the async workers.
-async fn heuristic(job: &SummaryJob, c: &Counter<'static>) -> Written {
-    let (job, c) = (job.clone(), *c);
-    tokio::task::spawn_blocking(move || job.heuristic(&c))
-        .await
-        .expect("the heuristic summarizer does not panic")
-}
-
-/// Header that separates a hybrid summary's sections from its narrative.
-pub const NARRATIVE: &str = "### Narrative";
-
-fn split_hybrid(prior: Option<&str>) -> (Option<&str>, Option<&str>) {
-    match prior.map(|p| p.split_once(NARRATIVE)) {
-        Some(Some((sections, story))) => (Some(sections.trim()), Some(story.trim())),
-        Some(None) => (prior, prior),
-        None => (None, None),
     }
 }

@@ -66,6 +66,18 @@ pub struct Counter<'a> {
     pub exact_model: bool,
 }
 
+impl std::fmt::Debug for Counter<'_> {
+    /// What it measures with; the encoders themselves are tables.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counter")
+            .field("encoding", &self.encoding)
+            .field("method", &self.method)
+            .field("calibration", &self.calibration)
+            .field("exact_model", &self.exact_model)
+            .finish()
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct MessageCount {
     pub tokens: usize,

@@ -12,6 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +69,15 @@ pub struct Encoders {
     r50k: tiktoken_rs::CoreBPE,
 }
 
+/// Bytes tokenized by this process, for every encoding: the work counter
+/// behind the tests that keep compression linear (and, later, a metric).
+static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// How many bytes of text this process has tokenized so far.
+pub fn tokenized_bytes() -> u64 {
+    TOKENIZED_BYTES.load(Ordering::Relaxed)
+}
+
 static GLOBAL: LazyLock<Encoders> =
     LazyLock::new(|| Encoders::load().expect("the built-in rank tables parse"));
 
@@ -94,6 +104,7 @@ impl Encoders {
         if text.is_empty() {
             return 0;
         }
+        TOKENIZED_BYTES.fetch_add(text.len() as u64, Ordering::Relaxed);
         match encoding {
             Encoding::O200kBase => bpe_openai::o200k_base().count(text),
             Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),

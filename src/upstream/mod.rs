@@ -98,6 +98,25 @@ impl UpstreamError {
         }
     }
 
+    /// What failed, in a few words, for clients: no response body, no
+    /// address, nothing the upstream wrote.
+    pub fn short(&self) -> String {
+        let what = match self {
+            UpstreamError::Timeout => "timed out".to_string(),
+            UpstreamError::Connect(_) => "unreachable".to_string(),
+            UpstreamError::Status { status, .. } => format!("HTTP {status}"),
+            UpstreamError::Garbage(_) => "an unreadable answer".to_string(),
+            UpstreamError::Empty => "an empty answer".to_string(),
+            UpstreamError::Refused => "a refusal".to_string(),
+        };
+        let retry = if self.is_retryable() {
+            "retryable"
+        } else {
+            "not retryable"
+        };
+        format!("{what}, {retry}")
+    }
+
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             UpstreamError::Status { retry_after, .. } => *retry_after,

@@ -7,13 +7,12 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use condense::compress::{self, Request};
-use condense::policy::{Profile, SummaryRole};
+use condense::compress::{self, Compression, Compressor};
+use condense::policy::{OnUpstreamError, Profile, SummaryRole};
 use condense::summarize::Strategy as Summarizer;
 use condense::thread::{self, RawThread, Thread, WireFormat};
-use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
 
-static ENCODERS: LazyLock<&'static Encoders> = LazyLock::new(Encoders::global);
+static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 
 #[derive(Debug, Clone)]
 enum Unit {
@@ -142,29 +141,26 @@ fn profile(s: &Settings) -> Profile {
         context_window: Some(s.window),
         summary_role: SummaryRole::User,
         llm_min_tokens: 4000,
-        on_upstream_error: condense::summarize::OnUpstreamError::Fallback,
+        on_upstream_error: OnUpstreamError::Fallback,
     }
 }
 
 fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compress::Error> {
-    let registry = ModelRegistry::embedded();
-    let spec = CountSpec::resolve(&registry, "gpt-4o", Some("gpt-4o"), None, Method::Bpe);
-    let counter = spec.counter(&ENCODERS);
-    compress::compress(&Request {
-        thread: t,
-        counter: &counter,
-        profile: &profile(s),
-        context_window: s.window,
+    COMPRESSOR.run_offline(Compression {
+        thread: t.clone(),
+        profile: profile(s),
+        model: Some("gpt-4o".into()),
+        encoding: None,
         prior: None,
         strategy: if s.truncate {
             Summarizer::Truncate
         } else {
             Summarizer::Heuristic
         },
-        force,
+        summarizer_model: None,
         instructions: None,
+        force,
         keep_recent_iterations: None,
-        upstream: false,
     })
 }
 

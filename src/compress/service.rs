@@ -1,0 +1,109 @@
+//! [`Compressor`]: the one way through a compression, for every entry point.
+
+use std::sync::Arc;
+
+use super::plan::{self, Planned};
+use super::{Compression, Error, Outcome, Setup};
+use crate::summarize::{SummaryService, Writer, cpu, write_offline};
+use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+
+/// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
+pub struct Compressor {
+    models: Arc<ModelRegistry>,
+    /// The model assumed when a request names none.
+    default_model: String,
+    encoders: &'static Encoders,
+    summarizer: Arc<SummaryService>,
+}
+
+impl Compressor {
+    pub fn new(
+        models: Arc<ModelRegistry>,
+        default_model: impl Into<String>,
+        encoders: &'static Encoders,
+        summarizer: Arc<SummaryService>,
+    ) -> Self {
+        Self {
+            models,
+            default_model: default_model.into(),
+            encoders,
+            summarizer,
+        }
+    }
+
+    /// A compressor with the embedded model registry, `gpt-4o` as the
+    /// default model, no upstream and no cache: what [`Compressor::run_offline`]
+    /// needs, for benchmarks, property tests and command-line use.
+    pub fn offline() -> Self {
+        Self::new(
+            Arc::new(ModelRegistry::embedded()),
+            "gpt-4o",
+            Encoders::global(),
+            Arc::new(SummaryService::new(None, crate::cache::Cache::Off)),
+        )
+    }
+
+    pub fn summarizer(&self) -> &SummaryService {
+        &self.summarizer
+    }
+
+    /// Compresses `req`: CPU work on the blocking pool, the summary (cache,
+    /// single flight, maybe an upstream call) in between.
+    pub async fn run(&self, req: Compression) -> Result<Outcome, Error> {
+        let setup = self.setup(&req)?;
+        let mut plan = match cpu(move || plan::plan(req, setup)).await? {
+            Planned::Done(outcome) => return Ok(*outcome),
+            Planned::Pending(plan) => plan,
+        };
+        let written = match plan.job.take() {
+            Some(job) => Some(self.summarizer.write(&job).await.map_err(Error::Upstream)?),
+            None => None,
+        };
+        cpu(move || plan.finish(written)).await
+    }
+
+    /// The same on the calling thread, uncached, for strategies that need no
+    /// upstream (`heuristic`, `truncate`, `auto` without an upstream):
+    /// benchmarks, property tests, command-line use.
+    pub fn run_offline(&self, req: Compression) -> Result<Outcome, Error> {
+        let mut setup = self.setup(&req)?;
+        setup.model = None;
+        let mut plan = match plan::plan(req, setup)? {
+            Planned::Done(outcome) => return Ok(*outcome),
+            Planned::Pending(plan) => plan,
+        };
+        let written = plan.job.take().map(|job| {
+            debug_assert_eq!(job.writer, Writer::Heuristic);
+            write_offline(&job)
+        });
+        plan.finish(written)
+    }
+
+    /// How to count, the window, and the upstream model, each decided here once.
+    fn setup(&self, req: &Compression) -> Result<Setup, Error> {
+        let spec = CountSpec::resolve(
+            &self.models,
+            &self.default_model,
+            req.model.as_deref(),
+            req.encoding,
+            Method::Bpe,
+        );
+        let mut warnings = spec.warnings.clone();
+        let requested = req.summarizer_model.as_deref();
+        let model = self
+            .summarizer
+            .model(requested)
+            .map_err(Error::ModelNotAllowed)?;
+        if let (None, Some(m)) = (&model, requested) {
+            warnings.push(format!(
+                "`summarizer.model` ({m}) is ignored: no upstream LLM is configured"
+            ));
+        }
+        Ok(Setup {
+            counter: spec.counter(self.encoders),
+            context_window: req.profile.context_window.unwrap_or(spec.context_window),
+            model,
+            warnings,
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! Hybrid summaries: the heuristic's sections (exact identifiers) followed by
+//! an LLM narrative (what happened and why), half the room each.
+
+use super::{SummaryRequest, UpstreamModel, Usage, heuristic, llm};
+use crate::upstream::{Upstream, UpstreamError};
+
+/// Header that separates a hybrid summary's sections from its narrative.
+pub const NARRATIVE: &str = "### Narrative";
+
+pub(super) async fn write(
+    up: &Upstream,
+    model: &UpstreamModel,
+    req: &SummaryRequest,
+    from: usize,
+    prior: Option<String>,
+) -> Result<(String, Usage), UpstreamError> {
+    let half = req.limit / 2;
+    let (sections_prior, narrative_prior) = split(prior.as_deref());
+    let (sections_prior, narrative_prior) = (
+        sections_prior.map(str::to_string),
+        narrative_prior.map(str::to_string),
+    );
+    let sections = {
+        let (span, counter) = (req.span.clone(), req.counter);
+        super::cpu(move || {
+            heuristic::heuristic(&span[from..], sections_prior.as_deref(), half, |s| {
+                counter.text(s).tokens
+            })
+        })
+        .await
+    };
+    let (story, usage) = llm::write(up, model, req, from, narrative_prior, half).await?;
+    Ok((format!("{sections}\n\n{NARRATIVE}\n{story}"), usage))
+}
+
+/// A previous hybrid summary's sections and narrative; any other text
+/// stands for both.
+fn split(prior: Option<&str>) -> (Option<&str>, Option<&str>) {
+    match prior.map(|p| p.split_once(NARRATIVE)) {
+        Some(Some((sections, story))) => (Some(sections.trim()), Some(story.trim())),
+        Some(None) => (prior, prior),
+        None => (None, None),
+    }
+}

@@ -1,0 +1,51 @@
+//! What a summarizer (or the cache) hands back.
+
+use serde::Serialize;
+
+use super::Strategy;
+
+/// Version of the summarizers' prompt and output, part of the content hash.
+pub const PROMPT_VERSION: u32 = 2;
+
+/// Upstream LLM usage behind a summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Upstream requests made (chunks and retries included).
+    pub calls: u32,
+    /// Wall time spent waiting on the upstream.
+    pub upstream_ms: u64,
+}
+
+/// A written summary and where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    pub content: String,
+    /// What actually wrote it (`heuristic` after an upstream failure).
+    pub strategy: Strategy,
+    pub model: Option<String>,
+    /// The content hash it is stored under.
+    pub key: String,
+    pub created_at: String,
+    pub cached: bool,
+    pub degraded: bool,
+    pub usage: Option<Usage>,
+    pub warnings: Vec<String>,
+}
+
+impl Written {
+    pub fn new(content: String, strategy: Strategy, model: Option<String>, key: String) -> Self {
+        Self {
+            content,
+            strategy,
+            model,
+            key,
+            created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            cached: false,
+            degraded: false,
+            usage: None,
+            warnings: Vec::new(),
+        }
+    }
+}
