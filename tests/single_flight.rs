@@ -1,0 +1,170 @@
+//! Single flight across replicas when the upstream is slow, against a real
+//! PostgreSQL: a summary that takes longer than any fixed wait is still
+//! written once, and every replica answers its bytes; a request that is cut
+//! off gives its claim up at once.
+//!
+//! The upstream is a stub here only for its timing (a real provider takes
+//! 20–60 s for a long summary; the local model cannot be made that slow on
+//! demand); the call count is what is checked.
+
+#[path = "support/live.rs"]
+#[allow(dead_code)]
+mod live;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, header};
+use axum::routing::post;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
+use tower::ServiceExt;
+
+/// An OpenAI-compatible upstream whose `n`-th call (from 1) answers after `delay(n)`.
+async fn slow_upstream(delay: fn(usize) -> Duration) -> (String, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let app = Router::new().route(
+        "/chat/completions",
+        post(move || {
+            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+            async move {
+                tokio::time::sleep(delay(n)).await;
+                axum::Json(json!({
+                    "choices": [{"message": {"role": "assistant", "content": format!("## Task and progress\n- summary from call {n}")}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}
+                }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, calls)
+}
+
+/// A fresh database on the test server.
+async fn fresh_database(url: &str) -> String {
+    let admin: PgConnectOptions = url.parse().unwrap();
+    let name = format!("condense_sf_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = admin
+        .connect()
+        .await
+        .expect("DATABASE_URL accepts connections");
+    conn.execute(format!("CREATE DATABASE {name}").as_str())
+        .await
+        .unwrap();
+    admin.database(&name).to_url_lossy().to_string()
+}
+
+async fn replica(database: &str, upstream: &str, lease_secs: u64, timeout_secs: u64) -> Router {
+    let config = condense::Config {
+        database_url: Some(database.to_string()),
+        upstream_url: Some(upstream.to_string()),
+        upstream_model: "stub-model".into(),
+        upstream_timeout: 600,
+        upstream_retry_budget: 600,
+        request_timeout: timeout_secs,
+        cache_claim_lease_secs: lease_secs,
+        db_acquire_timeout_ms: 30_000,
+        ..Default::default()
+    };
+    condense::http::router(
+        condense::AppState::connect(config)
+            .await
+            .expect("state builds"),
+    )
+}
+
+fn body() -> Value {
+    let messages: Vec<Value> = (0..40)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("step {i}: please look at src/m{i}.rs")})
+        })
+        .collect();
+    json!({"messages": messages, "force": true, "summarizer": {"strategy": "llm"}})
+}
+
+async fn compress(app: &Router) -> (u16, Value) {
+    let req = Request::post("/v1/compress")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(serde_json::to_vec(&body()).unwrap()))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let status = res.status().as_u16();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap())
+}
+
+/// Six requests over two replicas while one upstream call takes 25 s: longer
+/// than the old fixed 20 s wait, and eight times the claim's 3 s lease, which
+/// the holder keeps renewing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_summary_is_written_once_for_every_replica() {
+    let Some(url) = live::postgres("a_slow_summary_is_written_once_for_every_replica") else {
+        return;
+    };
+    let db = fresh_database(&url).await;
+    let (upstream, calls) = slow_upstream(|_| Duration::from_secs(25)).await;
+    let (a, b) = (
+        replica(&db, &upstream, 3, 600).await,
+        replica(&db, &upstream, 3, 600).await,
+    );
+    let tasks: Vec<_> = (0..6)
+        .map(|i| {
+            let app = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tokio::spawn(async move { compress(&app).await })
+        })
+        .collect();
+    let mut summaries = Vec::new();
+    for t in tasks {
+        let (status, out) = t.await.unwrap();
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(out["degraded"], false, "{out}");
+        summaries.push((
+            out["summary"]["content"].clone(),
+            out["summary"]["created_at"].clone(),
+        ));
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one upstream call in all");
+    assert!(
+        summaries.windows(2).all(|w| w[0] == w[1]),
+        "every replica answers the same bytes: {summaries:?}"
+    );
+}
+
+/// A request cut off by its time limit while it holds the claim releases it
+/// at once: another replica then writes the summary well inside the claim's
+/// 120 s lease (its own time limit is 60 s, so waiting out the lease would
+/// fail it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timed_out_request_gives_its_claim_up() {
+    let Some(url) = live::postgres("a_timed_out_request_gives_its_claim_up") else {
+        return;
+    };
+    let db = fresh_database(&url).await;
+    // The first call never answers in time; later ones answer at once.
+    let (upstream, calls) = slow_upstream(|n| {
+        if n == 1 {
+            Duration::from_secs(3600)
+        } else {
+            Duration::ZERO
+        }
+    })
+    .await;
+    let cut_off = replica(&db, &upstream, 120, 2).await;
+    let (status, out) = compress(&cut_off).await;
+    assert_eq!(status, 503, "the first request times out: {out}");
+    assert_eq!(out["type"], "urn:condense:problem:timeout");
+
+    let other = replica(&db, &upstream, 120, 60).await;
+    let (status, out) = compress(&other).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["summary"]["strategy"], "llm", "{out}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
