@@ -40,16 +40,10 @@ fn bench(c: &mut Criterion) {
                 .unwrap();
                 let out = compressor
                     .run_offline(Compression {
-                        thread: t,
-                        profile: Profile::default(),
                         model: Some(model.clone()),
-                        encoding: None,
-                        prior: None,
                         strategy: Strategy::Heuristic,
-                        summarizer_model: None,
-                        instructions: None,
                         force: true,
-                        keep_recent_iterations: None,
+                        ..Compression::new(t, Profile::default())
                     })
                     .unwrap();
                 assert!(out.compressed);

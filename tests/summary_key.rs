@@ -8,7 +8,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use condense::summarize::{SummaryRequest, SummarySpec, Writer, write_offline};
+use condense::summarize::{SummaryRequest, SummarySettings, Writer, write_offline};
 use condense::thread::{self, RawThread};
 use condense::tokens::{CountSpec, Counter, Encoders, Encoding, Method, ModelRegistry};
 
@@ -142,15 +142,17 @@ fn request(messages: &[Value], limit: usize, c: Counter<'static>) -> SummaryRequ
         ..Default::default()
     })
     .expect("a valid thread");
-    SummaryRequest::new(SummarySpec {
-        span: &t.messages,
-        prior: None,
-        limit,
-        writer: Writer::Heuristic,
-        instructions: None,
-        counter: c,
-        fallback: true,
-    })
+    SummaryRequest::new(
+        &t.messages,
+        SummarySettings {
+            prior: None,
+            limit,
+            writer: Writer::Heuristic,
+            instructions: None,
+            counter: c,
+            fallback: true,
+        },
+    )
 }
 
 proptest! {

@@ -47,16 +47,10 @@ fn compress(t: Thread, profile: Profile) -> (Outcome, u64) {
     let before = tokenized_bytes();
     let out = Compressor::offline()
         .run_offline(Compression {
-            thread: t,
-            profile,
             model: Some("gpt-4o".into()),
-            encoding: None,
-            prior: None,
             strategy: Strategy::Heuristic,
-            summarizer_model: None,
-            instructions: None,
             force: true,
-            keep_recent_iterations: None,
+            ..Compression::new(t, profile)
         })
         .unwrap();
     (out, tokenized_bytes() - before)

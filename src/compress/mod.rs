@@ -71,6 +71,25 @@ pub struct Compression {
     pub keep_recent_iterations: Option<usize>,
 }
 
+impl Compression {
+    /// `thread` under `profile` with every other setting at its default:
+    /// the default model, `auto`, no previous summary, not forced.
+    pub fn new(thread: Thread, profile: Profile) -> Self {
+        Self {
+            thread,
+            profile,
+            model: None,
+            encoding: None,
+            prior: None,
+            strategy: Strategy::default(),
+            summarizer_model: None,
+            instructions: None,
+            force: false,
+            keep_recent_iterations: None,
+        }
+    }
+}
+
 /// What the service resolved before planning: how to count, the window,
 /// the upstream model (None without an upstream).
 pub(crate) struct Setup {

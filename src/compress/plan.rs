@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::{Compression, Error, Outcome, Previous, Reason, Setup, split};
 use crate::policy::{self, OnUpstreamError, Profile};
-use crate::summarize::{Strategy, SummaryRequest, SummarySpec, UpstreamModel, Writer};
+use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
 use crate::thread::{FieldError, Message, Thread};
 use crate::tokens::{Counter, ThreadCount};
 
@@ -151,15 +151,17 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     }
     let job =
         job(&t, start, cut, &previous, &decision, keep_recent_iterations).map(|(span, writer)| {
-            SummaryRequest::new(SummarySpec {
+            SummaryRequest::new(
                 span,
-                prior: previous.as_ref().map(|p| p.content.clone()),
-                limit: summary_limit,
-                writer,
-                instructions,
-                counter: c,
-                fallback: p.on_upstream_error == OnUpstreamError::Fallback,
-            })
+                SummarySettings {
+                    prior: previous.as_ref().map(|p| p.content.clone()),
+                    limit: summary_limit,
+                    writer,
+                    instructions,
+                    counter: c,
+                    fallback: p.on_upstream_error == OnUpstreamError::Fallback,
+                },
+            )
         });
     Ok(Planned::Pending(Box::new(Plan {
         thread: t,

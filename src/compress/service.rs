@@ -73,7 +73,7 @@ impl Compressor {
             Planned::Pending(plan) => plan,
         };
         let written = plan.job.take().map(|job| {
-            debug_assert_eq!(job.writer, Writer::Heuristic);
+            debug_assert_eq!(job.settings.writer, Writer::Heuristic);
             write_offline(&job)
         });
         plan.finish(written)

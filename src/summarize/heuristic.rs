@@ -10,14 +10,19 @@ use crate::tokens::Counter;
 /// The heuristic summary of `req.span[from..]` extending `prior`, written on
 /// the blocking pool: extraction over a long span is CPU work.
 pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<String>) -> String {
-    let (span, limit, counter) = (req.span.clone(), req.limit, req.counter);
+    let (span, limit, counter) = (req.span.clone(), req.settings.limit, req.settings.counter);
     super::cpu(move || content(&span[from..], prior.as_deref(), limit, &counter)).await
 }
 
 /// The heuristic summary of a request, on the calling thread and uncached
 /// (for callers with no runtime: benchmarks, property tests).
 pub fn write_offline(req: &SummaryRequest) -> Written {
-    let text = content(&req.span, req.prior.as_deref(), req.limit, &req.counter);
+    let text = content(
+        &req.span,
+        req.settings.prior.as_deref(),
+        req.settings.limit,
+        &req.settings.counter,
+    );
     Written::new(text, Strategy::Heuristic, None, req.key().to_string())
 }
 

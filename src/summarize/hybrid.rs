@@ -14,14 +14,14 @@ pub(super) async fn write(
     from: usize,
     prior: Option<String>,
 ) -> Result<(String, Usage), UpstreamError> {
-    let half = req.limit / 2;
+    let half = req.settings.limit / 2;
     let (sections_prior, narrative_prior) = split(prior.as_deref());
     let (sections_prior, narrative_prior) = (
         sections_prior.map(str::to_string),
         narrative_prior.map(str::to_string),
     );
     let sections = {
-        let (span, counter) = (req.span.clone(), req.counter);
+        let (span, counter) = (req.span.clone(), req.settings.counter);
         super::cpu(move || {
             heuristic::heuristic(&span[from..], sections_prior.as_deref(), half, |s| {
                 counter.text(s).tokens

@@ -145,10 +145,10 @@ pub async fn write(
     prior: Option<String>,
     limit: usize,
 ) -> Result<(String, Usage), UpstreamError> {
-    let c = req.counter;
+    let c = req.settings.counter;
     let window = model.context_window;
     let out_tokens = limit.min(window / 4).max(64);
-    let instructions = req.instructions.clone();
+    let instructions = req.settings.instructions.clone();
     let (mut summary, chunks) = {
         let (span, result_chars, instructions) =
             (req.span.clone(), model.result_chars, instructions.clone());

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub use canonical::{KEY_VERSION, KeySettings, canonical, hashes};
 pub use heuristic::{heuristic, write_offline};
 pub use hybrid::NARRATIVE;
-pub use request::{SummaryRequest, SummarySpec, UpstreamModel, Writer, counting};
+pub use request::{SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};
 pub use service::SummaryService;
 pub use written::{PROMPT_VERSION, Usage, Written};

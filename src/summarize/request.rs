@@ -55,6 +55,14 @@ pub struct SummaryRequest {
     pub span: Arc<[Message]>,
     /// Messages of the caller's span (the canonical form may split some).
     pub span_messages: usize,
+    pub settings: SummarySettings,
+    key: String,
+    prefixes: Vec<String>,
+}
+
+/// Everything besides the span that a caller chooses.
+#[derive(Debug, Clone)]
+pub struct SummarySettings {
     /// The content of the summary this one extends.
     pub prior: Option<String>,
     /// Most tokens the summary may take.
@@ -66,33 +74,14 @@ pub struct SummaryRequest {
     /// On an upstream failure, a heuristic summary (marked degraded) rather
     /// than an error.
     pub fallback: bool,
-    key: String,
-    prefixes: Vec<String>,
-}
-
-/// The parts of a [`SummaryRequest`] a caller chooses.
-pub struct SummarySpec<'a> {
-    pub span: &'a [Message],
-    pub prior: Option<String>,
-    pub limit: usize,
-    pub writer: Writer,
-    pub instructions: Option<String>,
-    pub counter: Counter<'static>,
-    pub fallback: bool,
 }
 
 impl SummaryRequest {
-    pub fn new(spec: SummarySpec<'_>) -> Self {
-        let span: Arc<[Message]> = canonical(spec.span).into();
+    pub fn new(span: &[Message], settings: SummarySettings) -> Self {
         let mut req = Self {
-            span,
-            span_messages: spec.span.len(),
-            prior: spec.prior,
-            limit: spec.limit,
-            writer: spec.writer,
-            instructions: spec.instructions,
-            counter: spec.counter,
-            fallback: spec.fallback,
+            span: canonical(span).into(),
+            span_messages: span.len(),
+            settings,
             key: String::new(),
             prefixes: Vec::new(),
         };
@@ -102,10 +91,8 @@ impl SummaryRequest {
 
     /// The same request for another writer (the heuristic fallback).
     pub fn with_writer(&self, writer: Writer) -> Self {
-        let mut req = Self {
-            writer,
-            ..self.clone()
-        };
+        let mut req = self.clone();
+        req.settings.writer = writer;
         req.rehash();
         req
     }
@@ -121,7 +108,8 @@ impl SummaryRequest {
     }
 
     fn rehash(&mut self) {
-        let model = self.writer.model();
+        let s = &self.settings;
+        let model = s.writer.model();
         let extra = model.map_or_else(String::new, |m| {
             format!(
                 "window={};result_chars={}",
@@ -131,12 +119,12 @@ impl SummaryRequest {
         let (key, prefixes) = hashes(
             &self.span,
             &KeySettings {
-                writer: self.writer.strategy().as_str(),
+                writer: s.writer.strategy().as_str(),
                 model: model.map(|m| m.name.as_str()),
-                prior: self.prior.as_deref(),
-                limit: self.limit,
-                counting: counting(&self.counter),
-                instructions: self.instructions.as_deref(),
+                prior: s.prior.as_deref(),
+                limit: s.limit,
+                counting: counting(&s.counter),
+                instructions: s.instructions.as_deref(),
                 extra,
             },
         );

@@ -64,12 +64,12 @@ impl SummaryService {
     }
 
     /// Writes the summary `req` asks for, from the cache when it holds it.
-    /// `Err` only for an upstream failure when `req.fallback` is off.
+    /// `Err` only for an upstream failure when `req.settings.fallback` is off.
     pub async fn write(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
         let result = self.once(req.key(), || self.cached(req)).await;
         match result {
             Ok(w) => Ok(w),
-            Err(e) if !req.fallback => {
+            Err(e) if !req.settings.fallback => {
                 tracing::warn!(error = %e, "upstream summary failed");
                 Err(e)
             }
@@ -174,18 +174,18 @@ impl SummaryService {
     }
 
     /// Writes the summary of `req.span[from..]`, extending `prior` instead of
-    /// `req.prior` when given.
+    /// `req.settings.prior` when given.
     async fn compute(
         &self,
         req: &SummaryRequest,
         from: usize,
         prior: Option<String>,
     ) -> Result<Written, UpstreamError> {
-        let prior = prior.or_else(|| req.prior.clone());
-        let (content, usage) = match (&req.writer, &self.upstream) {
+        let prior = prior.or_else(|| req.settings.prior.clone());
+        let (content, usage) = match (&req.settings.writer, &self.upstream) {
             (Writer::Llm(model), Some(up)) => {
                 let (text, usage) =
-                    super::llm::write(up, model, req, from, prior, req.limit).await?;
+                    super::llm::write(up, model, req, from, prior, req.settings.limit).await?;
                 (text, Some(usage))
             }
             (Writer::Hybrid(model), Some(up)) => {
@@ -196,8 +196,8 @@ impl SummaryService {
         };
         let mut w = Written::new(
             content,
-            req.writer.strategy(),
-            req.writer.model().map(|m| m.name.clone()),
+            req.settings.writer.strategy(),
+            req.settings.writer.model().map(|m| m.name.clone()),
             req.key().to_string(),
         );
         w.usage = usage;

@@ -147,20 +147,14 @@ fn profile(s: &Settings) -> Profile {
 
 fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compress::Error> {
     COMPRESSOR.run_offline(Compression {
-        thread: t.clone(),
-        profile: profile(s),
         model: Some("gpt-4o".into()),
-        encoding: None,
-        prior: None,
         strategy: if s.truncate {
             Summarizer::Truncate
         } else {
             Summarizer::Heuristic
         },
-        summarizer_model: None,
-        instructions: None,
         force,
-        keep_recent_iterations: None,
+        ..Compression::new(t.clone(), profile(s))
     })
 }
 

@@ -12,7 +12,8 @@ use std::io::Write;
 pub const SKIP_LIVE: &str = "CONDENSE_TEST_SKIP_LIVE";
 
 fn skipping(test: &str, what: &str) -> bool {
-    let opted_out = std::env::var(SKIP_LIVE).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
+    let opted_out =
+        std::env::var(SKIP_LIVE).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"));
     if opted_out {
         // Not eprintln!: the harness captures that for passing tests.
         let _ = writeln!(
