@@ -779,6 +779,249 @@ async fn sqlite_entries_survive_a_restart() {
     assert_eq!(second.get("k").await.unwrap(), Some(e));
 }
 
+// ------------------------------------------ claim guards, on both backends
+
+/// Behind the caches' back, for what the claim tests set up or inspect.
+enum Backdoor {
+    Pg(PgPool),
+    Sqlite(SqlitePool),
+}
+
+impl Backdoor {
+    /// Makes the claim on `key` look run out, without waiting for a lease.
+    async fn expire_claim(&self, key: &str) {
+        match self {
+            Backdoor::Pg(pool) => pg_expire_claim(pool, key).await,
+            Backdoor::Sqlite(pool) => {
+                sqlx::query("UPDATE summary_claims SET expires_at = 0 WHERE key = ?1")
+                    .bind(key)
+                    .execute(pool)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
+    /// Seconds until the claim on `key` runs out, by the database's clock.
+    async fn claim_secs_left(&self, key: &str) -> f64 {
+        match self {
+            Backdoor::Pg(pool) => sqlx::query_scalar(
+                "SELECT EXTRACT(EPOCH FROM expires_at - now())::float8 \
+                 FROM summary_claims WHERE key = $1",
+            )
+            .bind(key)
+            .fetch_one(pool)
+            .await
+            .unwrap(),
+            Backdoor::Sqlite(pool) => {
+                let expires_ms: i64 =
+                    sqlx::query_scalar("SELECT expires_at FROM summary_claims WHERE key = ?1")
+                        .bind(key)
+                        .fetch_one(pool)
+                        .await
+                        .unwrap();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap();
+                (expires_ms as f64 - now.as_millis() as f64) / 1000.0
+            }
+        }
+    }
+}
+
+/// Two replicas on one fresh PostgreSQL database (kept while the `TestDb` lives).
+async fn pg_replicas(test: &str, opts: CacheOptions) -> Option<(TestDb, Cache, Cache, Backdoor)> {
+    let db = TestDb::create(test).await?;
+    let (a, b) = (db.cache(opts.clone()), db.cache(opts));
+    let door = Backdoor::Pg(db.pool().await);
+    Some((db, a, b, door))
+}
+
+/// Two replicas on one SQLite file (kept while the `TempDir` lives).
+async fn sqlite_replicas(opts: CacheOptions) -> (TempDir, Cache, Cache, Backdoor) {
+    let dir = TempDir::new();
+    let a = Cache::connect(&sqlite_url(&dir), opts.clone())
+        .await
+        .unwrap();
+    let b = Cache::connect(&sqlite_url(&dir), opts).await.unwrap();
+    let door = Backdoor::Sqlite(sqlite_pool(&dir).await);
+    (dir, a, b, door)
+}
+
+/// Waits for a release that runs in the background (a dropped guard's).
+async fn until_claim_ends(cache: &Cache, key: &str) {
+    within_generous("the background release of a dropped guard", async {
+        while cache.claim_active(key).await.unwrap() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+/// `renew` extends the holder's claim, and only the holder's: it is false for
+/// another replica, and for the holder once the claim was taken over or ended.
+async fn renew_extends_only_a_held_claim(a: &Cache, b: &Cache, door: &Backdoor) {
+    let lease = opts().claim_lease;
+    let held = a.claim_lease("k").await.unwrap().expect("k is free");
+    assert!(b.claim_lease("k").await.unwrap().is_none(), "k is a's");
+    assert!(door.claim_secs_left("k").await <= lease.as_secs_f64());
+
+    assert!(a.renew("k", LONG_LEASE).await.unwrap());
+    assert!(door.claim_secs_left("k").await > LONG_LEASE.as_secs_f64() - 60.0);
+    assert!(!b.renew("k", lease).await.unwrap(), "b never held k");
+    assert!(
+        door.claim_secs_left("k").await > LONG_LEASE.as_secs_f64() - 60.0,
+        "b's renew left a's claim alone"
+    );
+
+    // Run out and taken over: lost for good.
+    door.expire_claim("k").await;
+    let taken = b.claim_lease("k").await.unwrap().expect("takeover");
+    assert!(!a.renew("k", lease).await.unwrap(), "a lost k");
+    assert!(b.renew("k", lease).await.unwrap());
+    held.release().await; // a's release leaves b's claim alone
+    assert!(a.claim_active("k").await.unwrap());
+    // Ended by a put: nothing left to renew.
+    taken.put(&entry("k", "p", 1, "b's")).await.unwrap();
+    assert!(!b.claim_active("k").await.unwrap());
+    assert!(!b.renew("k", lease).await.unwrap(), "put ended it");
+
+    // Run out but nobody took it over: still a's, and renewed.
+    let held = a.claim_lease("r").await.unwrap().expect("r is free");
+    door.expire_claim("r").await;
+    assert!(!b.claim_active("r").await.unwrap());
+    assert!(a.renew("r", lease).await.unwrap());
+    assert!(
+        b.claim_lease("r").await.unwrap().is_none(),
+        "renewed, so live"
+    );
+    held.release().await;
+    assert!(!a.renew("r", lease).await.unwrap(), "released");
+}
+
+/// `hold` keeps a claim for work 2.5 times as long as its lease: the other
+/// replica can never take it, and its waiter keeps waiting until the put.
+async fn hold_outlasts_the_lease(a: &Cache, b: &Cache) {
+    let lease = a.options().unwrap().claim_lease;
+    let work = lease * 5 / 2;
+    let held = a.claim_lease("slow").await.unwrap().expect("free");
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.wait_for("slow", Duration::from_millis(100)).await })
+    };
+    let started = Instant::now();
+    let checks = held
+        .hold(async {
+            let mut checks = 0;
+            while started.elapsed() < work {
+                let stolen = b.claim_lease("slow").await.unwrap();
+                let at = started.elapsed();
+                assert!(
+                    stolen.is_none(),
+                    "b took the claim after {at:?} (lease {lease:?})"
+                );
+                checks += 1;
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            checks
+        })
+        .await;
+    assert!(checks > 1);
+    assert!(
+        !waiter.is_finished(),
+        "the waiter kept waiting for {:?}, while the claim was renewed",
+        started.elapsed()
+    );
+    assert!(b.claim_active("slow").await.unwrap());
+
+    let stored = held.put(&entry("slow", "p", 2, "slow work")).await.unwrap();
+    let got = within_generous("the waiter, after the put", waiter).await;
+    assert_eq!(got.unwrap().unwrap(), Some(stored));
+    assert!(
+        !b.claim_active("slow").await.unwrap(),
+        "put ended the claim"
+    );
+}
+
+/// A guard dropped while armed (its request timed out) gives the claim up at
+/// once, long before its lease ends: waiters stop waiting and another replica
+/// can claim. A released guard frees it before `release` returns.
+async fn dropped_guard_releases_at_once(a: &Cache, b: &Cache) {
+    assert_eq!(a.options().unwrap().claim_lease, LONG_LEASE);
+    let held = a.claim_lease("k").await.unwrap().expect("free");
+    let waiter = {
+        let b = b.clone();
+        tokio::spawn(async move { b.wait_for("k", Duration::from_millis(20)).await })
+    };
+    // The request's timeout, which certainly fires: the work never ends.
+    let request = async move { held.hold(std::future::pending::<()>()).await };
+    let timed_out = tokio::time::timeout(Duration::from_millis(200), request).await;
+    assert!(timed_out.is_err());
+
+    until_claim_ends(b, "k").await;
+    let got = within_generous("the waiter, after the drop", waiter).await;
+    assert_eq!(got.unwrap().unwrap(), None, "claim ended without an entry");
+    let mine = b.claim_lease("k").await.unwrap().expect("free again");
+
+    // An explicit release: free by the time it returns.
+    mine.release().await;
+    let again = a.claim_lease("k").await.unwrap().expect("released");
+    drop(again);
+    until_claim_ends(b, "k").await;
+}
+
+fn lease_opts(claim_lease: Duration) -> CacheOptions {
+    CacheOptions {
+        claim_lease,
+        ..opts()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_renew_extends_only_a_held_claim() {
+    let test = "pg_renew_extends_only_a_held_claim";
+    let Some((_db, a, b, door)) = pg_replicas(test, opts()).await else {
+        return;
+    };
+    renew_extends_only_a_held_claim(&a, &b, &door).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_renew_extends_only_a_held_claim() {
+    let (_dir, a, b, door) = sqlite_replicas(opts()).await;
+    renew_extends_only_a_held_claim(&a, &b, &door).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_hold_outlasts_the_lease() {
+    let opts = lease_opts(Duration::from_secs(4));
+    let Some((_db, a, b, _)) = pg_replicas("pg_hold_outlasts_the_lease", opts).await else {
+        return;
+    };
+    hold_outlasts_the_lease(&a, &b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_hold_outlasts_the_lease() {
+    let (_dir, a, b, _) = sqlite_replicas(lease_opts(Duration::from_secs(4))).await;
+    hold_outlasts_the_lease(&a, &b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_dropped_guard_releases_at_once() {
+    let test = "pg_dropped_guard_releases_at_once";
+    let Some((_db, a, b, _)) = pg_replicas(test, lease_opts(LONG_LEASE)).await else {
+        return;
+    };
+    dropped_guard_releases_at_once(&a, &b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_dropped_guard_releases_at_once() {
+    let (_dir, a, b, _) = sqlite_replicas(lease_opts(LONG_LEASE)).await;
+    dropped_guard_releases_at_once(&a, &b).await;
+}
+
 // ------------------------------------------------------- no database needed
 
 #[tokio::test]
@@ -798,6 +1041,16 @@ async fn off_is_a_no_op() {
         Claim::Claimed
     );
     cache.release("k").await.unwrap();
+    let first = cache.claim_lease("k").await.unwrap().expect("always");
+    let second = cache
+        .claim_lease("k")
+        .await
+        .unwrap()
+        .expect("always, even twice");
+    assert!(cache.renew("k", LONG_LEASE).await.unwrap());
+    assert_eq!(first.hold(async { 7 }).await, 7);
+    assert_eq!(first.put(&e).await.unwrap(), e);
+    second.release().await;
     let waited = within_generous("wait with no cache", cache.wait_for("k", LONG_LEASE)).await;
     assert_eq!(waited.unwrap(), None, "nothing to wait for");
     assert_eq!(cache.prune(Duration::ZERO, 0).await.unwrap(), 0);
