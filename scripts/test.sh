@@ -17,9 +17,11 @@ cargo test --all-targets --locked --no-run
 
 started_llm=""
 if [ -z "${CONDENSE_TEST_LLM_URL:-}" ]; then
+  # Stop it afterwards only if this run started it: a server someone else
+  # is using stays up.
+  scripts/local-llm.sh status || started_llm=1
   echo "== starting the local LLM (scripts/local-llm.sh; builds once, ~10 min on 2 cores)"
   CONDENSE_TEST_LLM_URL="$(scripts/local-llm.sh start)"
-  started_llm=1
 fi
 export CONDENSE_TEST_LLM_URL
 cleanup() { if [ -n "$started_llm" ]; then scripts/local-llm.sh stop || true; fi; }

@@ -9,20 +9,11 @@ use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
 use crate::common::{Reply, get, post, post_raw, thread};
 use crate::stub::{self, Fault};
 
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"))
-}
-
-/// A fresh database on the test server, or None (outside CI) without one.
-async fn fresh_database() -> Option<String> {
-    let url = match std::env::var("DATABASE_URL") {
-        Ok(u) if !u.is_empty() => u,
-        _ if in_ci() => panic!("DATABASE_URL is not set; the test command provides PostgreSQL"),
-        _ => {
-            eprintln!("skipping: no DATABASE_URL (scripts/with-postgres.sh provides one)");
-            return None;
-        }
-    };
+/// A fresh database on the test server, or None when the run opted out of
+/// live parts (`CONDENSE_TEST_SKIP_LIVE=1`); panics with instructions when
+/// there is no PostgreSQL.
+async fn fresh_database(test: &str) -> Option<String> {
+    let url = crate::live::postgres(test)?;
     let admin: PgConnectOptions = url.parse().unwrap();
     let name = format!("condense_api_{}", uuid::Uuid::new_v4().simple());
     let mut conn = admin
@@ -32,12 +23,14 @@ async fn fresh_database() -> Option<String> {
     conn.execute(format!("CREATE DATABASE {name}").as_str())
         .await
         .unwrap();
-    let base = url.split('?').next().unwrap();
-    let root = &base[..base
-        .rfind('/')
-        .filter(|&i| i > base.find("://").unwrap() + 2)
-        .unwrap_or(base.len())];
-    Some(format!("{root}/{name}"))
+    Some(admin.database(&name).to_url_lossy().to_string())
+}
+
+/// A SQLite file, and PostgreSQL unless the run opted out.
+async fn every_backend(test: &str) -> Vec<String> {
+    let mut urls = vec![temp_sqlite()];
+    urls.extend(fresh_database(test).await);
+    urls
 }
 
 fn temp_sqlite() -> String {
@@ -52,9 +45,12 @@ async fn app_on(url: &str, upstream: Option<&str>) -> axum::Router {
         database_url: Some(url.to_string()),
         upstream_url: upstream.map(str::to_string),
         upstream_model: "stub-model".into(),
-        upstream_timeout: 2,
-        upstream_retry_budget: 5,
-        db_acquire_timeout_ms: 300,
+        // Generous limits: under load a short one fires by itself and the
+        // test fails for no reason. (The outage test's unreachable database
+        // refuses connections at once: no limit has to fire there.)
+        upstream_timeout: 60,
+        upstream_retry_budget: 120,
+        db_acquire_timeout_ms: 30_000,
         ..Default::default()
     };
     condense::http::router(
@@ -77,9 +73,7 @@ fn summary(r: &Reply) -> Value {
 /// Hit after miss, the same bytes, no second upstream call: SQLite and PostgreSQL.
 #[tokio::test]
 async fn a_hit_costs_no_call_and_returns_the_same_bytes() {
-    let mut urls = vec![temp_sqlite()];
-    urls.extend(fresh_database().await);
-    for url in urls {
+    for url in every_backend("a_hit_costs_no_call_and_returns_the_same_bytes").await {
         let s = stub::start(Fault::Ok, false).await;
         let app = app_on(&url, Some(&s.url)).await;
         let first = summary(&post(&app, "/v1/compress", &llm_request()).await);
@@ -103,8 +97,13 @@ async fn a_hit_costs_no_call_and_returns_the_same_bytes() {
 /// the format do not change it.
 #[tokio::test]
 async fn the_key_survives_json_formatting_and_the_wire_format() {
-    let url = temp_sqlite();
-    let app = app_on(&url, None).await;
+    for url in every_backend("the_key_survives_json_formatting_and_the_wire_format").await {
+        the_key_survives_on(&url).await;
+    }
+}
+
+async fn the_key_survives_on(url: &str) {
+    let app = app_on(url, None).await;
     let mut openai = vec![json!({"role": "system", "content": "be careful"})];
     let mut anthropic = Vec::new();
     for i in 0..8 {
@@ -153,8 +152,14 @@ async fn the_key_survives_json_formatting_and_the_wire_format() {
 /// A grown thread reuses the summary of its prefix and sends only the new messages.
 #[tokio::test]
 async fn a_grown_thread_summarizes_only_its_new_messages() {
+    for url in every_backend("a_grown_thread_summarizes_only_its_new_messages").await {
+        a_grown_thread_on(&url).await;
+    }
+}
+
+async fn a_grown_thread_on(url: &str) {
     let s = stub::start(Fault::Ok, false).await;
-    let app = app_on(&temp_sqlite(), Some(&s.url)).await;
+    let app = app_on(url, Some(&s.url)).await;
     let t = thread("medium-03.openai");
     let all = t["messages"].as_array().unwrap();
     let first_user = all[1]["content"].as_str().unwrap()[..40].to_string();
@@ -179,7 +184,7 @@ async fn a_grown_thread_summarizes_only_its_new_messages() {
 /// Two replicas on one database, identical requests at the same moment: one upstream call.
 #[tokio::test]
 async fn two_replicas_make_one_upstream_call() {
-    let Some(url) = fresh_database().await else {
+    let Some(url) = fresh_database("two_replicas_make_one_upstream_call").await else {
         return;
     };
     let s = stub::start(Fault::SlowOk, false).await;
@@ -214,7 +219,7 @@ async fn two_replicas_make_one_upstream_call() {
 /// A database that is down never stands in the way, and the service recovers when it returns.
 #[tokio::test]
 async fn database_down_then_back() {
-    let Some(url) = fresh_database().await else {
+    let Some(url) = fresh_database("database_down_then_back").await else {
         return;
     };
     let real: PgConnectOptions = url.parse().unwrap();
@@ -226,7 +231,14 @@ async fn database_down_then_back() {
         .unwrap()
         .port();
     let via_proxy = url.replacen(&format!(":{}/", real.get_port()), &format!(":{port}/"), 1);
-    let app = app_on(&via_proxy, None).await;
+    // The pool retries a refused connection until its acquire timeout, so
+    // this one must fire, and does every time: nothing listens on the port.
+    let config = condense::Config {
+        database_url: Some(via_proxy),
+        db_acquire_timeout_ms: 3_000,
+        ..Default::default()
+    };
+    let app = condense::http::router(condense::AppState::connect(config).await.unwrap());
     let body = json!({"messages": thread("small-01.openai")["messages"], "force": true});
 
     let r = post(&app, "/v1/compress", &body).await;
@@ -254,8 +266,15 @@ async fn database_down_then_back() {
             });
         }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(get(&app, "/readyz").await.json()["checks"]["cache"], "ok");
+    // Ready again once the pool reaches it: poll, with a generous bound.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while get(&app, "/readyz").await.json()["checks"]["cache"] != "ok" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cache did not come back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let first = post(&app, "/v1/compress", &body).await.json();
     assert!(
         !first["warnings"]
@@ -271,9 +290,7 @@ async fn database_down_then_back() {
 /// A summary made before a restart is served from the cache after it.
 #[tokio::test]
 async fn summaries_survive_a_restart() {
-    let mut urls = vec![temp_sqlite()];
-    urls.extend(fresh_database().await);
-    for url in urls {
+    for url in every_backend("summaries_survive_a_restart").await {
         let body = json!({"messages": thread("medium-02.openai")["messages"], "force": true});
         let before = summary(&post(&app_on(&url, None).await, "/v1/compress", &body).await);
         // A new process: a new state, pool and in-memory everything.

@@ -350,19 +350,19 @@ async fn bad_compress_requests_are_4xx() {
         &json!({"messages": msgs, "force": true, "summarizer": {"strategy": "llm"}}),
     )
     .await;
-    assert!(
-        r.problem(422)["detail"]
-            .as_str()
-            .unwrap()
-            .contains("upstream")
+    let p = r.problem(422);
+    assert_eq!(
+        p["type"], "urn:condense:problem:strategy-unavailable",
+        "{p}"
     );
+    assert!(p["detail"].as_str().unwrap().contains("upstream"), "{p}");
     let big = json!([{"role": "system", "content": "rule ".repeat(5000)}, {"role": "user", "content": "hi"}]);
     let r = post(&app, "/v1/compress", &json!({"messages": big, "force": true, "config": {"context_window": 2000, "response_reserve": 100}})).await;
+    let p = r.problem(422);
+    assert_eq!(p["type"], "urn:condense:problem:does-not-fit", "{p}");
     assert!(
-        r.problem(422)["detail"]
-            .as_str()
-            .unwrap()
-            .contains("pinned prefix")
+        p["detail"].as_str().unwrap().contains("pinned prefix"),
+        "{p}"
     );
 }
 
@@ -434,9 +434,12 @@ async fn anthropic_threads_start_with_a_user_turn_in_and_out() {
     let t = thread("medium-02.anthropic");
     let r = post(&app, "/v1/compress", &json!({"system": t["system"], "messages": t["messages"], "summarizer": {"strategy": "truncate"},
         "config": {"context_window": 6000, "response_reserve": 0, "min_recent_messages": 2}})).await;
-    match r.status.as_u16() {
-        200 => assert_eq!(r.json()["messages"][0]["role"], "user"),
-        422 => {}
-        other => panic!("{other}: {}", r.text()),
-    }
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    assert_eq!(out["messages"][0]["role"], "user", "{}", out["messages"][0]);
+    assert!(!out["messages_dropped"].as_array().unwrap().is_empty());
+    // A window too small for the newest unit alone is a 422 that says so.
+    let r = post(&app, "/v1/compress", &json!({"system": t["system"], "messages": t["messages"], "summarizer": {"strategy": "truncate"},
+        "config": {"context_window": 300, "response_reserve": 0, "min_recent_messages": 2}})).await;
+    assert_eq!(r.problem(422)["type"], "urn:condense:problem:does-not-fit");
 }

@@ -10,24 +10,11 @@ use serde_json::json;
 
 use crate::common::{app_with, post, thread};
 
-fn local_llm() -> Option<String> {
-    match std::env::var("CONDENSE_TEST_LLM_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ if std::env::var("CI").is_ok() => {
-            panic!("CONDENSE_TEST_LLM_URL is not set; the test command starts the local model")
-        }
-        _ => {
-            eprintln!(
-                "skipping: start a model with scripts/local-llm.sh and set CONDENSE_TEST_LLM_URL"
-            );
-            None
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_model_writes_the_summary() {
-    let Some(url) = local_llm() else { return };
+    let Some(url) = crate::live::llm("a_real_model_writes_the_summary") else {
+        return;
+    };
     let app = app_with(condense::Config {
         upstream_url: Some(url),
         upstream_model: "SmolLM2-135M-Instruct".into(),

@@ -7,7 +7,6 @@ mod compress;
 mod compress_props;
 mod golden;
 #[path = "../support/live.rs"]
-#[allow(dead_code)]
 mod live;
 mod llm_e2e;
 mod properties;

@@ -137,7 +137,8 @@ proptest! {
         let system = json!("You are terse.");
         for (fmt, messages, system) in [(WireFormat::OpenAi, &openai, None), (WireFormat::Anthropic, &anthropic, Some(&system))] {
             let t = thread::parse(RawThread { format: None, messages, system, tools: None }).unwrap();
-            prop_assert_eq!(t.format, if units.iter().any(|u| matches!(u, Unit::Tools(_))) || fmt == WireFormat::Anthropic { fmt } else { t.format });
+            // Detected, not told: the top-level system marks Anthropic, its absence OpenAI.
+            prop_assert_eq!(t.format, fmt);
             let raws: Vec<&Value> = t.messages.iter().map(|m| &m.raw).collect();
             prop_assert_eq!(raws, messages.iter().collect::<Vec<_>>());
             for method in [Method::Bpe, Method::Chars { chars_per_token: 3.5 }] {

@@ -19,8 +19,12 @@ fn config(url: &str, anthropic: bool) -> condense::Config {
         },
         upstream_api_key: condense::upstream::Secret::new(KEY),
         upstream_model: "stub-model".into(),
-        upstream_timeout: 1,
-        upstream_retry_budget: 6,
+        // Generous: a loaded machine must not turn a stub's prompt answer
+        // into a timeout. A hang (which must time out) gets its own limit.
+        upstream_timeout: 30,
+        // Larger than every retry sequence here, so the attempts made are
+        // max_retries + 1 exactly, never cut short by the budget.
+        upstream_retry_budget: 300,
         upstream_max_retries: 2,
         ..Default::default()
     }
@@ -37,8 +41,12 @@ async fn compress_with(
     body: Value,
 ) -> (stub::Stub, crate::common::Reply) {
     let s = stub::start(fault, anthropic).await;
-    let app = app_with(config(&s.url, anthropic));
-    let r = post(&app, "/v1/compress", &body).await;
+    let mut c = config(&s.url, anthropic);
+    if matches!(fault, Fault::Hang) {
+        // The stub never answers in time: this timeout always fires.
+        c.upstream_timeout = 2;
+    }
+    let r = post(&app_with(c), "/v1/compress", &body).await;
     (s, r)
 }
 
@@ -148,10 +156,9 @@ async fn faults_fall_back_to_the_heuristic() {
                 .unwrap()
                 .starts_with("[Context Summary")
         );
+        // Retryable faults (5xx, timeouts) are tried max_retries + 1 times.
         let expected_calls = if retried { 3 } else { 1 };
-        if !matches!(fault, Fault::Hang) {
-            assert_eq!(s.calls(), expected_calls, "{fault:?}");
-        }
+        assert_eq!(s.calls(), expected_calls, "{fault:?}");
         assert_no_key(&r);
     }
 }
@@ -233,43 +240,4 @@ async fn auto_uses_the_llm_only_for_spans_worth_it() {
     let (s, r) = compress_with(Fault::Ok, false, body).await;
     assert_eq!(r.json()["summary"]["strategy"], "heuristic");
     assert_eq!(s.calls(), 0);
-}
-
-/// Captures this thread's log lines while a request echoes the key back.
-#[tokio::test]
-async fn the_api_key_never_reaches_the_logs() {
-    use std::sync::{Arc, Mutex};
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buf = Buf::default();
-    let writer = buf.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
-    for fault in [Fault::EchoKey, Fault::ServerError] {
-        let (_, r) = compress_with(fault, false, request("llm")).await;
-        assert_no_key(&r);
-    }
-    let logs = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
-    assert!(
-        logs.contains("upstream"),
-        "the failures were logged: {logs}"
-    );
-    assert!(
-        logs.contains("[redacted]"),
-        "the echoed key was scrubbed: {logs}"
-    );
-    assert!(!logs.contains(KEY), "the API key is in the logs");
 }
