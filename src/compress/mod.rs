@@ -9,6 +9,7 @@
 //! Imports point down: `compress` → `summarize` → `upstream`/`cache` →
 //! `tokens` → `thread`.
 
+mod continuity;
 mod finish;
 mod fit;
 mod iterations;
@@ -37,6 +38,9 @@ pub enum Reason {
     Tokens,
     ContextWindow,
     Forced,
+    /// Nothing new is due; the previous summary of this conversation stays
+    /// in place of the messages it covers (continuity mode).
+    Continued,
 }
 
 impl From<Trigger> for Reason {
@@ -69,6 +73,10 @@ pub struct Compression {
     pub force: bool,
     /// `group_by: "iteration"`: how many recent iterations stay verbatim.
     pub keep_recent_iterations: Option<usize>,
+    /// The caller resends its whole history every turn: replace the
+    /// longest prefix a summary already covers by that summary, every turn,
+    /// so the forwarded prefix stays byte-identical (see [`continuity`]).
+    pub continuity: bool,
 }
 
 impl Compression {
@@ -86,6 +94,7 @@ impl Compression {
             instructions: None,
             force: false,
             keep_recent_iterations: None,
+            continuity: false,
         }
     }
 }
@@ -97,6 +106,11 @@ pub(crate) struct Setup {
     pub context_window: u64,
     pub model: Option<UpstreamModel>,
     pub warnings: Vec<String>,
+    /// Continuity mode: the history's hashes.
+    pub anchor: Option<continuity::Anchor>,
+    /// Continuity mode found a summary of a prefix: it is the request's
+    /// `prior` and stays in place even when nothing is due.
+    pub continued: bool,
 }
 
 /// Why a compression could not be done. Each variant is its own problem

@@ -8,6 +8,7 @@
 
 use std::ops::Range;
 
+use super::continuity::summary_limit;
 use super::{Compression, Error, Outcome, Previous, Reason, Setup, split};
 use crate::policy::{self, OnUpstreamError, Profile};
 use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
@@ -86,10 +87,12 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     let mut assessed = policy::assess(&t, &count, previous.as_ref().map(|s| s.last), 0);
     assessed.total_tokens += summary_tokens as u64;
     let verdict = policy::decide(&p, assessed, setup.context_window);
+    let continued = setup.continued && previous.as_ref().is_some_and(|p| !p.in_thread);
     let Some(reason) = verdict
         .trigger
         .map(Reason::from)
         .or(force.then_some(Reason::Forced))
+        .or(continued.then_some(Reason::Continued))
     else {
         return Ok(Planned::Done(Box::new(Outcome::unchanged(
             t,
@@ -116,13 +119,17 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
             setup.context_window, p.response_reserve
         )));
     }
-    let summary_limit = (p.max_summary_tokens as usize).min(budget * 3 / 10).max(16);
+    let summary_limit = summary_limit(&p, setup.context_window);
+    if reason == Reason::Continued {
+        // Nothing new to summarize: the previous summary and everything after it.
+        cut = start;
+    }
     let span_tokens = |from: usize, to: usize| count.messages[from..to].iter().sum::<usize>();
     let decision = decide(strategy, setup.model, span_tokens(start, cut) as u64, &p)?;
 
     // Shrink the tail by whole units while the summary's share would not fit,
     // down to min_recent_messages. One pass over the units: linear.
-    if keep_recent_iterations.is_none() {
+    if keep_recent_iterations.is_none() && reason != Reason::Continued {
         let reserve = match decision {
             Decision::Truncate => 0,
             Decision::Write(_) => summary_limit + 16,
@@ -149,20 +156,23 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
             .find(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
             .unwrap_or(start);
     }
-    let job =
-        job(&t, start, cut, &previous, &decision, keep_recent_iterations).map(|(span, writer)| {
-            SummaryRequest::new(
-                span,
-                SummarySettings {
-                    prior: previous.as_ref().map(|p| p.content.clone()),
-                    limit: summary_limit,
-                    writer,
-                    instructions,
-                    counter: c,
-                    fallback: p.on_upstream_error == OnUpstreamError::Fallback,
-                },
-            )
-        });
+    let elsewhere = keep_recent_iterations.is_some() || reason == Reason::Continued;
+    let job = job(&t, start, cut, &previous, &decision, elsewhere).map(|(span, writer)| {
+        let mut job = SummaryRequest::new(
+            span,
+            SummarySettings {
+                prior: previous.as_ref().map(|p| p.content.clone()),
+                limit: summary_limit,
+                writer,
+                instructions,
+                counter: c,
+                fallback: p.on_upstream_error == OnUpstreamError::Fallback,
+            },
+        );
+        // Continuity mode: indexed under the whole conversation it stands for.
+        job.index = setup.anchor.as_ref().and_then(|a| a.index(cut));
+        job
+    });
     Ok(Planned::Pending(Box::new(Plan {
         thread: t,
         profile: p,
@@ -184,20 +194,20 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
 }
 
 /// The span a summarizer must write and who writes it, if anyone:
-/// truncation writes none, and per-iteration summaries are written while
-/// finishing.
+/// truncation writes none, per-iteration summaries are written while
+/// finishing, and a continued summary stays as it is (`elsewhere`).
 fn job<'t>(
     t: &'t Thread,
     start: usize,
     cut: usize,
     previous: &Option<Previous>,
     decision: &Decision,
-    keep_recent_iterations: Option<usize>,
+    elsewhere: bool,
 ) -> Option<(&'t [Message], Writer)> {
     let span = &t.messages[start..cut];
     let extends = previous.as_ref().is_some_and(|p| !p.in_thread);
     match decision {
-        Decision::Write(_) if keep_recent_iterations.is_some() => None,
+        Decision::Write(_) if elsewhere => None,
         Decision::Write(_) if span.is_empty() && !extends => None,
         Decision::Write(w) => Some((span, w.clone())),
         Decision::Truncate => None,

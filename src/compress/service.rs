@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::continuity::Anchor;
 use super::plan::{self, Planned};
 use super::{Compression, Error, Outcome, Setup};
 use crate::summarize::{SummaryService, Writer, cpu, write_offline};
@@ -51,6 +52,11 @@ impl Compressor {
     /// single flight, maybe an upstream call) in between.
     pub async fn run(&self, req: Compression) -> Result<Outcome, Error> {
         let setup = self.setup(&req)?;
+        let (req, setup) = if req.continuity {
+            self.continue_from_cache(req, setup).await
+        } else {
+            (req, setup)
+        };
         let mut plan = match cpu(move || plan::plan(req, setup)).await? {
             Planned::Done(outcome) => return Ok(*outcome),
             Planned::Pending(plan) => plan,
@@ -60,6 +66,39 @@ impl Compressor {
             None => None,
         };
         cpu(move || plan.finish(written)).await
+    }
+
+    /// Continuity mode: the latest cached summary of the longest prefix of
+    /// the history becomes the request's previous summary. A cache that
+    /// fails costs continuity for this turn, never the request.
+    async fn continue_from_cache(
+        &self,
+        mut req: Compression,
+        mut setup: Setup,
+    ) -> (Compression, Setup) {
+        let (req_back, setup_back, anchor) = cpu(move || {
+            let anchor = Anchor::new(&req, &setup);
+            (req, setup, anchor)
+        })
+        .await;
+        (req, setup) = (req_back, setup_back);
+        match self.summarizer.cache().find_prefix(anchor.hashes()).await {
+            Ok(Some(entry)) => {
+                if let Some(prior) = anchor.prior(entry) {
+                    req.prior = Some(prior);
+                    setup.continued = true;
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "summary cache unavailable for continuity");
+                setup.warnings.push(
+                    "the summary cache is unavailable; earlier summaries were not reused".into(),
+                );
+            }
+        }
+        setup.anchor = Some(anchor);
+        (req, setup)
     }
 
     /// The same on the calling thread, uncached, for strategies that need no
@@ -104,6 +143,8 @@ impl Compressor {
             context_window: req.profile.context_window.unwrap_or(spec.context_window),
             model,
             warnings,
+            anchor: None,
+            continued: false,
         })
     }
 }

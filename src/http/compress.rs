@@ -165,6 +165,7 @@ fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
         instructions: summarizer.instructions,
         force: req.force,
         keep_recent_iterations,
+        continuity: false,
     })
 }
 

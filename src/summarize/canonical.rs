@@ -27,10 +27,18 @@ pub const KEY_VERSION: &str = "condense-summary-v2";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {
+    canonical_with_ends(span).0
+}
+
+/// [`canonical`], and for each canonical message the end (exclusive) of
+/// the caller's message it came from, relative to `span`: a prefix of the
+/// canonical form that ends at a caller's message boundary maps back to it.
+pub fn canonical_with_ends(span: &[Message]) -> (Vec<Message>, Vec<usize>) {
     let mut ids: HashMap<&str, String> = HashMap::new();
     let mut external = 0usize;
     let mut out = Vec::with_capacity(span.len());
-    for m in span {
+    let mut ends = Vec::with_capacity(span.len());
+    for (i, m) in span.iter().enumerate() {
         let mut own: Vec<Part> = Vec::new();
         for p in &m.parts {
             match p {
@@ -75,8 +83,9 @@ pub fn canonical(span: &[Message]) -> Vec<Message> {
         if !own.is_empty() || m.parts.is_empty() {
             out.push(message(m.role, own));
         }
+        ends.resize(out.len(), i + 1);
     }
-    out
+    (out, ends)
 }
 
 fn message(role: Role, parts: Vec<Part>) -> Message {

@@ -21,10 +21,10 @@ mod written;
 
 use serde::{Deserialize, Serialize};
 
-pub use canonical::{KEY_VERSION, KeySettings, canonical, hashes};
+pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, write_offline};
 pub use hybrid::NARRATIVE;
-pub use request::{SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
+pub use request::{Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};
 pub use service::SummaryService;
 pub use written::{PROMPT_VERSION, Usage, Written};

@@ -56,8 +56,24 @@ pub struct SummaryRequest {
     /// Messages of the caller's span (the canonical form may split some).
     pub span_messages: usize,
     pub settings: SummarySettings,
+    /// Where the summary is indexed for prefix reuse, when not under its
+    /// own last prefix hash.
+    pub index: Option<Index>,
     key: String,
     prefixes: Vec<String>,
+}
+
+/// An index entry for a summary that extends an earlier one: the rolling
+/// hash of the whole conversation it stands for, and that conversation's
+/// length, so a caller that resends its full history (the proxy) finds the
+/// latest summary of its longest summarized prefix with one lookup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Index {
+    pub hash: String,
+    /// Canonical messages the hash covers (the longest match wins).
+    pub span_len: usize,
+    /// The caller's messages the summary stands for.
+    pub messages_summarized: usize,
 }
 
 /// Everything besides the span that a caller chooses.
@@ -82,6 +98,7 @@ impl SummaryRequest {
             span: canonical(span).into(),
             span_messages: span.len(),
             settings,
+            index: None,
             key: String::new(),
             prefixes: Vec::new(),
         };

@@ -250,16 +250,23 @@ fn from_entry(e: CachedSummary) -> Written {
 }
 
 fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
+    let (prefix_hash, span_len, messages_summarized) = match &req.index {
+        Some(i) => (i.hash.clone(), i.span_len, i.messages_summarized),
+        None => (
+            req.prefix_hashes()
+                .last()
+                .cloned()
+                .unwrap_or_else(|| w.key.clone()),
+            req.span.len(),
+            req.span_messages,
+        ),
+    };
     CachedSummary {
         key: w.key.clone(),
-        prefix_hash: req
-            .prefix_hashes()
-            .last()
-            .cloned()
-            .unwrap_or_else(|| w.key.clone()),
-        span_len: req.span.len() as i64,
+        prefix_hash,
+        span_len: span_len as i64,
         content: w.content.clone(),
-        messages_summarized: req.span_messages as i64,
+        messages_summarized: messages_summarized as i64,
         token_count: 0,
         strategy: w.strategy.as_str().to_string(),
         model: w.model.clone(),

@@ -1,0 +1,95 @@
+//! Continuity across turns, for callers that resend their whole history
+//! every turn (the proxy): the thread is compressed the same way each turn
+//! until the next summary is due, so the prefix a provider sees stays
+//! byte-identical and its prompt cache keeps hitting.
+//!
+//! Every summary written in this mode is indexed under the rolling hash of
+//! the whole conversation it stands for (from the end of the pinned prefix),
+//! seeded with the settings that shape it. The next turn hashes its history
+//! the same way and finds, with one lookup, the latest summary of its
+//! longest summarized prefix; that summary then stands in for the prefix as
+//! a previous summary would, and only what came after it is new.
+
+use super::{Compression, Setup};
+use crate::cache::CachedSummary;
+use crate::policy::{PriorSummary, Profile};
+use crate::summarize::{Index, KeySettings, canonical_with_ends, counting, hashes};
+
+/// The history's continuity hashes, computed once per request.
+pub(crate) struct Anchor {
+    /// End of the pinned prefix: where every indexed conversation starts.
+    pinned: usize,
+    /// `hashes[j]` covers the canonical history up to and including `j`.
+    hashes: Vec<String>,
+    /// `ends[j]`: the caller's messages (from `pinned`) canonical `j` ends.
+    ends: Vec<usize>,
+}
+
+impl Anchor {
+    /// Hashes `req`'s history after its pinned prefix. CPU work.
+    pub fn new(req: &Compression, setup: &Setup) -> Self {
+        let t = &req.thread;
+        let pinned = t.pinned_len();
+        let (span, ends) = canonical_with_ends(&t.messages[pinned..]);
+        let limit = summary_limit(&req.profile, setup.context_window);
+        let model = setup.model.as_ref().map(|m| m.name.as_str());
+        let (_, hashes) = hashes(
+            &span,
+            &KeySettings {
+                writer: "continuity",
+                model,
+                prior: None,
+                limit,
+                counting: counting(&setup.counter),
+                instructions: req.instructions.as_deref(),
+                extra: req.strategy.as_str().to_string(),
+            },
+        );
+        Self {
+            pinned,
+            hashes,
+            ends,
+        }
+    }
+
+    /// What the cache is asked for: every prefix of the history.
+    pub fn hashes(&self) -> &[String] {
+        &self.hashes
+    }
+
+    /// The previous summary a found entry stands for, if it covers a prefix
+    /// of this history that ends at one of the caller's messages.
+    pub fn prior(&self, entry: CachedSummary) -> Option<PriorSummary> {
+        let at = self.hashes.iter().position(|h| *h == entry.prefix_hash)?;
+        let covered = self.ends[at];
+        let boundary = self.ends.get(at + 1).is_none_or(|&next| next > covered);
+        boundary.then(|| PriorSummary {
+            last_message_idx: self.pinned + covered - 1,
+            content: Some(entry.content),
+            token_count: None,
+            messages_summarized: Some(entry.messages_summarized.max(0) as u64),
+        })
+    }
+
+    /// Where a summary of the history up to message `cut` (exclusive) is indexed.
+    pub fn index(&self, cut: usize) -> Option<Index> {
+        let covered = cut.checked_sub(self.pinned).filter(|&c| c > 0)?;
+        // The last canonical message of the caller's message `cut - 1`.
+        let at = self
+            .ends
+            .partition_point(|&e| e <= covered)
+            .checked_sub(1)?;
+        (self.ends[at] == covered).then(|| Index {
+            hash: self.hashes[at].clone(),
+            span_len: at + 1,
+            messages_summarized: covered,
+        })
+    }
+}
+
+/// The most tokens a summary may take: `max_summary_tokens`, and never more
+/// than 30% of the budget.
+pub(crate) fn summary_limit(p: &Profile, context_window: u64) -> usize {
+    let budget = context_window.saturating_sub(p.response_reserve) as usize;
+    (p.max_summary_tokens as usize).min(budget * 3 / 10).max(16)
+}
