@@ -55,6 +55,8 @@ pub mod defaults {
     /// Shorter than `CacheOptions`' own default: a request waits this long
     /// for a connection before answering uncached.
     pub const DB_ACQUIRE_TIMEOUT_MS: u64 = 500;
+    /// A stream that sends nothing for this long is cut; a healthy one never is.
+    pub const PROXY_IDLE_TIMEOUT_SECS: u64 = 300;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -172,6 +174,29 @@ pub struct Config {
     /// The summarizer model's context window (prompt + output), for chunking.
     #[arg(long, env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW", default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW)]
     pub upstream_context_window: usize,
+
+    /// Proxy `POST /v1/chat/completions` to this OpenAI-compatible base URL
+    /// (e.g. `https://api.openai.com/v1`); unset: the route is off.
+    #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL")]
+    pub proxy_openai_url: Option<String>,
+
+    /// Proxy `POST /v1/messages` to this Anthropic base URL (e.g.
+    /// `https://api.anthropic.com`); unset: the route is off.
+    #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL")]
+    pub proxy_anthropic_url: Option<String>,
+
+    /// Provider API key sent when a proxied request carries none; never logged.
+    #[arg(long, env = "CONDENSE_PROXY_API_KEY", hide_env_values = true, default_value = defaults::UPSTREAM_API_KEY)]
+    pub proxy_api_key: Secret,
+
+    /// Shadow mode: forward every thread unchanged and only report (in
+    /// headers) what compression would have done.
+    #[arg(long, env = "CONDENSE_PROXY_SHADOW")]
+    pub proxy_shadow: bool,
+
+    /// Seconds a proxied response may send nothing before it is cut.
+    #[arg(long, env = "CONDENSE_PROXY_IDLE_TIMEOUT", default_value_t = defaults::PROXY_IDLE_TIMEOUT_SECS)]
+    pub proxy_idle_timeout: u64,
 }
 
 impl Default for Config {
@@ -203,6 +228,11 @@ impl Default for Config {
             cache_claim_lease_secs: defaults::CACHE_CLAIM_LEASE_SECS,
             db_max_connections: defaults::DB_MAX_CONNECTIONS,
             db_acquire_timeout_ms: defaults::DB_ACQUIRE_TIMEOUT_MS,
+            proxy_openai_url: None,
+            proxy_anthropic_url: None,
+            proxy_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
+            proxy_shadow: false,
+            proxy_idle_timeout: defaults::PROXY_IDLE_TIMEOUT_SECS,
         }
     }
 }

@@ -41,6 +41,12 @@ pub enum ApiError {
     /// the upstream's own text.
     #[error("the upstream LLM failed ({0}); your thread is unchanged")]
     Upstream(String),
+    /// A proxy route whose provider URL is not configured.
+    #[error("{0}")]
+    ProxyDisabled(String),
+    /// The provider behind the proxy could not be reached.
+    #[error("{0}")]
+    ProviderUnreachable(String),
     #[error("internal error")]
     Internal(#[from] anyhow::Error),
 }
@@ -55,6 +61,16 @@ impl From<crate::compress::Error> for ApiError {
             E::ModelNotAllowed(message) => ApiError::field("/summarizer/model", message),
             E::Upstream(e) => ApiError::Upstream(e.short()),
             bug @ E::Bug(_) => ApiError::Internal(bug.into()),
+        }
+    }
+}
+
+impl From<crate::proxy::ProxyError> for ApiError {
+    fn from(e: crate::proxy::ProxyError) -> Self {
+        use crate::proxy::ProxyError as E;
+        match e {
+            E::Disabled(_) => ApiError::ProxyDisabled(e.to_string()),
+            E::Unreachable(_) => ApiError::ProviderUnreachable(e.to_string()),
         }
     }
 }
@@ -82,7 +98,8 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Upstream(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Upstream(_) | ApiError::ProviderUnreachable(_) => StatusCode::BAD_GATEWAY,
+            ApiError::ProxyDisabled(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -101,6 +118,8 @@ impl ApiError {
             ApiError::MethodNotAllowed => ("method-not-allowed", "Method not allowed"),
             ApiError::Timeout(_) => ("timeout", "Request timed out"),
             ApiError::Upstream(_) => ("upstream", "Upstream LLM failed"),
+            ApiError::ProxyDisabled(_) => ("proxy-disabled", "Proxy route is off"),
+            ApiError::ProviderUnreachable(_) => ("provider-unreachable", "Provider unreachable"),
             ApiError::Internal(_) => ("internal", "Internal server error"),
         }
     }

@@ -17,6 +17,7 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod policy;
+pub mod proxy;
 pub mod startup;
 pub mod state;
 pub mod summarize;

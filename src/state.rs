@@ -1,12 +1,14 @@
 //! The state every handler shares: cheap to clone (one `Arc`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cache::Cache;
 use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::policy::Profiles;
+use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
 use crate::tokens::{Encoders, ModelRegistry};
 use crate::upstream::Upstream;
@@ -22,12 +24,14 @@ pub struct Inner {
     /// Model name prefix -> encoding, window, calibration.
     pub models: Arc<ModelRegistry>,
     /// Named threshold sets.
-    pub profiles: Profiles,
+    pub profiles: Arc<Profiles>,
     /// Writes summaries: heuristic, or the upstream LLM when configured,
     /// behind the cache.
     pub summarizer: Arc<SummaryService>,
     /// The compression service every entry point calls.
-    pub compressor: Compressor,
+    pub compressor: Arc<Compressor>,
+    /// The drop-in proxy (its routes answer 501 until a provider URL is set).
+    pub proxy: Proxy,
 }
 
 impl std::ops::Deref for AppState {
@@ -59,18 +63,30 @@ impl AppState {
             Some(path) => ModelRegistry::from_file(path)?,
             None => ModelRegistry::embedded(),
         });
-        let profiles = match &config.profiles_file {
+        let profiles = Arc::new(match &config.profiles_file {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
-        };
+        });
         let upstream = config.upstream().map(Upstream::new).transpose()?;
         let summarizer = Arc::new(SummaryService::new(upstream, cache));
-        let compressor = Compressor::new(
+        let compressor = Arc::new(Compressor::new(
             models.clone(),
             config.default_model.clone(),
             encoders,
             summarizer.clone(),
-        );
+        ));
+        let proxy = Proxy::new(
+            ProxyConfig {
+                openai_url: config.proxy_openai_url.clone(),
+                anthropic_url: config.proxy_anthropic_url.clone(),
+                api_key: config.proxy_api_key.clone(),
+                shadow: config.proxy_shadow,
+                idle_timeout: Duration::from_secs(config.proxy_idle_timeout.max(1)),
+                prepare_timeout: Duration::from_secs(config.request_timeout.max(1)),
+            },
+            compressor.clone(),
+            profiles.clone(),
+        )?;
         Ok(Self(Arc::new(Inner {
             config,
             encoders,
@@ -78,6 +94,7 @@ impl AppState {
             profiles,
             summarizer,
             compressor,
+            proxy,
         })))
     }
 

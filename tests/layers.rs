@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The domain layers, lowest first: a layer may import only those before it.
-const LAYERS: [&str; 8] = [
+const LAYERS: [&str; 9] = [
     "thread",
     "tokens",
     "upstream",
@@ -16,6 +16,7 @@ const LAYERS: [&str; 8] = [
     "policy",
     "summarize",
     "compress",
+    "proxy",
     "http",
 ];
 

@@ -7,6 +7,7 @@ mod extract;
 mod health;
 mod input;
 mod middleware;
+mod proxy;
 mod tokens;
 mod verdict;
 
@@ -33,12 +34,20 @@ use middleware::REQUEST_ID;
 pub fn router(state: AppState) -> Router {
     let limit = state.config.body_limit;
     let timeout = state.config.request_timeout;
-    Router::new()
+    // The API's routes answer within the request time limit; the proxy's
+    // do not (a healthy stream runs as long as it runs: its provider client
+    // cuts only a stream gone idle).
+    let api = Router::new()
         .merge(health::router())
         .merge(tokens::router())
         .merge(verdict::router())
         .merge(compress::router())
         .merge(catalog::router())
+        .route_layer(axum::middleware::from_fn_with_state(
+            timeout,
+            middleware::time_limit,
+        ));
+    api.merge(proxy::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(
@@ -53,10 +62,6 @@ pub fn router(state: AppState) -> Router {
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
-                .layer(axum::middleware::from_fn_with_state(
-                    timeout,
-                    middleware::time_limit,
-                ))
                 .layer(axum::middleware::from_fn_with_state(
                     limit,
                     middleware::body_limit_hint,

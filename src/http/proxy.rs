@@ -1,0 +1,93 @@
+//! `POST /v1/chat/completions` and `POST /v1/messages`: the drop-in proxy.
+//! Parses the headers condense reads, hands the body to the proxy service,
+//! and relays the provider's answer as it streams in.
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use axum::response::Response;
+use axum::routing::post;
+
+use crate::error::{ApiError, Result};
+use crate::proxy::{Forwarded, Provider, Report, hop_by_hop};
+use crate::state::AppState;
+
+/// Names the profile for this request (default: `default`).
+const PROFILE: &str = "x-condense-profile";
+/// `true`: forward unchanged, report what compression would have done.
+const SHADOW: &str = "x-condense-shadow";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/chat/completions", post(openai))
+        .route("/v1/messages", post(anthropic))
+}
+
+async fn openai(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Response> {
+    proxy(app, Provider::OpenAi, headers, body).await
+}
+
+async fn anthropic(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    proxy(app, Provider::Anthropic, headers, body).await
+}
+
+async fn proxy(
+    app: AppState,
+    provider: Provider,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    let profile = headers.get(PROFILE).and_then(|v| v.to_str().ok());
+    let shadow = headers
+        .get(SHADOW)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    let Forwarded { response, report } = app
+        .proxy
+        .forward(provider, &headers, profile, shadow, body)
+        .await
+        .map_err(ApiError::from)?;
+    let mut out = Response::builder().status(response.status());
+    if let Some(h) = out.headers_mut() {
+        for (name, value) in response.headers() {
+            if !hop_by_hop(name) {
+                h.append(name.clone(), value.clone());
+            }
+        }
+        report_headers(&report, h);
+    }
+    // Relayed chunk by chunk: a streamed answer is never buffered whole, and
+    // a client that goes away drops the stream, which ends the provider call.
+    out.body(Body::from_stream(response.bytes_stream()))
+        .map_err(|e| ApiError::Internal(e.into()))
+}
+
+fn report_headers(r: &Report, h: &mut HeaderMap) {
+    let mut set = |name: &'static str, value: String| {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert(HeaderName::from_static(name), v);
+        }
+    };
+    set("x-condense-compressed", r.compressed.to_string());
+    if r.shadow {
+        set("x-condense-shadow", "true".into());
+        set("x-condense-would-compress", r.would_compress.to_string());
+    }
+    if let Some(n) = r.tokens_before {
+        set("x-condense-tokens-before", n.to_string());
+    }
+    if let Some(n) = r.tokens_after {
+        set("x-condense-tokens-after", n.to_string());
+    }
+    if let Some(c) = r.summary_cached {
+        set("x-condense-summary-cached", c.to_string());
+    }
+    if let Some(note) = &r.note {
+        set("x-condense-note", note.clone());
+    }
+}

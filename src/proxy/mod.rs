@@ -1,0 +1,122 @@
+//! The drop-in proxy: an agent points its OpenAI or Anthropic SDK at
+//! condense, and each request passes through on its way to the provider,
+//! its thread compressed when due, the provider's answer relayed unchanged.
+//!
+//! It calls the same [`Compressor`] as `/v1/compress`, in continuity mode:
+//! the agent resends its whole history every turn, and the forwarded prefix
+//! stays byte-identical until the next summary is due, so the provider's
+//! prompt cache keeps hitting. Condense never turns a request the provider
+//! would have accepted into an error of its own: whatever goes wrong on its
+//! side (a thread it cannot read, a summary that fails, a thread that cannot
+//! fit) forwards the request unchanged and says why in a header.
+
+mod prepare;
+mod relay;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::compress::Compressor;
+use crate::policy::Profiles;
+use crate::thread::WireFormat;
+use crate::upstream::Secret;
+
+pub use prepare::{Prepared, Report};
+pub use relay::{Forwarded, hop_by_hop};
+
+/// Which provider API a request speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// `POST {base}/chat/completions`.
+    OpenAi,
+    /// `POST {base}/v1/messages`.
+    Anthropic,
+}
+
+impl Provider {
+    pub fn format(self) -> WireFormat {
+        match self {
+            Provider::OpenAi => WireFormat::OpenAi,
+            Provider::Anthropic => WireFormat::Anthropic,
+        }
+    }
+
+    /// The configuration variable that switches this route on.
+    pub fn setting(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "CONDENSE_PROXY_OPENAI_URL",
+            Provider::Anthropic => "CONDENSE_PROXY_ANTHROPIC_URL",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// OpenAI-compatible base URL (`https://api.openai.com/v1`).
+    pub openai_url: Option<String>,
+    /// Anthropic base URL (`https://api.anthropic.com`).
+    pub anthropic_url: Option<String>,
+    /// Sent when a request carries no credentials of its own.
+    pub api_key: Secret,
+    /// Forward every thread unchanged; only report.
+    pub shadow: bool,
+    /// A response that sends nothing for this long is cut.
+    pub idle_timeout: Duration,
+    /// Longest time compression may take before the request is forwarded
+    /// unchanged instead.
+    pub prepare_timeout: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("the proxy route is off: set {0} to the provider's base URL to switch it on")]
+    Disabled(&'static str),
+    /// Carries no address or provider text: only what kind of failure.
+    #[error("the provider could not be reached ({0})")]
+    Unreachable(&'static str),
+}
+
+/// The proxy service. Cheap to share (`Arc`s inside).
+pub struct Proxy {
+    http: reqwest::Client,
+    config: ProxyConfig,
+    compressor: Arc<Compressor>,
+    profiles: Arc<Profiles>,
+}
+
+impl Proxy {
+    pub fn new(
+        config: ProxyConfig,
+        compressor: Arc<Compressor>,
+        profiles: Arc<Profiles>,
+    ) -> anyhow::Result<Self> {
+        // No overall timeout: a healthy stream may run as long as it runs.
+        // The read timeout is per read, so it only cuts a stream gone idle.
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(config.idle_timeout)
+            .build()?;
+        Ok(Self {
+            http,
+            config,
+            compressor,
+            profiles,
+        })
+    }
+
+    pub fn config(&self) -> &ProxyConfig {
+        &self.config
+    }
+
+    /// The provider base URL of a route, or why the route is off.
+    pub fn target(&self, provider: Provider) -> Result<&str, ProxyError> {
+        let url = match provider {
+            Provider::OpenAi => &self.config.openai_url,
+            Provider::Anthropic => &self.config.anthropic_url,
+        };
+        url.as_deref()
+            .map(|u| u.trim_end_matches('/'))
+            .filter(|u| !u.is_empty())
+            .ok_or(ProxyError::Disabled(provider.setting()))
+    }
+}

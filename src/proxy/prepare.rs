@@ -1,0 +1,131 @@
+//! The request on its way: its thread compressed when due (or, in shadow
+//! mode, only measured), every other field untouched.
+
+use axum::body::Bytes;
+use serde_json::Value;
+
+use super::{Provider, Proxy};
+use crate::compress::{self, Compression};
+use crate::thread::{self, RawThread};
+
+/// The body to forward and what was done to it.
+#[derive(Debug)]
+pub struct Prepared {
+    pub body: Bytes,
+    pub report: Report,
+}
+
+/// What condense did to a request, for the `x-condense-*` headers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The forwarded thread is the compressed one.
+    pub compressed: bool,
+    /// Compression would have changed the thread (shadow mode reports it).
+    pub would_compress: bool,
+    pub shadow: bool,
+    pub tokens_before: Option<usize>,
+    pub tokens_after: Option<usize>,
+    /// Whether the summary in the thread came from the cache.
+    pub summary_cached: Option<bool>,
+    /// Why the request went unchanged, when something on condense's side
+    /// stopped it (never an upstream's or a database's text).
+    pub note: Option<String>,
+}
+
+impl Prepared {
+    fn unchanged(body: Bytes, note: impl Into<String>) -> Self {
+        Self {
+            body,
+            report: Report {
+                note: Some(note.into()),
+                ..Report::default()
+            },
+        }
+    }
+}
+
+impl Proxy {
+    /// Compresses the thread of `body` when due. Never fails: anything that
+    /// stops compression forwards the body as it came, with a note.
+    pub async fn prepare(
+        &self,
+        provider: Provider,
+        profile: Option<&str>,
+        shadow: bool,
+        body: Bytes,
+    ) -> Prepared {
+        let shadow = shadow || self.config.shadow;
+        let profile = match self.profiles.resolve(profile, None) {
+            Ok(p) => p,
+            Err(_) => return Prepared::unchanged(body, "unknown x-condense-profile"),
+        };
+        let Ok(mut json) = serde_json::from_slice::<Value>(&body) else {
+            return Prepared::unchanged(body, "the body is not JSON");
+        };
+        let parsed = {
+            let messages = json.get("messages").and_then(Value::as_array);
+            let Some(messages) = messages else {
+                return Prepared::unchanged(body, "the body has no messages");
+            };
+            thread::parse(RawThread {
+                format: Some(provider.format()),
+                messages,
+                system: json
+                    .get("system")
+                    .filter(|_| provider == Provider::Anthropic),
+                tools: json.get("tools"),
+            })
+        };
+        let Ok(thread) = parsed else {
+            return Prepared::unchanged(body, "the thread is not one condense can read");
+        };
+        let model = json
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let req = Compression {
+            model,
+            continuity: true,
+            ..Compression::new(thread, profile)
+        };
+        let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
+        let out = match run.await {
+            Ok(Ok(out)) => out,
+            Ok(Err(e)) => return Prepared::unchanged(body, note(&e)),
+            Err(_) => return Prepared::unchanged(body, "compression took too long"),
+        };
+        let report = Report {
+            compressed: out.compressed && !shadow,
+            would_compress: out.compressed,
+            shadow,
+            tokens_before: Some(out.tokens_before),
+            tokens_after: Some(out.tokens_after),
+            summary_cached: out.summary.as_ref().map(|s| s.cached),
+            note: None,
+        };
+        if !report.compressed {
+            return Prepared { body, report };
+        }
+        json["messages"] = Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
+        match serde_json::to_vec(&json) {
+            Ok(bytes) => Prepared {
+                body: bytes.into(),
+                report,
+            },
+            Err(_) => Prepared::unchanged(body, "the compressed body could not be written"),
+        }
+    }
+}
+
+/// A short reason for a header: which part stopped compression.
+fn note(e: &compress::Error) -> String {
+    match e {
+        compress::Error::DoesNotFit(_) => "the thread cannot be made to fit its window".into(),
+        compress::Error::Upstream(e) => format!("the summarizer failed ({})", e.short()),
+        compress::Error::StrategyUnavailable(_) => "the profile's strategy is unavailable".into(),
+        compress::Error::Invalid(_) | compress::Error::ModelNotAllowed(_) => {
+            "the request's summary settings are invalid".into()
+        }
+        compress::Error::Bug(_) => "compression failed".into(),
+    }
+}

@@ -1,0 +1,104 @@
+//! Sending a prepared request to the provider: the client's credentials and
+//! provider headers pass through, hop-by-hop headers and condense's own do not.
+
+use axum::body::Bytes;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
+
+use super::{Prepared, Provider, Proxy, ProxyError, Report};
+
+/// The provider's answer, not yet read (a stream is relayed as it comes),
+/// and what condense did to the request.
+pub struct Forwarded {
+    pub response: reqwest::Response,
+    pub report: Report,
+}
+
+/// Headers that describe one connection, not the message: never relayed
+/// (RFC 9110 §7.6.1), in either direction.
+pub fn hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-connection"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+    )
+}
+
+/// Request headers that are not forwarded: hop-by-hop ones, the ones the
+/// forwarding client sets itself, and condense's own.
+fn dropped(name: &HeaderName) -> bool {
+    hop_by_hop(name)
+        || matches!(name.as_str(), "host" | "content-length")
+        || name.as_str().starts_with("x-condense-")
+}
+
+impl Proxy {
+    /// Prepares the request (compressing its thread when due) and sends it.
+    pub async fn forward(
+        &self,
+        provider: Provider,
+        headers: &HeaderMap,
+        profile: Option<&str>,
+        shadow: bool,
+        body: Bytes,
+    ) -> Result<Forwarded, ProxyError> {
+        let base = self.target(provider)?;
+        let url = match provider {
+            Provider::OpenAi => format!("{base}/chat/completions"),
+            Provider::Anthropic => format!("{base}/v1/messages"),
+        };
+        let Prepared { body, report } = self.prepare(provider, profile, shadow, body).await;
+        let mut out = HeaderMap::new();
+        for (name, value) in headers {
+            if !dropped(name) {
+                out.append(name.clone(), value.clone());
+            }
+        }
+        self.inject_key(provider, &mut out);
+        let response = self
+            .http
+            .post(url)
+            .headers(out)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                let what = if e.is_timeout() {
+                    "timed out"
+                } else {
+                    "connection failed"
+                };
+                tracing::warn!(error = %e.without_url(), "the provider could not be reached");
+                ProxyError::Unreachable(what)
+            })?;
+        Ok(Forwarded { response, report })
+    }
+
+    /// The operator's key, for requests that bring no credentials.
+    fn inject_key(&self, provider: Provider, headers: &mut HeaderMap) {
+        let key = &self.config.api_key;
+        if key.is_empty() {
+            return;
+        }
+        let (name, value) = match provider {
+            Provider::OpenAi => (AUTHORIZATION, format!("Bearer {}", key.expose())),
+            Provider::Anthropic => (
+                HeaderName::from_static("x-api-key"),
+                key.expose().to_string(),
+            ),
+        };
+        if headers.contains_key(&name) || headers.contains_key(AUTHORIZATION) {
+            return;
+        }
+        if let Ok(mut v) = value.parse::<reqwest::header::HeaderValue>() {
+            v.set_sensitive(true);
+            headers.insert(name, v);
+        }
+    }
+}
