@@ -1,0 +1,315 @@
+//! The proxy's own behaviour, against a recording stub provider: what
+//! reaches the provider (headers, body), what comes back, and every way
+//! condense steps aside. (The official SDKs against the real local model
+//! are in `proxy_sdk.rs`.)
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::post;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// What the stub provider received.
+#[derive(Clone, Default)]
+struct Seen(Arc<Mutex<Vec<(HeaderMap, Bytes)>>>);
+
+impl Seen {
+    fn last(&self) -> (HeaderMap, Value) {
+        let (h, b) = self.0.lock().unwrap().last().cloned().expect("a request");
+        (h, serde_json::from_slice(&b).unwrap())
+    }
+}
+
+/// A provider that records requests and answers 200 (or `status`) with a
+/// fixed body and a rate-limit header.
+async fn provider(status: StatusCode) -> (String, Seen) {
+    let seen = Seen::default();
+    let s = seen.clone();
+    let answer = move |headers: HeaderMap, body: Bytes| {
+        let s = s.clone();
+        async move {
+            s.0.lock().unwrap().push((headers, body));
+            (
+                status,
+                [("x-ratelimit-remaining-requests", "41"), ("connection", "close")],
+                axum::Json(json!({"id": "x", "choices": [{"message": {"role": "assistant", "content": "ok"}}]})),
+            )
+                .into_response()
+        }
+    };
+    let app = Router::new()
+        .route("/v1/chat/completions", post(answer.clone()))
+        .route("/v1/messages", post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+fn condense(config: condense::Config) -> Router {
+    condense::http::router(condense::AppState::new(config).expect("state builds"))
+}
+
+fn with_provider(url: &str) -> condense::Config {
+    condense::Config {
+        proxy_openai_url: Some(format!("{url}/v1")),
+        proxy_anthropic_url: Some(url.to_string()),
+        ..Default::default()
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+}
+
+async fn send(app: &Router, path: &str, headers: &[(&str, &str)], body: &Value) -> Reply {
+    let mut req = Request::post(path).header(header::CONTENT_TYPE, "application/json");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let (status, headers) = (res.status(), res.headers().clone());
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    }
+}
+
+fn chat(n: usize) -> Vec<Value> {
+    let mut m = vec![json!({"role": "system", "content": "be brief"})];
+    m.extend((0..n).map(|i| {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        json!({"role": role, "content": format!("message {i} about src/m{i}.rs")})
+    }));
+    m
+}
+
+#[tokio::test]
+async fn routes_are_off_until_a_provider_is_set() {
+    let app = condense(condense::Config::default());
+    for (path, var) in [
+        ("/v1/chat/completions", "CONDENSE_PROXY_OPENAI_URL"),
+        ("/v1/messages", "CONDENSE_PROXY_ANTHROPIC_URL"),
+    ] {
+        let r = send(&app, path, &[], &json!({"messages": chat(2)})).await;
+        assert_eq!(r.status, 501);
+        assert_eq!(r.body["type"], "urn:condense:problem:proxy-disabled");
+        assert!(
+            r.body["detail"].as_str().unwrap().contains(var),
+            "{}",
+            r.body
+        );
+    }
+}
+
+#[tokio::test]
+async fn credentials_and_fields_pass_through_and_answers_come_back() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let body = json!({"model": "gpt-4o", "temperature": 0.25, "metadata": {"k": [1, 2]},
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        "messages": chat(3)});
+    let r = send(
+        &app,
+        "/v1/chat/completions",
+        &[
+            ("authorization", "Bearer sk-client"),
+            ("openai-organization", "org-1"),
+            ("openai-project", "proj-1"),
+            ("x-condense-profile", "default"),
+            ("connection", "keep-alive"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["choices"][0]["message"]["content"], "ok");
+    assert_eq!(r.headers["x-ratelimit-remaining-requests"], "41");
+    assert!(
+        !r.headers.contains_key("connection"),
+        "hop-by-hop stays behind"
+    );
+    assert_eq!(r.headers["x-condense-compressed"], "false");
+    let (h, forwarded) = seen.last();
+    assert_eq!(forwarded, body, "nothing due: the body, value for value");
+    assert_eq!(h["authorization"], "Bearer sk-client");
+    assert_eq!(h["openai-organization"], "org-1");
+    assert_eq!(h["openai-project"], "proj-1");
+    assert!(
+        !h.contains_key("x-condense-profile"),
+        "condense's headers stay here"
+    );
+
+    let r = send(
+        &app,
+        "/v1/messages",
+        &[("x-api-key", "sk-ant"), ("anthropic-version", "2023-06-01"), ("anthropic-beta", "b1")],
+        &json!({"model": "claude-sonnet-4-5", "max_tokens": 9, "system": "s", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let (h, forwarded) = seen.last();
+    assert_eq!(h["x-api-key"], "sk-ant");
+    assert_eq!(h["anthropic-version"], "2023-06-01");
+    assert_eq!(h["anthropic-beta"], "b1");
+    assert_eq!(forwarded["system"], "s");
+}
+
+#[tokio::test]
+async fn provider_errors_pass_through_unchanged() {
+    for status in [
+        StatusCode::BAD_REQUEST,
+        StatusCode::TOO_MANY_REQUESTS,
+        StatusCode::INTERNAL_SERVER_ERROR,
+    ] {
+        let (url, _) = provider(status).await;
+        let app = condense(with_provider(&url));
+        let r = send(
+            &app,
+            "/v1/chat/completions",
+            &[],
+            &json!({"model": "gpt-4o", "messages": chat(2)}),
+        )
+        .await;
+        assert_eq!(r.status, status);
+        assert_eq!(r.body["id"], "x", "the provider's body");
+    }
+}
+
+#[tokio::test]
+async fn a_due_thread_is_compressed_and_shadow_mode_only_reports() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let body = json!({"model": "gpt-4o", "messages": chat(60)});
+    let r = send(&app, "/v1/chat/completions", &[], &body).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    let before: usize = r.headers["x-condense-tokens-before"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let after: usize = r.headers["x-condense-tokens-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(after < before, "{after} < {before}");
+    let (_, forwarded) = seen.last();
+    let messages = forwarded["messages"].as_array().unwrap();
+    assert!(messages.len() < 61);
+    assert_eq!(
+        messages[0], body["messages"][0],
+        "the system prompt is pinned"
+    );
+    assert!(
+        messages[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Context Summary")
+    );
+    assert_eq!(forwarded["model"], "gpt-4o");
+
+    let r = send(
+        &app,
+        "/v1/chat/completions",
+        &[("x-condense-shadow", "true")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.headers["x-condense-compressed"], "false");
+    assert_eq!(r.headers["x-condense-shadow"], "true");
+    assert_eq!(r.headers["x-condense-would-compress"], "true");
+    assert_eq!(
+        seen.last().1,
+        body,
+        "shadow mode forwards the request as it came"
+    );
+}
+
+#[tokio::test]
+async fn what_condense_cannot_handle_goes_through_unchanged() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    // An orphaned tool result: the provider decides, not condense.
+    let odd = json!({"model": "gpt-4o", "messages": [{"role": "tool", "tool_call_id": "nope", "content": "x"}]});
+    let r = send(&app, "/v1/chat/completions", &[], &odd).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(seen.last().1, odd);
+    assert!(r.headers.contains_key("x-condense-note"));
+    let r = send(
+        &app,
+        "/v1/chat/completions",
+        &[("x-condense-profile", "nope")],
+        &json!({"messages": chat(2)}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-condense-note"], "unknown x-condense-profile");
+    // A provider that is not there: a clear 502, without its address.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let app = condense(with_provider(&format!("http://127.0.0.1:{port}")));
+    let r = send(
+        &app,
+        "/v1/chat/completions",
+        &[],
+        &json!({"messages": chat(2)}),
+    )
+    .await;
+    assert_eq!(r.status, 502);
+    assert_eq!(r.body["type"], "urn:condense:problem:provider-unreachable");
+    assert!(
+        !r.body["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&port.to_string())
+    );
+}
+
+#[tokio::test]
+async fn the_operator_key_fills_in_only_when_the_client_sends_none() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(condense::Config {
+        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
+        ..with_provider(&url)
+    });
+    send(
+        &app,
+        "/v1/chat/completions",
+        &[],
+        &json!({"messages": chat(2)}),
+    )
+    .await;
+    assert_eq!(seen.last().0["authorization"], "Bearer sk-operator");
+    send(
+        &app,
+        "/v1/chat/completions",
+        &[("authorization", "Bearer sk-own")],
+        &json!({"messages": chat(2)}),
+    )
+    .await;
+    assert_eq!(seen.last().0["authorization"], "Bearer sk-own");
+    send(
+        &app,
+        "/v1/messages",
+        &[],
+        &json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(seen.last().0["x-api-key"], "sk-operator");
+}
