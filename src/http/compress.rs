@@ -92,7 +92,8 @@ async fn compress_thread(
     State(app): State<AppState>,
     ApiJson(req): ApiJson<CompressRequest>,
 ) -> Result<Json<CompressResponse>> {
-    let compression = parse(&app, req)?;
+    // Parsing a long thread is CPU work: on the blocking pool, like the rest.
+    let compression = app.cpu(move |app| parse(app, req)).await?;
     let outcome = app.compressor.run(compression).await?;
     Ok(Json(respond(outcome)))
 }

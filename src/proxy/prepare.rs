@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use super::{Provider, Proxy};
 use crate::compress::{self, Compression};
-use crate::thread::{self, RawThread};
+use crate::summarize::cpu;
+use crate::thread::{self, RawThread, Thread};
 
 /// The body to forward and what was done to it.
 #[derive(Debug)]
@@ -59,25 +60,14 @@ impl Proxy {
             Ok(p) => p,
             Err(_) => return Prepared::unchanged(body, "unknown x-condense-profile"),
         };
-        let Ok(mut json) = serde_json::from_slice::<Value>(&body) else {
-            return Prepared::unchanged(body, "the body is not JSON");
+        // Reading a long body is CPU work: on the blocking pool.
+        let read = {
+            let body = body.clone();
+            cpu(move || read(provider, &body)).await
         };
-        let parsed = {
-            let messages = json.get("messages").and_then(Value::as_array);
-            let Some(messages) = messages else {
-                return Prepared::unchanged(body, "the body has no messages");
-            };
-            thread::parse(RawThread {
-                format: Some(provider.format()),
-                messages,
-                system: json
-                    .get("system")
-                    .filter(|_| provider == Provider::Anthropic),
-                tools: json.get("tools"),
-            })
-        };
-        let Ok(thread) = parsed else {
-            return Prepared::unchanged(body, "the thread is not one condense can read");
+        let (json, thread) = match read {
+            Ok(read) => read,
+            Err(note) => return Prepared::unchanged(body, note),
         };
         let model = json
             .get("model")
@@ -106,8 +96,14 @@ impl Proxy {
         if !report.compressed {
             return Prepared { body, report };
         }
-        json["messages"] = Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
-        match serde_json::to_vec(&json) {
+        let written = cpu(move || {
+            let mut json = json;
+            json["messages"] =
+                Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
+            serde_json::to_vec(&json)
+        })
+        .await;
+        match written {
             Ok(bytes) => Prepared {
                 body: bytes.into(),
                 report,
@@ -115,6 +111,25 @@ impl Proxy {
             Err(_) => Prepared::unchanged(body, "the compressed body could not be written"),
         }
     }
+}
+
+/// The body as JSON and its thread, or why condense cannot read it.
+fn read(provider: Provider, body: &[u8]) -> Result<(Value, Thread), &'static str> {
+    let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
+    let messages = json
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("the body has no messages")?;
+    let thread = thread::parse(RawThread {
+        format: Some(provider.format()),
+        messages,
+        system: json
+            .get("system")
+            .filter(|_| provider == Provider::Anthropic),
+        tools: json.get("tools"),
+    })
+    .map_err(|_| "the thread is not one condense can read")?;
+    Ok((json, thread))
 }
 
 /// A short reason for a header: which part stopped compression.
