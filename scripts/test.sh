@@ -12,6 +12,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
+echo "== the official Python SDKs (the proxy's real clients in tests/proxy_sdk.rs)"
+python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt
+
 echo "== cargo build --tests"
 cargo test --all-targets --locked --no-run
 
