@@ -5,7 +5,7 @@ use axum::body::Bytes;
 use serde_json::Value;
 
 use super::{Provider, Proxy};
-use crate::compress::{self, Compression};
+use crate::compress::{self, Compression, Reason};
 use crate::summarize::cpu;
 use crate::thread::{self, RawThread, Thread};
 
@@ -90,7 +90,12 @@ impl Proxy {
             shadow,
             tokens_before: Some(out.tokens_before),
             tokens_after: Some(out.tokens_after),
-            summary_cached: out.summary.as_ref().map(|s| s.cached),
+            // A continued thread carries the previous summary, from the cache.
+            summary_cached: match (&out.summary, out.reason) {
+                (Some(s), _) => Some(s.cached),
+                (None, Some(Reason::Continued)) => Some(true),
+                (None, _) => None,
+            },
             note: None,
         };
         if !report.compressed {
