@@ -139,6 +139,21 @@ fn sdks(test: &str) -> Option<()> {
     );
 }
 
+/// Condense in front of a recorder in front of the local model: condense's
+/// URL, the recorder's, and what the recorder saw. None when the run opted
+/// out of live parts.
+async fn through_a_recorder(test: &str) -> Option<(String, String, Recorded)> {
+    let llm = live::llm(test)?;
+    sdks(test)?;
+    let model = llm
+        .trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string();
+    let (provider, seen) = recorder(model).await;
+    let url = condense(&provider).await;
+    Some((url, provider, seen))
+}
+
 /// Runs one scenario of `tests/sdk/scenarios.py` and returns what it printed.
 fn scenario(name: &str, sdk: &str, condense: &str, provider: &str) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/scenarios.py");
@@ -195,15 +210,10 @@ fn tool_pairs_intact(msgs: &[Value]) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_sdks_through_the_proxy() {
-    let test = "both_sdks_through_the_proxy";
-    let Some(llm) = live::llm(test) else { return };
-    let Some(()) = sdks(test) else { return };
-    let model = llm
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string();
-    let (provider, seen) = recorder(model).await;
-    let url = condense(&provider).await;
+    let Some((url, provider, seen)) = through_a_recorder("both_sdks_through_the_proxy").await
+    else {
+        return;
+    };
 
     for sdk in ["openai", "anthropic"] {
         // A long thread that is due arrives compressed and valid.
@@ -279,15 +289,11 @@ async fn rate_limits_and_server_errors_reach_the_sdks_unchanged() {
 /// the forwarded thread only grows at its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_keeps_its_forwarded_prefix_between_summaries() {
-    let test = "a_session_keeps_its_forwarded_prefix_between_summaries";
-    let Some(llm) = live::llm(test) else { return };
-    let Some(()) = sdks(test) else { return };
-    let model = llm
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string();
-    let (provider, seen) = recorder(model).await;
-    let url = condense(&provider).await;
+    let Some((url, provider, seen)) =
+        through_a_recorder("a_session_keeps_its_forwarded_prefix_between_summaries").await
+    else {
+        return;
+    };
     let out = scenario("session", "openai", &url, &provider);
     let turns = out["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 20);

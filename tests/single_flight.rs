@@ -21,7 +21,6 @@ use axum::http::{Request, header};
 use axum::routing::post;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
 use tower::ServiceExt;
 
 /// An OpenAI-compatible upstream whose `n`-th call (from 1) answers after `delay(n)`.
@@ -45,20 +44,6 @@ async fn slow_upstream(delay: fn(usize) -> Duration) -> (String, Arc<AtomicUsize
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
     (url, calls)
-}
-
-/// A fresh database on the test server.
-async fn fresh_database(url: &str) -> String {
-    let admin: PgConnectOptions = url.parse().unwrap();
-    let name = format!("condense_sf_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = admin
-        .connect()
-        .await
-        .expect("DATABASE_URL accepts connections");
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    admin.database(&name).to_url_lossy().to_string()
 }
 
 async fn replica(database: &str, upstream: &str, lease_secs: u64, timeout_secs: u64) -> Router {
@@ -106,10 +91,10 @@ async fn compress(app: &Router) -> (u16, Value) {
 /// the holder keeps renewing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_summary_is_written_once_for_every_replica() {
-    let Some(url) = live::postgres("a_slow_summary_is_written_once_for_every_replica") else {
+    let Some(db) = live::fresh_database("a_slow_summary_is_written_once_for_every_replica").await
+    else {
         return;
     };
-    let db = fresh_database(&url).await;
     let (upstream, calls) = slow_upstream(|_| Duration::from_secs(25)).await;
     let (a, b) = (
         replica(&db, &upstream, 3, 600).await,
@@ -144,10 +129,9 @@ async fn a_slow_summary_is_written_once_for_every_replica() {
 /// fail it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_request_gives_its_claim_up() {
-    let Some(url) = live::postgres("a_timed_out_request_gives_its_claim_up") else {
+    let Some(db) = live::fresh_database("a_timed_out_request_gives_its_claim_up").await else {
         return;
     };
-    let db = fresh_database(&url).await;
     // The first call never answers in time; later ones answer at once.
     let (upstream, calls) = slow_upstream(|n| {
         if n == 1 {

@@ -4,32 +4,15 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
+use sqlx::postgres::PgConnectOptions;
 
 use crate::common::{Reply, get, post, post_raw, thread};
 use crate::stub::{self, Fault};
 
-/// A fresh database on the test server, or None when the run opted out of
-/// live parts (`CONDENSE_TEST_SKIP_LIVE=1`); panics with instructions when
-/// there is no PostgreSQL.
-async fn fresh_database(test: &str) -> Option<String> {
-    let url = crate::live::postgres(test)?;
-    let admin: PgConnectOptions = url.parse().unwrap();
-    let name = format!("condense_api_{}", uuid::Uuid::new_v4().simple());
-    let mut conn = admin
-        .connect()
-        .await
-        .expect("DATABASE_URL accepts connections");
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    Some(admin.database(&name).to_url_lossy().to_string())
-}
-
 /// A SQLite file, and PostgreSQL unless the run opted out.
 async fn every_backend(test: &str) -> Vec<String> {
     let mut urls = vec![temp_sqlite()];
-    urls.extend(fresh_database(test).await);
+    urls.extend(crate::live::fresh_database(test).await);
     urls
 }
 
@@ -184,7 +167,7 @@ async fn a_grown_thread_on(url: &str) {
 /// Two replicas on one database, identical requests at the same moment: one upstream call.
 #[tokio::test]
 async fn two_replicas_make_one_upstream_call() {
-    let Some(url) = fresh_database("two_replicas_make_one_upstream_call").await else {
+    let Some(url) = crate::live::fresh_database("two_replicas_make_one_upstream_call").await else {
         return;
     };
     let s = stub::start(Fault::SlowOk, false).await;
@@ -219,7 +202,7 @@ async fn two_replicas_make_one_upstream_call() {
 /// A database that is down never stands in the way, and the service recovers when it returns.
 #[tokio::test]
 async fn database_down_then_back() {
-    let Some(url) = fresh_database("database_down_then_back").await else {
+    let Some(url) = crate::live::fresh_database("database_down_then_back").await else {
         return;
     };
     let real: PgConnectOptions = url.parse().unwrap();

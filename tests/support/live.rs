@@ -51,3 +51,20 @@ pub fn llm(test: &str) -> Option<String> {
         ),
     }
 }
+
+/// A new, empty database on the `DATABASE_URL` server (one per test, so
+/// tests never see each other's rows), or `None` when the run opted out.
+pub async fn fresh_database(test: &str) -> Option<String> {
+    use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
+    let url = postgres(test)?;
+    let admin: PgConnectOptions = url.parse().expect("DATABASE_URL is a PostgreSQL URL");
+    let name = format!("condense_test_{}", uuid::Uuid::new_v4().simple());
+    let mut conn = admin
+        .connect()
+        .await
+        .expect("DATABASE_URL accepts connections");
+    conn.execute(format!("CREATE DATABASE {name}").as_str())
+        .await
+        .expect("the test server lets us create databases");
+    Some(admin.database(&name).to_url_lossy().to_string())
+}
