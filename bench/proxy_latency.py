@@ -1,53 +1,215 @@
 #!/usr/bin/env python3
-"""The proxy's added latency, the provider's own time excluded.
+"""Latency condense's drop-in proxy adds on top of the provider's own time.
 
-A stub provider that answers at once stands in for the provider, so the
-difference between calling it through condense and calling it directly is
-condense's own work: reading the body, counting, deciding, compressing
-(continuity mode, summary from the cache), writing the body, relaying.
+    python3 bench/proxy_latency.py [-n 100] [--warmup 10] [--bin target/release/condense]
+                                   [--llm http://127.0.0.1:8089 [--llm-n 20]] [--json FILE]
 
-    cargo build --release
-    python3 bench/proxy_latency.py [--requests 60] [--binary target/release/condense]
+Stdlib only. The script starts, in a temporary directory:
 
-Cases, for both routes (OpenAI /v1/chat/completions, Anthropic /v1/messages),
-with the largest fixture thread (large-04, ~320 messages, ~140k tokens):
-  not due   a profile whose thresholds are above the thread
-  due       a profile that makes it due; the first request writes the
-            summary (heuristic), the measured ones reuse it from the cache
+* a **stub provider** (this file with `stub PORT`, in its own process): a tiny
+  HTTP/1.1 keep-alive server that reads the body and answers a fixed small chat
+  completion (`.../chat/completions`) or message (`/v1/messages`) at once, so
+  the provider's own time is ~0;
+* **condense** (the release binary), its proxy routes pointing at the stub, an
+  embedded SQLite cache in the temporary directory and two profiles:
+  `big` (thresholds above the thread, a 1M window: never due) and `due`
+  (`max_messages_before_summary = 30`).
+
+For each route (OpenAI `/v1/chat/completions`, Anthropic `/v1/messages`) and
+each case it sends the fixture thread (large-04, ~320 messages, ~140k tokens)
+N times directly to the stub and N times through condense, interleaved
+(A B, B A, ...) on two keep-alive connections, after a warm-up, and reports
+p50/p99 of each and of the paired difference (proxied - direct of the same
+iteration): the time condense adds. Cases:
+
+* `not_due`: profile `big`; every response must say `x-condense-compressed: false`
+  and the stub must receive the client's body byte for byte;
+* `tiny`: a 2-message request, profile `big`: condense's fixed cost per request
+  (HTTP in and out, the forwarding client, the blocking-pool hops, one cache lookup);
+* `due_cached`: profile `due`; one request first writes the summary (heuristic:
+  no summarizer LLM is configured) and caches it; every measured response must
+  say `x-condense-compressed: true`, carry no note, and `x-condense-summary-cached`
+  must be `true` or absent (absent: the cached summary was continued as it is,
+  nothing new to summarize); the stub must receive the same compressed body on
+  every turn (checked by its sha256 after the warm-up and at the end).
+
+`not_due` runs first, on an empty cache (a summary cached under `due` is not
+reused under `big`: the continuity key includes the profile).
+
+A reference row per route times `POST /v1/tokens` with the same thread
+(receive, JSON and thread parse, token count; no cache, no forwarding), to tell
+what part of the added time is counting. condense's CPU time per request
+(utime+stime from /proc) and its peak RSS (VmHWM) are reported as well.
+
+With `--llm URL` a second condense instance proxies to a real server (the local
+llama-server), with a tiny thread and few requests: the end-to-end picture.
 """
 
 import argparse
+import hashlib
 import http.client
-import http.server
 import json
 import os
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSWER = json.dumps({"id": "stub", "choices": [{"message": {"role": "assistant", "content": "ok"}}],
-                     "content": [{"type": "text", "text": "ok"}]}).encode()
+FIXTURES = ROOT / "tests" / "fixtures" / "threads"
+
+PROFILES_TOML = """\
+[profiles.big]
+max_messages_before_summary = 100000
+max_tokens_before_summary = 100000000
+context_window = 1000000
+
+[profiles.due]
+max_messages_before_summary = 30
+"""
+
+OPENAI_ANSWER = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "ok"},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
+ANTHROPIC_ANSWER = json.dumps(
+    {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "stub",
+        "content": [{"type": "text", "text": "ok"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+).encode()
 
 
-class Stub(http.server.BaseHTTPRequestHandler):
+# --------------------------------------------------------------------------
+# The stub provider (runs in its own process: `proxy_latency.py stub PORT`).
+# --------------------------------------------------------------------------
+
+
+class StubHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    last = {"path": None, "body": b"", "count": 0}
 
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(ANSWER)))
-        self.end_headers()
-        self.wfile.write(ANSWER)
+    def setup(self):
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, *args):
         pass
+
+    def _send(self, body, status="200 OK"):
+        # Status line, headers and body in one write: no Nagle/delayed-ACK stall.
+        head = (
+            f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        ).encode()
+        self.wfile.write(head + body)
+
+    def do_POST(self):
+        n = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(n)
+        # Kept as is: parsing or hashing here would make the provider's time
+        # depend on the body's size, and so differ between direct and proxied.
+        StubHandler.last = {"path": self.path, "body": body, "count": StubHandler.last["count"] + 1}
+        if self.path.endswith("/chat/completions"):
+            self._send(OPENAI_ANSWER)
+        elif self.path.endswith("/v1/messages"):
+            self._send(ANTHROPIC_ANSWER)
+        else:
+            self._send(b'{"error":"not found"}', "404 Not Found")
+
+    def do_GET(self):
+        # /_last: what the last POST carried (for the checks, off the timed path).
+        last = StubHandler.last
+        body = last["body"]
+        info = {"path": last["path"], "bytes": len(body), "count": last["count"],
+                "sha256": hashlib.sha256(body).hexdigest(), "messages": None}
+        try:
+            info["messages"] = len(json.loads(body)["messages"])
+        except Exception:
+            pass
+        self._send(json.dumps(info).encode())
+
+
+def run_stub(port):
+    server = ThreadingHTTPServer(("127.0.0.1", port), StubHandler)
+    server.daemon_threads = True
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+# --------------------------------------------------------------------------
+# Client side.
+# --------------------------------------------------------------------------
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection with TCP_NODELAY."""
+
+    def __init__(self, port, timeout=300):
+        self.port = port
+        self.timeout = timeout
+        self.c = None
+        self.reconnects = 0
+
+    def _connect(self):
+        self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        self.c.connect()
+        self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def request(self, method, path, body=None, headers=None):
+        """(seconds, status, headers as a lower-cased dict, body bytes)."""
+        for attempt in (0, 1):
+            if self.c is None:
+                self._connect()
+            t0 = time.perf_counter()
+            try:
+                self.c.request(method, path, body=body, headers=headers or {})
+                r = self.c.getresponse()
+                data = r.read()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed an idle keep-alive connection: reconnect
+                # (untimed) and send again, once.
+                self.c.close()
+                self.c = None
+                self.reconnects += 1
+                if attempt:
+                    raise
+        dt = time.perf_counter() - t0
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        if r.will_close:
+            self.c.close()
+            self.c = None
+        return dt, r.status, hdrs, data
+
+    def close(self):
+        if self.c is not None:
+            self.c.close()
 
 
 def free_port():
@@ -56,91 +218,411 @@ def free_port():
         return s.getsockname()[1]
 
 
-def post(conn, path, body, headers):
-    started = time.perf_counter()
-    conn.request("POST", path, body=body, headers={"content-type": "application/json", **headers})
-    res = conn.getresponse()
-    res.read()
-    return time.perf_counter() - started, dict(res.getheaders())
+def wait_port(port, proc, what, deadline=60.0):
+    end = time.time() + deadline
+    while time.time() < end:
+        if proc.poll() is not None:
+            sys.exit(f"{what} exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    sys.exit(f"{what} did not listen on {port} within {deadline}s")
 
 
-def quantile(xs, q):
+def proc_status(pid):
+    out = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k in ("VmHWM", "VmRSS"):
+                out[k] = int(v.split()[0]) // 1024  # MiB
+    except OSError:
+        pass
+    return out
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process, in seconds (all its threads)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except OSError:
+        return float("nan")
+
+
+def pct(xs, p):
+    """Percentile by linear interpolation between closest ranks (numpy's default)."""
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def start_condense(binary, workdir, name, openai_url, anthropic_url):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("CONDENSE_") and k not in ("DATABASE_URL", "RUST_LOG")}
+    env.update(
+        CONDENSE_LISTEN=f"127.0.0.1:{port}",
+        CONDENSE_PROXY_OPENAI_URL=openai_url,
+        CONDENSE_PROXY_ANTHROPIC_URL=anthropic_url,
+        CONDENSE_DATABASE_URL=f"sqlite://{workdir}/{name}-cache.sqlite3?mode=rwc",
+        CONDENSE_PROFILES_FILE=str(workdir / "profiles.toml"),
+    )
+    log = open(workdir / f"{name}.log", "wb")
+    proc = subprocess.Popen([str(binary)], env=env, stdout=log, stderr=subprocess.STDOUT)
+    wait_port(port, proc, f"condense ({name})")
+    # Listening is not ready: wait for /healthz.
+    c = Conn(port)
+    for _ in range(200):
+        try:
+            if c.request("GET", "/healthz")[1] == 200:
+                break
+        except OSError:
+            c = Conn(port)
+        time.sleep(0.05)
+    c.close()
+    return proc, port
+
+
+ROUTES = {
+    # route: (fixture, path at condense, path at the provider given the base URLs below)
+    "openai": ("large-04.openai.json", "/v1/chat/completions", "/v1/chat/completions"),
+    "anthropic": ("large-04.anthropic.json", "/v1/messages", "/v1/messages"),
+}
+
+
+def provider_headers(route):
+    h = {"content-type": "application/json"}
+    if route == "openai":
+        h["authorization"] = "Bearer sk-bench"
+    else:
+        h["x-api-key"] = "sk-ant-bench"
+        h["anthropic-version"] = "2023-06-01"
+    return h
+
+
+def load_body(route):
+    fixture = json.loads((FIXTURES / ROUTES[route][0]).read_text())
+    tokens_req = dict(fixture)  # /v1/tokens takes model, messages, system, tools
+    if route == "anthropic":
+        fixture["max_tokens"] = 1024
+        tokens_req["format"] = "anthropic"
+    # Compact JSON, as SDKs send it.
+    dump = lambda d: json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode()
+    return dump(fixture), dump(tokens_req), len(fixture["messages"])
+
+
+TINY_THREAD = [
+    {"role": "system", "content": "You answer in one word."},
+    {"role": "user", "content": "Say hello."},
+]
+
+
+def tiny_body(route):
+    """A 2-message request: condense's fixed cost per request, and the --llm thread."""
+    if route == "openai":
+        b = {"model": "bench", "messages": TINY_THREAD, "max_tokens": 8, "temperature": 0}
+    else:
+        b = {"model": "bench", "system": TINY_THREAD[0]["content"],
+             "messages": TINY_THREAD[1:], "max_tokens": 8, "temperature": 0}
+    return json.dumps(b, separators=(",", ":")).encode()
+
+
+def stub_last(stub):
+    _, status, _, data = stub.request("GET", "/_last")
+    assert status == 200
+    return json.loads(data)
+
+
+REPORT_HEADERS = ("x-condense-compressed", "x-condense-summary-cached", "x-condense-note",
+                  "x-condense-tokens-before", "x-condense-tokens-after")
+
+
+def report_of(hdrs):
+    return {k[len("x-condense-"):]: hdrs.get(k) for k in REPORT_HEADERS}
+
+
+def check_report(case, rep):
+    """None when the headers say what the case measures, else why not."""
+    if rep["note"]:
+        return f"note: {rep['note']}"
+    if case in ("not_due", "tiny"):
+        return None if rep["compressed"] == "false" else f"expected not compressed, got {rep}"
+    if rep["compressed"] != "true":
+        return f"expected compressed, got {rep}"
+    if rep["summary-cached"] not in (None, "true"):
+        return f"expected a cached or continued summary, got {rep}"
+    return None
+
+
+def measure_pair(direct, proxied, n, warmup, body, route, profile, case, stub):
+    path_c, path_p = ROUTES[route][1], ROUTES[route][2]
+    h_direct = provider_headers(route)
+    h_proxy = dict(h_direct, **{"x-condense-profile": profile})
+
+    def one_direct():
+        dt, st, _, _ = direct.request("POST", path_p, body, h_direct)
+        assert st == 200, f"stub answered {st}"
+        return dt
+
+    def one_proxied():
+        dt, st, hdrs, data = proxied.request("POST", path_c, body, h_proxy)
+        assert st == 200, f"condense answered {st}: {data[:300]!r}"
+        expected = OPENAI_ANSWER if route == "openai" else ANTHROPIC_ANSWER
+        assert data == expected, "the answer was not relayed unchanged"
+        return dt, report_of(hdrs)
+
+    first = None
+    if case == "due_cached":
+        # Writes the summary and caches it (not timed).
+        _, first = one_proxied()
+        if first["compressed"] != "true" or first["note"]:
+            sys.exit(f"{route}/{case}: the first request did not compress: {first}")
+    for _ in range(warmup):
+        one_direct()
+        one_proxied()
+    # The stub keeps only the last body: look right after a proxied request.
+    last_after_warmup = stub_last(stub)
+    d, p, reports = [], [], []
+    pid = measure_pair.condense_pid
+    pid_cpu0 = cpu_seconds(pid)
+    for i in range(n):
+        if i % 2 == 0:
+            td = one_direct()
+            tp, rep = one_proxied()
+        else:
+            tp, rep = one_proxied()
+            td = one_direct()
+        d.append(td)
+        p.append(tp)
+        reports.append(rep)
+    cpu = (cpu_seconds(pid) - pid_cpu0) / n
+    # One more (untimed) proxied request, so the stub's last body is condense's.
+    _, rep = one_proxied()
+    reports.append(rep)
+    last = stub_last(stub)
+    problems = {check_report(case, r) for r in reports} - {None}
+    if problems:
+        sys.exit(f"{route}/{case}: not measuring what we think: {sorted(problems)[:3]}")
+    # Identical requests, so identical headers on every turn.
+    if len({json.dumps(r, sort_keys=True) for r in reports}) != 1:
+        sys.exit(f"{route}/{case}: headers differ between turns: {reports[:2]} ...")
+    if last["path"] != path_p:
+        sys.exit(f"{route}/{case}: the provider was called at {last['path']}, not {path_p}")
+    if case in ("not_due", "tiny") and last["sha256"] != hashlib.sha256(body).hexdigest():
+        sys.exit(f"{route}/{case}: the provider did not get the client's body unchanged")
+    if case == "due_cached" and last["sha256"] != last_after_warmup["sha256"]:
+        sys.exit(f"{route}/{case}: the forwarded body changed between turns")
+    return {
+        "direct": d,
+        "proxied": p,
+        "diff": [b - a for a, b in zip(d, p)],
+        "report": reports[0],
+        "reports_checked": len(reports),
+        "first_report": first,
+        "forwarded_bytes": last["bytes"],
+        "forwarded_messages": last["messages"],
+        "condense_cpu_s": cpu,
+    }
+
+
+def measure_tokens(conn, n, warmup, tokens_body):
+    h = {"content-type": "application/json"}
+    out = []
+    for i in range(warmup + n):
+        dt, st, _, data = conn.request("POST", "/v1/tokens", tokens_body, h)
+        assert st == 200, f"/v1/tokens answered {st}: {data[:300]!r}"
+        if i >= warmup:
+            out.append(dt)
+    return out, json.loads(data)["total_tokens"]
+
+
+def kb(n):
+    return f"{n / 1e3:6.0f}k" if n >= 10_000 else f"{n:6d}b"
+
+
+def ms(x):
+    return f"{x * 1000:8.2f}"
+
+
+def run_stub_bench(args, workdir, results):
+    stub_port = free_port()
+    stub_proc = subprocess.Popen([sys.executable, __file__, "stub", str(stub_port)],
+                                 stdout=subprocess.PIPE, text=True)
+    try:
+        assert stub_proc.stdout.readline().strip() == "ready"
+        wait_port(stub_port, stub_proc, "stub")
+        base = f"http://127.0.0.1:{stub_port}"
+        proc, port = start_condense(args.bin, workdir, "stub", base + "/v1", base)
+        measure_pair.condense_pid = proc.pid
+        results["rss_start_mib"] = proc_status(proc.pid)
+        try:
+            direct, proxied, stub = Conn(stub_port), Conn(port), Conn(stub_port)
+            rows = []
+            bodies = {r: load_body(r) for r in ROUTES}
+            # not_due first, on an empty cache (see the module docstring).
+            tiny = {r: tiny_body(r) for r in ROUTES}
+            for case, profile in (("not_due", "big"), ("tiny", "big"), ("due_cached", "due")):
+                for route in ROUTES:
+                    body, nmsg = (tiny[route], 2) if case == "tiny" else bodies[route][::2]
+                    r = measure_pair(direct, proxied, args.n, args.warmup, body, route,
+                                     profile, case, stub)
+                    r.update(route=route, case=case, profile=profile, body_bytes=len(body),
+                             messages=nmsg, rss_mib=proc_status(proc.pid))
+                    rows.append(r)
+            ref = []
+            for route in ROUTES:
+                _, tokens_body, _ = bodies[route]
+                t, total = measure_tokens(proxied, args.n, args.warmup, tokens_body)
+                ref.append({"route": route, "times": t, "total_tokens": total,
+                            "body_bytes": len(tokens_body)})
+            results["stub"] = rows
+            results["tokens_reference"] = ref
+            results["rss_end_mib"] = proc_status(proc.pid)
+            for c in (direct, proxied, stub):
+                c.close()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+    finally:
+        stub_proc.terminate()
+        stub_proc.wait(timeout=10)
+
+
+def run_llm_bench(args, workdir, results):
+    url = args.llm.rstrip("/")
+    host_port = int(url.rsplit(":", 1)[1])
+    proc, port = start_condense(args.bin, workdir, "llm", url + "/v1", url)
+    measure_pair.condense_pid = proc.pid
+    rows = []
+    try:
+        direct, proxied = Conn(host_port), Conn(port)
+        for route in ROUTES:
+            body = tiny_body(route)
+            path = ROUTES[route][1]
+            h = provider_headers(route)
+            hp = dict(h, **{"x-condense-profile": "big"})
+            d, p = [], []
+            for i in range(args.warmup_llm + args.llm_n):
+                order = (0, 1) if i % 2 == 0 else (1, 0)
+                times = [None, None]
+                for which in order:
+                    conn, hh = (direct, h) if which == 0 else (proxied, hp)
+                    dt, st, hdrs, data = conn.request("POST", path, body, hh)
+                    if st != 200:
+                        sys.exit(f"llm {route}: {'direct' if which == 0 else 'proxied'} answered {st}: {data[:300]!r}")
+                    if which == 1 and (hdrs.get("x-condense-compressed") != "false"
+                                       or hdrs.get("x-condense-note")):
+                        sys.exit(f"llm {route}: unexpected report {report_of(hdrs)}")
+                    times[which] = dt
+                if i >= args.warmup_llm:
+                    d.append(times[0])
+                    p.append(times[1])
+            rows.append({"route": route, "direct": d, "proxied": p,
+                         "diff": [b - a for a, b in zip(d, p)], "body_bytes": len(body)})
+        direct.close()
+        proxied.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    results["llm"] = rows
+
+
+def print_tables(results, args):
+    print(f"condense {results['binary']} @ {results['commit']}{' (dirty tree)' if results['dirty'] else ''}")
+    print(f"host: {os.cpu_count()} CPUs, load avg at start {results['loadavg_start']}, "
+          f"at end {results['loadavg_end']}; client, stub and condense share them")
+    print(f"N = {args.n} interleaved pairs per row after {args.warmup} warm-up pairs; times in ms; "
+          "added = proxied - direct of the same iteration\n")
+    hdr = (f"{'route':<10} {'case':<11} {'body':>7} {'fwd':>7}  {'direct p50':>10} {'p99':>7}  "
+           f"{'proxied p50':>11} {'p99':>7}  {'ADDED p50':>9} {'p99':>7}  {'ms/MB':>6} {'cpu ms':>6}  headers")
+    print(hdr)
+    print("-" * len(hdr))
+    # Added ms per MB of request body; meaningless for the tiny thread.
+    per_mb = lambda r: ("-" if r["case"] == "tiny"
+                        else f"{pct(r['diff'], 50) * 1e9 / r['body_bytes']:.1f}")
+    for r in results["stub"]:
+        rep = r["report"]
+        hs = f"compressed={rep['compressed']}"
+        if rep["summary-cached"] is not None:
+            hs += f" cached={rep['summary-cached']}"
+        hs += f" tokens {rep['tokens-before']}->{rep['tokens-after']}"
+        print(f"{r['route']:<10} {r['case']:<11} {kb(r['body_bytes'])} "
+              f"{kb(r['forwarded_bytes'])}  {ms(pct(r['direct'], 50)):>10} {ms(pct(r['direct'], 99)):>7}  "
+              f"{ms(pct(r['proxied'], 50)):>11} {ms(pct(r['proxied'], 99)):>7}  "
+              f"{ms(pct(r['diff'], 50)):>9} {ms(pct(r['diff'], 99)):>7}  "
+              f"{per_mb(r):>6} {r['condense_cpu_s'] * 1000:6.1f}  {hs}")
+    print()
+    print("body: request bytes from the client; fwd: bytes the provider received through condense "
+          f"({', '.join(str(r['forwarded_messages']) + ' msgs' for r in results['stub'])}); "
+          "ms/MB: added p50 per MB of request body; cpu ms: condense's CPU time (all threads) per proxied request")
+    for r in results["stub"]:
+        if r["first_report"]:
+            f = r["first_report"]
+            print(f"  {r['route']}/{r['case']}: the untimed first request wrote the summary: "
+                  f"compressed={f['compressed']} cached={f['summary-cached']} "
+                  f"tokens {f['tokens-before']}->{f['tokens-after']}")
+    print("\nreference: POST /v1/tokens with the same thread (count only: no cache, no forwarding)")
+    for r in results["tokens_reference"]:
+        print(f"  {r['route']:<10} p50 {ms(pct(r['times'], 50))} p99 {ms(pct(r['times'], 99))}  "
+              f"({r['total_tokens']} tokens, {r['body_bytes'] / 1e3:.0f}k body)")
+    print(f"\ncondense RSS (MiB): at start {results['rss_start_mib']}, at end {results['rss_end_mib']} "
+          "(VmHWM = peak)")
+    if "llm" in results:
+        print(f"\nreal provider {args.llm}: tiny thread (2 messages, max_tokens 8), "
+              f"{args.llm_n} interleaved pairs after {args.warmup_llm} warm-up pairs, profile big (not due)")
+        for r in results["llm"]:
+            print(f"  {r['route']:<10} direct p50 {ms(pct(r['direct'], 50))} p99 {ms(pct(r['direct'], 99))}   "
+                  f"proxied p50 {ms(pct(r['proxied'], 50))} p99 {ms(pct(r['proxied'], 99))}   "
+                  f"added p50 {ms(pct(r['diff'], 50))} p99 {ms(pct(r['diff'], 99))}")
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--requests", type=int, default=60)
-    ap.add_argument("--binary", default=str(ROOT / "target/release/condense"))
+    if len(sys.argv) >= 2 and sys.argv[1] == "stub":
+        return run_stub(int(sys.argv[2]))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", type=int, default=100, help="timed pairs per case (default 100)")
+    ap.add_argument("--warmup", type=int, default=10, help="untimed pairs first (default 10)")
+    ap.add_argument("--bin", type=Path, default=ROOT / "target" / "release" / "condense")
+    ap.add_argument("--llm", help="also proxy to this real server, e.g. http://127.0.0.1:8089")
+    ap.add_argument("--llm-n", type=int, default=20)
+    ap.add_argument("--warmup-llm", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="write every sample here")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
+    if not args.bin.exists():
+        sys.exit(f"{args.bin} is missing: cargo build --release")
 
-    stub_port = free_port()
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", stub_port), Stub)
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-
-    tmp = Path(tempfile.mkdtemp(prefix="condense-bench-"))
-    (tmp / "profiles.toml").write_text(
-        "[profiles.big]\nmax_messages_before_summary = 100000\nmax_tokens_before_summary = 100000000\n"
-        "context_window = 1000000\n\n[profiles.due]\nmax_messages_before_summary = 30\n"
-        "context_window = 1000000\n")
-    port = free_port()
-    env = dict(os.environ,
-               CONDENSE_LISTEN=f"127.0.0.1:{port}",
-               CONDENSE_PROXY_OPENAI_URL=f"http://127.0.0.1:{stub_port}/v1",
-               CONDENSE_PROXY_ANTHROPIC_URL=f"http://127.0.0.1:{stub_port}",
-               CONDENSE_PROFILES_FILE=str(tmp / "profiles.toml"),
-               CONDENSE_DATABASE_URL=f"sqlite://{tmp / 'cache.sqlite3'}?mode=rwc",
-               RUST_LOG="warn")
-    server = subprocess.Popen([args.binary], env=env)
+    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True,
+                                    text=True).stdout.strip()
+    results = {
+        "binary": str(args.bin),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "loadavg_start": os.getloadavg(),
+    }
+    workdir = Path(tempfile.mkdtemp(prefix="condense-proxy-bench-"))
     try:
-        for _ in range(200):
-            try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=1).request("GET", "/healthz")
-                break
-            except OSError:
-                time.sleep(0.05)
-        rows = []
-        for route, path, fixture in [("openai", "/v1/chat/completions", "large-04.openai.json"),
-                                     ("anthropic", "/v1/messages", "large-04.anthropic.json")]:
-            t = json.loads((ROOT / "tests/fixtures/threads" / fixture).read_text())
-            body = {"model": t["model"], "max_tokens": 16, "messages": t["messages"]}
-            if "system" in t:
-                body["system"] = t["system"]
-            if t.get("tools"):
-                body["tools"] = t["tools"]
-            raw = json.dumps(body).encode()
-            direct = http.client.HTTPConnection("127.0.0.1", stub_port)
-            via = http.client.HTTPConnection("127.0.0.1", port)
-            for case, profile in [("not due", "big"), ("due, summary cached", "due")]:
-                headers = {"x-condense-profile": profile}
-                _, h = post(via, path, raw, headers)  # warm-up; writes the summary when due
-                expect = "true" if profile == "due" else "false"
-                assert h.get("x-condense-compressed") == expect, h
-                d, v = [], []
-                for _ in range(args.requests):
-                    d.append(post(direct, path.replace("/v1/messages", "/v1/messages"), raw, {})[0])
-                    took, h = post(via, path, raw, headers)
-                    assert h.get("x-condense-compressed") == expect, h
-                    if profile == "due":
-                        assert h.get("x-condense-summary-cached") == "true", h
-                    v.append(took)
-                added = [b - a for a, b in zip(d, v)]
-                rows.append((route, case, len(raw), statistics.median(d), quantile(d, 0.99),
-                             statistics.median(v), quantile(v, 0.99),
-                             statistics.median(added), quantile(added, 0.99)))
-        rss = next((l.split()[1] for l in Path(f"/proc/{server.pid}/status").read_text().splitlines()
-                    if l.startswith("VmHWM")), "?")
+        (workdir / "profiles.toml").write_text(PROFILES_TOML)
+        run_stub_bench(args, workdir, results)
+        if args.llm:
+            run_llm_bench(args, workdir, results)
     finally:
-        server.terminate()
-        stub.shutdown()
-    print(f"{'route':10} {'case':22} {'body KB':>8} {'direct p50/p99 ms':>18} {'via p50/p99 ms':>16} {'added p50/p99 ms':>17}")
-    for r in rows:
-        print(f"{r[0]:10} {r[1]:22} {r[2] / 1024:8.0f} {r[3] * 1e3:8.2f}/{r[4] * 1e3:<8.2f} "
-              f"{r[5] * 1e3:7.1f}/{r[6] * 1e3:<8.1f} {r[7] * 1e3:8.1f}/{r[8] * 1e3:<8.1f}")
-    print(f"peak RSS of condense: {rss} kB; {args.requests} requests per case, sequential, keep-alive; "
-          f"{os.cpu_count()} cores shared with whatever else runs")
+        if args.keep:
+            print(f"kept {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    results["loadavg_end"] = os.getloadavg()
+    print_tables(results, args)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

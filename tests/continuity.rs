@@ -105,3 +105,39 @@ async fn the_forwarded_prefix_stays_identical_between_summaries() {
     );
     assert!(continued >= turns / 2, "{continued} continued turns");
 }
+
+/// A summary written under one profile is not put in place under another
+/// whose thresholds never made the thread due.
+#[tokio::test]
+async fn another_profiles_summary_is_not_continued() {
+    let c = compressor().await;
+    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    for i in 0..15 {
+        history.extend(turn(i));
+    }
+    let run = |profile: Profile| {
+        let t = thread::parse(RawThread {
+            messages: &history,
+            ..Default::default()
+        })
+        .unwrap();
+        c.run(Compression {
+            strategy: Strategy::Heuristic,
+            continuity: true,
+            ..Compression::new(t, profile)
+        })
+    };
+    let due = Profile {
+        max_messages_before_summary: 10,
+        min_recent_messages: 4,
+        ..Profile::default()
+    };
+    assert!(run(due.clone()).await.unwrap().compressed);
+    assert_eq!(run(due).await.unwrap().reason, Some(Reason::Continued));
+    let never = Profile {
+        max_messages_before_summary: 1000,
+        ..Profile::default()
+    };
+    let out = run(never).await.unwrap();
+    assert!(!out.compressed, "{:?}", out.reason);
+}

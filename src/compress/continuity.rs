@@ -42,7 +42,9 @@ impl Anchor {
                 limit,
                 counting: counting(&setup.counter),
                 instructions: req.instructions.as_deref(),
-                extra: req.strategy.as_str().to_string(),
+                // A summary written under one profile stands in only under
+                // the same one: another's thresholds may not have made it due.
+                extra: format!("{}|{:?}", req.strategy.as_str(), req.profile),
             },
         );
         Self {
