@@ -6,6 +6,8 @@ COPY src src
 COPY data data
 COPY migrations migrations
 COPY benches benches
+# The playground's example threads are embedded from the test fixtures.
+COPY tests/fixtures/threads tests/fixtures/threads
 RUN cargo build --release --locked --bin condense
 
 FROM debian:bookworm-slim

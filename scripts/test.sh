@@ -12,8 +12,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== the official Python SDKs (the proxy's real clients in tests/proxy_sdk.rs)"
-python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt
+echo "== Python clients: the official SDKs (tests/proxy_sdk.rs) and selenium (tests/playground.rs)"
+python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt -r tests/browser/requirements.txt
 
 echo "== cargo build --tests"
 cargo test --all-targets --locked --no-run

@@ -24,7 +24,13 @@ use tower::ServiceExt;
 /// Every route the server serves, as `(METHOD, path)`. `routes_in_source`
 /// keeps this list honest against `src/http/*.rs`; the spec must list exactly
 /// these operations.
-const ROUTES: [(&str, &str); 9] = [
+const ROUTES: [(&str, &str); 15] = [
+    ("GET", "/"),
+    ("GET", "/playground"),
+    ("GET", "/playground/app.js"),
+    ("GET", "/playground/style.css"),
+    ("GET", "/playground/examples"),
+    ("GET", "/playground/examples/{name}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/v1/models"),
@@ -42,9 +48,10 @@ const PROBED_METHODS: [&str; 8] = [
 ];
 
 /// Paths that must not be served (each answers the generic 404).
-const UNSERVED_PATHS: [&str; 6] = [
-    "/",
+const UNSERVED_PATHS: [&str; 7] = [
     "/nope",
+    "/playground/",
+    "/playground/examples/",
     "/v1",
     "/healthz/",
     "/v1/tokens/extra",
@@ -339,6 +346,46 @@ fn essence(content_type: &str) -> String {
         .to_ascii_lowercase()
 }
 
+/// The spec's path template that `path` is an instance of (`{param}`
+/// matches one segment).
+fn spec_path<'a>(spec: &'a Value, path: &str) -> Option<&'a str> {
+    let segments: Vec<&str> = path.split('/').collect();
+    let paths = spec["paths"].as_object()?;
+    if let Some((literal, _)) = paths.get_key_value(path) {
+        return Some(literal.as_str());
+    }
+    paths.keys().map(String::as_str).find(|template| {
+        let parts: Vec<&str> = template.split('/').collect();
+        parts.len() == segments.len()
+            && parts
+                .iter()
+                .zip(&segments)
+                .all(|(t, s)| (t.starts_with('{') && t.ends_with('}') && !s.is_empty()) || t == s)
+    })
+}
+
+/// `template` with each `{param}` replaced by the `example` its spec
+/// parameter gives, so it can be requested.
+fn concrete(spec: &Value, template: &str) -> String {
+    let mut path = template.to_string();
+    let params = spec["paths"][template]["get"]["parameters"].as_array();
+    for param in params.into_iter().flatten() {
+        let param = resolve(spec, param);
+        if param["in"] == "path" {
+            let name = param["name"].as_str().expect("a named path parameter");
+            let example = param["example"]
+                .as_str()
+                .unwrap_or_else(|| panic!("path parameter {name} of {template} has no example"));
+            path = path.replace(&format!("{{{name}}}"), example);
+        }
+    }
+    assert!(
+        !path.contains('{'),
+        "{template} has a parameter the spec does not describe"
+    );
+    path
+}
+
 /// The response object the spec declares for this exchange (`$ref` followed).
 fn documented_response<'a>(spec: &'a Value, x: &Exchange) -> Result<&'a Value, String> {
     let method = if x.method == Method::HEAD {
@@ -346,7 +393,7 @@ fn documented_response<'a>(spec: &'a Value, x: &Exchange) -> Result<&'a Value, S
     } else {
         x.method.as_str().to_ascii_lowercase()
     };
-    let item = spec["paths"].get(&x.path);
+    let item = spec_path(spec, &x.path).map(|p| &spec["paths"][p]);
     let response = match item.and_then(|item| item.get(&method)) {
         Some(op) => op["responses"]
             .get(x.status.as_str())
@@ -481,7 +528,8 @@ async fn spec_lists_exactly_the_served_routes() {
     );
 
     // Every operation of the spec is answered (not 404/405) by the server.
-    for (method, path) in &in_spec {
+    for (method, template) in &in_spec {
+        let path = &concrete(spec(), template);
         let req = if method == "POST" {
             post_json(path, &json!({}))
         } else {
@@ -502,7 +550,7 @@ async fn spec_lists_exactly_the_served_routes() {
         for method in PROBED_METHODS {
             let routed = ROUTES.contains(&(method, path))
                 || (method == "HEAD" && ROUTES.contains(&("GET", path)));
-            let x = send(app(), request(method, path)).await;
+            let x = send(app(), request(method, &concrete(spec(), path))).await;
             if routed {
                 assert!(
                     x.status != StatusCode::METHOD_NOT_ALLOWED,
@@ -646,6 +694,23 @@ fn valid_requests() -> Vec<Valid> {
         valid("readyz", request("GET", "/readyz")),
         valid("models", request("GET", "/v1/models")),
         valid("profiles", request("GET", "/v1/profiles")),
+        Valid {
+            content_type: "text/html",
+            ..valid("playground", request("GET", "/playground"))
+        },
+        Valid {
+            content_type: "text/javascript",
+            ..valid("playground script", request("GET", "/playground/app.js"))
+        },
+        Valid {
+            content_type: "text/css",
+            ..valid("playground style", request("GET", "/playground/style.css"))
+        },
+        valid("examples", request("GET", "/playground/examples")),
+        valid(
+            "an example",
+            request("GET", "/playground/examples/large-04.anthropic"),
+        ),
         valid(
             "text",
             post_json("/v1/tokens", &json!({"text": "Hello, world!"})),
@@ -1931,7 +1996,11 @@ fn spec_is_well_formed() {
             "{method} {path} documents x-request-id"
         );
         let responses = op["responses"].as_object().expect("responses");
-        assert!(responses.contains_key("200") && responses.contains_key("500"));
+        assert!(
+            (responses.contains_key("200") || responses.contains_key("307"))
+                && responses.contains_key("500"),
+            "{method} {path} documents its success and 500"
+        );
         // The proxy relays the provider's answers and bodies as they are:
         // no JSON parsing, validation or time limit of condense's own.
         let proxied = op["tags"] == json!(["proxy"]);
@@ -1967,7 +2036,13 @@ fn spec_is_well_formed() {
             let response = resolve(spec, response);
             let header = resolve(spec, &response["headers"]["x-request-id"]);
             assert_eq!(header["required"], true, "{method} {path}: {response}");
-            for (ct, media) in response["content"].as_object().expect("content") {
+            // A redirect has no body; every other response has one.
+            let content = response["content"].as_object();
+            assert!(
+                content.is_some() || response["headers"]["location"].is_object(),
+                "{method} {path}: a response without content"
+            );
+            for (ct, media) in content.into_iter().flatten() {
                 if proxied && media["schema"] == json!({"$ref": "#/components/schemas/PassThrough"})
                 {
                     continue;

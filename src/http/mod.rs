@@ -7,6 +7,7 @@ mod extract;
 mod health;
 mod input;
 mod middleware;
+mod playground;
 mod proxy;
 mod tokens;
 mod verdict;
@@ -43,6 +44,7 @@ pub fn router(state: AppState) -> Router {
         .merge(verdict::router())
         .merge(compress::router())
         .merge(catalog::router())
+        .merge(playground::router())
         .route_layer(axum::middleware::from_fn_with_state(
             timeout,
             middleware::time_limit,

@@ -6,9 +6,12 @@ mod common;
 mod compress;
 mod compress_props;
 mod golden;
+// Not every live part is needed here (the browser is tests/playground.rs's).
+#[allow(dead_code)]
 #[path = "../support/live.rs"]
 mod live;
 mod llm_e2e;
+mod playground;
 mod properties;
 mod stub;
 mod tokens;

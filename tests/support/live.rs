@@ -68,3 +68,35 @@ pub async fn fresh_database(test: &str) -> Option<String> {
         .expect("the test server lets us create databases");
     Some(admin.database(&name).to_url_lossy().to_string())
 }
+
+/// Headless Chromium, its driver and selenium (Debian's `chromium` and
+/// `chromium-driver`, `tests/browser/requirements.txt`), or `None` when the
+/// run opted out. Panics with instructions when one is missing.
+pub fn browser(test: &str) -> Option<()> {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let driver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    let selenium = std::process::Command::new("python3")
+        .args(["-c", "import selenium"])
+        .status()
+        .is_ok_and(|s| s.success());
+    let missing: Vec<&str> = [
+        (!std::path::Path::new(&chromium).exists()).then_some("chromium"),
+        (!std::path::Path::new(&driver).exists()).then_some("chromedriver"),
+        (!selenium).then_some("selenium"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if missing.is_empty() {
+        return Some(());
+    }
+    if skipping(test, "a headless browser") {
+        return None;
+    }
+    panic!(
+        "{test} needs a headless browser, and {missing:?} is missing: `apt-get install chromium \
+         chromium-driver` (or set CHROMIUM and CHROMEDRIVER) and `python3 -m pip install -r \
+         tests/browser/requirements.txt`; `.ci/run` and `./scripts/test.sh` do this; \
+         {SKIP_LIVE}=1 skips such tests"
+    );
+}

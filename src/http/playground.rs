@@ -1,0 +1,135 @@
+//! `GET /playground`: one page that shows a person what a profile does to a
+//! thread, and the example threads it offers.
+//!
+//! The page is a client of the API and nothing else: every number it shows
+//! comes from `/v1/tokens`, `/v1/verdict` and `/v1/compress`, so it can never
+//! disagree with what an agent is told. Its three files are embedded in the
+//! binary (no build step, no CDN: the machine that runs condense may have no
+//! internet), and so are the repository's fixture threads, so the examples
+//! work wherever the binary does.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::Path;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use serde::Serialize;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::temporary("/playground") }))
+        .route("/playground", get(page))
+        .route("/playground/app.js", get(script))
+        .route("/playground/style.css", get(style))
+        .route("/playground/examples", get(examples))
+        .route("/playground/examples/{name}", get(example))
+}
+
+const PAGE: &str = include_str!("playground/index.html");
+const SCRIPT: &str = include_str!("playground/app.js");
+const STYLE: &str = include_str!("playground/style.css");
+
+/// Only the page's own files and the API's origin: no inline script, no
+/// third party, not framable.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+    connect-src 'self'; img-src 'self' data:; form-action 'none'; \
+    base-uri 'none'; frame-ancestors 'none'";
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(CSP),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+            // Small, and replaced with the binary: always revalidate.
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn page() -> Response {
+    asset("text/html; charset=utf-8", PAGE)
+}
+
+async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", SCRIPT)
+}
+
+async fn style() -> Response {
+    asset("text/css; charset=utf-8", STYLE)
+}
+
+/// One example thread: its name (`?example=NAME`) and what the menu shows.
+#[derive(Serialize)]
+pub struct Example {
+    pub name: &'static str,
+    pub format: &'static str,
+    pub bytes: usize,
+}
+
+#[derive(Serialize)]
+pub struct ExamplesResponse {
+    pub examples: Vec<Example>,
+}
+
+macro_rules! fixtures {
+    ($($name:literal),* $(,)?) => {
+        [$(($name, include_str!(concat!("../../tests/fixtures/threads/", $name, ".json")))),*]
+    };
+}
+
+/// The realistic agent threads of `tests/fixtures/threads`, in both wire
+/// formats, smallest first.
+const EXAMPLES: [(&str, &str); 10] = fixtures!(
+    "small-00.openai",
+    "small-00.anthropic",
+    "small-01.openai",
+    "small-01.anthropic",
+    "medium-02.openai",
+    "medium-02.anthropic",
+    "medium-03.openai",
+    "medium-03.anthropic",
+    "large-04.openai",
+    "large-04.anthropic",
+);
+
+async fn examples() -> Json<ExamplesResponse> {
+    let examples = EXAMPLES
+        .iter()
+        .map(|(name, body)| Example {
+            name,
+            format: name.rsplit('.').next().unwrap_or_default(),
+            bytes: body.len(),
+        })
+        .collect();
+    Json(ExamplesResponse { examples })
+}
+
+/// The example as the fixture holds it: a provider request body (`model`,
+/// `messages`, and `system` / `tools` where it has them).
+async fn example(Path(name): Path<String>) -> Result<Response, ApiError> {
+    let (_, body) = EXAMPLES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+        let shown: String = name.chars().take(64).collect();
+        ApiError::NotFound(format!("/playground/examples/{shown}"))
+    })?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        *body,
+    )
+        .into_response())
+}

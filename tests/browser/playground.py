@@ -1,0 +1,296 @@
+"""The playground in a real browser: headless Chromium (Debian's chromium and
+chromium-driver) driven by selenium, against a running condense.
+
+Every number the page renders is checked against the API's own answer for the
+same input, asked here independently (the request is built from the fixture
+and the page's documented defaults, not read back from the page).
+
+Usage: playground.py BASE_URL OUT_DIR
+Prints one JSON object (the page weight, the screenshots) and exits 0, or
+fails with an AssertionError that says what differed.
+"""
+
+import json
+import os
+import pathlib
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+BASE = sys.argv[1].rstrip("/")
+OUT = pathlib.Path(sys.argv[2])
+# Generous: a loaded 2-core CI machine; nothing here measures time.
+WAIT = 300
+
+
+def api(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    headers = {} if body is None else {"content-type": "application/json"}
+    req = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=WAIT) as res:
+            return res.status, json.loads(res.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for arg in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1280,800",
+        f"--user-data-dir={tempfile.mkdtemp(prefix='condense-chromium-')}",
+    ]:
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=opts)
+
+
+def number(driver, element_id):
+    text = driver.find_element(By.ID, element_id).text
+    return float(text.replace(",", "").rstrip("%"))
+
+
+def settle(driver, trigger):
+    """Runs `trigger` and waits until the page has finished what it started."""
+    driver.execute_script("document.getElementById('status').dataset.state = 'waiting'")
+    trigger()
+    WebDriverWait(driver, WAIT).until(
+        lambda d: d.find_element(By.ID, "status").get_attribute("data-state") in ("done", "error", "idle")
+    )
+    return driver.find_element(By.ID, "status").get_attribute("data-state")
+
+
+def severe(driver, allowed=()):
+    """Console errors, except the network lines of API answers a step provoked on purpose."""
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if entry["level"] == "SEVERE" and not any(a in entry["message"] for a in allowed)
+    ]
+
+
+def requests_for(example, **settings):
+    """The requests the page documents for a thread and its form settings."""
+    thread = {"messages": example["messages"]}
+    for key in ("system", "tools"):
+        if key in example:
+            thread[key] = example[key]
+    thread["model"] = example["model"]
+    decide = dict(thread, profile="default")
+    if settings.get("config"):
+        decide["config"] = settings["config"]
+    compress = dict(
+        decide,
+        summarizer={"strategy": settings.get("strategy", "auto")},
+        force=settings.get("force", False),
+    )
+    return thread, decide, compress
+
+
+def check_against_api(driver, name, **settings):
+    """The numbers on the page are the API's for the same input."""
+    status, example = api("GET", f"/playground/examples/{name}")
+    assert status == 200, example
+    thread, decide, compress_req = requests_for(example, **settings)
+    _, tokens = api("POST", "/v1/tokens", thread)
+    _, verdict = api("POST", "/v1/verdict", decide)
+    status, compress = api("POST", "/v1/compress", compress_req)
+    assert status == 200, compress
+
+    shown = {
+        "v-total": verdict["total_tokens"],
+        "v-window": verdict["context_window"],
+        "v-available": verdict["available_tokens"],
+        "v-since": verdict["messages_since_summary"],
+        "v-messages-threshold": verdict["messages_threshold"],
+        "v-messages-percent": verdict["messages_percent"],
+        "v-tokens": verdict["total_tokens"],
+        "v-tokens-threshold": verdict["tokens_threshold"],
+        "v-tokens-percent": verdict["tokens_percent"],
+        "c-total": tokens["total_tokens"],
+        "c-tools": tokens["tools_tokens"],
+        "x-before": compress["tokens_before"],
+        "x-after": compress["tokens_after"],
+        "x-window": compress["context_window"],
+    }
+    if compress["summary"]:
+        shown["x-summary-tokens"] = compress["summary"]["token_count"]
+        shown["x-summarized"] = compress["summary"]["messages_summarized"]
+    for element_id, expected in shown.items():
+        got = number(driver, element_id)
+        assert got == expected, f"{name}: #{element_id} shows {got}, the API says {expected}"
+    should = driver.find_element(By.ID, "v-should").text
+    assert should == ("Summarize now" if verdict["should_summarize"] else "Not due yet"), should
+
+    # One chart row per counted message, with the API's count, in order.
+    rows = driver.find_elements(By.CSS_SELECTOR, "#chart li.msg:not(.extra)")
+    assert len(rows) == len(tokens["messages"]), (len(rows), len(tokens["messages"]))
+    for row, counted in zip(rows, tokens["messages"]):
+        index = row.get_attribute("data-index")
+        assert index == ("system" if counted["index"] is None else str(counted["index"])), index
+        got = int(row.find_element(By.CLASS_NAME, "tokens").get_attribute("textContent").replace(",", ""))
+        assert got == counted["tokens"], f"{name}: row {index} shows {got}, the API says {counted['tokens']}"
+
+    # The compressed thread beside the original, its marks from the API's answer.
+    original = driver.find_elements(By.CSS_SELECTOR, "#original > li")
+    returned = driver.find_elements(By.CSS_SELECTOR, "#compressed > li")
+    assert len(original) == len(example["messages"]), len(original)
+    assert len(returned) == len(compress["messages"]), (len(returned), len(compress["messages"]))
+    marked = lambda cls: len(driver.find_elements(By.CSS_SELECTOR, f"#original > li.{cls}"))
+    assert marked("dropped") == len(compress["messages_dropped"]), marked("dropped")
+    summary = compress["summary"]
+    if summary:
+        assert marked("span") == summary["last_message_idx"] - summary["first_message_idx"] + 1
+        highlighted = driver.find_elements(By.CSS_SELECTOR, "#compressed > li.summary")
+        assert len(highlighted) == 1, len(highlighted)
+        preview = highlighted[0].find_element(By.CLASS_NAME, "preview").get_attribute("textContent")
+        assert preview.startswith("[Context Summary"), preview
+    return verdict, compress
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    shots = []
+    driver = browser()
+    try:
+        # First load: what a person's browser transfers before choosing anything.
+        driver.get(BASE + "/playground")
+        WebDriverWait(driver, WAIT).until(
+            lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "idle"
+        )
+        weight = driver.execute_script(
+            "const nav = performance.getEntriesByType('navigation')[0];"
+            "return nav.transferSize + performance.getEntriesByType('resource')"
+            ".reduce((sum, r) => sum + r.transferSize, 0);"
+        )
+        assert 0 < weight < 200_000, f"first load transferred {weight} bytes"
+
+        # Every control has a label, and the keyboard reaches the Analyse button.
+        unlabeled = driver.execute_script(
+            "return [...document.querySelectorAll('input, select, textarea')]"
+            ".filter(e => !e.labels || e.labels.length === 0).map(e => e.id);"
+        )
+        assert unlabeled == [], f"controls without a label: {unlabeled}"
+        body = driver.find_element(By.TAG_NAME, "body")
+        body.click()
+        for _ in range(60):
+            if driver.switch_to.active_element.get_attribute("id") == "analyse":
+                break
+            ActionChains(driver).send_keys(Keys.TAB).perform()
+        else:
+            raise AssertionError("Tab never reached the Analyse button")
+
+        # A large example, linked by ?example=.
+        driver.get(BASE + "/playground?example=large-04.openai")
+        WebDriverWait(driver, WAIT).until(
+            lambda d: d.find_element(By.ID, "status").get_attribute("data-state") in ("done", "error")
+        )
+        assert driver.find_element(By.ID, "status").get_attribute("data-state") == "done", (
+            driver.find_element(By.ID, "status").text
+        )
+        verdict, compress = check_against_api(driver, "large-04.openai")
+        assert verdict["should_summarize"] and compress["compressed"], "large-04 should be compressed"
+        shots.append(str(OUT / "large-04-openai-1280x800.png"))
+        driver.save_screenshot(shots[-1])
+        # The whole page, as tall as it is.
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        driver.set_window_size(1280, min(height + 140, 8000))
+        shots.append(str(OUT / "large-04-openai-full.png"))
+        driver.save_screenshot(shots[-1])
+        driver.set_window_size(1280, 800)
+        assert severe(driver) == [], severe(driver)
+
+        # The other wire format, chosen from the menu.
+        assert settle(driver, lambda: Select(driver.find_element(By.ID, "example")).select_by_value("large-04.anthropic")) == "done"
+        check_against_api(driver, "large-04.anthropic")
+        assert driver.find_elements(By.CSS_SELECTOR, "#chart li[data-index='system'].pinned"), "no pinned system row"
+
+        # A forced truncation of a thread that is not due: dropped messages are marked.
+        assert settle(driver, lambda: Select(driver.find_element(By.ID, "example")).select_by_value("medium-02.openai")) == "done"
+        Select(driver.find_element(By.ID, "strategy")).select_by_value("truncate")
+        driver.find_element(By.ID, "force").click()
+        field = driver.find_element(By.ID, "config-min_recent_messages")
+        field.send_keys("4")
+        assert settle(driver, lambda: field.send_keys(Keys.ENTER)) == "done"
+        _, compress = check_against_api(
+            driver, "medium-02.openai", strategy="truncate", force=True, config={"min_recent_messages": 4}
+        )
+        assert compress["messages_dropped"], "truncate dropped nothing"
+        field.clear()
+        driver.find_element(By.ID, "force").click()
+        Select(driver.find_element(By.ID, "strategy")).select_by_value("auto")
+
+        # An invalid setting: the API's message appears next to that field.
+        field = driver.find_element(By.ID, "config-max_messages_before_summary")
+        field.send_keys("0")
+        assert settle(driver, lambda: field.send_keys(Keys.ENTER)) == "error"
+        status, problem = api("POST", "/v1/verdict", {"messages": [], "config": {"max_messages_before_summary": 0}})
+        assert status == 422, problem
+        expected = next(e["message"] for e in problem["errors"] if e["pointer"] == "/config/max_messages_before_summary")
+        shown = driver.find_element(By.ID, "error-config-max_messages_before_summary").text
+        assert expected in shown, f"shown {shown!r}, the API says {expected!r}"
+        assert field.get_attribute("aria-invalid") == "true"
+        field.clear()
+
+        # A pasted thread the API rejects: its problem detail shows at the thread.
+        invalid = {"messages": [{"role": "wizard", "content": "hello"}]}
+        textarea = driver.find_element(By.ID, "thread")
+        textarea.clear()
+        textarea.send_keys(json.dumps(invalid))
+        assert settle(driver, lambda: driver.find_element(By.ID, "analyse").click()) == "error"
+        status, problem = api("POST", "/v1/tokens", dict(invalid, model="gpt-4o"))
+        assert status == 422, problem
+        shown = driver.find_element(By.ID, "error-thread").text
+        for e in problem["errors"]:
+            assert f"{e['pointer']}: {e['message']}" in shown, f"shown {shown!r}, the API says {e}"
+        shots.append(str(OUT / "invalid-thread.png"))
+        driver.save_screenshot(shots[-1])
+
+        # Not JSON at all: the page says so before asking anything.
+        textarea.clear()
+        textarea.send_keys("{not json")
+        assert settle(driver, lambda: driver.find_element(By.ID, "analyse").click()) == "error"
+        assert "not valid JSON" in driver.find_element(By.ID, "error-thread").text
+        assert not driver.find_element(By.ID, "results").is_displayed(), "stale results stay shown"
+        assert severe(driver, allowed=["status of 422"]) == [], severe(driver)
+
+        # A narrow window: nothing wider than the screen.
+        driver.set_window_size(390, 844)
+        driver.get(BASE + "/playground?example=medium-02.anthropic")
+        WebDriverWait(driver, WAIT).until(
+            lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "done"
+        )
+        check_against_api(driver, "medium-02.anthropic")
+        overflow = driver.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth;"
+        )
+        assert overflow <= 0, f"the page is {overflow}px wider than a 390px window"
+        shots.append(str(OUT / "medium-02-anthropic-narrow.png"))
+        driver.save_screenshot(shots[-1])
+        assert severe(driver) == [], severe(driver)
+    finally:
+        driver.quit()
+    print(json.dumps({"page_weight_bytes": weight, "screenshots": shots}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+//! The playground in a real browser: condense serves on a free port, and
+//! `tests/browser/playground.py` drives headless Chromium through the page,
+//! checking every number it renders against the API's own answer for the
+//! same input. Screenshots land in `target/tmp/playground/`.
+
+#[path = "support/live.rs"]
+#[allow(dead_code)]
+mod live;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_shows_what_the_api_answers() {
+    if live::browser("the_page_shows_what_the_api_answers").is_none() {
+        return;
+    }
+    let config = condense::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: Some("off".into()),
+        ..Default::default()
+    };
+    let app = condense::Application::build(config)
+        .await
+        .expect("condense starts");
+    let url = format!("http://{}", app.local_addr());
+    tokio::spawn(app.run_until_stopped());
+
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("playground");
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new("python3")
+            .arg(root.join("tests/browser/playground.py"))
+            .arg(&url)
+            .arg(&out)
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .unwrap();
+    assert!(
+        run.status.success(),
+        "the browser test failed:\n{}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&run.stdout).expect("the script prints one JSON object");
+    // Visible in the test command's output: where the screenshots are, and the page's weight.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "playground: {report}");
+    assert!(report["page_weight_bytes"].as_u64().unwrap() > 0);
+}
