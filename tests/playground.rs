@@ -15,16 +15,18 @@ async fn the_page_shows_what_the_api_answers() {
     if live::browser("the_page_shows_what_the_api_answers").is_none() {
         return;
     }
-    let config = condense::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        database_url: Some("off".into()),
-        ..Default::default()
+    let url = serve(condense::Config::default()).await;
+    // A second one whose upstream LLM is down: its summaries are degraded.
+    let closed = {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        port.local_addr().unwrap()
     };
-    let app = condense::Application::build(config)
-        .await
-        .expect("condense starts");
-    let url = format!("http://{}", app.local_addr());
-    tokio::spawn(app.run_until_stopped());
+    let degraded = serve(condense::Config {
+        upstream_url: Some(format!("http://{closed}/v1")),
+        upstream_max_retries: 0,
+        ..Default::default()
+    })
+    .await;
 
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("playground");
@@ -33,6 +35,7 @@ async fn the_page_shows_what_the_api_answers() {
             .arg(root.join("tests/browser/playground.py"))
             .arg(&url)
             .arg(&out)
+            .arg(&degraded)
             .output()
             .expect("python3 runs")
     })
@@ -50,4 +53,19 @@ async fn the_page_shows_what_the_api_answers() {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "playground: {report}");
     assert!(report["page_weight_bytes"].as_u64().unwrap() > 0);
+}
+
+/// Condense on a free port with `config` and no cache; its base URL.
+async fn serve(config: condense::Config) -> String {
+    let config = condense::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: Some("off".into()),
+        ..config
+    };
+    let app = condense::Application::build(config)
+        .await
+        .expect("condense starts");
+    let url = format!("http://{}", app.local_addr());
+    tokio::spawn(app.run_until_stopped());
+    url
 }

@@ -5,7 +5,8 @@ Every number the page renders is checked against the API's own answer for the
 same input, asked here independently (the request is built from the fixture
 and the page's documented defaults, not read back from the page).
 
-Usage: playground.py BASE_URL OUT_DIR
+Usage: playground.py BASE_URL OUT_DIR [DEGRADED_BASE_URL]
+(the last: a condense whose upstream LLM is down, to see a degraded summary)
 Prints one JSON object (the page weight, the screenshots) and exits 0, or
 fails with an AssertionError that says what differed.
 """
@@ -27,14 +28,16 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BASE = sys.argv[1].rstrip("/")
 OUT = pathlib.Path(sys.argv[2])
+DEGRADED = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "threads"
 # Generous: a loaded 2-core CI machine; nothing here measures time.
 WAIT = 300
 
 
-def api(method, path, body=None):
+def api(method, path, body=None, base=None):
     data = None if body is None else json.dumps(body).encode()
     headers = {} if body is None else {"content-type": "application/json"}
-    req = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+    req = urllib.request.Request((base or BASE) + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=WAIT) as res:
             return res.status, json.loads(res.read())
@@ -272,6 +275,33 @@ def main():
         assert "not valid JSON" in driver.find_element(By.ID, "error-thread").text
         assert not driver.find_element(By.ID, "results").is_displayed(), "stale results stay shown"
         assert severe(driver, allowed=["status of 422"]) == [], severe(driver)
+
+        # A file opened from disk: the same numbers as the same example.
+        opened = FIXTURES / "small-01.anthropic.json"
+        assert settle(driver, lambda: driver.find_element(By.ID, "file").send_keys(str(opened))) == "done"
+        check_against_api(driver, "small-01.anthropic")
+
+        if DEGRADED:
+            # The upstream LLM is down: the page says the summary is degraded, with the API's warnings.
+            driver.get(DEGRADED + "/playground?example=small-00.openai")
+            WebDriverWait(driver, WAIT).until(
+                lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "done"
+            )
+            Select(driver.find_element(By.ID, "strategy")).select_by_value("llm")
+            driver.find_element(By.ID, "force").click()
+            assert settle(driver, lambda: driver.find_element(By.ID, "analyse").click()) == "done"
+            _, example = api("GET", "/playground/examples/small-00.openai", base=DEGRADED)
+            _, _, request = requests_for(example, strategy="llm", force=True)
+            status, compress = api("POST", "/v1/compress", request, base=DEGRADED)
+            assert status == 200 and compress["degraded"], compress
+            assert driver.find_element(By.ID, "x-degraded").is_displayed(), "degraded is not shown"
+            shown = driver.find_element(By.ID, "warnings").text
+            for warning in compress["warnings"]:
+                assert warning in shown, f"warning {warning!r} is not shown: {shown!r}"
+            driver.execute_script("document.getElementById('verdict').scrollIntoView()")
+            shots.append(str(OUT / "degraded.png"))
+            driver.save_screenshot(shots[-1])
+            assert severe(driver) == [], severe(driver)
 
         # A narrow window: nothing wider than the screen.
         driver.set_window_size(390, 844)
