@@ -794,6 +794,25 @@ fn valid_requests() -> Vec<Valid> {
             ),
         ),
         valid(
+            "verdict, chars estimate, iteration rule, a summary with its date",
+            post_json(
+                "/v1/verdict",
+                &json!({
+                    "messages": [
+                        {"role": "user", "content": "one", "metadata": {"iteration": 1}},
+                        {"role": "assistant", "content": "two", "metadata": {"iteration": 1}},
+                        {"role": "user", "content": "three", "metadata": {"iteration": 2}}
+                    ],
+                    "method": "chars", "chars_per_token": 3.5,
+                    "config": {"max_iterations_before_summary": 1, "min_recent_messages": 0,
+                               "llm_min_total_tokens": 10, "truncate_keep": "head",
+                               "max_tool_result_chars": 64, "max_user_message_chars": 64,
+                               "chars_per_token": 4},
+                    "summary": {"last_message_idx": 0, "content": "x", "created_at": "2026-11-23T10:00:00Z"}
+                }),
+            ),
+        ),
+        valid(
             "verdict, all optional fields null",
             post_json(
                 "/v1/verdict",
@@ -998,6 +1017,14 @@ fn compress_requests() -> Vec<Valid> {
                     &medium,
                     json!({"force": true, "summarizer": {"strategy": "auto"}}),
                 ),
+            ),
+        ),
+        valid(
+            "compress, only the truncation rules cut",
+            post_json(
+                "/v1/compress",
+                &json!({"messages": [{"role": "user", "content": "long ".repeat(100)}],
+                        "config": {"max_user_message_chars": 100, "truncate_keep": "tail"}}),
             ),
         ),
         valid(
@@ -1331,7 +1358,25 @@ fn invalid_requests() -> Vec<Invalid> {
         bad(
             "unknown verdict field",
             "/v1/verdict",
-            json!({"messages": [user], "method": "chars"}),
+            json!({"messages": [user], "methd": "chars"}),
+            Rejects,
+        ),
+        bad(
+            "verdict chars_per_token with method bpe",
+            "/v1/verdict",
+            json!({"messages": [user], "method": "bpe", "chars_per_token": 4}),
+            Rejects,
+        ),
+        bad(
+            "compress chars_per_token out of range",
+            "/v1/compress",
+            json!({"messages": [user], "chars_per_token": 0.1}),
+            Rejects,
+        ),
+        bad(
+            "a truncation rule shorter than its marker",
+            "/v1/compress",
+            json!({"messages": [user], "config": {"max_tool_result_chars": 10}}),
             Rejects,
         ),
         bad("body is an array", "/v1/tokens", json!([]), Rejects),

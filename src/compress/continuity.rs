@@ -70,6 +70,7 @@ impl Anchor {
             content: Some(entry.content),
             token_count: None,
             messages_summarized: Some(entry.messages_summarized.max(0) as u64),
+            created_at: None,
         })
     }
 

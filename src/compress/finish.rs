@@ -3,6 +3,7 @@
 
 use super::fit::{Draft, Kept};
 use super::plan::{Decision, Plan};
+use super::rules::{self, Rules};
 use super::{Error, Outcome, iterations, split, summary};
 use crate::policy::SummaryRole;
 use crate::summarize::Written;
@@ -93,11 +94,13 @@ impl Plan {
         let identity = summary_message.is_none() && cut == if reused { pinned + 1 } else { pinned };
         if identity && self.count.total <= self.budget {
             warnings.push("nothing older than the recent messages to summarize; the thread is returned unchanged".into());
-            return Ok(Outcome::unchanged(
+            return Ok(rules::unchanged(
                 t,
-                self.count.total,
+                &self.count,
                 self.context_window,
                 warnings,
+                &self.profile,
+                &c,
             ));
         }
 
@@ -125,6 +128,9 @@ impl Plan {
             })
             .collect();
         let mut draft = Draft::new(fixed, pinned_messages, tail);
+        if let Some(rules) = Rules::of(&self.profile) {
+            draft.apply_rules(&rules, format, &c);
+        }
         if let Some(m) = summary_message.or(kept_summary) {
             draft.set_summary(m, &c);
         }

@@ -56,6 +56,11 @@ impl Draft {
         self.summary = Some((message, tokens));
     }
 
+    /// A tail message went from `before` to `after` tokens.
+    pub fn adjust_tail(&mut self, before: usize, after: usize) {
+        self.tail_tokens = self.tail_tokens - before + after;
+    }
+
     pub fn tail_tokens(&self) -> usize {
         self.tail_tokens
     }

@@ -14,6 +14,7 @@ mod finish;
 mod fit;
 mod iterations;
 mod plan;
+mod rules;
 mod service;
 mod split;
 mod summary;
@@ -23,7 +24,7 @@ use serde::Serialize;
 use crate::policy::{PriorSummary, Profile, Trigger};
 use crate::summarize::{Strategy, UpstreamModel, Usage};
 use crate::thread::{FieldError, Thread};
-use crate::tokens::{Counter, Encoding};
+use crate::tokens::{Counter, Encoding, Method};
 use crate::upstream::UpstreamError;
 
 pub use iterations::IterationSummary;
@@ -37,7 +38,10 @@ pub enum Reason {
     Messages,
     Tokens,
     ContextWindow,
+    Iterations,
     Forced,
+    /// Nothing was due, but per-message truncation rules cut messages.
+    Rules,
     /// Nothing new is due; the previous summary of this conversation stays
     /// in place of the messages it covers (continuity mode).
     Continued,
@@ -49,6 +53,7 @@ impl From<Trigger> for Reason {
             Trigger::Messages => Reason::Messages,
             Trigger::Tokens => Reason::Tokens,
             Trigger::ContextWindow => Reason::ContextWindow,
+            Trigger::Iterations => Reason::Iterations,
         }
     }
 }
@@ -63,6 +68,8 @@ pub struct Compression {
     pub model: Option<String>,
     /// An encoding that overrides the model's.
     pub encoding: Option<Encoding>,
+    /// How strings become tokens: the tokenizer, or a characters estimate.
+    pub method: Method,
     /// The summary object of a previous compression (client keeps full history).
     pub prior: Option<PriorSummary>,
     pub strategy: Strategy,
@@ -88,6 +95,7 @@ impl Compression {
             profile,
             model: None,
             encoding: None,
+            method: Method::Bpe,
             prior: None,
             strategy: Strategy::default(),
             summarizer_model: None,

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use super::continuity::summary_limit;
-use super::{Compression, Error, Outcome, Previous, Reason, Setup, split};
+use super::{Compression, Error, Outcome, Previous, Reason, Setup, rules, split};
 use crate::policy::{self, OnUpstreamError, Profile};
 use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
 use crate::thread::{FieldError, Message, Thread};
@@ -94,11 +94,13 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         .or(force.then_some(Reason::Forced))
         .or(continued.then_some(Reason::Continued))
     else {
-        return Ok(Planned::Done(Box::new(Outcome::unchanged(
+        return Ok(Planned::Done(Box::new(rules::unchanged(
             t,
-            count.total,
+            &count,
             setup.context_window,
             warnings,
+            &p,
+            &c,
         ))));
     };
 
@@ -125,7 +127,23 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         cut = start;
     }
     let span_tokens = |from: usize, to: usize| count.messages[from..to].iter().sum::<usize>();
-    let decision = decide(strategy, setup.model, span_tokens(start, cut) as u64, &p)?;
+    let decision = decide(
+        strategy,
+        setup.model,
+        (span_tokens(start, cut) as u64, verdict.total_tokens),
+        &p,
+        &mut warnings,
+    )?;
+    if instructions.is_some()
+        && !matches!(
+            decision,
+            Decision::Write(Writer::Llm(_) | Writer::Hybrid(_))
+        )
+    {
+        warnings.push(
+            "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
+        );
+    }
 
     // Shrink the tail by whole units while the summary's share would not fit,
     // down to min_recent_messages. One pass over the units: linear.
@@ -214,19 +232,27 @@ fn job<'t>(
     }
 }
 
-/// `auto` is `llm` for spans of at least `llm_min_tokens` when an upstream is
-/// configured, else `heuristic`; `llm` and `hybrid` need an upstream.
+/// `auto` is `llm` when an upstream is configured, the span has at least
+/// `llm_min_tokens` and the whole thread at least `llm_min_total_tokens`,
+/// else `heuristic` (with a warning when only the missing upstream stood in
+/// the way); `llm` and `hybrid` need an upstream.
 fn decide(
     s: Strategy,
     model: Option<UpstreamModel>,
-    span_tokens: u64,
+    (span_tokens, total_tokens): (u64, u64),
     p: &Profile,
+    warnings: &mut Vec<String>,
 ) -> Result<Decision, Error> {
+    let worth_an_llm = span_tokens >= p.llm_min_tokens && total_tokens >= p.llm_min_total_tokens;
     Ok(match (s, model) {
         (Strategy::Truncate, _) => Decision::Truncate,
         (Strategy::Heuristic, _) => Decision::Write(Writer::Heuristic),
-        (Strategy::Auto, Some(m)) if span_tokens >= p.llm_min_tokens => {
-            Decision::Write(Writer::Llm(m))
+        (Strategy::Auto, Some(m)) if worth_an_llm => Decision::Write(Writer::Llm(m)),
+        (Strategy::Auto, None) if worth_an_llm => {
+            warnings.push(format!(
+                "strategy `auto` would have the upstream LLM write this summary (span {span_tokens} tokens, thread {total_tokens}), but none is configured (CONDENSE_UPSTREAM_URL): the heuristic wrote it"
+            ));
+            Decision::Write(Writer::Heuristic)
         }
         (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
         (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),

@@ -6,7 +6,7 @@ use super::continuity::Anchor;
 use super::plan::{self, Planned};
 use super::{Compression, Error, Outcome, Setup};
 use crate::summarize::{SummaryService, Writer, cpu, write_offline};
-use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+use crate::tokens::{CountSpec, Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
 pub struct Compressor {
@@ -125,7 +125,7 @@ impl Compressor {
             &self.default_model,
             req.model.as_deref(),
             req.encoding,
-            Method::Bpe,
+            req.method,
         );
         let mut warnings = spec.warnings.clone();
         let requested = req.summarizer_model.as_deref();

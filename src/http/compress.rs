@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{SummaryInput, parse_thread};
+use super::input::{MethodName, SummaryInput, method_or_profile, parse_thread};
 use crate::compress::{self, Compression, IterationSummary, Reason, SummaryObject};
 use crate::error::{ApiError, Result};
 use crate::policy::ProfileOverrides;
@@ -32,6 +32,9 @@ pub struct CompressRequest {
     pub format: Option<WireFormat>,
     pub model: Option<String>,
     pub encoding: Option<Encoding>,
+    /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
+    pub method: Option<MethodName>,
+    pub chars_per_token: Option<f64>,
     pub profile: Option<String>,
     pub config: Option<ProfileOverrides>,
     /// The summary object of a previous compression.
@@ -155,11 +158,13 @@ fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
         }
         (None, None) => None,
     };
+    let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
     Ok(Compression {
         thread,
         profile,
         model: req.model,
         encoding: req.encoding,
+        method,
         prior,
         strategy: summarizer.strategy,
         summarizer_model: summarizer.model,

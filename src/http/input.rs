@@ -41,6 +41,22 @@ pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<
     }
 }
 
+/// The counting method of a verdict or compression: the request's
+/// `method` / `chars_per_token` when it names one, else the profile's
+/// `chars_per_token`, else the tokenizer.
+pub fn method_or_profile(
+    name: Option<MethodName>,
+    chars_per_token: Option<f64>,
+    profile: &crate::policy::Profile,
+) -> Result<Method, ApiError> {
+    match (name, chars_per_token, profile.chars_per_token) {
+        (None, None, Some(cpt)) => Ok(Method::Chars {
+            chars_per_token: cpt,
+        }),
+        _ => method(name, chars_per_token),
+    }
+}
+
 /// Parses the thread fields of a request into the internal model.
 pub fn parse_thread(
     format: Option<WireFormat>,
@@ -64,6 +80,7 @@ pub struct SummaryInput {
     pub content: Option<String>,
     pub token_count: Option<u64>,
     pub messages_summarized: Option<u64>,
+    pub created_at: Option<String>,
 }
 
 impl SummaryInput {
@@ -83,6 +100,8 @@ impl SummaryInput {
             content: self.content,
             token_count: self.token_count,
             messages_summarized: self.messages_summarized,
+            // Echoed in the status: a short timestamp, never a large blob.
+            created_at: self.created_at.map(|t| t.chars().take(64).collect()),
         })
     }
 }

@@ -9,12 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{SummaryInput, parse_thread};
+use super::input::{MethodName, SummaryInput, method_or_profile, parse_thread};
 use crate::error::Result;
 use crate::policy::{self, ProfileOverrides, Verdict};
 use crate::state::AppState;
 use crate::thread::WireFormat;
-use crate::tokens::{CountSpec, Encoding, Method};
+use crate::tokens::{CountSpec, Encoding};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/verdict", post(verdict))
@@ -29,6 +29,9 @@ pub struct VerdictRequest {
     pub format: Option<WireFormat>,
     pub model: Option<String>,
     pub encoding: Option<Encoding>,
+    /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
+    pub method: Option<MethodName>,
+    pub chars_per_token: Option<f64>,
     /// Profile name (default `default`).
     pub profile: Option<String>,
     /// Single-field overrides of the profile.
@@ -64,6 +67,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
+    let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
     let thread = parse_thread(
         req.format,
         &req.messages,
@@ -79,7 +83,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         &app.config.default_model,
         req.model.as_deref(),
         req.encoding,
-        Method::Bpe,
+        method,
     );
     let window = profile.context_window.unwrap_or(spec.context_window);
     let verdict = policy::verdict(

@@ -1,11 +1,14 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
 mod profile;
+mod profiles;
 mod render;
 mod verdict;
 
-pub use profile::{OnUpstreamError, Profile, ProfileOverrides, Profiles, SummaryRole};
+pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
+pub use profiles::Profiles;
 pub use render::render_text;
 pub use verdict::{
-    Assessment, PriorSummary, Trigger, Verdict, assess, decide, summary_message_tokens, verdict,
+    Assessment, LastSummary, PriorSummary, Trigger, Verdict, assess, decide,
+    summary_message_tokens, verdict,
 };

@@ -1,14 +1,10 @@
 //! Profiles: named sets of thresholds, so each agent can have its own.
 //!
-//! The built-in `default` always exists; a TOML file adds or changes profiles,
-//! each naming only the fields it changes. A request may override single
-//! fields in `config`. Unknown fields are rejected everywhere, because a typo
-//! that silently falls back to a default is the worst kind of bug here.
+//! A profile names only the fields it changes (see [`super::profiles`] for
+//! the file); a request may override single fields in `config`. Unknown
+//! fields are rejected everywhere, because a typo that silently falls back
+//! to a default is the worst kind of bug here.
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::thread::FieldError;
@@ -33,8 +29,40 @@ pub struct Profile {
     pub summary_role: SummaryRole,
     /// `auto` uses the upstream LLM only for spans of at least this many tokens.
     pub llm_min_tokens: u64,
+    /// ...and only when the whole thread has at least this many (a tier by
+    /// the thread's total: heuristic below, LLM above).
+    pub llm_min_total_tokens: u64,
     /// What an upstream LLM failure does: a heuristic fallback, or a 502.
     pub on_upstream_error: OnUpstreamError,
+    /// Also due after this many agent iterations (`metadata.iteration`)
+    /// since the last summary; off when not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_iterations_before_summary: Option<u64>,
+    /// Count with `ceil(characters / chars_per_token)` instead of the
+    /// tokenizer: for agents whose own estimator decides (3.5, 4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chars_per_token: Option<f64>,
+    /// Per-message rules for the kept thread: tool results and user
+    /// messages longer than this many characters are cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_result_chars: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_user_message_chars: Option<u64>,
+    /// Which end of a text a per-message rule keeps.
+    pub truncate_keep: TruncateKeep,
+}
+
+/// Which part of a long text a per-message truncation rule keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TruncateKeep {
+    /// The beginning (a prompt's task statement).
+    Head,
+    /// The end (a log's final lines).
+    Tail,
+    /// Both ends, cut in the middle, as fitting does.
+    #[default]
+    Both,
 }
 
 /// What an upstream LLM failure does to a compression.
@@ -68,7 +96,13 @@ impl Default for Profile {
             context_window: None,
             summary_role: SummaryRole::User,
             llm_min_tokens: 4000,
+            llm_min_total_tokens: 0,
             on_upstream_error: OnUpstreamError::Fallback,
+            max_iterations_before_summary: None,
+            chars_per_token: None,
+            max_tool_result_chars: None,
+            max_user_message_chars: None,
+            truncate_keep: TruncateKeep::Both,
         }
     }
 }
@@ -85,11 +119,17 @@ pub struct ProfileOverrides {
     pub context_window: Option<u64>,
     pub summary_role: Option<SummaryRole>,
     pub llm_min_tokens: Option<u64>,
+    pub llm_min_total_tokens: Option<u64>,
     pub on_upstream_error: Option<OnUpstreamError>,
+    pub max_iterations_before_summary: Option<u64>,
+    pub chars_per_token: Option<f64>,
+    pub max_tool_result_chars: Option<u64>,
+    pub max_user_message_chars: Option<u64>,
+    pub truncate_keep: Option<TruncateKeep>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
-const BOUNDS: [(&str, u64, u64); 7] = [
+const BOUNDS: [(&str, u64, u64); 11] = [
     ("max_messages_before_summary", 1, 1_000_000),
     ("max_tokens_before_summary", 1, 100_000_000),
     ("min_recent_messages", 0, 10_000),
@@ -97,6 +137,10 @@ const BOUNDS: [(&str, u64, u64); 7] = [
     ("max_summary_tokens", 16, 1_000_000),
     ("context_window", 256, 100_000_000),
     ("llm_min_tokens", 0, 100_000_000),
+    ("llm_min_total_tokens", 0, 100_000_000),
+    ("max_iterations_before_summary", 1, 1_000_000),
+    ("max_tool_result_chars", 64, 100_000_000),
+    ("max_user_message_chars", 64, 100_000_000),
 ];
 
 impl ProfileOverrides {
@@ -110,8 +154,12 @@ impl ProfileOverrides {
             self.max_summary_tokens,
             self.context_window,
             self.llm_min_tokens,
+            self.llm_min_total_tokens,
+            self.max_iterations_before_summary,
+            self.max_tool_result_chars,
+            self.max_user_message_chars,
         ];
-        let errs: Vec<FieldError> = BOUNDS
+        let mut errs: Vec<FieldError> = BOUNDS
             .iter()
             .zip(fields)
             .filter_map(|(&(name, lo, hi), v)| {
@@ -124,6 +172,14 @@ impl ProfileOverrides {
                 })
             })
             .collect();
+        if let Some(cpt) = self.chars_per_token {
+            if !(cpt.is_finite() && (0.5..=20.0).contains(&cpt)) {
+                errs.push(FieldError::new(
+                    format!("{at}/chars_per_token"),
+                    format!("must be between 0.5 and 20 (3.5 and 4 are usual), got {cpt}"),
+                ));
+            }
+        }
         if !errs.is_empty() {
             return Err(errs);
         }
@@ -140,117 +196,17 @@ impl ProfileOverrides {
             context_window: self.context_window.or(base.context_window),
             summary_role: self.summary_role.unwrap_or(base.summary_role),
             llm_min_tokens: self.llm_min_tokens.unwrap_or(base.llm_min_tokens),
+            llm_min_total_tokens: self
+                .llm_min_total_tokens
+                .unwrap_or(base.llm_min_total_tokens),
             on_upstream_error: self.on_upstream_error.unwrap_or(base.on_upstream_error),
+            max_iterations_before_summary: self
+                .max_iterations_before_summary
+                .or(base.max_iterations_before_summary),
+            chars_per_token: self.chars_per_token.or(base.chars_per_token),
+            max_tool_result_chars: self.max_tool_result_chars.or(base.max_tool_result_chars),
+            max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
+            truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
         })
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProfilesFile {
-    #[serde(default)]
-    profiles: BTreeMap<String, ProfileOverrides>,
-}
-
-/// All profiles by name; `default` is always present.
-#[derive(Debug, Clone)]
-pub struct Profiles {
-    by_name: BTreeMap<String, Profile>,
-}
-
-impl Default for Profiles {
-    fn default() -> Self {
-        Self {
-            by_name: BTreeMap::from([("default".to_string(), Profile::default())]),
-        }
-    }
-}
-
-impl Profiles {
-    /// The built-in default plus the profiles of a TOML file (`[profiles.NAME]` tables).
-    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the profiles file {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("parsing the profiles file {}", path.display()))
-    }
-
-    pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let file: ProfilesFile = toml::from_str(text)?;
-        let mut profiles = Self::default();
-        // `default` first, so other profiles inherit a changed default.
-        let (defaults, others): (Vec<_>, Vec<_>) =
-            file.profiles.into_iter().partition(|(n, _)| n == "default");
-        for (name, overrides) in defaults.into_iter().chain(others) {
-            let profile = overrides
-                .apply(&profiles.by_name["default"], &format!("/profiles/{name}"))
-                .map_err(|errs| anyhow::anyhow!("profile `{name}`: {}", errs[0].message))?;
-            profiles.by_name.insert(name, profile);
-        }
-        Ok(profiles)
-    }
-
-    pub fn get(&self, name: &str) -> Option<&Profile> {
-        self.by_name.get(name)
-    }
-
-    pub fn all(&self) -> &BTreeMap<String, Profile> {
-        &self.by_name
-    }
-
-    /// The named profile (default when None) with a request's overrides applied.
-    pub fn resolve(
-        &self,
-        name: Option<&str>,
-        overrides: Option<&ProfileOverrides>,
-    ) -> Result<Profile, Vec<FieldError>> {
-        let name = name.unwrap_or("default");
-        let base = self.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
-            vec![FieldError::new(
-                "/profile",
-                format!("unknown profile `{name}`; known: {}", known.join(", ")),
-            )]
-        })?;
-        match overrides {
-            Some(o) => o.apply(base, "/config"),
-            None => Ok(base.clone()),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_profiles_inherit_from_default() {
-        let p = Profiles::parse(
-            "[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.default]\nmin_recent_messages = 8\n",
-        )
-        .unwrap();
-        let quick = p.get("quick").unwrap();
-        assert_eq!(quick.max_messages_before_summary, 15);
-        assert_eq!(quick.max_tokens_before_summary, 32_000);
-        assert_eq!(quick.min_recent_messages, 8);
-        assert_eq!(quick.response_reserve, 4096);
-    }
-
-    #[test]
-    fn typos_and_absurd_values_are_rejected() {
-        assert!(Profiles::parse("[profiles.x]\nmax_mesages_before_summary = 3\n").is_err());
-        assert!(Profiles::parse("[profiles.x]\nmax_messages_before_summary = 0\n").is_err());
-        let errs = ProfileOverrides {
-            context_window: Some(10),
-            ..Default::default()
-        }
-        .apply(&Profile::default(), "/config")
-        .unwrap_err();
-        assert_eq!(errs[0].pointer, "/config/context_window");
-    }
-
-    #[test]
-    fn unknown_profile_is_an_error_naming_the_field() {
-        let errs = Profiles::default().resolve(Some("nope"), None).unwrap_err();
-        assert_eq!(errs[0].pointer, "/profile");
     }
 }

@@ -15,6 +15,8 @@ pub struct PriorSummary {
     pub token_count: Option<u64>,
     /// How many messages it stands for (compression extends the count).
     pub messages_summarized: Option<u64>,
+    /// When it was written, as the summary object said.
+    pub created_at: Option<String>,
 }
 
 impl PriorSummary {
@@ -67,8 +69,38 @@ pub fn verdict(
         Some(p) => (Some(p.last_message_idx), p.tokens(counter)),
         None => (None, 0),
     };
+    let last_summary = match prior {
+        _ if in_thread => thread.messages[pinned]
+            .summary_marker()
+            .map(|m| LastSummary {
+                messages_summarized: m.messages_summarized as u64,
+                tokens: summary_tokens,
+                created_at: None,
+            }),
+        Some(p) => Some(LastSummary {
+            messages_summarized: p
+                .messages_summarized
+                .unwrap_or(((p.last_message_idx + 1).saturating_sub(pinned)) as u64),
+            tokens: summary_tokens,
+            created_at: p.created_at.clone(),
+        }),
+        None => None,
+    };
     let a = assess(thread, &count, last, summary_tokens);
-    decide(profile, a, context_window)
+    Verdict {
+        last_summary,
+        ..decide(profile, a, context_window)
+    }
+}
+
+/// The summary the thread already has, as the status shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LastSummary {
+    pub messages_summarized: u64,
+    /// What its message costs in the next request.
+    pub tokens: u64,
+    /// When it was written (only known from a summary object that says so).
+    pub created_at: Option<String>,
 }
 
 /// Why summarization is due.
@@ -81,6 +113,8 @@ pub enum Trigger {
     Tokens,
     /// What would be sent no longer fits the window minus the reply reserve.
     ContextWindow,
+    /// `max_iterations_before_summary` agent iterations since the last summary.
+    Iterations,
 }
 
 /// What would actually be sent, measured.
@@ -88,8 +122,12 @@ pub enum Trigger {
 pub struct Assessment {
     /// Conversation messages after the last summary (pinned prefix excluded).
     pub messages_since_summary: u64,
+    /// Distinct `metadata.iteration` values among those messages.
+    pub iterations_since_summary: u64,
     /// Pinned prefix + summary message + messages after the summary + tools + priming.
     pub total_tokens: u64,
+    /// Every part of the count is the provider's own figure.
+    pub exact: bool,
 }
 
 /// Measures a thread given its count, the index the last summary covers up
@@ -110,9 +148,17 @@ pub fn assess(
         .chain(&count.messages[start..])
         .sum();
     let other = count.total - count.messages.iter().sum::<usize>();
+    let mut iterations: Vec<u64> = thread.messages[start..]
+        .iter()
+        .filter_map(|m| m.iteration)
+        .collect();
+    iterations.sort_unstable();
+    iterations.dedup();
     Assessment {
         messages_since_summary: (thread.messages.len() - start) as u64,
+        iterations_since_summary: iterations.len() as u64,
         total_tokens: (kept + other) as u64 + summary_tokens,
+        exact: count.exact,
     }
 }
 
@@ -129,17 +175,28 @@ pub struct Verdict {
     pub context_window: u64,
     /// Window minus reply reserve minus total: negative when over.
     pub available_tokens: i64,
+    pub iterations_since_summary: u64,
+    /// `max_iterations_before_summary`; null when the rule is off.
+    pub iterations_threshold: Option<u64>,
+    pub iterations_percent: Option<f64>,
+    /// False when the count is an estimate (a calibrated or `chars` count,
+    /// or parts the provider's formula does not cover).
+    pub exact: bool,
+    /// The summary the request carries (a summary message or object), if any.
+    pub last_summary: Option<LastSummary>,
 }
 
 /// Applies the rules, in this order:
 /// 1. over the window (minus the reply reserve): `context_window`, always;
 /// 2. fewer than `min_recent_messages + 4` since the summary: nothing is due;
 /// 3. `messages_since_summary >= N`: `messages`;
-/// 4. `total_tokens >= K`: `tokens`.
+/// 4. `total_tokens >= K`: `tokens`;
+/// 5. `iterations_since_summary >= max_iterations_before_summary` (when set): `iterations`.
 pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict {
     let budget = context_window.saturating_sub(profile.response_reserve);
     let n = profile.max_messages_before_summary;
     let k = profile.max_tokens_before_summary;
+    let its = profile.max_iterations_before_summary;
     let trigger = if a.total_tokens > budget {
         Some(Trigger::ContextWindow)
     } else if a.messages_since_summary < profile.min_recent_messages + 4 {
@@ -148,6 +205,8 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
         Some(Trigger::Messages)
     } else if a.total_tokens >= k {
         Some(Trigger::Tokens)
+    } else if its.is_some_and(|m| a.iterations_since_summary >= m) {
+        Some(Trigger::Iterations)
     } else {
         None
     };
@@ -162,6 +221,11 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
         tokens_percent: percent(a.total_tokens, k),
         context_window,
         available_tokens: budget as i64 - a.total_tokens as i64,
+        iterations_since_summary: a.iterations_since_summary,
+        iterations_threshold: its,
+        iterations_percent: its.map(|m| percent(a.iterations_since_summary, m)),
+        exact: a.exact,
+        last_summary: None,
     }
 }
 
@@ -186,7 +250,9 @@ mod tests {
             &p,
             Assessment {
                 messages_since_summary: since,
+                iterations_since_summary: 0,
                 total_tokens: total,
+                exact: true,
             },
             2000,
         )

@@ -13,6 +13,55 @@ pub enum Cut {
     ToolResults,
     /// Any text: tool results, user and assistant text.
     AnyText,
+    /// Only the text a user wrote (not the tool results a user turn carries).
+    UserText,
+}
+
+/// Which end of a long text a cut keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    Head,
+    Tail,
+    Both,
+}
+
+/// `s` cut to at most `limit` characters, marker included, keeping its head,
+/// tail or both; None when it is not longer. Because the marker counts, a
+/// cut text is never cut again by the same limit: rules applied turn after
+/// turn leave the same bytes.
+pub fn cut_to(s: &str, limit: usize, keep: Keep) -> Option<String> {
+    let n = s.chars().count();
+    if n <= limit {
+        return None;
+    }
+    // The marker's length depends on how much is removed: settle it (the
+    // digits grow at most twice).
+    let mut kept = limit;
+    let marker = loop {
+        let marker = format!("…[truncated {} characters]…", thousands((n - kept) as u64));
+        let fits = kept + marker.chars().count() <= limit;
+        if fits || kept == 0 {
+            break marker;
+        }
+        kept = limit.saturating_sub(marker.chars().count());
+    };
+    let head: String;
+    let tail: String;
+    match keep {
+        Keep::Head => {
+            head = s.chars().take(kept).collect();
+            tail = String::new();
+        }
+        Keep::Tail => {
+            head = String::new();
+            tail = s.chars().skip(n - kept).collect();
+        }
+        Keep::Both => {
+            head = s.chars().take(kept / 2).collect();
+            tail = s.chars().skip(n - (kept - kept / 2)).collect();
+        }
+    }
+    Some(format!("{head}{marker}{tail}"))
 }
 
 /// Cuts `s` to about `keep` characters by removing its middle, with a visible marker.
@@ -45,34 +94,59 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// The message with every cuttable text longer than `keep` characters cut;
-/// None when nothing was that long.
+/// The message with every cuttable text longer than `keep` characters cut
+/// in the middle; None when nothing was that long.
 pub fn truncate(m: &Message, format: WireFormat, cut: Cut, keep: usize) -> Option<Message> {
+    rewrite(m, format, cut, |s| cut_middle(s, keep))
+}
+
+/// The message with every cuttable text cut to at most `limit` characters
+/// (marker included) by [`cut_to`]; None when nothing was longer.
+pub fn truncate_to(
+    m: &Message,
+    format: WireFormat,
+    cut: Cut,
+    limit: usize,
+    keep: Keep,
+) -> Option<Message> {
+    rewrite(m, format, cut, |s| cut_to(s, limit, keep))
+}
+
+fn rewrite(
+    m: &Message,
+    format: WireFormat,
+    cut: Cut,
+    shorter: impl Fn(&str) -> Option<String>,
+) -> Option<Message> {
     let mut raw = m.raw.clone();
     let mut changed = false;
     let mut shorten = |v: &mut Value| {
         if let Value::String(s) = v {
-            if let Some(short) = cut_middle(s, keep) {
+            if let Some(short) = shorter(s) {
                 *s = short;
                 changed = true;
             }
         }
     };
     let any = cut == Cut::AnyText;
+    let results = cut != Cut::UserText;
+    let user = cut == Cut::UserText && m.role == Role::User;
     match format {
         WireFormat::OpenAi => {
             let is_result = m.role == Role::Tool || m.role == Role::Function;
-            if is_result || any {
+            if (is_result && results) || any || user {
                 visit_texts(raw.get_mut("content"), &mut shorten);
             }
         }
         WireFormat::Anthropic => match raw.get_mut("content") {
-            Some(v @ Value::String(_)) if any => shorten(v),
+            Some(v @ Value::String(_)) if any || user => shorten(v),
             Some(Value::Array(blocks)) => {
                 for b in blocks {
                     match b.get("type").and_then(Value::as_str) {
-                        Some("tool_result") => visit_texts(b.get_mut("content"), &mut shorten),
-                        Some("text") if any => {
+                        Some("tool_result") if results => {
+                            visit_texts(b.get_mut("content"), &mut shorten)
+                        }
+                        Some("text") if any || user => {
                             shorten(b.get_mut("text").unwrap_or(&mut Value::Null))
                         }
                         _ => {}
@@ -133,6 +207,25 @@ mod tests {
         assert!(out.ends_with("cccccccccc"));
         assert!(out.contains("…[truncated 20,000 characters]…"));
         assert_eq!(cut_middle("short", 20), None);
+    }
+
+    #[test]
+    fn a_rule_cut_fits_its_limit_and_is_never_cut_again() {
+        // x and z: letters the marker does not hold.
+        let s = "x".repeat(300) + &"m".repeat(10_000) + &"z".repeat(300);
+        for keep in [Keep::Head, Keep::Tail, Keep::Both] {
+            for limit in [64, 500, 999, 1000, 5000] {
+                let out = cut_to(&s, limit, keep).unwrap();
+                assert!(out.chars().count() <= limit, "{keep:?} {limit}");
+                assert!(out.contains("characters]…"));
+                assert_eq!(cut_to(&out, limit, keep), None, "{keep:?} {limit}");
+            }
+        }
+        let head = cut_to(&s, 500, Keep::Head).unwrap();
+        assert!(head.starts_with(&"x".repeat(300)) && !head.contains('z'));
+        let tail = cut_to(&s, 500, Keep::Tail).unwrap();
+        assert!(tail.ends_with(&"z".repeat(300)) && !tail.contains('x'));
+        assert_eq!(cut_to("short", 64, Keep::Both), None);
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use edit::{Cut, cut_middle, text_message, thousands, truncate};
+pub use edit::{Cut, Keep, cut_middle, cut_to, text_message, thousands, truncate, truncate_to};
 pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use validate::validate;
 pub use wire::type_name;

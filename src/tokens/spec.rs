@@ -41,15 +41,24 @@ impl CountSpec {
                 spec.encoding
             ));
         }
-        if !spec.is_openai() && resolved.known {
+        // A caller who names an encoding wants that encoding's count: the
+        // model's calibration (e.g. Claude's x1.25) applies only to the
+        // encoding the registry picked for it.
+        let uncalibrated = encoding.is_some() && spec.calibration != 1.0;
+        let calibration = if uncalibrated { 1.0 } else { spec.calibration };
+        if uncalibrated && method == Method::Bpe {
             warnings.push(format!(
-                "`{model}` does not use an OpenAI tokenizer: {chosen} x {} calibration is an estimate",
+                "`encoding` {chosen} is counted as it is: the x{} calibration of `{model}` is not applied",
                 spec.calibration
+            ));
+        } else if !spec.is_openai() && resolved.known {
+            warnings.push(format!(
+                "`{model}` does not use an OpenAI tokenizer: {chosen} x {calibration} calibration is an estimate",
             ));
         }
         Self {
             exact_model: spec.is_openai() && chosen == spec.encoding && method == Method::Bpe,
-            calibration: spec.calibration,
+            calibration,
             encoding: chosen,
             method,
             context_window: spec.context_window,

@@ -142,6 +142,7 @@ fn profile(s: &Settings) -> Profile {
         summary_role: SummaryRole::User,
         llm_min_tokens: 4000,
         on_upstream_error: OnUpstreamError::Fallback,
+        ..Profile::default()
     }
 }
 

@@ -1,0 +1,160 @@
+//! Profiles: named sets of thresholds, so each agent can have its own.
+//!
+//! The built-in `default` always exists; a TOML or YAML file (by extension)
+//! adds or changes profiles, each naming only the fields it changes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::Deserialize;
+
+use super::{Profile, ProfileOverrides};
+use crate::thread::FieldError;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfilesFile {
+    #[serde(default)]
+    profiles: BTreeMap<String, ProfileOverrides>,
+}
+
+/// All profiles by name; `default` is always present.
+#[derive(Debug, Clone)]
+pub struct Profiles {
+    by_name: BTreeMap<String, Profile>,
+}
+
+impl Default for Profiles {
+    fn default() -> Self {
+        Self {
+            by_name: BTreeMap::from([("default".to_string(), Profile::default())]),
+        }
+    }
+}
+
+impl Profiles {
+    /// The built-in default plus the profiles of a file: TOML
+    /// (`[profiles.NAME]` tables), or YAML (`profiles:` → `NAME:` → fields)
+    /// when it ends in `.yaml` or `.yml`.
+    pub fn from_file(path: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the profiles file {}", path.display()))?;
+        let yaml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
+        let parsed = if yaml {
+            Self::parse_yaml(&text)
+        } else {
+            Self::parse(&text)
+        };
+        parsed.with_context(|| format!("parsing the profiles file {}", path.display()))
+    }
+
+    /// Profiles from TOML text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        Self::build(toml::from_str(text)?)
+    }
+
+    /// Profiles from YAML text (the same fields as TOML).
+    pub fn parse_yaml(text: &str) -> anyhow::Result<Self> {
+        Self::build(serde_norway::from_str(text)?)
+    }
+
+    fn build(file: ProfilesFile) -> anyhow::Result<Self> {
+        let mut profiles = Self::default();
+        // `default` first, so other profiles inherit a changed default.
+        let (defaults, others): (Vec<_>, Vec<_>) =
+            file.profiles.into_iter().partition(|(n, _)| n == "default");
+        for (name, overrides) in defaults.into_iter().chain(others) {
+            let profile = overrides
+                .apply(&profiles.by_name["default"], &format!("/profiles/{name}"))
+                .map_err(|errs| anyhow::anyhow!("profile `{name}`: {}", errs[0].message))?;
+            profiles.by_name.insert(name, profile);
+        }
+        Ok(profiles)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Profile> {
+        self.by_name.get(name)
+    }
+
+    pub fn all(&self) -> &BTreeMap<String, Profile> {
+        &self.by_name
+    }
+
+    /// The named profile (default when None) with a request's overrides applied.
+    pub fn resolve(
+        &self,
+        name: Option<&str>,
+        overrides: Option<&ProfileOverrides>,
+    ) -> Result<Profile, Vec<FieldError>> {
+        let name = name.unwrap_or("default");
+        let base = self.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+            vec![FieldError::new(
+                "/profile",
+                format!("unknown profile `{name}`; known: {}", known.join(", ")),
+            )]
+        })?;
+        match overrides {
+            Some(o) => o.apply(base, "/config"),
+            None => Ok(base.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Profile;
+
+    #[test]
+    fn file_profiles_inherit_from_default() {
+        let p = Profiles::parse(
+            "[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.default]\nmin_recent_messages = 8\n",
+        )
+        .unwrap();
+        let quick = p.get("quick").unwrap();
+        assert_eq!(quick.max_messages_before_summary, 15);
+        assert_eq!(quick.max_tokens_before_summary, 32_000);
+        assert_eq!(quick.min_recent_messages, 8);
+        assert_eq!(quick.response_reserve, 4096);
+    }
+
+    #[test]
+    fn yaml_gives_the_same_profiles_as_toml() {
+        let yaml = Profiles::parse_yaml(
+            "profiles:\n  quick:\n    max_messages_before_summary: 15\n    chars_per_token: 3.5\n    truncate_keep: head\n",
+        )
+        .unwrap();
+        let toml = Profiles::parse(
+            "[profiles.quick]\nmax_messages_before_summary = 15\nchars_per_token = 3.5\ntruncate_keep = \"head\"\n",
+        )
+        .unwrap();
+        assert_eq!(yaml.get("quick"), toml.get("quick"));
+        assert_eq!(yaml.get("quick").unwrap().chars_per_token, Some(3.5));
+        assert!(
+            Profiles::parse_yaml("profiles:\n  x:\n    max_mesages_before_summary: 3\n").is_err()
+        );
+    }
+
+    #[test]
+    fn typos_and_absurd_values_are_rejected() {
+        assert!(Profiles::parse("[profiles.x]\nmax_mesages_before_summary = 3\n").is_err());
+        assert!(Profiles::parse("[profiles.x]\nmax_messages_before_summary = 0\n").is_err());
+        let errs = ProfileOverrides {
+            context_window: Some(10),
+            ..Default::default()
+        }
+        .apply(&Profile::default(), "/config")
+        .unwrap_err();
+        assert_eq!(errs[0].pointer, "/config/context_window");
+    }
+
+    #[test]
+    fn unknown_profile_is_an_error_naming_the_field() {
+        let errs = Profiles::default().resolve(Some("nope"), None).unwrap_err();
+        assert_eq!(errs[0].pointer, "/profile");
+    }
+}
