@@ -79,7 +79,7 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_REQUEST_TIMEOUT", default_value_t = defaults::REQUEST_TIMEOUT_SECS)]
     pub request_timeout: u64,
 
-    /// TOML file of named profiles (`[profiles.NAME]` tables).
+    /// File of named profiles: TOML (`[profiles.NAME]` tables), or YAML (`profiles:` → `NAME:`) when it ends in `.yaml`/`.yml`.
     #[arg(long, env = "CONDENSE_PROFILES_FILE")]
     pub profiles_file: Option<PathBuf>,
 

@@ -191,8 +191,10 @@ async fn llm_hybrid_and_auto_with_both_clients() {
         );
         assert!(!story.trim().is_empty(), "then the model's narrative");
 
-        // `auto`: the LLM for a span worth it, the heuristic (no call) below that.
-        let worth_it = json!({"max_summary_tokens": 120, "llm_min_tokens": 100});
+        // `auto`: the LLM for a span worth it in a thread big enough (a tier
+        // by the thread's total), the heuristic (no call) below either.
+        let worth_it =
+            json!({"max_summary_tokens": 120, "llm_min_tokens": 100, "llm_min_total_tokens": 1000});
         written_by_the_model(&app, &request("small-01.openai", "auto", worth_it), "llm").await;
         let before = calls.total();
         let not_worth = json!({"max_summary_tokens": 120, "llm_min_tokens": 100_000_000});
@@ -206,6 +208,21 @@ async fn llm_hybrid_and_auto_with_both_clients() {
         assert_eq!(out["summary"]["strategy"], "heuristic");
         assert!(out["usage"].is_null());
         assert_eq!(calls.total(), before, "{kind:?}: no upstream call");
+        // The same span in a thread below the tier's total: no call.
+        let small_thread = json!({"max_summary_tokens": 120, "llm_min_tokens": 100, "llm_min_total_tokens": 100_000_000});
+        let (status, out) = post(
+            &app,
+            "/v1/compress",
+            &request("small-01.openai", "auto", small_thread),
+        )
+        .await;
+        assert_eq!(status, 200, "{out}");
+        assert_eq!(out["summary"]["strategy"], "heuristic");
+        assert_eq!(
+            calls.total(),
+            before,
+            "{kind:?}: below the tier's total, no call"
+        );
         let path = match kind {
             Kind::OpenAi => "/v1/chat/completions",
             Kind::Anthropic => "/v1/messages",

@@ -124,10 +124,7 @@ fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
             ));
         }
     }
-    let prior = req
-        .summary
-        .map(|s| s.into_prior(thread.messages.len()))
-        .transpose()?;
+    let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let summarizer = req.summarizer.unwrap_or_default();
     if summarizer
         .instructions

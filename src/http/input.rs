@@ -72,6 +72,14 @@ pub fn parse_thread(
     })?)
 }
 
+/// The thread carries condense's summary message after its pinned prefix.
+pub fn holds_summary(thread: &Thread) -> bool {
+    thread
+        .messages
+        .get(thread.pinned_len())
+        .is_some_and(|m| m.summary_marker().is_some())
+}
+
 /// The fields of a returned summary object that condense reads; others are
 /// ignored so a client can send the object back as it got it.
 #[derive(Debug, Deserialize)]
@@ -84,9 +92,13 @@ pub struct SummaryInput {
 }
 
 impl SummaryInput {
-    /// Checks the index against the thread it came with.
-    pub fn into_prior(self, messages: usize) -> Result<PriorSummary, ApiError> {
-        if self.last_message_idx >= messages {
+    /// Checks the index against the thread it came with. A thread that
+    /// holds a summary message is a compressed thread sent back: its summary
+    /// wins, and the object (whose indices refer to the longer thread it was
+    /// written for) is not checked; the domain ignores it with a warning.
+    pub fn into_prior(self, thread: &Thread) -> Result<PriorSummary, ApiError> {
+        let messages = thread.messages.len();
+        if self.last_message_idx >= messages && !holds_summary(thread) {
             return Err(ApiError::field(
                 "/summary/last_message_idx",
                 format!(

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, method_or_profile, parse_thread};
+use super::input::{MethodName, SummaryInput, holds_summary, method_or_profile, parse_thread};
 use crate::error::Result;
 use crate::policy::{self, ProfileOverrides, Verdict};
 use crate::state::AppState;
@@ -74,10 +74,13 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         req.system.as_ref(),
         req.tools.as_ref(),
     )?;
-    let prior = req
-        .summary
-        .map(|s| s.into_prior(thread.messages.len()))
-        .transpose()?;
+    let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
+    let mut warnings = Vec::new();
+    if prior.is_some() && holds_summary(&thread) {
+        warnings.push(
+            "the thread holds a summary message; the `summary` object was ignored".to_string(),
+        );
+    }
     let spec = CountSpec::resolve(
         &app.models,
         &app.config.default_model,
@@ -98,7 +101,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         profile: req.profile.unwrap_or_else(|| "default".into()),
         model: spec.model,
         format: thread.format,
-        warnings: spec.warnings,
+        warnings: spec.warnings.into_iter().chain(warnings).collect(),
     })
 }
 

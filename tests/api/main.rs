@@ -5,6 +5,8 @@ mod cache_e2e;
 mod common;
 mod compress;
 mod compress_props;
+mod designs;
+mod designs_compress;
 mod golden;
 // Not every live part is needed here (the browser is tests/playground.rs's).
 #[allow(dead_code)]
