@@ -135,6 +135,12 @@ def check_against_api(driver, name, **settings):
         "x-after": compress["tokens_after"],
         "x-window": compress["context_window"],
     }
+    if verdict["iterations_threshold"] is not None:
+        shown["v-iterations"] = verdict["iterations_since_summary"]
+        shown["v-iterations-threshold"] = verdict["iterations_threshold"]
+        shown["v-iterations-percent"] = verdict["iterations_percent"]
+    elif driver.find_elements(By.ID, "v-iterations"):
+        raise AssertionError(f"{name}: an iterations bar without an iteration rule")
     if compress["summary"]:
         shown["x-summary-tokens"] = compress["summary"]["token_count"]
         shown["x-summarized"] = compress["summary"]["messages_summarized"]
@@ -231,14 +237,21 @@ def main():
         assert settle(driver, lambda: Select(driver.find_element(By.ID, "example")).select_by_value("medium-02.openai")) == "done"
         Select(driver.find_element(By.ID, "strategy")).select_by_value("truncate")
         driver.find_element(By.ID, "force").click()
+        driver.find_element(By.ID, "config-max_iterations_before_summary").send_keys("5")
         field = driver.find_element(By.ID, "config-min_recent_messages")
         field.send_keys("4")
         assert settle(driver, lambda: field.send_keys(Keys.ENTER)) == "done"
         _, compress = check_against_api(
-            driver, "medium-02.openai", strategy="truncate", force=True, config={"min_recent_messages": 4}
+            driver,
+            "medium-02.openai",
+            strategy="truncate",
+            force=True,
+            config={"min_recent_messages": 4, "max_iterations_before_summary": 5},
         )
+        assert driver.find_element(By.ID, "v-iterations-threshold").text == "5"
         assert compress["messages_dropped"], "truncate dropped nothing"
         field.clear()
+        driver.find_element(By.ID, "config-max_iterations_before_summary").clear()
         driver.find_element(By.ID, "force").click()
         Select(driver.find_element(By.ID, "strategy")).select_by_value("auto")
 

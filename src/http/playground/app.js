@@ -12,6 +12,7 @@ const OVERRIDES = [
   ['response_reserve', 'Reply reserve (tokens)'],
   ['max_summary_tokens', 'Summary at most (tokens)'],
   ['context_window', 'Context window (tokens)'],
+  ['max_iterations_before_summary', 'Iterations before a summary'],
 ];
 const PREVIEW_CHARS = 160;
 const FULL_CHARS = 20000;
@@ -314,13 +315,19 @@ function renderVerdict(tokens, verdict) {
       el('strong', { id: 'v-should', text: due ? 'Summarize now' : 'Not due yet' }),
       due ? el('span', {}, ' (trigger: ', el('code', { id: 'v-trigger', text: verdict.trigger }), ')') : null,
       ` · profile ${verdict.profile} · model ${verdict.model} (${tokens.encoding}, ${verdict.format})`,
-      tokens.exact ? null : el('span', { class: 'badge', title: 'The API marks this count as an estimate, not the provider’s exact figure.' }, 'estimate')),
+      verdict.exact ? null : el('span', { class: 'badge', title: 'The API marks this count as an estimate, not the provider’s exact figure.' }, 'estimate')),
     el('p', {}, num('v-total', verdict.total_tokens), ' tokens of a ', num('v-window', verdict.context_window),
       '-token window; ', num('v-available', verdict.available_tokens), ' available for the thread.'),
     bar('Messages since the last summary', verdict.messages_since_summary, verdict.messages_threshold,
       verdict.messages_percent, ['v-since', 'v-messages-threshold', 'v-messages-percent']),
     bar('Tokens', verdict.total_tokens, verdict.tokens_threshold, verdict.tokens_percent,
-      ['v-tokens', 'v-tokens-threshold', 'v-tokens-percent']));
+      ['v-tokens', 'v-tokens-threshold', 'v-tokens-percent']),
+    verdict.iterations_threshold === null ? null
+      : bar('Iterations since the last summary', verdict.iterations_since_summary, verdict.iterations_threshold,
+        verdict.iterations_percent, ['v-iterations', 'v-iterations-threshold', 'v-iterations-percent']),
+    verdict.last_summary ? el('p', {}, 'Last summary: ', num('v-last-summarized', verdict.last_summary.messages_summarized),
+      ' messages in ', num('v-last-tokens', verdict.last_summary.tokens), ' tokens',
+      verdict.last_summary.created_at ? `, written ${verdict.last_summary.created_at}.` : '.') : null);
 }
 
 function renderWarnings(verdict, compress, after) {
