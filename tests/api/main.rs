@@ -6,6 +6,7 @@ mod common;
 mod compress;
 mod compress_props;
 mod golden;
+mod iterations;
 // Not every live part is needed here (the browser is tests/playground.rs's).
 #[allow(dead_code)]
 #[path = "../support/live.rs"]
