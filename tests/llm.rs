@@ -281,3 +281,56 @@ async fn long_spans_are_chunked_and_identical_requests_share_the_calls() {
         );
     }
 }
+
+/// `group_by: "iteration"` with `llm`: the model writes each old iteration's
+/// summary (several iterations per call, each asked again alone when the
+/// answer leaves it out), and the answer says so. One client kind: the
+/// calls are slow and the path below the client is the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_iteration_summaries_are_written_by_the_model() {
+    let Some((app, calls)) = condense(
+        "per_iteration_summaries_are_written_by_the_model",
+        Kind::OpenAi,
+    )
+    .await
+    else {
+        return;
+    };
+    let call = |id: &str, cmd: &str| json!({"id": id, "type": "function", "function": {"name": "shell", "arguments": json!({"command": cmd}).to_string()}});
+    let messages = json!([
+        {"role": "user", "content": "Run the tests.", "metadata": {"iteration": 1}},
+        {"role": "assistant", "content": null, "tool_calls": [call("a", "cargo test")]},
+        {"role": "tool", "tool_call_id": "a", "content": "error[E0425]: cannot find value `x`\nexit status: 101"},
+        {"role": "assistant", "content": "The test fails: `x` is undefined in src/lib.rs."},
+        {"role": "user", "content": "Fix src/lib.rs.", "metadata": {"iteration": 2}},
+        {"role": "assistant", "content": "I defined `x` in src/lib.rs; the tests pass."},
+        {"role": "user", "content": "Now write the docs.", "metadata": {"iteration": 3}},
+        {"role": "assistant", "content": "Writing README.md."},
+    ]);
+    let req = json!({"messages": messages, "force": true, "group_by": "iteration",
+                     "keep_recent_iterations": 1, "summarizer": {"strategy": "llm"},
+                     "config": {"max_summary_tokens": 300, "on_upstream_error": "fail"}});
+    let (status, out) = post(&app, "/v1/compress", &req).await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["degraded"], false, "{}", out["warnings"]);
+    assert_eq!(out["summary"]["strategy"], "llm", "{}", out["summary"]);
+    assert_eq!(out["summary"]["model"], "SmolLM2-135M-Instruct");
+    let usage = &out["usage"];
+    assert!(usage["calls"].as_u64().unwrap() >= 1, "{usage}");
+    assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(calls.total() as u64, usage["calls"].as_u64().unwrap());
+    let summaries = out["summaries"].as_array().expect("summaries");
+    let its: Vec<u64> = summaries
+        .iter()
+        .map(|s| s["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(its, [1, 2], "{out}");
+    assert!(
+        summaries
+            .iter()
+            .all(|s| !s["content"].as_str().unwrap().trim().is_empty()),
+        "{out}"
+    );
+    assert!(out["summary"]["token_count"].as_u64().unwrap() <= 300);
+    assert_eq!(out["context_injection"], out["summary"]["content"]);
+}

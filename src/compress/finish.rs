@@ -50,15 +50,13 @@ impl Plan {
             .as_ref()
             .map_or(0, |s| s.messages_summarized)
             .saturating_add(cut - start);
-        let grouped = self.keep_recent_iterations.is_some() && cut > start;
-        let (written, iterations) = match (&self.decision, written) {
-            (Decision::Truncate, _) => (None, None),
-            (Decision::Write(_), _) if grouped => {
-                let (w, its) = iterations::write(&t.messages, start, cut, &self.previous, &c);
-                (Some(w), Some(its))
-            }
-            (_, w) => (w, None),
+        let written = match self.decision {
+            Decision::Truncate => None,
+            Decision::Write(_) => written,
         };
+        // Per iteration, the written summary is the injection (its list is
+        // read back from it once fitted).
+        let listed = self.keep_recent_iterations.is_some() && written.is_some();
         let (mut degraded, mut usage) = (false, None);
         let mut object = written.map(|w| {
             degraded = w.degraded;
@@ -149,9 +147,17 @@ impl Plan {
             &c,
             self.budget,
             &tail_units,
-            &mut object,
-            role,
+            Shrinkable {
+                object: &mut object,
+                role,
+                grouped: listed,
+            },
         )?;
+        // Read back after fitting: a tighter budget may have left some out.
+        let iterations = object
+            .as_ref()
+            .filter(|_| listed)
+            .map(|o| iterations::summaries(&o.content));
 
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
@@ -197,6 +203,15 @@ pub(crate) fn summary_message(
     text_message(format, role, summary_text(covered, content))
 }
 
+/// The summary `fit` may shrink: its object, the role its message takes,
+/// and whether it is a per-iteration injection (shrunk by its own rules, so
+/// it stays a list).
+struct Shrinkable<'a> {
+    object: &'a mut Option<summary::SummaryObject>,
+    role: SummaryRole,
+    grouped: bool,
+}
+
 /// Fits the draft into the budget: cut tool results, then any text, then
 /// shrink the summary, then drop the oldest tail units (`tail_units` are
 /// their lengths, oldest first).
@@ -206,9 +221,13 @@ fn fit(
     c: &Counter<'_>,
     budget: usize,
     tail_units: &[usize],
-    summary: &mut Option<summary::SummaryObject>,
-    role: SummaryRole,
+    summary: Shrinkable<'_>,
 ) -> Result<(), Error> {
+    let Shrinkable {
+        object: summary,
+        role,
+        grouped,
+    } = summary;
     if draft.total() <= budget
         || draft.cut_texts(c, format, Cut::ToolResults, budget)
         || draft.cut_texts(c, format, Cut::AnyText, budget)
@@ -219,7 +238,10 @@ fn fit(
         let room = budget
             .saturating_sub(draft.fixed + draft.tail_tokens() + 24)
             .max(16);
-        obj.shrink(room, c);
+        match grouped {
+            true => iterations::shrink(obj, room, c),
+            false => obj.shrink(room, c),
+        }
         draft.set_summary(
             summary_message(format, role, obj.messages_summarized, &obj.content),
             c,

@@ -9,7 +9,7 @@
 use std::ops::Range;
 
 use super::continuity::summary_limit;
-use super::{Compression, Error, Outcome, Previous, Reason, Setup, rules, split};
+use super::{Compression, Error, Outcome, Previous, Reason, Setup, iterations, rules, split};
 use crate::policy::{self, OnUpstreamError, Profile};
 use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
 use crate::thread::{FieldError, Message, Thread};
@@ -174,19 +174,24 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
             .find(|&s| s <= cut && split::opens_user_turn(&t.messages[s]))
             .unwrap_or(start);
     }
-    let elsewhere = keep_recent_iterations.is_some() || reason == Reason::Continued;
-    let job = job(&t, start, cut, &previous, &decision, elsewhere).map(|(span, writer)| {
-        let mut job = SummaryRequest::new(
-            span,
-            SummarySettings {
-                prior: previous.as_ref().map(|p| p.content.clone()),
-                limit: summary_limit,
-                writer,
-                instructions,
-                counter: c,
-                fallback: p.on_upstream_error == OnUpstreamError::Fallback,
-            },
-        );
+    let elsewhere = reason == Reason::Continued;
+    let grouped = keep_recent_iterations.is_some();
+    let job = job(&t, start, cut, &previous, &decision, elsewhere);
+    // Per iteration, only iterations are summarized: none, no summary.
+    let job = job.filter(|(span, _)| !(grouped && span.is_empty()));
+    let job = job.map(|(span, writer)| {
+        let settings = SummarySettings {
+            prior: previous.as_ref().map(|p| p.content.clone()),
+            limit: summary_limit,
+            writer,
+            instructions,
+            counter: c,
+            fallback: p.on_upstream_error == OnUpstreamError::Fallback,
+        };
+        let mut job = match grouped {
+            true => iterations::request(&t.messages, start, cut, settings),
+            false => SummaryRequest::new(span, settings),
+        };
         // Continuity mode: indexed under the whole conversation it stands for.
         job.index = setup.anchor.as_ref().and_then(|a| a.index(cut));
         job
@@ -212,8 +217,8 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
 }
 
 /// The span a summarizer must write and who writes it, if anyone:
-/// truncation writes none, per-iteration summaries are written while
-/// finishing, and a continued summary stays as it is (`elsewhere`).
+/// truncation writes none, and a continued summary stays as it is
+/// (`elsewhere`).
 fn job<'t>(
     t: &'t Thread,
     start: usize,

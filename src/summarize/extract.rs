@@ -153,11 +153,35 @@ fn annotate_exit(s: &mut Sections, cmd: &str, code: i64) {
 }
 
 fn decisions(s: &mut Sections, text: &str) {
-    for sentence in text.split_inclusive(['.', '!', '\n']) {
+    for sentence in sentences(text) {
         if DECISION.is_match(sentence) {
             s.decisions.push(sentence.trim());
         }
     }
+}
+
+/// `text` cut after each `.`, `!` or `?` that ends a sentence (white space
+/// or the end follows, so `src/lib.rs` stays whole) and at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut chars = rest.char_indices().peekable();
+        let mut end = rest.len();
+        while let Some((i, ch)) = chars.next() {
+            let next = chars.peek().map(|&(_, n)| n);
+            if ch == '\n' || (matches!(ch, '.' | '!' | '?') && next.is_none_or(char::is_whitespace))
+            {
+                end = i + ch.len_utf8();
+                break;
+            }
+        }
+        let (sentence, after) = rest.split_at(end);
+        rest = after;
+        Some(sentence)
+    })
 }
 
 /// Files and commands named in a tool call's arguments; returns the command.
@@ -242,5 +266,18 @@ mod tests {
             ]
         );
         assert_eq!(exit_status("boom\n\nexit status: 101\n"), Some(101));
+    }
+
+    #[test]
+    fn decisions_are_whole_sentences() {
+        let mut s = Sections::default();
+        decisions(
+            &mut s,
+            "Read src/lib.rs. I'll fix src/lib.rs instead of main.rs! Done?\nI chose tabs",
+        );
+        assert_eq!(
+            s.decisions.items,
+            ["I'll fix src/lib.rs instead of main.rs!", "I chose tabs"]
+        );
     }
 }

@@ -17,20 +17,24 @@ pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<Strin
 /// The heuristic summary of a request, on the calling thread and uncached
 /// (for callers with no runtime: benchmarks, property tests).
 pub fn write_offline(req: &SummaryRequest) -> Written {
-    let text = content(
-        &req.span,
-        req.settings.prior.as_deref(),
-        req.settings.limit,
-        &req.settings.counter,
-    );
+    let text = match &req.iterations {
+        Some(_) => super::iterations::write_offline(req),
+        None => content(
+            &req.span,
+            req.settings.prior.as_deref(),
+            req.settings.limit,
+            &req.settings.counter,
+        ),
+    };
     Written::new(text, Strategy::Heuristic, None, req.key().to_string())
 }
 
 fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
     let text = heuristic(span, prior, limit, |s| c.text(s).tokens);
     if text.is_empty() {
+        let plural = if span.len() == 1 { "" } else { "s" };
         format!(
-            "({} messages with no requests, files, commands or errors to note.)",
+            "({} message{plural} with no requests, files, commands or errors to note.)",
             span.len()
         )
     } else {

@@ -13,6 +13,7 @@ mod canonical;
 mod extract;
 mod heuristic;
 mod hybrid;
+mod iterations;
 pub mod llm;
 mod request;
 mod sections;
@@ -24,17 +25,15 @@ use serde::{Deserialize, Serialize};
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, write_offline};
 pub use hybrid::NARRATIVE;
+pub use iterations::{
+    IterationSummary, refit as refit_injection, summaries as iteration_summaries,
+};
 pub use request::{Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};
 pub use service::SummaryService;
 pub use written::{PROMPT_VERSION, Usage, Written};
 
 use crate::tokens::Counter;
-
-/// The heuristic's sections of a span, uncapped (for per-iteration summaries).
-pub fn extract_sections(span: &[crate::thread::Message]) -> Sections {
-    extract::extract(span, Caps::default().text)
-}
 
 /// A summary's content re-fitted into `max_tokens` (when the budget is
 /// tighter than the limit it was written for). The heuristic's sections

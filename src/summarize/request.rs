@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::Strategy;
-use super::canonical::{KeySettings, canonical, hashes};
+use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -59,6 +59,10 @@ pub struct SummaryRequest {
     /// Where the summary is indexed for prefix reuse, when not under its
     /// own last prefix hash.
     pub index: Option<Index>,
+    /// Per-iteration summaries (`group_by: "iteration"`): the iteration of
+    /// each message of `span`. The written content is then the injection
+    /// (see [`iterations`](super::iterations)), keyed apart from a plain summary.
+    pub iterations: Option<Arc<[u64]>>,
     key: String,
     prefixes: Vec<String>,
 }
@@ -99,6 +103,26 @@ impl SummaryRequest {
             span_messages: span.len(),
             settings,
             index: None,
+            iterations: None,
+            key: String::new(),
+            prefixes: Vec::new(),
+        };
+        req.rehash();
+        req
+    }
+
+    /// A request for per-iteration summaries of `span`, whose message `i`
+    /// belongs to iteration `its[i]`.
+    pub fn by_iteration(span: &[Message], its: &[u64], settings: SummarySettings) -> Self {
+        let (canonical, ends) = canonical_with_ends(span);
+        // A canonical message belongs to the caller's message it came from.
+        let iterations: Arc<[u64]> = ends.iter().map(|&end| its[end - 1]).collect();
+        let mut req = Self {
+            span: canonical.into(),
+            span_messages: span.len(),
+            settings,
+            index: None,
+            iterations: Some(iterations),
             key: String::new(),
             prefixes: Vec::new(),
         };
@@ -127,16 +151,24 @@ impl SummaryRequest {
     fn rehash(&mut self) {
         let s = &self.settings;
         let model = s.writer.model();
-        let extra = model.map_or_else(String::new, |m| {
+        let mut extra = model.map_or_else(String::new, |m| {
             format!(
                 "window={};result_chars={}",
                 m.context_window, m.result_chars
             )
         });
+        // Per-iteration: another writer (and output) than a plain summary's.
+        let writer = match &self.iterations {
+            Some(its) => {
+                extra.push_str(&format!(";iterations={its:?}"));
+                format!("iterations/{}", s.writer.strategy().as_str())
+            }
+            None => s.writer.strategy().as_str().to_string(),
+        };
         let (key, prefixes) = hashes(
             &self.span,
             &KeySettings {
-                writer: s.writer.strategy().as_str(),
+                writer: &writer,
                 model: model.map(|m| m.name.as_str()),
                 prior: s.prior.as_deref(),
                 limit: s.limit,
@@ -154,4 +186,49 @@ impl SummaryRequest {
 /// tokenizer may not fit under another.
 pub fn counting(c: &Counter<'_>) -> String {
     format!("{}/{:?}/{}", c.encoding, c.method, c.calibration)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::thread::{RawThread, parse};
+    use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+
+    #[test]
+    fn per_iteration_keys_differ_from_plain_ones_and_by_writer() {
+        let raw = vec![
+            json!({"role": "user", "content": "a", "metadata": {"iteration": 1}}),
+            json!({"role": "assistant", "content": "b"}),
+        ];
+        let span = parse(RawThread {
+            messages: &raw,
+            ..Default::default()
+        })
+        .unwrap()
+        .messages;
+        let models = ModelRegistry::embedded();
+        let settings = SummarySettings {
+            prior: None,
+            limit: 500,
+            writer: Writer::Heuristic,
+            instructions: None,
+            counter: CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe)
+                .counter(Encoders::global()),
+            fallback: true,
+        };
+        let plain = SummaryRequest::new(&span, settings.clone());
+        let grouped = SummaryRequest::by_iteration(&span, &[1, 1], settings);
+        let model = UpstreamModel {
+            name: "m".into(),
+            context_window: 8192,
+            result_chars: 500,
+        };
+        let llm = grouped.with_writer(Writer::Llm(model));
+        assert_ne!(plain.key(), grouped.key());
+        assert_ne!(grouped.key(), llm.key());
+        assert_eq!(llm.iterations.as_deref(), Some(&[1, 1][..]));
+        assert_eq!(grouped.with_writer(Writer::Heuristic).key(), grouped.key());
+    }
 }

@@ -157,6 +157,11 @@ impl SummaryService {
     /// Reuses the cached summary of the longest already-summarized prefix of
     /// the span, summarizing only the messages after it.
     async fn reusing_prefix(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
+        // Per-iteration summaries are one entry per iteration, not a running
+        // summary: a prefix's injection is not what they extend.
+        if req.iterations.is_some() {
+            return self.compute(req, 0, None).await;
+        }
         let hashes = req.prefix_hashes();
         let shorter = &hashes[..hashes.len().saturating_sub(1)];
         if let Ok(Some(prefix)) = self.cache.find_prefix(shorter).await {
@@ -183,6 +188,9 @@ impl SummaryService {
     ) -> Result<Written, UpstreamError> {
         let prior = prior.or_else(|| req.settings.prior.clone());
         let (content, usage) = match (&req.settings.writer, &self.upstream) {
+            _ if req.iterations.is_some() => {
+                super::iterations::write(self.upstream.as_ref(), req, prior).await?
+            }
             (Writer::Llm(model), Some(up)) => {
                 let (text, usage) =
                     super::llm::write(up, model, req, from, prior, req.settings.limit).await?;

@@ -1,0 +1,213 @@
+//! The heuristic summary of one iteration: the plain heuristic's sections
+//! (every request, commands with failing exit statuses first, errors,
+//! files, decisions, how it ended) told in a few sentences on one line, and
+//! a note when the iteration produced nothing to read.
+
+use crate::summarize::extract::extract;
+use crate::summarize::sections::{Caps, List, Sections};
+use crate::thread::{Message, Part, Role};
+use crate::tokens::Counter;
+
+use super::bound::{clip_tokens, one_line};
+
+/// What one iteration's messages say.
+pub(in crate::summarize) struct Facts {
+    /// Everything but the failing commands.
+    sections: Sections,
+    /// Commands that ended with a non-zero exit status: kept before others.
+    failing: List,
+    messages: usize,
+    /// No assistant text and no tool output: worth saying, since an agent
+    /// reading the summary would otherwise assume the iteration did something.
+    silent: bool,
+}
+
+impl Facts {
+    pub fn of(span: &[Message]) -> Facts {
+        let mut sections = extract(span, Caps::default().text);
+        let mut failing = List::default();
+        let mut others = List::default();
+        for c in std::mem::take(&mut sections.commands.items) {
+            if c.contains("(exit status ") {
+                failing.push(c);
+            } else {
+                others.push(c);
+            }
+        }
+        sections.commands = others;
+        // A decision that is also the last word would be said twice.
+        if let Some(state) = &sections.state {
+            sections
+                .decisions
+                .items
+                .retain(|d| !state.contains(d.as_str()));
+        }
+        let silent = !span.iter().any(|m| {
+            m.parts.iter().any(|p| match p {
+                Part::Text(t) => m.role == Role::Assistant && !t.trim().is_empty(),
+                Part::ToolResult(r) => r
+                    .content
+                    .iter()
+                    .any(|p| matches!(p, Part::Text(t) if !t.trim().is_empty())),
+                _ => false,
+            })
+        });
+        Facts {
+            sections,
+            failing,
+            messages: span.len(),
+            silent,
+        }
+    }
+
+    /// Everything, at the plain heuristic's default caps.
+    pub fn full(&self) -> String {
+        self.render(Caps::default())
+    }
+
+    /// The largest rendering that fits `max` tokens: the caps are lowered
+    /// step by step, as the plain heuristic lowers them; the text itself is
+    /// cut only when the smallest caps are still too long.
+    pub fn fit(&self, max: usize, c: &Counter<'_>) -> String {
+        let caps = Caps::default();
+        let mut factor = 1.0_f64;
+        let mut text = String::new();
+        for _ in 0..32 {
+            text = self.render(caps.scaled(factor));
+            let n = c.text(&text).tokens;
+            if n <= max {
+                return text;
+            }
+            factor *= (max as f64 / n as f64).min(0.9);
+        }
+        clip_tokens(&text, max, c)
+    }
+
+    fn render(&self, caps: Caps) -> String {
+        let mut s = self.sections.clone();
+        s.apply(caps);
+        let mut failing = self.failing.clone();
+        failing.cap(caps.commands, false);
+        let mut out: Vec<String> = Vec::new();
+        if s.requests.items.is_empty() {
+            let plural = if self.messages == 1 { "" } else { "s" };
+            out.push(format!("{} message{plural} of agent work.", self.messages));
+        } else {
+            out.push(format!(
+                "The user asked {}{}.",
+                s.requests.items.join("; "),
+                more(s.requests.more)
+            ));
+        }
+        if self.silent {
+            out.push("It produced no output (no assistant text, no tool output).".into());
+        }
+        if !failing.items.is_empty() {
+            out.push(format!(
+                "Failing commands: {}{}.",
+                failing.items.join("; "),
+                more(failing.more)
+            ));
+        }
+        if !s.errors.items.is_empty() {
+            out.push(format!(
+                "Errors: {}{}.",
+                s.errors.items.join("; "),
+                more(s.errors.more)
+            ));
+        }
+        if !s.tools.0.is_empty() {
+            let tools: Vec<String> = s.tools.0.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+            out.push(format!("The agent used {}.", tools.join(", ")));
+        }
+        if !s.commands.items.is_empty() {
+            out.push(format!(
+                "Commands run: {}{}.",
+                s.commands.items.join("; "),
+                more(s.commands.more)
+            ));
+        }
+        if !s.files.items.is_empty() {
+            out.push(format!(
+                "Files: {}{}.",
+                s.files.items.join(", "),
+                more(s.files.more)
+            ));
+        }
+        if !s.decisions.items.is_empty() {
+            out.push(format!("Decisions: {}", s.decisions.items.join(" ")));
+        }
+        if let Some(state) = &s.state {
+            out.push(format!("It ended with: {state}"));
+        }
+        one_line(&out.join(" "))
+    }
+}
+
+fn more(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" (and {n} more)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::summarize::canonical;
+    use crate::thread::{RawThread, parse};
+
+    fn messages(raw: Vec<serde_json::Value>) -> Vec<Message> {
+        let t = parse(RawThread {
+            messages: &raw,
+            ..Default::default()
+        })
+        .unwrap();
+        canonical(&t.messages)
+    }
+
+    #[test]
+    fn every_request_and_the_failing_command() {
+        let f = Facts::of(&messages(vec![
+            json!({"role": "user", "content": "Fix the build."}),
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "shell", "arguments": "{\"command\": \"cargo build\"}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "error: linker failed\nexit status: 1"}),
+            json!({"role": "user", "content": "Also keep src/main.rs small."}),
+            json!({"role": "assistant", "content": "I'll split src/main.rs instead of growing it."}),
+            json!({"role": "assistant", "content": "Split done."}),
+        ]));
+        let text = f.full();
+        assert!(
+            text.starts_with(
+                "The user asked \"Fix the build.\"; \"Also keep src/main.rs small.\"."
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Failing commands: `cargo build` (exit status 1)."),
+            "{text}"
+        );
+        assert!(text.contains("Errors: error: linker failed."), "{text}");
+        assert!(
+            text.contains("Decisions: I'll split src/main.rs instead of growing it."),
+            "{text}"
+        );
+        assert!(text.ends_with("It ended with: Split done."), "{text}");
+        assert!(!text.contains("no output"), "{text}");
+        assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn an_empty_iteration_says_so_in_the_singular() {
+        let f = Facts::of(&messages(vec![json!({"role": "assistant", "content": ""})]));
+        assert_eq!(
+            f.full(),
+            "1 message of agent work. It produced no output (no assistant text, no tool output)."
+        );
+    }
+}

@@ -1,0 +1,239 @@
+//! Per-iteration summaries written by the upstream LLM: as many iterations
+//! per call as the model's window holds, answered as `Iteration N: …` lines.
+//!
+//! Models do not always keep to a format. The answer is read leniently
+//! (list marks, bold labels, text on the lines after a label), and an
+//! iteration the answer leaves out is asked for again on its own, where the
+//! whole answer is its summary. An iteration still without one is a failure
+//! of the upstream (the service falls back or answers 502): a summary
+//! silently missing an iteration would look complete and not be.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::summarize::llm::transcript;
+use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
+use crate::thread::cut_middle;
+use crate::upstream::{ChatRequest, Upstream, UpstreamError};
+
+/// The instructions (their version, `PROMPT_VERSION`, is part of the cache key).
+pub const SYSTEM_PROMPT: &str = "You keep the memory of a coding agent, one entry per iteration of its work. \
+For each iteration you are shown, write two or three sentences: what the user asked, what the agent did \
+(commands run, files changed), any error, and how it ended. Keep file paths, commands and error messages \
+exactly as written. Answer with one line per iteration, in the form `Iteration N: <sentences>`, in the \
+order shown, and nothing else.";
+
+/// Output tokens asked for per iteration: two or three sentences.
+const OUT_PER_ITERATION: usize = 120;
+
+/// An `Iteration N:` label, with the decorations models add around it.
+static LABEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:[-*•]\s*)?(?:\*\*|__|#+\s*)?iteration\s+#?(\d+)\s*(?:\*\*|__)?\s*[:.)\-–—]\s*(?:\*\*|__)?\s*(.*)$")
+        .expect("valid regex")
+});
+
+/// The prompt's `<iteration>` markup, when a model repeats it.
+static TAG: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"</?iteration(?:\s+number="\d+")?>"#).expect("valid regex"));
+
+/// The model's summary of each group (`groups[i]` is an iteration and its
+/// canonical messages), in order.
+pub(super) async fn write(
+    up: &Upstream,
+    model: &UpstreamModel,
+    req: &SummaryRequest,
+    groups: &[(u64, Range<usize>)],
+) -> Result<(Vec<String>, Usage), UpstreamError> {
+    let c = req.settings.counter;
+    let window = model.context_window;
+    let per_call = (window / 4 / OUT_PER_ITERATION).max(1);
+    let instructions = req.settings.instructions.clone();
+    let (blocks, batches) = {
+        let (span, groups, result_chars, instructions) = (
+            req.span.clone(),
+            groups.to_vec(),
+            model.result_chars,
+            instructions.clone(),
+        );
+        super::super::cpu(move || {
+            // The model's tokenizer is not ours: a third of the room is margin.
+            let overhead = c.raw(SYSTEM_PROMPT) + c.raw(instructions.as_deref().unwrap_or("")) + 64;
+            let room = (window.saturating_sub(window / 4 + overhead) * 2 / 3).max(256);
+            let blocks: Vec<String> = groups
+                .iter()
+                .map(|(it, r)| {
+                    let text = transcript(&span[r.clone()], result_chars).join("\n");
+                    let n = c.raw(&text);
+                    let text = if n > room {
+                        let keep = (text.chars().count() * room / n.max(1)).max(64);
+                        cut_middle(&text, keep).unwrap_or(text)
+                    } else {
+                        text
+                    };
+                    format!("<iteration number=\"{it}\">\n{text}\n</iteration>")
+                })
+                .collect();
+            let sizes: Vec<usize> = blocks.iter().map(|b| c.raw(b)).collect();
+            (blocks, batches(&sizes, room, per_call))
+        })
+        .await
+    };
+    let mut usage = Usage::default();
+    let mut found: HashMap<u64, String> = HashMap::new();
+    for batch in batches {
+        let asked: Vec<u64> = batch.clone().map(|i| groups[i].0).collect();
+        let answer = call(
+            up,
+            model,
+            &blocks[batch.clone()],
+            &asked,
+            &instructions,
+            &mut usage,
+        )
+        .await?;
+        found.extend(read(&answer, &asked));
+        let missing: Vec<usize> = batch
+            .filter(|&i| !found.contains_key(&groups[i].0))
+            .collect();
+        for i in missing {
+            let it = [groups[i].0];
+            let answer = call(up, model, &blocks[i..=i], &it, &instructions, &mut usage).await?;
+            found.extend(read(&answer, &it));
+        }
+    }
+    let stories = groups
+        .iter()
+        .map(|(it, _)| {
+            found.remove(it).ok_or_else(|| {
+                UpstreamError::Garbage(format!("the answer has no summary of iteration {it}"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((stories, usage))
+}
+
+/// Consecutive groups per call: as many as fit `room` tokens, at most `per_call`.
+fn batches(sizes: &[usize], room: usize, per_call: usize) -> Vec<Range<usize>> {
+    let mut out = Vec::new();
+    let (mut start, mut used) = (0, 0);
+    for (i, &n) in sizes.iter().enumerate() {
+        if i > start && (used + n > room || i - start >= per_call) {
+            out.push(start..i);
+            (start, used) = (i, 0);
+        }
+        used += n;
+    }
+    if start < sizes.len() {
+        out.push(start..sizes.len());
+    }
+    out
+}
+
+async fn call(
+    up: &Upstream,
+    model: &UpstreamModel,
+    blocks: &[String],
+    asked: &[u64],
+    instructions: &Option<String>,
+    usage: &mut Usage,
+) -> Result<String, UpstreamError> {
+    let mut user = String::from("Summarize each of these iterations of the agent's work.\n\n");
+    for b in blocks {
+        let _ = write!(user, "{b}\n\n");
+    }
+    let lines: Vec<String> = asked.iter().map(|n| format!("Iteration {n}: …")).collect();
+    let _ = write!(user, "Answer with these lines:\n{}", lines.join("\n"));
+    if let Some(extra) = instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+        let _ = write!(
+            user,
+            "\n\nAdditional instructions from the user of this service:\n{extra}"
+        );
+    }
+    let called = up
+        .complete(&ChatRequest {
+            model: model.name.clone(),
+            system: SYSTEM_PROMPT.to_string(),
+            user,
+            max_tokens: (OUT_PER_ITERATION * asked.len() + 16).min(model.context_window / 4) as u32,
+        })
+        .await;
+    usage.calls += called.attempts;
+    usage.upstream_ms += called.elapsed.as_millis() as u64;
+    let answer = called.result?;
+    usage.prompt_tokens += answer.prompt_tokens;
+    usage.completion_tokens += answer.completion_tokens;
+    Ok(answer.text)
+}
+
+/// The summaries an answer gives for the `asked` iterations. Text after a
+/// label, up to the next label, is that iteration's; an answer to a single
+/// iteration without its label is all its summary.
+fn read(answer: &str, asked: &[u64]) -> HashMap<u64, String> {
+    let mut out: HashMap<u64, String> = HashMap::new();
+    let mut current: Option<u64> = None;
+    for line in answer.lines() {
+        if let Some(m) = LABEL.captures(line) {
+            current = m[1].parse().ok().filter(|n| asked.contains(n));
+            if let Some(n) = current {
+                push(out.entry(n).or_default(), &m[2]);
+            }
+        } else if let Some(n) = current {
+            push(out.entry(n).or_default(), line);
+        }
+    }
+    out.retain(|_, s| !s.is_empty());
+    if let ([n], true) = (asked, out.is_empty()) {
+        let whole = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !whole.is_empty() {
+            out.insert(*n, whole);
+        }
+    }
+    out
+}
+
+fn push(to: &mut String, text: &str) {
+    // Models echo the prompt's markup.
+    let text = TAG.replace_all(text, "");
+    let text = text.trim().trim_matches('*').trim();
+    if !text.is_empty() {
+        if !to.is_empty() {
+            to.push(' ');
+        }
+        to.push_str(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_read_leniently() {
+        let answer = "Here you go:\n- **Iteration 3:** Fixed it.\nRan `make`.\n</iteration>\n\nIteration 4 - Nothing.\nIteration 9: not asked";
+        let got = read(answer, &[3, 4]);
+        assert_eq!(got[&3], "Fixed it. Ran `make`.");
+        assert_eq!(got[&4], "Nothing.");
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_iteration_is_missing_and_a_lone_one_is_the_whole_answer() {
+        assert!(!read("Iteration 3: x", &[3, 4]).contains_key(&4));
+        assert_eq!(
+            read("The agent ran tests.\n", &[7])[&7],
+            "The agent ran tests."
+        );
+        assert!(read("  \n", &[7]).is_empty());
+    }
+
+    #[test]
+    fn batches_follow_the_room_and_the_count() {
+        assert_eq!(batches(&[10, 10, 10, 10], 25, 8), [0..2, 2..4]);
+        assert_eq!(batches(&[10, 10, 10], 100, 2), [0..2, 2..3]);
+        assert_eq!(batches(&[500, 10], 100, 8), [0..1, 1..2]);
+    }
+}
