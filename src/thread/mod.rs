@@ -45,7 +45,7 @@ impl FieldError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     System,
@@ -76,7 +76,7 @@ impl Role {
 }
 
 /// Non-text content whose token cost has no exact formula.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MediaKind {
     Image { low_detail: bool },
@@ -104,7 +104,22 @@ pub struct ToolResult {
     pub pointer: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+// Hashed for what they say, not where they sit: the pointer names the
+// message's position, which moves when a thread is compressed, while the
+// count (what the hash keys, see `tokens::Memo`) does not depend on it.
+impl std::hash::Hash for ToolCall {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.id, &self.name, &self.arguments).hash(state);
+    }
+}
+
+impl std::hash::Hash for ToolResult {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.call_id, &self.content, self.is_error).hash(state);
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Hash)]
 pub enum Part {
     Text(String),
     Refusal(String),

@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::{Encoders, Encoding};
+use super::{Encoders, Encoding, memo};
 use crate::thread::{MediaKind, Message, Part, Thread};
 
 /// Tokens every message costs besides its fields (OpenAI cookbook).
@@ -64,6 +64,8 @@ pub struct Counter<'a> {
     pub calibration: f64,
     /// Whether the cookbook formula is exact for this model and encoding.
     pub exact_model: bool,
+    /// Remember per-message counts across requests (off: count everything).
+    pub memoize: bool,
 }
 
 impl std::fmt::Debug for Counter<'_> {
@@ -74,6 +76,7 @@ impl std::fmt::Debug for Counter<'_> {
             .field("method", &self.method)
             .field("calibration", &self.calibration)
             .field("exact_model", &self.exact_model)
+            .field("memoize", &self.memoize)
             .finish()
     }
 }
@@ -94,9 +97,20 @@ pub struct ThreadCount {
     pub exact: bool,
 }
 
+/// Bytes of text a message's count reads (its role and name aside).
+fn text_bytes(m: &Message) -> usize {
+    let mut texts = Vec::new();
+    m.parts.iter().for_each(|p| p.texts(&mut texts));
+    texts.iter().map(|t| t.len()).sum()
+}
+
 impl Counter<'_> {
     /// Tokens of one string, uncalibrated.
     pub fn raw(&self, text: &str) -> usize {
+        // The request is gone: nothing will read this count.
+        if super::cancel::cancelled() {
+            return 0;
+        }
         match self.method {
             Method::Bpe => self.encoders.count(self.encoding, text),
             Method::Chars { chars_per_token } => {
@@ -121,17 +135,32 @@ impl Counter<'_> {
         }
     }
 
-    /// One message with its overhead.
+    /// One message with its overhead; a message seen recently (same
+    /// encoding, method and contents) costs a hash instead of a count.
     pub fn message(&self, m: &Message) -> MessageCount {
-        let mut n = MESSAGE_OVERHEAD + self.raw(m.role.as_str());
-        if let Some(name) = &m.name {
-            n += self.raw(name) + NAME_OVERHEAD;
-        }
-        n += m.parts.iter().map(|p| self.part(p)).sum::<usize>();
+        let n = if self.memoize && text_bytes(m) >= memo::MIN_BYTES {
+            let memo = &self.encoders.memo;
+            let method = match self.method {
+                Method::Bpe => 0,
+                Method::Chars { chars_per_token } => chars_per_token.to_bits(),
+            };
+            let key = memo.key(&(self.encoding, method, m.role, &m.name, &m.parts));
+            memo.get_or(key, || self.uncalibrated(m))
+        } else {
+            self.uncalibrated(m)
+        };
         MessageCount {
             tokens: self.calibrate(n),
             exact: self.exact_model && m.plain,
         }
+    }
+
+    fn uncalibrated(&self, m: &Message) -> usize {
+        let mut n = MESSAGE_OVERHEAD + self.raw(m.role.as_str());
+        if let Some(name) = &m.name {
+            n += self.raw(name) + NAME_OVERHEAD;
+        }
+        n + m.parts.iter().map(|p| self.part(p)).sum::<usize>()
     }
 
     fn part(&self, p: &Part) -> usize {

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use super::Memo;
+
 /// A tiktoken encoding name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,6 +69,8 @@ impl FromStr for Encoding {
 pub struct Encoders {
     p50k: tiktoken_rs::CoreBPE,
     r50k: tiktoken_rs::CoreBPE,
+    /// Per-message counts of recent requests (see [`Memo`]).
+    pub memo: Memo,
 }
 
 /// Bytes tokenized by this process, for every encoding: the work counter
@@ -96,6 +100,7 @@ impl Encoders {
         Ok(Self {
             p50k: tiktoken_rs::p50k_base()?,
             r50k: tiktoken_rs::r50k_base()?,
+            memo: Memo::default(),
         })
     }
 

@@ -75,6 +75,7 @@ impl CountSpec {
             method: self.method,
             calibration: self.calibration,
             exact_model: self.exact_model,
+            memoize: true,
         }
     }
 }

@@ -150,6 +150,35 @@ proptest! {
         }
     }
 
+    /// The per-message memo never changes a count: counted with it (twice,
+    /// so the second count comes from it, and after other encodings and
+    /// methods have filled it) and without it, every message agrees.
+    #[test]
+    fn the_memo_never_changes_a_count(units in prop::collection::vec(unit(), 0..12)) {
+        let registry = ModelRegistry::embedded();
+        let (openai, anthropic) = threads(&units);
+        let system = json!("You are terse.");
+        for (messages, system) in [(&openai, None), (&anthropic, Some(&system))] {
+            let t = thread::parse(RawThread { format: None, messages, system, tools: None }).unwrap();
+            for (model, method) in [
+                ("gpt-4o", Method::Bpe),
+                ("gpt-4", Method::Bpe),
+                ("claude-sonnet-4-5", Method::Bpe),
+                ("gpt-4o", Method::Chars { chars_per_token: 3.5 }),
+                ("gpt-4o", Method::Chars { chars_per_token: 4.0 }),
+            ] {
+                let counter = CountSpec::resolve(&registry, "gpt-4o", Some(model), None, method).counter(&ENCODERS);
+                prop_assert!(counter.memoize);
+                let plain = condense::tokens::Counter { memoize: false, ..counter };
+                let first = counter.thread(&t);
+                let again = counter.thread(&t);
+                let counted = plain.thread(&t);
+                prop_assert_eq!(&first, &counted, "{} {:?}", model, method);
+                prop_assert_eq!(&again, &counted, "{} {:?}", model, method);
+            }
+        }
+    }
+
     /// Anything at all in `messages` is a parse result or a list of errors with
     /// pointers into the request, never a panic.
     #[test]
