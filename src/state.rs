@@ -10,6 +10,7 @@ use crate::error::ApiError;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
+use crate::tokens::cancel::{self, Cancel};
 use crate::tokens::{Encoders, ModelRegistry};
 use crate::upstream::Upstream;
 
@@ -99,14 +100,17 @@ impl AppState {
     }
 
     /// Runs CPU-bound work (tokenizing a long thread) on the blocking pool,
-    /// so it cannot stall other requests on the async workers.
+    /// so it cannot stall other requests on the async workers; the work stops
+    /// early when this future is dropped (see [`cancel`]).
     pub async fn cpu<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
         let state = self.clone();
-        tokio::task::spawn_blocking(move || work(&state))
+        // Dropped with this future (a timeout, a client gone): the task stops.
+        let (_cancel, flag) = Cancel::new();
+        tokio::task::spawn_blocking(move || cancel::scope(flag, || work(&state)))
             .await
             .map_err(|e| {
                 ApiError::Internal(anyhow::Error::new(e).context("a counting task failed"))

@@ -51,6 +51,10 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     // call id -> the command it ran, to attach exit statuses.
     let mut commands: HashMap<&str, String> = HashMap::new();
     for m in span {
+        // The request is gone: nobody will read this summary.
+        if crate::tokens::cancel::cancelled() {
+            break;
+        }
         for part in &m.parts {
             match part {
                 Part::Text(t) => {
@@ -141,15 +145,7 @@ fn scan_output(s: &mut Sections, text: &str) {
 fn annotate_exit(s: &mut Sections, cmd: &str, code: i64) {
     let plain = format!("`{cmd}`");
     let marked = format!("`{cmd}` (exit status {code})");
-    match s
-        .commands
-        .items
-        .iter()
-        .position(|c| *c == plain || c.starts_with(&format!("{plain} (exit status")))
-    {
-        Some(i) => s.commands.items[i] = marked,
-        None => s.commands.push(marked),
-    }
+    s.commands.mark_command(&plain, marked);
 }
 
 fn decisions(s: &mut Sections, text: &str) {
@@ -198,9 +194,7 @@ fn arguments(s: &mut Sections, args: &str) -> Option<String> {
             s.files.push(v.trim());
         } else if COMMAND_KEYS.contains(&key.as_str()) {
             let plain = format!("`{}`", v.trim());
-            if !s.commands.items.iter().any(|c| c.starts_with(&plain)) {
-                s.commands.push(plain);
-            }
+            s.commands.push_command(plain);
             command = Some(v.trim().to_string());
         } else if v.len() < 4096 {
             // Long values (file contents being written) would flood the lists.

@@ -1,7 +1,9 @@
 //! Token counting: encodings, the model registry, and thread counts.
 
+pub mod cancel;
 mod count;
 mod encoding;
+mod memo;
 mod registry;
 mod spec;
 
@@ -10,5 +12,6 @@ pub use count::{
     approximations,
 };
 pub use encoding::{Encoders, Encoding, tokenized_bytes};
+pub use memo::Memo;
 pub use registry::{ModelRegistry, ModelSpec, Resolved};
 pub use spec::CountSpec;
