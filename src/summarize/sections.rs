@@ -5,7 +5,7 @@
 //! are merged with the new items and capped again, so repeated compaction
 //! keeps the size bounded instead of summarizing a summary of a summary.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 /// A list that keeps first-seen order, drops duplicates, and remembers how
@@ -16,6 +16,11 @@ pub struct List {
     pub more: usize,
     /// Every item ever pushed, so de-duplication stays linear on long spans.
     seen: HashSet<String>,
+    /// The commands list only: each command's plain form (`` `cmd` ``) →
+    /// its index in `items`, so finding or marking a command with its exit
+    /// status is a lookup, not a scan (thousands of distinct failing
+    /// commands would make that quadratic).
+    commands: HashMap<String, usize>,
 }
 
 /// Equal when they show the same items and count the same left out.
@@ -33,6 +38,36 @@ impl List {
         }
     }
 
+    /// Whether the command `plain` (`` `cmd` ``) is listed, marked or not.
+    pub fn has_command(&self, plain: &str) -> bool {
+        self.commands.contains_key(plain)
+    }
+
+    /// Lists the command `plain`, once.
+    pub fn push_command(&mut self, plain: String) {
+        if !self.commands.contains_key(&plain) {
+            self.commands.insert(plain.clone(), self.items.len());
+            self.items.push(plain.clone());
+            self.seen.insert(plain);
+        }
+    }
+
+    /// Shows the command `plain` as `marked` (with its exit status), in its
+    /// place when it is listed, else at the end.
+    pub fn mark_command(&mut self, plain: &str, marked: String) {
+        match self.commands.get(plain) {
+            Some(&i) => {
+                self.seen.insert(marked.clone());
+                self.items[i] = marked;
+            }
+            None => {
+                self.commands.insert(plain.to_string(), self.items.len());
+                self.seen.insert(marked.clone());
+                self.items.push(marked);
+            }
+        }
+    }
+
     /// Keeps the newest `cap` items (or the first and the newest `cap - 1`
     /// when `keep_first`: a thread's first request is its task).
     pub fn cap(&mut self, cap: usize, keep_first: bool) {
@@ -43,6 +78,22 @@ impl List {
         let from = usize::from(keep_first && cap > 0);
         self.items.drain(from..from + drop);
         self.more += drop;
+        if !self.commands.is_empty() {
+            self.reindex();
+        }
+    }
+
+    /// The commands index after items moved.
+    fn reindex(&mut self) {
+        self.commands = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let plain = item.split(" (exit status").next().unwrap_or(item);
+                (plain.to_string(), i)
+            })
+            .collect();
     }
 
     /// `newer` after `self`; an item in both moves to its newer place.
@@ -56,22 +107,45 @@ impl List {
         if !again.is_empty() {
             self.items.retain(|i| !again.contains(i));
         }
+        let commands = !self.commands.is_empty() || !newer.commands.is_empty();
         for item in newer.items {
             self.seen.insert(item.clone());
             self.items.push(item);
         }
+        if commands {
+            self.reindex();
+        }
     }
 }
 
-/// Counted tool names in order of first use.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tally(pub Vec<(String, usize)>);
+/// Counted tool names in order of first use, with an index by name so
+/// thousands of distinct tools are counted in linear time.
+#[derive(Debug, Clone, Default)]
+pub struct Tally(pub Vec<(String, usize)>, HashMap<String, usize>);
+
+impl PartialEq for Tally {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
 
 impl Tally {
     pub fn add(&mut self, name: &str, n: usize) {
-        match self.0.iter_mut().find(|(k, _)| k == name) {
-            Some((_, count)) => *count += n,
-            None => self.0.push((name.to_string(), n)),
+        if self.1.len() != self.0.len() {
+            // Entries were added to the list directly: index them again.
+            self.1 = self
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect();
+        }
+        match self.1.get(name) {
+            Some(&i) => self.0[i].1 += n,
+            None => {
+                self.1.insert(name.to_string(), self.0.len());
+                self.0.push((name.to_string(), n));
+            }
         }
     }
 }

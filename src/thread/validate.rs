@@ -13,8 +13,8 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     let mut errs = Vec::new();
     // Every call id seen so far -> index of its assistant message.
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    // Calls of the latest assistant message still waiting for a result: id -> pointer.
-    let mut open: Vec<(&str, &str)> = Vec::new();
+    // Calls of the latest assistant message still waiting for a result.
+    let mut open = Open::default();
     let mut answered: HashSet<&str> = HashSet::new();
 
     for (i, m) in thread.messages.iter().enumerate() {
@@ -30,15 +30,14 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
                         ),
                     ));
                 } else {
-                    open.push((&call.id, &call.pointer));
+                    open.push(&call.id, &call.pointer);
                 }
             }
             continue;
         }
         for result in m.tool_results() {
             let id = result.call_id.as_str();
-            if let Some(pos) = open.iter().position(|(o, _)| *o == id) {
-                open.remove(pos);
+            if open.answer(id) {
                 answered.insert(id);
             } else {
                 let why = if answered.contains(id) {
@@ -75,13 +74,41 @@ fn is_result_only(m: &Message) -> bool {
     m.role == Role::Tool
 }
 
-fn unanswered(open: &mut Vec<(&str, &str)>, errs: &mut Vec<FieldError>, before: usize) {
-    for (id, pointer) in open.drain(..) {
+/// The calls still waiting for a result, in call order: answering one is
+/// constant time, so a message with thousands of calls answered in any
+/// order is checked in linear time.
+#[derive(Default)]
+struct Open<'a> {
+    calls: Vec<Option<(&'a str, &'a str)>>,
+    at: HashMap<&'a str, usize>,
+}
+
+impl<'a> Open<'a> {
+    fn push(&mut self, id: &'a str, pointer: &'a str) {
+        self.at.insert(id, self.calls.len());
+        self.calls.push(Some((id, pointer)));
+    }
+
+    /// Marks `id` answered; false when it is not waiting.
+    fn answer(&mut self, id: &str) -> bool {
+        match self.at.remove(id) {
+            Some(i) => {
+                self.calls[i] = None;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+fn unanswered(open: &mut Open<'_>, errs: &mut Vec<FieldError>, before: usize) {
+    for (id, pointer) in open.calls.drain(..).flatten() {
         errs.push(FieldError::new(
             pointer,
             format!("tool call `{id}` has no result before message {before}"),
         ));
     }
+    open.at.clear();
 }
 
 #[cfg(test)]
