@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""condense's /v1/tokens beside LiteLLM proxy's /utils/token_counter, in one run.
+
+    bench/peers.py [--duration 10] [--connections 8] [--no-build] [--no-litellm]
+
+Builds condense (release), starts it (no cache) and the LiteLLM proxy (in a
+virtualenv under target/, `LITELLM_LOCAL_MODEL_COST_MAP=True`, tiktoken's rank
+files given offline), and drives both with wrk (`-t2 -c8`, bounded time, on
+loopback) with the same bodies:
+
+* cold: the largest fixture thread (large-04, ~140k tokens, ~560 KB) with a
+  fresh nonce in every message of every request, so no message was seen before;
+* turns: the same thread re-sent turn after turn with one new message each
+  time (50 turns, cycled), what agents do;
+* short: 10 short messages.
+
+Prints one table: measurement, condense, peer, ratio, target, met. Needs wrk
+(Debian's `wrk`) and python3 with venv.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = ROOT / "target"
+LITELLM_VERSION = os.environ.get("LITELLM_VERSION", "")  # empty: the registry's newest
+NONCE = "\0"  # the piece separator of bodies.lua's nonce mode
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(url, proc, what, timeout=180):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"{what} exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except Exception:
+            time.sleep(0.3)
+    sys.exit(f"{what} did not become ready at {url}")
+
+
+def tiktoken_cache():
+    """tiktoken's rank files, named as its cache expects, from tiktoken-rs's assets."""
+    meta = json.loads(subprocess.check_output(["cargo", "metadata", "--format-version", "1", "--quiet"], cwd=ROOT))
+    crate = next(p for p in meta["packages"] if p["name"] == "tiktoken-rs")
+    assets = Path(crate["manifest_path"]).parent / "assets"
+    cache = TARGET / "bench-tiktoken" / "tiktoken-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    for name, sha1 in [("cl100k_base", "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),
+                       ("o200k_base", "fb374d419588a4632f3f557e76b4b70aebbca790")]:
+        shutil.copyfile(assets / f"{name}.tiktoken", cache / sha1)
+    return cache
+
+
+def litellm_venv():
+    venv = TARGET / "bench-litellm" / "venv"
+    if not (venv / "bin" / "litellm").exists():
+        print("installing litellm[proxy] into", venv, file=sys.stderr)
+        subprocess.check_call([sys.executable, "-m", "venv", str(venv)])
+        spec = f"litellm[proxy]=={LITELLM_VERSION}" if LITELLM_VERSION else "litellm[proxy]"
+        subprocess.check_call([str(venv / "bin" / "pip"), "install", "-q", spec])
+    return venv
+
+
+def bodies(work):
+    """The three scenarios' body files for bodies.lua."""
+    thread = json.loads((ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
+    messages = thread["messages"]
+    out = {}
+    # cold: pieces around a nonce placed at the start of every string content.
+    marked = []
+    for m in messages:
+        m = dict(m)
+        if isinstance(m.get("content"), str):
+            m["content"] = "@@NONCE@@" + m["content"]
+        marked.append(m)
+    text = json.dumps({"model": "gpt-4o", "messages": marked})
+    out["cold"] = ("nonce", text.replace("@@NONCE@@", NONCE))
+    # turns: one more message each turn, the newest a user turn.
+    # A prefix with calls still waiting for results cannot take a user turn.
+    ends, waiting = [], set()
+    for n, m in enumerate(messages, 1):
+        waiting |= {c["id"] for c in m.get("tool_calls") or []}
+        waiting.discard(m.get("tool_call_id"))
+        if not waiting:
+            ends.append(n)
+    ends = ends[-50:]
+    turns = []
+    for n in ends:
+        turn = messages[:n] + [{"role": "user", "content": f"turn {n}: what is the status?"}]
+        turns.append(json.dumps({"model": "gpt-4o", "messages": turn}))
+    out["turns"] = ("cycle", "\0".join(turns))
+    short = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i}"} for i in range(10)]
+    out["short"] = ("cycle", json.dumps({"model": "gpt-4o", "messages": short}))
+    files = {}
+    for name, (mode, data) in out.items():
+        path = work / f"{name}.bodies"
+        path.write_bytes(data.encode())
+        files[name] = (mode, path)
+    return files
+
+
+def wrk(url, mode, path, duration, connections):
+    env = dict(os.environ, BODIES=str(path), MODE=mode)
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(ROOT / "bench/bodies.lua"), url],
+        env=env, capture_output=True, text=True, check=True,
+    )
+    text = out.stdout + out.stderr
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+    lat = {}
+    for pct, value, unit in re.findall(r"^\s+(\d+)%\s+([\d.]+)(us|ms|s)\s*$", text, re.M):
+        lat[int(pct)] = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    errors = int(bad.group(1)) if bad else 0
+    return {"rps": rps, "p50": lat.get(50), "p99": lat.get(99), "errors": errors}
+
+
+def peak_rss_mb(pid):
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--no-litellm", action="store_true")
+    ap.add_argument("--condense", default=str(TARGET / "release" / "condense"))
+    args = ap.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: apt-get install wrk")
+    if not args.no_build:
+        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+
+    work = Path(tempfile.mkdtemp(prefix="condense-peers-"))
+    files = bodies(work)
+    procs = []
+    try:
+        port = free_port()
+        condense = subprocess.Popen(
+            [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off"],
+            env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        procs.append(condense)
+        wait_ready(f"http://127.0.0.1:{port}/healthz", condense, "condense")
+        servers = {"condense": f"http://127.0.0.1:{port}/v1/tokens"}
+        if not args.no_litellm:
+            venv = litellm_venv()
+            lport = free_port()
+            config = work / "litellm.yaml"
+            config.write_text("model_list:\n  - model_name: gpt-4o\n    litellm_params:\n      model: openai/gpt-4o\n      api_key: sk-unused\n")
+            env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", TIKTOKEN_CACHE_DIR=str(tiktoken_cache()),
+                       # Loopback only, no key: neither side authenticates.
+                       LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY="true",
+                       LITELLM_LOG="ERROR")
+            litellm = subprocess.Popen(
+                [str(venv / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1", "--port", str(lport),
+                 "--num_workers", "1"],
+                env=env, stdout=subprocess.DEVNULL, stderr=open(work / "litellm.log", "w"),
+            )
+            procs.append(litellm)
+            wait_ready(f"http://127.0.0.1:{lport}/health/liveliness", litellm, "LiteLLM proxy")
+            servers["LiteLLM"] = f"http://127.0.0.1:{lport}/utils/token_counter"
+
+        results = {}
+        for scenario, (mode, path) in files.items():
+            for name, url in servers.items():
+                # A short warm-up, then the measured run.
+                wrk(url, mode, path, 2, args.connections)
+                results[(scenario, name)] = wrk(url, mode, path, args.duration, args.connections)
+        rss = peak_rss_mb(condense.pid)
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    targets = {"cold": 5, "turns": 20, "short": None}
+    print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s on loopback; condense peak RSS {rss:.0f} MB\n")
+    print("| measurement | condense | LiteLLM | ratio | target | met |")
+    print("|---|---|---|---|---|---|")
+    for scenario in files:
+        c = results[(scenario, "condense")]
+        p = results.get((scenario, "LiteLLM"))
+        cell = lambda r: f"{r['rps']:.1f} req/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms" + (f", {r['errors']} errors" if r["errors"] else "")
+        ratio = c["rps"] / p["rps"] if p and p["rps"] else None
+        target = targets[scenario]
+        met = "" if target is None or ratio is None else ("yes" if ratio >= target else "no")
+        print(f"| /v1/tokens {scenario} | {cell(c)} | {cell(p) if p else '-'} | "
+              f"{f'{ratio:.1f}x' if ratio else '-'} | {f'>= {target}x' if target else '-'} | {met} |")
+
+
+if __name__ == "__main__":
+    main()
