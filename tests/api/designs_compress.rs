@@ -157,6 +157,16 @@ async fn the_llm_tier_is_chosen_by_the_thread_total_and_auto_says_when_it_cannot
     );
 }
 
+/// The verdict's status block for a person (`Accept: text/plain`).
+async fn status(app: &axum::Router, body: Value) -> String {
+    let req = axum::http::Request::post("/v1/verdict")
+        .header("content-type", "application/json")
+        .header("accept", "text/plain")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    crate::common::send(app, req).await.text()
+}
+
 #[tokio::test]
 async fn the_status_block_shows_the_last_summary_and_floored_bars() {
     let app = app();
@@ -166,36 +176,20 @@ async fn the_status_block_shows_the_last_summary_and_floored_bars() {
     let json_view = post(&app, "/v1/verdict", &body).await.json();
     assert_eq!(json_view["last_summary"]["messages_summarized"], 40);
     // 7 since the summary, of 8: 87.5 % is 17.5 cells, shown as 17 (floored), not 18.
-    let text = crate::common::send(
+    let text = status(
         &app,
-        axum::http::Request::post("/v1/verdict")
-            .header("content-type", "application/json")
-            .header("accept", "text/plain")
-            .body(axum::body::Body::from(
-                json!({"messages": &messages[..8], "config": {"max_messages_before_summary": 8}})
-                    .to_string(),
-            ))
-            .unwrap(),
+        json!({"messages": &messages[..8], "config": {"max_messages_before_summary": 8}}),
     )
-    .await
-    .text();
+    .await;
     assert!(text.contains("last summary: 40 messages"), "{text}");
     assert!(text.contains("(87.5%) [█████████████████░░░]"), "{text}");
     // A summary object with its date: shown too.
-    let text = crate::common::send(
+    let text = status(
         &app,
-        axum::http::Request::post("/v1/verdict")
-            .header("content-type", "application/json")
-            .header("accept", "text/plain")
-            .body(axum::body::Body::from(
-                json!({"messages": crate::common::chat(20),
-                       "summary": {"last_message_idx": 9, "content": "ten messages", "created_at": "2026-11-23T10:00:00Z"}})
-                .to_string(),
-            ))
-            .unwrap(),
+        json!({"messages": crate::common::chat(20),
+               "summary": {"last_message_idx": 9, "content": "ten messages", "created_at": "2026-11-23T10:00:00Z"}}),
     )
-    .await
-    .text();
+    .await;
     assert!(
         text.contains("last summary: 10 messages") && text.contains("written 2026-11-23T10:00:00Z"),
         "{text}"
