@@ -22,6 +22,12 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("the body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// Within the byte limit, but more JSON objects and arrays than a
+    /// request may hold: each costs memory far beyond its bytes.
+    #[error(
+        "the body holds more than {limit} JSON objects and arrays; send fewer parts (merge adjacent text parts)"
+    )]
+    TooManyNodes { limit: usize },
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
     /// The thread cannot be made to fit its budget.
@@ -91,7 +97,9 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
@@ -110,7 +118,9 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
-            ApiError::PayloadTooLarge { .. } => ("payload-too-large", "Payload too large"),
+            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes { .. } => {
+                ("payload-too-large", "Payload too large")
+            }
             ApiError::Invalid(_) => ("validation", "Invalid request"),
             ApiError::DoesNotFit(_) => ("does-not-fit", "Thread does not fit"),
             ApiError::StrategyUnavailable(_) => ("strategy-unavailable", "Strategy unavailable"),

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
+use crate::thread::{MAX_JSON_NODES, json_nodes};
 
 pub struct ApiJson<T>(pub T);
 
@@ -31,6 +32,12 @@ where
                 ApiError::MalformedJson(format!("the body could not be read: {rejection}"))
             }
         })?;
+        // Bounded before parsing: a parsed node costs far more than its bytes.
+        if json_nodes(&bytes) > MAX_JSON_NODES {
+            return Err(ApiError::TooManyNodes {
+                limit: MAX_JSON_NODES,
+            });
+        }
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
         if !value.is_object() {

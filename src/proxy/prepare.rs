@@ -120,6 +120,9 @@ impl Proxy {
 
 /// The body as JSON and its thread, or why condense cannot read it.
 fn read(provider: Provider, body: &[u8]) -> Result<(Value, Thread), &'static str> {
+    if thread::json_nodes(body) > thread::MAX_JSON_NODES {
+        return Err("the body holds more JSON objects and arrays than condense reads");
+    }
     let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
     let messages = json
         .get("messages")

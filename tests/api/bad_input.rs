@@ -82,6 +82,32 @@ async fn too_large_is_413_and_names_the_limit() {
 }
 
 #[tokio::test]
+async fn too_many_parts_is_413_before_they_cost_memory() {
+    // 7.8 MB of one-character text parts: within the byte limit, but
+    // 250,000 JSON objects (about 1.2 KB of memory each once parsed).
+    let app = app();
+    let parts = vec![json!({"type": "text", "text": "a"}); 250_000];
+    let body = json!({"messages": [{"role": "user", "content": parts}]});
+    let r = post(&app, "/v1/tokens", &body).await;
+    let p = r.problem(413);
+    assert_eq!(p["type"], "urn:condense:problem:payload-too-large");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("100000 JSON objects"),
+        "{p}"
+    );
+    // The same text as 50,000 tiny messages is a thread like any other.
+    let messages: Vec<Value> = (0..50_000)
+        .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": "a"}))
+        .collect();
+    let r = post(&app, "/v1/tokens", &json!({"messages": messages})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["messages"].as_array().unwrap().len(), 50_000);
+}
+
+#[tokio::test]
 async fn wrong_shapes_name_their_field() {
     let app = app();
     let cases = [
