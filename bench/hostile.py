@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Time of each hostile-but-legal input at 1 MB and 8 MB, against a release build.
+
+    bench/hostile.py [--no-build] [--condense target/release/condense]
+
+Each case is one request (after one warm-up request of another size), timed
+end to end on loopback; the server runs with no cache and a 600 s request
+limit so that a slow case shows its time instead of a 503. Linear work means
+the 3 MB time is about 3 times the 1 MB time. A body of more than 100,000 JSON
+objects and arrays is refused (413) before it is parsed: that is what bounds
+the many-small-parts cases at 8 MB. Prints one table.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1_000_000
+
+
+def sized(make, target):
+    """make(n) for the n whose JSON body is about `target` bytes."""
+    n = 64
+    while len(json.dumps(make(n))) < target:
+        n *= 2
+    lo, hi = n // 2, n
+    while hi - lo > max(1, lo // 100):
+        mid = (lo + hi) // 2
+        if len(json.dumps(make(mid))) < target:
+            lo = mid
+        else:
+            hi = mid
+    return make(lo)
+
+
+def dashes(n):
+    return {"messages": [{"role": "user", "content": "-" * n}]}
+
+
+def unicode_text(n):
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in list(range(0x20, 0x7f)) + list(range(0xa0, 0x2fff)) + list(range(0x4e00, 0x4fff))]
+    text = "".join(rng.choice(alphabet) for _ in range(n // 2))
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def tiny_messages(n):
+    return {"messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": "a"} for i in range(n)]}
+
+
+def tool_calls(n):
+    calls = [{"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in range(n)]
+    results = [{"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in reversed(range(n))]
+    return {"messages": [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": calls}] + results}
+
+
+def failing_units(n):
+    """n tool units with distinct tools, commands and paths that all fail: the heuristic's worst case."""
+    msgs = [{"role": "user", "content": "fix it"}]
+    for i in range(n):
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": f"tool_{i}", "arguments": json.dumps({"command": f"make t{i}", "path": f"src/m{i}.rs"})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"error: E{i} in src/m{i}.rs\nexit status 2"})
+    msgs.append({"role": "user", "content": "and now?"})
+    return {"messages": msgs, "force": True, "summarizer": {"strategy": "heuristic"}}
+
+
+def long_tail(n):
+    """A kept tail far over a small window: fitting must drop units one by one."""
+    body = failing_units(n)
+    body["config"] = {"context_window": 4096, "response_reserve": 512, "min_recent_messages": 2}
+    return body
+
+
+CASES = [
+    ("one run of `-` (tokens)", "/v1/tokens", dashes),
+    ("random Unicode (tokens)", "/v1/tokens", unicode_text),
+    ("tiny messages (tokens)", "/v1/tokens", tiny_messages),
+    ("tool calls in one message, answered in reverse (tokens)", "/v1/tokens", tool_calls),
+    ("distinct failing tool units (compress, heuristic)", "/v1/compress", failing_units),
+    ("a tail far over the window (compress, fitting)", "/v1/compress", long_tail),
+]
+
+
+def post(base, path, body):
+    data = json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json"})
+    start = time.perf_counter()
+    try:
+        with urllib.request.urlopen(req, timeout=900) as res:
+            res.read()
+            status = res.status
+    except urllib.error.HTTPError as e:
+        e.read()
+        status = e.code
+    return time.perf_counter() - start, status, len(data)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    args = ap.parse_args()
+    if not args.no_build:
+        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+    port = 18000 + os.getpid() % 1000
+    server = subprocess.Popen(
+        [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "600"],
+        env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.05)
+        print("| input | 1 MB | 3 MB | 8 MB | 3 MB / 1 MB |")
+        print("|---|---|---|---|---|")
+        for name, path, make in CASES:
+            times = []
+            for size in (1 * MB, 3 * MB, 8 * MB - 200_000):
+                body = sized(make, size)
+                post(base, path, sized(make, 100_000))  # warm-up
+                took, status, n = post(base, path, body)
+                times.append((took, status, n))
+            cells = [f"{t:.2f} s ({n / MB:.1f} MB, {s})" for t, s, n in times]
+            print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]} | {times[1][0] / max(times[0][0], 1e-9):.1f}x |",
+                  flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
