@@ -24,10 +24,8 @@ pub enum ApiError {
     PayloadTooLarge { limit: usize },
     /// Within the byte limit, but more JSON objects and arrays than a
     /// request may hold: each costs memory far beyond its bytes.
-    #[error(
-        "the body holds more than {limit} JSON objects and arrays; send fewer parts (merge adjacent text parts)"
-    )]
-    TooManyNodes { limit: usize },
+    #[error("{0}")]
+    TooManyNodes(String),
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
     /// The thread cannot be made to fit its budget.
@@ -97,7 +95,7 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes { .. } => {
+            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
@@ -118,7 +116,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
-            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes { .. } => {
+            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
                 ("payload-too-large", "Payload too large")
             }
             ApiError::Invalid(_) => ("validation", "Invalid request"),

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
-use crate::thread::{MAX_JSON_NODES, json_nodes};
+use crate::thread::too_many_nodes;
 
 pub struct ApiJson<T>(pub T);
 
@@ -33,10 +33,8 @@ where
             }
         })?;
         // Bounded before parsing: a parsed node costs far more than its bytes.
-        if json_nodes(&bytes) > MAX_JSON_NODES {
-            return Err(ApiError::TooManyNodes {
-                limit: MAX_JSON_NODES,
-            });
+        if let Some(why) = too_many_nodes(&bytes) {
+            return Err(ApiError::TooManyNodes(why));
         }
         let value: serde_json::Value =
             serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;

@@ -50,7 +50,7 @@ pub fn method_or_profile(
     profile: &crate::policy::Profile,
 ) -> Result<Method, ApiError> {
     match (name, chars_per_token, profile.chars_per_token) {
-        (None, None, Some(cpt)) => Ok(Method::Chars {
+        (None | Some(MethodName::Chars), None, Some(cpt)) => Ok(Method::Chars {
             chars_per_token: cpt,
         }),
         _ => method(name, chars_per_token),

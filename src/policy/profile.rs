@@ -42,8 +42,9 @@ pub struct Profile {
     /// tokenizer: for agents whose own estimator decides (3.5, 4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chars_per_token: Option<f64>,
-    /// Per-message rules for the kept thread: tool results and user
-    /// messages longer than this many characters are cut.
+    /// Per-message rules for the kept thread: each text of a tool result
+    /// or a user message (a string content, or one text part or block)
+    /// longer than this many characters is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tool_result_chars: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -120,7 +120,7 @@ impl Proxy {
 
 /// The body as JSON and its thread, or why condense cannot read it.
 fn read(provider: Provider, body: &[u8]) -> Result<(Value, Thread), &'static str> {
-    if thread::json_nodes(body) > thread::MAX_JSON_NODES {
+    if thread::too_many_nodes(body).is_some() {
         return Err("the body holds more JSON objects and arrays than condense reads");
     }
     let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;

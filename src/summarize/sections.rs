@@ -98,7 +98,7 @@ impl List {
 
     /// `newer` after `self`; an item in both moves to its newer place.
     fn merge(&mut self, newer: List) {
-        self.more += newer.more;
+        self.more = self.more.saturating_add(newer.more);
         let again: HashSet<&String> = newer
             .items
             .iter()
@@ -141,7 +141,7 @@ impl Tally {
                 .collect();
         }
         match self.1.get(name) {
-            Some(&i) => self.0[i].1 += n,
+            Some(&i) => self.0[i].1 = self.0[i].1.saturating_add(n),
             None => {
                 self.1.insert(name.to_string(), self.0.len());
                 self.0.push((name.to_string(), n));
@@ -371,11 +371,11 @@ impl Sections {
             {
                 let n: usize = n.parse().unwrap_or(0);
                 match current {
-                    REQUESTS => s.requests.more += n,
-                    FILES => s.files.more += n,
-                    COMMANDS => s.commands.more += n,
-                    ERRORS => s.errors.more += n,
-                    DECISIONS => s.decisions.more += n,
+                    REQUESTS => s.requests.more = s.requests.more.saturating_add(n),
+                    FILES => s.files.more = s.files.more.saturating_add(n),
+                    COMMANDS => s.commands.more = s.commands.more.saturating_add(n),
+                    ERRORS => s.errors.more = s.errors.more.saturating_add(n),
+                    DECISIONS => s.decisions.more = s.decisions.more.saturating_add(n),
                     _ => {}
                 }
                 continue;

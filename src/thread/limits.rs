@@ -10,10 +10,32 @@
 /// of them).
 pub const MAX_JSON_NODES: usize = 100_000;
 
-/// Objects and arrays in `bytes` (strings skipped, escapes honoured), in
-/// one pass; the count only has to be right for valid JSON.
-pub fn json_nodes(bytes: &[u8]) -> usize {
-    let (mut nodes, mut in_string, mut escaped) = (0, false, false);
+/// Most values (counted by their separating commas) a body may hold: a
+/// scalar costs less than an object, but 8 MB of `1,1,1,…` would be four
+/// million of them.
+pub const MAX_JSON_VALUES: usize = 1_000_000;
+
+/// Why a body holds more than a request may, if it does.
+pub fn too_many_nodes(bytes: &[u8]) -> Option<String> {
+    let (nodes, values) = json_shape(bytes);
+    if nodes > MAX_JSON_NODES {
+        Some(format!(
+            "the body holds more than {MAX_JSON_NODES} JSON objects and arrays; send fewer parts (merge adjacent text parts)"
+        ))
+    } else if values > MAX_JSON_VALUES {
+        Some(format!(
+            "the body holds more than {MAX_JSON_VALUES} JSON values; send fewer"
+        ))
+    } else {
+        None
+    }
+}
+
+/// Objects and arrays in `bytes`, and the commas between values (strings
+/// skipped, escapes honoured), in one pass; the counts only have to be
+/// right for valid JSON.
+pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
+    let (mut nodes, mut commas, mut in_string, mut escaped) = (0, 0, false, false);
     for &b in bytes {
         if in_string {
             match b {
@@ -26,21 +48,28 @@ pub fn json_nodes(bytes: &[u8]) -> usize {
             match b {
                 b'"' => in_string = true,
                 b'{' | b'[' => nodes += 1,
+                b',' => commas += 1,
                 _ => {}
             }
         }
     }
-    nodes
+    (nodes, commas)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::json_nodes;
+    use super::{MAX_JSON_VALUES, json_shape, too_many_nodes};
 
     #[test]
     fn nodes_are_counted_outside_strings_only() {
-        assert_eq!(json_nodes(br#"{"a": [1, {"b": "{[\"]}"}], "c": []}"#), 4);
-        assert_eq!(json_nodes(br#""{{{""#), 0);
-        assert_eq!(json_nodes(br#"["\\", {}]"#), 2);
+        assert_eq!(
+            json_shape(br#"{"a": [1, {"b": "{[,\"]}"}], "c": []}"#),
+            (4, 2)
+        );
+        assert_eq!(json_shape(br#""{{{,""#), (0, 0));
+        assert_eq!(json_shape(br#"["\\", {}]"#), (2, 1));
+        let scalars = format!("{{\"x\": [{}1]}}", "1,".repeat(MAX_JSON_VALUES + 1));
+        assert!(too_many_nodes(scalars.as_bytes()).is_some());
+        assert!(too_many_nodes(br#"{"messages": []}"#).is_none());
     }
 }

@@ -41,9 +41,9 @@ impl CountSpec {
                 spec.encoding
             ));
         }
-        // A caller who names an encoding wants that encoding's count: the
-        // model's calibration (e.g. Claude's x1.25) applies only to the
-        // encoding the registry picked for it.
+        // A caller who names an encoding wants that encoding's count as
+        // it is: the model's calibration (e.g. Claude's x1.25) applies only
+        // when the registry chose the encoding.
         let uncalibrated = encoding.is_some() && spec.calibration != 1.0;
         let calibration = if uncalibrated { 1.0 } else { spec.calibration };
         if uncalibrated && method == Method::Bpe {
@@ -51,7 +51,7 @@ impl CountSpec {
                 "`encoding` {chosen} is counted as it is: the x{} calibration of `{model}` is not applied",
                 spec.calibration
             ));
-        } else if !spec.is_openai() && resolved.known {
+        } else if !spec.is_openai() && resolved.known && method == Method::Bpe {
             warnings.push(format!(
                 "`{model}` does not use an OpenAI tokenizer: {chosen} x {calibration} calibration is an estimate",
             ));

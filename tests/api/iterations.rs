@@ -245,6 +245,19 @@ async fn llm_and_hybrid_call_the_upstream_per_iteration() {
 }
 
 #[tokio::test]
+async fn a_restarted_numbering_keeps_each_iteration_its_own_story() {
+    // The agent restarted and numbered from 1 again: two runs are "1".
+    let s = stub::start(Fault::Ok, false).await;
+    let app = app_with(upstream_config(&s.url));
+    let mut body = with("llm", "fail");
+    body["messages"][9]["metadata"]["iteration"] = json!(1);
+    let out = compressed(&app, &body).await;
+    assert_eq!(out["degraded"], false, "{}", out["warnings"]);
+    let its: Vec<u64> = contents(&out).iter().map(|(i, _)| *i).collect();
+    assert_eq!(its, [1, 2, 1]);
+}
+
+#[tokio::test]
 async fn an_upstream_failure_falls_back_or_fails_as_asked() {
     let s = stub::start(Fault::ServerError, false).await;
     let app = app_with(upstream_config(&s.url));

@@ -73,23 +73,31 @@ pub(super) fn injection(
         .iter()
         .map(|parts| parts.iter().map(|p| count(p)).collect())
         .collect();
+    // What the frame and the labels cost: the frame with the most digits
+    // (an upper bound), and each label once, summed from the newest back,
+    // so leaving out the oldest is a walk, not a recount.
+    let frame = [left_out, left_out.saturating_add(entries.len())]
+        .iter()
+        .map(|&n| count(&render(head.as_deref(), n, &[])))
+        .max()
+        .unwrap_or(0);
+    let mut labels = vec![0; entries.len() + 1];
+    for (i, e) in entries.iter().enumerate().rev() {
+        labels[i] = labels[i + 1] + count(&format!("- Iteration {}: \n", e.iteration));
+    }
     let mut keep = entries.len();
     // Tokens taken off the room after a text came out over the limit
     // (tokens of parts do not add up exactly to those of the whole).
     let mut slack = 0;
     let mut text = String::new();
     for _ in 0..64 {
-        let first = entries.len() - keep;
-        let frame = render(head.as_deref(), left_out + first, &[]);
-        let labels: usize = entries[first..]
-            .iter()
-            .map(|e| count(&format!("- Iteration {}: \n", e.iteration)))
-            .sum();
-        let room = limit.saturating_sub(count(&frame) + labels + slack);
-        if keep > 0 && room / keep < MIN_SHARE {
+        let room_for =
+            |keep: usize| limit.saturating_sub(frame + labels[entries.len() - keep] + slack);
+        while keep > 0 && room_for(keep) / keep < MIN_SHARE {
             keep -= 1;
-            continue;
         }
+        let first = entries.len() - keep;
+        let room = room_for(keep);
         let totals: Vec<usize> = sizes[first..].iter().map(|s| s.iter().sum()).collect();
         let cap = share(&totals, room);
         let lines: Vec<(u64, String)> = (first..entries.len())
@@ -112,14 +120,18 @@ pub(super) fn injection(
                 (entries[i].iteration, parts.join(" "))
             })
             .collect();
-        text = render(head.as_deref(), left_out + first, &lines);
+        text = render(head.as_deref(), left_out.saturating_add(first), &lines);
         let n = count(&text);
         if n <= limit {
             return text;
         }
         slack += n - limit;
     }
-    // Not reached in practice; the bound holds whatever happens.
+    // Not reached in practice; the bound holds whatever happens, and the
+    // list still says what was left out.
+    if text.is_empty() {
+        text = render(head.as_deref(), left_out.saturating_add(entries.len()), &[]);
+    }
     clip_tokens(&text, limit, c)
 }
 
@@ -166,7 +178,9 @@ pub fn clip_tokens(text: &str, max: usize, c: &Counter<'_>) -> String {
     if c.text(text).tokens <= max {
         return text.to_string();
     }
-    let (mut lo, mut hi) = (0, text.chars().count());
+    // No token is longer than a few dozen characters: a cut longer than
+    // 32 characters a token cannot fit, so the search starts below that.
+    let (mut lo, mut hi) = (0, text.chars().count().min(max.saturating_mul(32)));
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
         if c.text(&clip(text, mid)).tokens <= max {
@@ -239,5 +253,28 @@ mod tests {
         // The newest are kept, the oldest left out.
         assert!(text.contains("- Iteration 40: word"), "{text}");
         assert!(!text.contains("- Iteration 1: "), "{text}");
+    }
+
+    #[test]
+    fn hundreds_of_iterations_still_give_a_list() {
+        let c = counter();
+        for (n, limit) in [(200, 2000), (1000, 500), (3000, 2000)] {
+            let entries: Vec<Entry> = (1..=n).map(|i| entry(i, 30)).collect();
+            let text = injection(None, 0, &entries, limit, &c);
+            assert!(c.text(&text).tokens <= limit, "{n}: {text}");
+            let kept = text.matches("- Iteration ").count();
+            assert!(kept > 0, "{n}: {text}");
+            assert!(
+                text.contains(&format!("- Iteration {n}: word")),
+                "{n}: {text}"
+            );
+            assert!(
+                text.contains(&format!(
+                    "({} earlier iterations left out)",
+                    n as usize - kept
+                )),
+                "{n}: {text}"
+            );
+        }
     }
 }

@@ -35,7 +35,12 @@ impl Facts {
             }
         }
         sections.commands = others;
-        // A decision that is also the last word would be said twice.
+        // A decision that is also the last word would be said twice. The
+        // list is capped first (the render shows far fewer anyway), so the
+        // check is linear in the state however many decisions there were.
+        sections
+            .decisions
+            .cap(Caps::default().decisions.saturating_mul(4), false);
         if let Some(state) = &sections.state {
             sections
                 .decisions

@@ -83,7 +83,9 @@ pub(super) async fn write(
         .await
     };
     let mut usage = Usage::default();
-    let mut found: HashMap<u64, String> = HashMap::new();
+    // By group, not by number: an agent that restarts its numbering has
+    // two iterations with one number, and each keeps its own story.
+    let mut stories: Vec<Option<String>> = vec![None; groups.len()];
     for batch in batches {
         let asked: Vec<u64> = batch.clone().map(|i| groups[i].0).collect();
         let answer = call(
@@ -95,20 +97,26 @@ pub(super) async fn write(
             &mut usage,
         )
         .await?;
-        found.extend(read(&answer, &asked));
-        let missing: Vec<usize> = batch
-            .filter(|&i| !found.contains_key(&groups[i].0))
-            .collect();
+        let mut answered = read(&answer, &asked);
+        for i in batch.clone() {
+            let it = groups[i].0;
+            // A number asked twice in one call is ambiguous: ask each alone.
+            if asked.iter().filter(|&&a| a == it).count() == 1 {
+                stories[i] = answered.remove(&it);
+            }
+        }
+        let missing: Vec<usize> = batch.filter(|&i| stories[i].is_none()).collect();
         for i in missing {
             let it = [groups[i].0];
             let answer = call(up, model, &blocks[i..=i], &it, &instructions, &mut usage).await?;
-            found.extend(read(&answer, &it));
+            stories[i] = read(&answer, &it).remove(&it[0]);
         }
     }
     let stories = groups
         .iter()
-        .map(|(it, _)| {
-            found.remove(it).ok_or_else(|| {
+        .zip(stories)
+        .map(|((it, _), story)| {
+            story.ok_or_else(|| {
                 UpstreamError::Garbage(format!("the answer has no summary of iteration {it}"))
             })
         })

@@ -151,7 +151,7 @@ fn split(text: &str) -> (Option<String>, usize, Vec<(u64, String)>) {
         return ((!head.is_empty()).then(|| head.to_string()), 0, Vec::new());
     };
     let head = lines[..at].join("\n").trim().to_string();
-    let mut left_out = 0;
+    let mut left_out: usize = 0;
     let mut entries: Vec<(u64, String)> = Vec::new();
     for line in &lines[at + 1..] {
         let line = line.trim();
@@ -168,7 +168,7 @@ fn split(text: &str) -> (Option<String>, usize, Vec<(u64, String)>) {
             .filter(|(_, rest)| rest.starts_with("earlier iteration"))
             .and_then(|(n, _)| n.parse::<usize>().ok())
         {
-            left_out += n;
+            left_out = left_out.saturating_add(n);
         } else if let Some((_, last)) = entries.last_mut().filter(|_| !item.is_empty()) {
             // A line of an entry that was not kept on one line.
             last.push(' ');
