@@ -23,27 +23,13 @@ use condense::cache::{
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::{ConnectOptions, Executor};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 // ---------------------------------------------------------------- helpers
-
-/// `url` pointing at database `db` instead (query parameters kept).
-fn with_database(url: &str, db: &str) -> String {
-    let (base, query) = url
-        .split_once('?')
-        .map_or((url, None), |(b, q)| (b, Some(q)));
-    let start = base.find("://").map_or(0, |i| i + 3);
-    let end = base[start..].find('/').map_or(base.len(), |i| start + i);
-    let mut out = format!("{}/{db}", &base[..end]);
-    if let Some(q) = query {
-        out = format!("{out}?{q}");
-    }
-    out
-}
 
 /// A fresh database for one test, dropped (with its connections) afterwards.
 struct TestDb {
@@ -57,20 +43,11 @@ struct TestDb {
 
 impl TestDb {
     async fn create(test: &str) -> Option<TestDb> {
-        let url = live::postgres(test)?;
-        let admin: PgConnectOptions = url.parse().expect("DATABASE_URL is a PostgreSQL URL");
-        let name = format!("condense_cache_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = admin
-            .connect()
-            .await
-            .expect("DATABASE_URL accepts connections");
-        conn.execute(format!("CREATE DATABASE {name}").as_str())
-            .await
-            .expect("CREATE DATABASE");
-        conn.close().await.ok();
+        let (admin, name) = live::new_database(test).await?;
+        let connect = admin.clone().database(&name);
         Some(TestDb {
-            connect: admin.clone().database(&name),
-            url: with_database(&url, &name),
+            url: connect.to_url_lossy().to_string(),
+            connect,
             admin,
             name,
         })

@@ -6,6 +6,8 @@
 #[path = "support/live.rs"]
 #[allow(dead_code)]
 mod live;
+#[path = "support/server.rs"]
+mod server;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -57,15 +59,9 @@ async fn the_page_shows_what_the_api_answers() {
 
 /// Condense on a free port with `config` and no cache; its base URL.
 async fn serve(config: condense::Config) -> String {
-    let config = condense::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
+    server::serve(condense::Config {
         database_url: Some("off".into()),
         ..config
-    };
-    let app = condense::Application::build(config)
-        .await
-        .expect("condense starts");
-    let url = format!("http://{}", app.local_addr());
-    tokio::spawn(app.run_until_stopped());
-    url
+    })
+    .await
 }

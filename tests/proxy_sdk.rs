@@ -7,6 +7,8 @@
 #[path = "support/live.rs"]
 #[allow(dead_code)]
 mod live;
+#[path = "support/server.rs"]
+mod server;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -104,8 +106,7 @@ async fn condense(provider: &str) -> String {
         "[profiles.short]\nmax_messages_before_summary = 10\nmin_recent_messages = 4\nmax_summary_tokens = 200\n",
     )
     .unwrap();
-    let config = condense::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
+    server::serve(condense::Config {
         proxy_openai_url: Some(format!("{provider}/v1")),
         proxy_anthropic_url: Some(provider.to_string()),
         database_url: Some(format!(
@@ -114,13 +115,8 @@ async fn condense(provider: &str) -> String {
         )),
         profiles_file: Some(profiles),
         ..Default::default()
-    };
-    let app = condense::Application::build(config)
-        .await
-        .expect("condense starts");
-    let url = format!("http://{}", app.local_addr());
-    tokio::spawn(app.run_until_stopped());
-    url
+    })
+    .await
 }
 
 /// The SDKs, or None when the run opted out of live parts.

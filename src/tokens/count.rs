@@ -135,16 +135,14 @@ impl Counter<'_> {
         }
     }
 
-    /// One message with its overhead; a message seen recently (same
-    /// encoding, method and contents) costs a hash instead of a count.
+    /// One message with its overhead; a message tokenized recently (same
+    /// encoding and contents) costs a hash instead of a count. A `chars`
+    /// count is cheaper than the hash, so it is never memoized.
     pub fn message(&self, m: &Message) -> MessageCount {
-        let n = if self.memoize && text_bytes(m) >= memo::MIN_BYTES {
+        let memoize = self.memoize && self.method == Method::Bpe;
+        let n = if memoize && text_bytes(m) >= memo::MIN_BYTES {
             let memo = &self.encoders.memo;
-            let method = match self.method {
-                Method::Bpe => 0,
-                Method::Chars { chars_per_token } => chars_per_token.to_bits(),
-            };
-            let key = memo.key(&(self.encoding, method, m.role, &m.name, &m.parts));
+            let key = memo.key(&(self.encoding, m.role, &m.name, &m.parts));
             memo.get_or(key, || self.uncalibrated(m))
         } else {
             self.uncalibrated(m)

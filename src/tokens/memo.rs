@@ -2,9 +2,9 @@
 //!
 //! Agents send the same history every turn with one or two new messages.
 //! Tokenizing is most of the cost of a request, and a message's count
-//! depends only on the encoding, the counting method and the message's
-//! contents, so the count of every message seen recently is kept under a
-//! 128-bit hash of exactly those, and a turn pays only for its new messages.
+//! depends only on the encoding and the message's contents, so the count
+//! of every message tokenized recently is kept under a 128-bit hash of
+//! exactly those, and a turn pays only for its new messages.
 //! The hash is SipHash-1-3 with 128-bit output and a key drawn at start-up:
 //! a wrong hit is as likely as a random 128-bit collision (never, in
 //! practice), and a client cannot craft one without the key. Hashing is one

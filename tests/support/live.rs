@@ -53,8 +53,9 @@ pub fn llm(test: &str) -> Option<String> {
 }
 
 /// A new, empty database on the `DATABASE_URL` server (one per test, so
-/// tests never see each other's rows), or `None` when the run opted out.
-pub async fn fresh_database(test: &str) -> Option<String> {
+/// tests never see each other's rows): the server's options and the new
+/// database's name, or `None` when the run opted out.
+pub async fn new_database(test: &str) -> Option<(sqlx::postgres::PgConnectOptions, String)> {
     use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
     let url = postgres(test)?;
     let admin: PgConnectOptions = url.parse().expect("DATABASE_URL is a PostgreSQL URL");
@@ -66,6 +67,13 @@ pub async fn fresh_database(test: &str) -> Option<String> {
     conn.execute(format!("CREATE DATABASE {name}").as_str())
         .await
         .expect("the test server lets us create databases");
+    Some((admin, name))
+}
+
+/// The URL of a [`new_database`].
+pub async fn fresh_database(test: &str) -> Option<String> {
+    use sqlx::ConnectOptions;
+    let (admin, name) = new_database(test).await?;
     Some(admin.database(&name).to_url_lossy().to_string())
 }
 
