@@ -107,12 +107,7 @@ fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let thread = parse_thread(
-        req.format,
-        &req.messages,
-        req.system.as_ref(),
-        req.tools.as_ref(),
-    )?;
+    let thread = parse_thread(req.format, req.messages, req.system, req.tools)?;
     if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
         if min as usize > thread.messages.len() {
             return Err(ApiError::field(

@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
+use serde_json::error::Category;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
@@ -18,7 +19,7 @@ pub struct ApiJson<T>(pub T);
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
     S: Send + Sync,
-    T: DeserializeOwned,
+    T: DeserializeOwned + Send + 'static,
 {
     type Rejection = ApiError;
 
@@ -36,41 +37,85 @@ where
         if let Some(why) = too_many_nodes(&bytes) {
             return Err(ApiError::TooManyNodes(why));
         }
-        let value: serde_json::Value =
-            serde_json::from_slice(&bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
-        if !value.is_object() {
-            return Err(ApiError::field(
-                "",
-                format!(
-                    "the body must be a JSON object, not {}",
-                    crate::thread::type_name(&value)
-                ),
-            ));
+        // A long thread takes milliseconds to parse: off the async workers.
+        if bytes.len() > INLINE_PARSE_BYTES {
+            tokio::task::spawn_blocking(move || parse(&bytes))
+                .await
+                .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("parsing a body")))?
+                .map(ApiJson)
+        } else {
+            parse(&bytes).map(ApiJson)
         }
-        serde_path_to_error::deserialize(value)
-            .map(ApiJson)
-            .map_err(|e| {
-                let pointer: String = e
-                    .path()
-                    .iter()
-                    .filter_map(|seg| match seg {
-                        Segment::Seq { index } => Some(format!("/{index}")),
-                        Segment::Map { key } => Some(format!("/{}", escape(key))),
-                        Segment::Enum { .. } | Segment::Unknown => None,
-                    })
-                    .collect();
-                let message = e.into_inner().to_string();
-                // serde reports a missing field at its parent; point at the field.
-                let pointer = match message
-                    .strip_prefix("missing field `")
-                    .and_then(|r| r.split('`').next())
-                {
-                    Some(field) => format!("{pointer}/{}", escape(field)),
-                    None => pointer,
-                };
-                ApiError::field(pointer, message)
-            })
     }
+}
+
+/// Bodies up to this size are parsed where they arrive; a hop to the
+/// blocking pool costs more than their parse.
+const INLINE_PARSE_BYTES: usize = 64 * 1024;
+
+/// Parses the body straight into the request type, in one pass: no
+/// intermediate `Value` tree rebuilt into `T`. A syntax error anywhere is a
+/// 400; a wrong field is a 422 naming it.
+fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if first != Some(b'{') {
+        check_syntax(bytes)?;
+        return Err(ApiError::field(
+            "",
+            format!(
+                "the body must be a JSON object, not {}",
+                match first {
+                    Some(b'[') => "an array",
+                    Some(b'"') => "a string",
+                    Some(b't' | b'f') => "a boolean",
+                    Some(b'n') => "null",
+                    _ => "a number",
+                }
+            ),
+        ));
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        if e.inner().classify() != Category::Data {
+            return ApiError::MalformedJson(e.into_inner().to_string());
+        }
+        // A shape error met before a syntax error further on: the body is
+        // still malformed, and that is what the caller must fix first.
+        if let Err(syntax) = check_syntax(bytes) {
+            return syntax;
+        }
+        let pointer: String = e
+            .path()
+            .iter()
+            .filter_map(|seg| match seg {
+                Segment::Seq { index } => Some(format!("/{index}")),
+                Segment::Map { key } => Some(format!("/{}", escape(key))),
+                Segment::Enum { .. } | Segment::Unknown => None,
+            })
+            .collect();
+        let message = e.into_inner().to_string();
+        // serde reports a missing field at its parent; point at the field.
+        let pointer = match message
+            .strip_prefix("missing field `")
+            .and_then(|r| r.split('`').next())
+        {
+            Some(field) => format!("{pointer}/{}", escape(field)),
+            None => pointer,
+        };
+        ApiError::field(pointer, message)
+    })?;
+    // Trailing characters after the object.
+    de.end()
+        .map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+    Ok(parsed)
+}
+
+/// Is the body well-formed JSON, nesting limit included? Only on the error
+/// path: `IgnoredAny` would skip the limit, so this builds the tree.
+fn check_syntax(bytes: &[u8]) -> Result<(), ApiError> {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .map(|_| ())
+        .map_err(|e| ApiError::MalformedJson(e.to_string()))
 }
 
 /// The configured body limit, put in request extensions so the 413 can say it.

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::policy::PriorSummary;
-use crate::thread::{self, RawThread, Thread, WireFormat};
+use crate::thread::{self, OwnedThread, Thread, WireFormat};
 use crate::tokens::Method;
 
 /// `method` of a request: how strings become token counts.
@@ -57,14 +57,15 @@ pub fn method_or_profile(
     }
 }
 
-/// Parses the thread fields of a request into the internal model.
+/// Parses the thread fields of a request into the internal model; the
+/// messages move into it.
 pub fn parse_thread(
     format: Option<WireFormat>,
-    messages: &[Value],
-    system: Option<&Value>,
-    tools: Option<&Value>,
+    messages: Vec<Value>,
+    system: Option<Value>,
+    tools: Option<Value>,
 ) -> Result<Thread, ApiError> {
-    Ok(thread::parse(RawThread {
+    Ok(thread::parse_owned(OwnedThread {
         format,
         messages,
         system,

@@ -117,12 +117,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             Ok(base(c.exact, c.tokens, Vec::new(), 0, 0, None))
         }
         (None, Some(messages)) => {
-            let thread = parse_thread(
-                req.format,
-                &messages,
-                req.system.as_ref(),
-                req.tools.as_ref(),
-            )?;
+            let thread = parse_thread(req.format, messages, req.system, req.tools)?;
             let count = counter.thread(&thread);
             let system = count.system.map(|tokens| MessageTokens {
                 index: None,

@@ -1,5 +1,7 @@
 //! Anthropic Messages threads (top-level `system` + messages of blocks) -> the internal model.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::wire::{iteration, string, type_name};
@@ -9,15 +11,15 @@ const BLOCK_TYPES: &str =
     "text, image, document, tool_use, tool_result, thinking, redacted_thinking";
 
 pub fn parse_thread(
-    system: Option<&Value>,
-    messages: &[Value],
+    system: Option<Cow<'_, Value>>,
+    messages: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
     let mut errs = Vec::new();
     let system = system
         .filter(|s| !s.is_null())
         .and_then(|s| parse_system(s, &mut errs));
     let parsed: Vec<Message> = messages
-        .iter()
+        .into_iter()
         .enumerate()
         .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
         .collect();
@@ -28,7 +30,8 @@ pub fn parse_thread(
     }
 }
 
-fn parse_system(s: &Value, errs: &mut Vec<FieldError>) -> Option<Message> {
+fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let s: &Value = &source;
     let (parts, plain) = match s {
         Value::String(text) => (vec![Part::Text(text.clone())], true),
         Value::Array(blocks) => {
@@ -65,11 +68,13 @@ fn parse_system(s: &Value, errs: &mut Vec<FieldError>) -> Option<Message> {
         parts,
         plain,
         iteration: None,
-        raw: s.clone(),
+        raw: source.into_owned(),
     })
 }
 
-fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let m: &Value = &source;
     if !m.is_object() {
         errs.push(FieldError::new(
             at,
@@ -131,7 +136,7 @@ fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Mess
         parts,
         plain,
         iteration,
-        raw: m.clone(),
+        raw: source.into_owned(),
     })
 }
 

@@ -2,6 +2,8 @@
 //! messages and long texts cut in the middle. Each edit rewrites the caller's
 //! JSON (so unknown fields stay) and parses it again (so the model agrees).
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::{FieldError, Message, Role, WireFormat, anthropic, openai};
@@ -187,8 +189,8 @@ pub fn text_message(format: WireFormat, role: Role, text: String) -> Message {
 
 fn reparse(raw: Value, format: WireFormat, role: Role) -> Result<Message, Vec<FieldError>> {
     let mut parsed = match format {
-        WireFormat::OpenAi => openai::parse_messages(std::slice::from_ref(&raw))?,
-        WireFormat::Anthropic => anthropic::parse_thread(None, std::slice::from_ref(&raw))?.1,
+        WireFormat::OpenAi => openai::parse_messages(vec![Cow::Owned(raw)])?,
+        WireFormat::Anthropic => anthropic::parse_thread(None, vec![Cow::Owned(raw)])?.1,
     };
     let m = parsed.pop().expect("one message in, one out");
     debug_assert_eq!(m.role, role);
@@ -231,7 +233,7 @@ mod tests {
     #[test]
     fn truncation_keeps_unknown_fields_and_touches_only_results() {
         let raw = json!({"role": "tool", "tool_call_id": "a", "content": "x".repeat(1000), "extra": {"k": 1}});
-        let m = openai::parse_messages(std::slice::from_ref(&raw))
+        let m = openai::parse_messages(vec![Cow::Borrowed(&raw)])
             .unwrap()
             .pop()
             .unwrap();
@@ -243,7 +245,7 @@ mod tests {
             {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "y".repeat(1000)}]},
             {"type": "text", "text": "z".repeat(1000), "cache_control": {"type": "ephemeral"}}
         ]});
-        let m = anthropic::parse_thread(None, std::slice::from_ref(&raw))
+        let m = anthropic::parse_thread(None, vec![Cow::Borrowed(&raw)])
             .unwrap()
             .1
             .pop()

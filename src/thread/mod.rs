@@ -13,6 +13,8 @@ mod marker;
 mod openai;
 mod validate;
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -206,7 +208,8 @@ impl Thread {
     }
 }
 
-/// The parts of a request that describe a thread, before parsing.
+/// The parts of a request that describe a thread, before parsing, borrowed:
+/// each message is copied into its [`Message::raw`].
 #[derive(Debug, Clone, Default)]
 pub struct RawThread<'a> {
     pub format: Option<WireFormat>,
@@ -215,30 +218,69 @@ pub struct RawThread<'a> {
     pub tools: Option<&'a Value>,
 }
 
+/// The same parts owned, as a request handler has them: each message moves
+/// into its [`Message::raw`] instead of being copied (a long thread is
+/// mostly text, so a copy costs as much as the parse).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedThread {
+    pub format: Option<WireFormat>,
+    pub messages: Vec<Value>,
+    pub system: Option<Value>,
+    pub tools: Option<Value>,
+}
+
 /// Parses and validates a thread: the one entry point from wire to model.
 pub fn parse(raw: RawThread<'_>) -> Result<Thread, Vec<FieldError>> {
-    let format = raw.format.unwrap_or_else(|| detect(&raw));
-    let tools = match raw.tools {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
-        Some(_) => {
-            return Err(vec![FieldError::new(
-                "/tools",
-                "must be an array of tool definitions",
-            )]);
-        }
+    parse_parts(
+        raw.format,
+        raw.messages.iter().map(Cow::Borrowed).collect(),
+        raw.system.map(Cow::Borrowed),
+        raw.tools.map(Cow::Borrowed),
+    )
+}
+
+/// [`parse`] for owned parts, moving each message into the model.
+pub fn parse_owned(raw: OwnedThread) -> Result<Thread, Vec<FieldError>> {
+    parse_parts(
+        raw.format,
+        raw.messages.into_iter().map(Cow::Owned).collect(),
+        raw.system.map(Cow::Owned),
+        raw.tools.map(Cow::Owned),
+    )
+}
+
+fn parse_parts(
+    format: Option<WireFormat>,
+    messages: Vec<Cow<'_, Value>>,
+    system: Option<Cow<'_, Value>>,
+    tools: Option<Cow<'_, Value>>,
+) -> Result<Thread, Vec<FieldError>> {
+    let format =
+        format.unwrap_or_else(|| detect_in(system.as_deref(), messages.iter().map(|m| m.as_ref())));
+    let tools = match tools {
+        None => Vec::new(),
+        Some(t) => match t.into_owned() {
+            Value::Null => Vec::new(),
+            Value::Array(items) => items,
+            _ => {
+                return Err(vec![FieldError::new(
+                    "/tools",
+                    "must be an array of tool definitions",
+                )]);
+            }
+        },
     };
     let (system, messages) = match format {
         WireFormat::OpenAi => {
-            if raw.system.is_some_and(|s| !s.is_null()) {
+            if system.as_deref().is_some_and(|s| !s.is_null()) {
                 return Err(vec![FieldError::new(
                     "/system",
                     "a top-level `system` belongs to the Anthropic format; in OpenAI format send a system message",
                 )]);
             }
-            (None, openai::parse_messages(raw.messages)?)
+            (None, openai::parse_messages(messages)?)
         }
-        WireFormat::Anthropic => anthropic::parse_thread(raw.system, raw.messages)?,
+        WireFormat::Anthropic => anthropic::parse_thread(system, messages)?,
     };
     let thread = Thread {
         format,
@@ -255,6 +297,13 @@ pub fn parse(raw: RawThread<'_>) -> Result<Thread, Vec<FieldError>> {
 /// `redacted_thinking`), means Anthropic. OpenAI's parts are `text`,
 /// `image_url`, `input_audio`, `file` and `refusal`, so the sets do not overlap.
 pub fn detect(raw: &RawThread<'_>) -> WireFormat {
+    detect_in(raw.system, raw.messages.iter())
+}
+
+fn detect_in<'a>(
+    system: Option<&Value>,
+    mut messages: impl Iterator<Item = &'a Value>,
+) -> WireFormat {
     const ANTHROPIC_ONLY: [&str; 6] = [
         "tool_use",
         "tool_result",
@@ -263,10 +312,10 @@ pub fn detect(raw: &RawThread<'_>) -> WireFormat {
         "thinking",
         "redacted_thinking",
     ];
-    if raw.system.is_some_and(|s| !s.is_null()) {
+    if system.is_some_and(|s| !s.is_null()) {
         return WireFormat::Anthropic;
     }
-    let anthropic_block = raw.messages.iter().any(|m| {
+    let anthropic_block = messages.any(|m| {
         m.get("content")
             .and_then(Value::as_array)
             .is_some_and(|blocks| {

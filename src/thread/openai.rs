@@ -1,5 +1,7 @@
 //! OpenAI Chat Completions messages -> the internal model.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::wire::{iteration, opt_string, string, type_name};
@@ -8,10 +10,10 @@ use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 const ROLES: &str = "system, developer, user, assistant, tool, function";
 const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
 
-pub fn parse_messages(messages: &[Value]) -> Result<Vec<Message>, Vec<FieldError>> {
+pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec<FieldError>> {
     let mut errs = Vec::new();
     let parsed: Vec<Message> = messages
-        .iter()
+        .into_iter()
         .enumerate()
         .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
         .collect();
@@ -22,7 +24,9 @@ pub fn parse_messages(messages: &[Value]) -> Result<Vec<Message>, Vec<FieldError
     }
 }
 
-fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let m: &Value = &source;
     if !m.is_object() {
         errs.push(FieldError::new(
             at,
@@ -125,7 +129,7 @@ fn parse_message(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Mess
         parts,
         plain,
         iteration,
-        raw: m.clone(),
+        raw: source.into_owned(),
     })
 }
 
