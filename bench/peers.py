@@ -80,6 +80,25 @@ def litellm_venv():
     return venv
 
 
+def start_litellm(venv, work):
+    """The LiteLLM proxy on a free port, and its token-counter URL."""
+    port = free_port()
+    config = work / "litellm.yaml"
+    config.write_text("model_list:\n  - model_name: gpt-4o\n    litellm_params:\n"
+                      "      model: openai/gpt-4o\n      api_key: sk-unused\n")
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", TIKTOKEN_CACHE_DIR=str(tiktoken_cache()),
+               # Loopback only, no key: neither side authenticates.
+               LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY="true",
+               LITELLM_LOG="ERROR")
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
+         "--num_workers", "1"],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(work / "litellm.log", "w"),
+    )
+    wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc, "LiteLLM proxy")
+    return proc, f"http://127.0.0.1:{port}/utils/token_counter"
+
+
 def bodies(work):
     """The three scenarios' body files for bodies.lua."""
     thread = json.loads((ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
@@ -167,22 +186,8 @@ def main():
         wait_ready(f"http://127.0.0.1:{port}/healthz", condense, "condense")
         servers = {"condense": f"http://127.0.0.1:{port}/v1/tokens"}
         if not args.no_litellm:
-            venv = litellm_venv()
-            lport = free_port()
-            config = work / "litellm.yaml"
-            config.write_text("model_list:\n  - model_name: gpt-4o\n    litellm_params:\n      model: openai/gpt-4o\n      api_key: sk-unused\n")
-            env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", TIKTOKEN_CACHE_DIR=str(tiktoken_cache()),
-                       # Loopback only, no key: neither side authenticates.
-                       LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY="true",
-                       LITELLM_LOG="ERROR")
-            litellm = subprocess.Popen(
-                [str(venv / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1", "--port", str(lport),
-                 "--num_workers", "1"],
-                env=env, stdout=subprocess.DEVNULL, stderr=open(work / "litellm.log", "w"),
-            )
+            litellm, servers["LiteLLM"] = start_litellm(litellm_venv(), work)
             procs.append(litellm)
-            wait_ready(f"http://127.0.0.1:{lport}/health/liveliness", litellm, "LiteLLM proxy")
-            servers["LiteLLM"] = f"http://127.0.0.1:{lport}/utils/token_counter"
 
         results = {}
         for scenario, (mode, path) in files.items():

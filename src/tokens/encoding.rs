@@ -97,11 +97,13 @@ impl Encoders {
         // Force the lazily built bpe-openai tables now rather than on the first request.
         bpe_openai::o200k_base().count("warm up");
         bpe_openai::cl100k_base().count("warm up");
-        Ok(Self {
+        let encoders = Self {
             p50k: tiktoken_rs::p50k_base()?,
             r50k: tiktoken_rs::r50k_base()?,
             memo: Memo::default(),
-        })
+        };
+        super::resident::release_build_memory();
+        Ok(encoders)
     }
 
     /// Number of tokens of `text` under `encoding`, special tokens as plain text.

@@ -5,6 +5,7 @@ mod count;
 mod encoding;
 mod memo;
 mod registry;
+mod resident;
 mod spec;
 
 pub use count::{
