@@ -113,8 +113,8 @@ impl Encoders {
         }
         TOKENIZED_BYTES.fetch_add(text.len() as u64, Ordering::Relaxed);
         match encoding {
-            Encoding::O200kBase => bpe_openai::o200k_base().count(text),
-            Encoding::Cl100kBase => bpe_openai::cl100k_base().count(text),
+            Encoding::O200kBase => super::pieces::count(bpe_openai::o200k_base(), 0, text),
+            Encoding::Cl100kBase => super::pieces::count(bpe_openai::cl100k_base(), 1, text),
             Encoding::P50kBase => self.p50k.encode_ordinary(text).len(),
             Encoding::R50kBase => self.r50k.encode_ordinary(text).len(),
         }

@@ -4,6 +4,7 @@ pub mod cancel;
 mod count;
 mod encoding;
 mod memo;
+mod pieces;
 mod registry;
 mod resident;
 mod spec;
