@@ -6,9 +6,9 @@
 Runs condense under `valgrind --tool=callgrind` (instructions, not seconds:
 the same on a busy machine), sends N cold requests (large-04 with a fresh
 nonce in every message, as bench/peers.py's cold scenario), stops it, and
-prints the functions with the most instructions of their own, grouped into
-the stages of the path (JSON parse, copies and allocation, pre-split regex,
-BPE, hashing, other) with each stage's share. Start-up is left out: the
+prints two tables per request: condense's stages by inclusive instructions
+(body to request type, thread model, counting and the BPE within it, the
+answer), and the functions with the most instructions of their own. Start-up is left out: the
 counters start at zero when the first request arrives (callgrind_control -z).
 Needs valgrind (Debian's `valgrind`).
 """
@@ -27,28 +27,44 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peers  # noqa: E402
 
+# condense's own stages of a /v1/tokens request, by inclusive instructions
+# (a function and all it calls); the names hold in older builds too.
 STAGES = [
-    ("JSON parse", re.compile(r"serde_json|serde::de|serde_path_to_error|IgnoredAny|indexmap")),
-    ("pre-split regex", re.compile(r"regex_automata|regex::|Pretokenizer|aho_corasick")),
-    ("BPE", re.compile(r"\bbpe::|bpe_openai|BacktrackEncoder|BytePairEncoding|tiktoken")),
-    ("copies and allocation", re.compile(r"memcpy|memmove|malloc|free|realloc|_int_|alloc::|drop_in_place|Clone")),
-    ("hashing", re.compile(r"sip|hash|Hash|sha2")),
+    ("JSON body -> request type", r"^condense::http::extract::parse$|^serde_json::de::from_slice|"
+                                  r"^serde_path_to_error::de::deserialize"),
+    ("request -> thread model", r"condense::thread::parse(_owned)?$"),
+    ("counting (memo, pieces, BPE)", r"condense::tokens::count::Counter::thread$"),
+    ("  of which the message memo's hash", r"condense::tokens::memo::Memo::key"),
+    ("answer -> JSON", r"TokensResponse>::serialize"),
+    ("dropping the thread", r"drop_in_place<condense::thread::Thread>"),
 ]
+LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(?:.*?\.(?:rs|c|h|S)|\?\?\?|[^:\s]*):(.*?)(?: \[.*\])?$")
 
 
-def stage(name):
-    for label, pattern in STAGES:
-        if pattern.search(name):
-            return label
-    return "other"
+def annotate(path, inclusive):
+    out = subprocess.run(["callgrind_annotate", "--auto=no", f"--inclusive={'yes' if inclusive else 'no'}",
+                          "--threshold=100", str(path)], capture_output=True, text=True, check=True).stdout
+    total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", out).group(1).replace(",", ""))
+    costs = {}
+    for line in out.splitlines():
+        m = LINE.match(line)
+        if m and "PROGRAM TOTALS" not in line:
+            # The same function appears once per source file its inlined code came from.
+            name = m.group(2).strip()
+            n = int(m.group(1).replace(",", ""))
+            costs[name] = max(costs.get(name, 0), n) if inclusive else costs.get(name, 0) + n
+    return total, costs
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=str(peers.TARGET / "release" / "condense"))
     ap.add_argument("--requests", type=int, default=5)
-    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--from", dest="saved", help="report on a saved callgrind.out instead of running")
     args = ap.parse_args()
+    if args.saved:
+        return report(Path(args.saved), args)
     work = Path(tempfile.mkdtemp(prefix="condense-profile-"))
     mode, path = peers.bodies(work)["cold"]
     pieces = path.read_bytes().split(peers.NONCE.encode())
@@ -72,26 +88,24 @@ def main():
         proc.wait(timeout=120)
     time.sleep(0.5)
     files = sorted(work.glob("callgrind.out*"), key=lambda f: f.stat().st_size)
-    report = subprocess.run(["callgrind_annotate", "--threshold=100", str(files[-1])],
-                            capture_output=True, text=True, check=True).stdout
-    rows = []
-    for line in report.splitlines():
-        m = re.match(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*)$", line)
-        if m and "PROGRAM TOTALS" not in line and "file:function" not in line:
-            rows.append((int(m.group(1).replace(",", "")), m.group(3)))
-    total = sum(n for n, _ in rows)
-    shares = {}
-    for n, name in rows:
-        shares[stage(name)] = shares.get(stage(name), 0) + n
-    print(f"{args.requests} cold /v1/tokens requests (large-04), {total / 1e9:.2f} G instructions, "
-          f"{total / args.requests / 1e6:.0f} M per request\n")
-    print("| stage | share |\n|---|---|")
-    for label, n in sorted(shares.items(), key=lambda kv: -kv[1]):
-        print(f"| {label} | {100 * n / total:.1f} % |")
-    print("\n| self instructions | share | function |\n|---|---|---|")
-    for n, name in sorted(rows, reverse=True)[: args.top]:
-        short = re.sub(r"^.*?:", "", name, count=1) if ":" in name.split(" ")[0] else name
-        print(f"| {n / 1e6:.0f} M | {100 * n / total:.1f} % | `{short[:110]}` |")
+    print(f"callgrind output: {files[-1]}")
+    report(files[-1], args)
+
+
+def report(path, args):
+    total, inclusive = annotate(path, True)
+    _, self_costs = annotate(path, False)
+    per = args.requests
+    print(f"{per} cold /v1/tokens requests (large-04, 560 KB), {total / per / 1e6:.0f} M instructions per request\n")
+    print("| stage (inclusive) | M instr. per request | share |\n|---|---|---|")
+    for label, pattern in STAGES:
+        n = sum(v for k, v in inclusive.items() if re.search(pattern, k))
+        print(f"| {label} | {n / per / 1e6:.1f} | {100 * n / total:.1f} % |")
+    print("\n| function (self) | M instr. per request | share |\n|---|---|---|")
+    # tokio's frames carry the inlined body of the blocking task (the JSON parse).
+    own = {k: v for k, v in self_costs.items() if not k.startswith(("tokio::", "<tokio::"))}
+    for name, n in sorted(own.items(), key=lambda kv: -kv[1])[: args.top]:
+        print(f"| `{name[:100]}` | {n / per / 1e6:.1f} | {100 * n / total:.1f} % |")
 
 
 if __name__ == "__main__":
