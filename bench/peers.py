@@ -86,7 +86,9 @@ def start_litellm(venv, work):
     config = work / "litellm.yaml"
     config.write_text("model_list:\n  - model_name: gpt-4o\n    litellm_params:\n"
                       "      model: openai/gpt-4o\n      api_key: sk-unused\n")
-    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", TIKTOKEN_CACHE_DIR=str(tiktoken_cache()),
+    # Without DATABASE_URL: LiteLLM would take bench/all.py's PostgreSQL as its own and fail to start.
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", TIKTOKEN_CACHE_DIR=str(tiktoken_cache()),
                # Loopback only, no key: neither side authenticates.
                LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY="true",
                LITELLM_LOG="ERROR")
