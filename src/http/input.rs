@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::policy::PriorSummary;
-use crate::thread::{self, RawThread, Thread, WireFormat};
+use crate::thread::{self, Limits, RawThread, Thread, WireFormat};
 use crate::tokens::Method;
 
 /// `method` of a request: how strings become token counts.
@@ -57,19 +57,25 @@ pub fn method_or_profile(
     }
 }
 
-/// Parses the thread fields of a request into the internal model.
+/// Parses the thread fields of a request into the internal model, within
+/// the configured limits (413 naming the field and the limit): the count of
+/// messages before parsing, their characters after.
 pub fn parse_thread(
+    limits: &Limits,
     format: Option<WireFormat>,
     messages: &[Value],
     system: Option<&Value>,
     tools: Option<&Value>,
 ) -> Result<Thread, ApiError> {
-    Ok(thread::parse(RawThread {
+    limits.check_messages(messages.len())?;
+    let thread = thread::parse(RawThread {
         format,
         messages,
         system,
         tools,
-    })?)
+    })?;
+    limits.check_thread(&thread)?;
+    Ok(thread)
 }
 
 /// The thread carries condense's summary message after its pinned prefix.

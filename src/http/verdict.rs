@@ -69,6 +69,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
     let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
     let thread = parse_thread(
+        &app.config.thread_limits(),
         req.format,
         &req.messages,
         req.system.as_ref(),

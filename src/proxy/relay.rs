@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::{Prepared, Provider, Proxy, ProxyError, Report};
+use super::{Options, Prepared, Provider, Proxy, ProxyError, Report};
 
 /// The provider's answer, not yet read (a stream is relayed as it comes),
 /// and what condense did to the request.
@@ -31,7 +31,8 @@ pub fn hop_by_hop(name: &HeaderName) -> bool {
 }
 
 /// Request headers that are not forwarded: hop-by-hop ones, the ones the
-/// forwarding client sets itself, and condense's own.
+/// forwarding client sets itself, and condense's own (`x-condense-api-key`
+/// among them: a condense key never reaches a provider).
 fn dropped(name: &HeaderName) -> bool {
     hop_by_hop(name)
         || matches!(name.as_str(), "host" | "content-length")
@@ -44,16 +45,28 @@ impl Proxy {
         &self,
         provider: Provider,
         headers: &HeaderMap,
-        profile: Option<&str>,
-        shadow: bool,
+        options: &Options,
         body: Bytes,
+    ) -> Result<Forwarded, ProxyError> {
+        self.target(provider)?;
+        let prepared = self.prepare(provider, options, body).await?;
+        self.send(provider, headers, prepared).await
+    }
+
+    /// Sends a prepared request: the caller's headers (less those of one
+    /// hop and condense's own), the operator's key when it brings none.
+    pub async fn send(
+        &self,
+        provider: Provider,
+        headers: &HeaderMap,
+        prepared: Prepared,
     ) -> Result<Forwarded, ProxyError> {
         let base = self.target(provider)?;
         let url = match provider {
             Provider::OpenAi => format!("{base}/chat/completions"),
             Provider::Anthropic => format!("{base}/v1/messages"),
         };
-        let Prepared { body, report } = self.prepare(provider, profile, shadow, body).await;
+        let Prepared { body, report } = prepared;
         let mut out = HeaderMap::new();
         for (name, value) in headers {
             if !dropped(name) {
