@@ -71,12 +71,12 @@ pub mod defaults {
     pub const MAX_TOTAL_CHARS: usize = 4_000_000;
     /// Requests at work at once before the next is refused (503). On two
     /// cores the CPU work runs two at a time anyway; the others wait for the
-    /// upstream LLM or the database, or queue for a core. Each holds at most
-    /// its body (8 MiB) and what parsing makes of it: about 3 times an
-    /// ordinary thread's bytes, 130 MB for the worst body the node limit
-    /// lets through; 32 of those are a bound of ~4 GB, ordinary traffic a
-    /// few hundred MB.
-    pub const MAX_CONCURRENCY: usize = 32;
+    /// upstream LLM (itself 4 at a time) or the database. Memory is the
+    /// bound that matters: an 8 MiB body of an ordinary agent thread costs
+    /// about 60 MB while it is compressed (measured: 4 at once raised the
+    /// peak RSS by 214 MB), the worst body the node limit lets through
+    /// about 130 MB; 16 of them are ~1 GB, ~2 GB at worst.
+    pub const MAX_CONCURRENCY: usize = 16;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
