@@ -207,3 +207,26 @@ async fn condense_api_keys_never_reach_logs_answers_or_errors() {
     let seen = format!("{:?}", provider.headers.lock().unwrap());
     assert!(!seen.contains(FILE_KEY), "{seen}");
 }
+
+#[test]
+fn an_open_relay_is_one_warning_at_start() {
+    let buf = logs();
+    let open = condense::guard::Access::open();
+    open.warn_if_open(false, false);
+    assert!(!buf.text().contains("open relay") && !buf.text().contains("operator's credentials"));
+    open.warn_if_open(true, false);
+    let logs = buf.text();
+    assert!(
+        logs.contains("an upstream LLM is configured and no API keys are"),
+        "{logs}"
+    );
+    assert!(logs.contains("CONDENSE_API_KEYS"), "{logs}");
+    let keyed = condense::guard::Access::new(condense::guard::AccessConfig {
+        keys: vec![condense::upstream::Secret::new(ENV_KEY)],
+        ..Default::default()
+    })
+    .unwrap();
+    let before = buf.text().matches("no API keys are").count();
+    keyed.warn_if_open(true, true);
+    assert_eq!(buf.text().matches("no API keys are").count(), before);
+}

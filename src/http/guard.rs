@@ -131,7 +131,9 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         false => None,
     };
     let mut res = next.run(req).await;
-    if let Some((v, _)) = verdict {
+    // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
+    // to read: condense's do not replace them.
+    if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
         rate_headers(res.headers_mut(), &v);
     }
     res
