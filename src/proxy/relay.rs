@@ -1,10 +1,9 @@
 //! Sending a prepared request to the provider: the client's credentials and
 //! provider headers pass through, hop-by-hop headers and condense's own do not.
 
-use axum::body::Bytes;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::{Options, Prepared, Provider, Proxy, ProxyError, Report};
+use super::{Prepared, Provider, Proxy, ProxyError, Report};
 
 /// The provider's answer, not yet read (a stream is relayed as it comes),
 /// and what condense did to the request.
@@ -40,19 +39,6 @@ fn dropped(name: &HeaderName) -> bool {
 }
 
 impl Proxy {
-    /// Prepares the request (compressing its thread when due) and sends it.
-    pub async fn forward(
-        &self,
-        provider: Provider,
-        headers: &HeaderMap,
-        options: &Options,
-        body: Bytes,
-    ) -> Result<Forwarded, ProxyError> {
-        self.target(provider)?;
-        let prepared = self.prepare(provider, options, body).await?;
-        self.send(provider, headers, prepared).await
-    }
-
     /// Sends a prepared request: the caller's headers (less those of one
     /// hop and condense's own), the operator's key when it brings none.
     pub async fn send(
