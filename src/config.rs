@@ -11,6 +11,8 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use crate::cache::CacheOptions;
+use crate::guard::AccessConfig;
+use crate::thread::Limits;
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,6 +59,24 @@ pub mod defaults {
     pub const DB_ACQUIRE_TIMEOUT_MS: u64 = 500;
     /// A stream that sends nothing for this long is cut; a healthy one never is.
     pub const PROXY_IDLE_TIMEOUT_SECS: u64 = 300;
+    /// How often the API keys file is re-read (it is also re-read on SIGHUP).
+    pub const API_KEYS_RELOAD_SECS: u64 = 5;
+    /// No rate limit.
+    pub const RATE_LIMIT_PER_SEC: f64 = 0.0;
+    pub const RATE_LIMIT_BURST: u32 = 20;
+    /// Far above an agent's thread (the largest fixture has 300), far below
+    /// what an 8 MiB body of tiny messages could hold.
+    pub const MAX_MESSAGES: usize = 10_000;
+    /// About a million tokens of text: the largest context window on offer.
+    pub const MAX_TOTAL_CHARS: usize = 4_000_000;
+    /// Requests at work at once before the next is refused (503). On two
+    /// cores the CPU work runs two at a time anyway; the others wait for the
+    /// upstream LLM (itself 4 at a time) or the database. Memory is the
+    /// bound that matters: an 8 MiB body of an ordinary agent thread costs
+    /// about 60 MB while it is compressed (measured: 4 at once raised the
+    /// peak RSS by 214 MB), the worst body the node limit lets through
+    /// about 130 MB; 16 of them are ~1 GB, ~2 GB at worst.
+    pub const MAX_CONCURRENCY: usize = 16;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -197,6 +217,55 @@ pub struct Config {
     /// Seconds a proxied response may send nothing before it is cut.
     #[arg(long, env = "CONDENSE_PROXY_IDLE_TIMEOUT", default_value_t = defaults::PROXY_IDLE_TIMEOUT_SECS)]
     pub proxy_idle_timeout: u64,
+
+    /// API keys, comma-separated; each `KEY` or `KEY llm` (`llm`: may have
+    /// the upstream LLM write summaries). Unset, and no keys file: no
+    /// access control. Prefer the environment or the file to the flag.
+    #[arg(
+        long,
+        env = "CONDENSE_API_KEYS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub api_keys: Vec<Secret>,
+
+    /// File of API keys, one `KEY` or `KEY llm` per line (`#` comments);
+    /// re-read on SIGHUP and when it changes.
+    #[arg(long, env = "CONDENSE_API_KEYS_FILE")]
+    pub api_keys_file: Option<PathBuf>,
+
+    /// Seconds between looks at the API keys file.
+    #[arg(long, env = "CONDENSE_API_KEYS_RELOAD_SECS", default_value_t = defaults::API_KEYS_RELOAD_SECS)]
+    pub api_keys_reload_secs: u64,
+
+    /// With API keys, `GET /metrics` needs one too (by default it stays open).
+    #[arg(long, env = "CONDENSE_METRICS_REQUIRE_KEY")]
+    pub metrics_require_key: bool,
+
+    /// Requests a second per API key (per client address without keys); 0: no limit.
+    #[arg(long, env = "CONDENSE_RATE_LIMIT_PER_SEC", default_value_t = defaults::RATE_LIMIT_PER_SEC)]
+    pub rate_limit_per_sec: f64,
+
+    /// Requests a caller may send at once before the rate applies.
+    #[arg(long, env = "CONDENSE_RATE_LIMIT_BURST", default_value_t = defaults::RATE_LIMIT_BURST)]
+    pub rate_limit_burst: u32,
+
+    /// Origins a browser may call condense from (comma-separated exact
+    /// origins, or `*`); unset: no CORS.
+    #[arg(long, env = "CONDENSE_CORS_ORIGINS", value_delimiter = ',')]
+    pub cors_origins: Vec<String>,
+
+    /// Most messages a thread may hold (413 above); 0: no limit.
+    #[arg(long, env = "CONDENSE_MAX_MESSAGES", default_value_t = defaults::MAX_MESSAGES)]
+    pub max_messages: usize,
+
+    /// Most characters of text a thread (or a `text`) may hold (413 above); 0: no limit.
+    #[arg(long, env = "CONDENSE_MAX_TOTAL_CHARS", default_value_t = defaults::MAX_TOTAL_CHARS)]
+    pub max_total_chars: usize,
+
+    /// Requests at work at once; the next gets 503 `overloaded` at once; 0: no limit.
+    #[arg(long, env = "CONDENSE_MAX_CONCURRENCY", default_value_t = defaults::MAX_CONCURRENCY)]
+    pub max_concurrency: usize,
 }
 
 impl Default for Config {
@@ -233,6 +302,16 @@ impl Default for Config {
             proxy_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
             proxy_shadow: false,
             proxy_idle_timeout: defaults::PROXY_IDLE_TIMEOUT_SECS,
+            api_keys: Vec::new(),
+            api_keys_file: None,
+            api_keys_reload_secs: defaults::API_KEYS_RELOAD_SECS,
+            metrics_require_key: false,
+            rate_limit_per_sec: defaults::RATE_LIMIT_PER_SEC,
+            rate_limit_burst: defaults::RATE_LIMIT_BURST,
+            cors_origins: Vec::new(),
+            max_messages: defaults::MAX_MESSAGES,
+            max_total_chars: defaults::MAX_TOTAL_CHARS,
+            max_concurrency: defaults::MAX_CONCURRENCY,
         }
     }
 }
@@ -259,6 +338,23 @@ impl Config {
             ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
             max_rows: self.cache_max_rows,
             claim_lease: Duration::from_secs(self.cache_claim_lease_secs),
+        }
+    }
+
+    /// The access settings: the keys and their file.
+    pub fn access(&self) -> AccessConfig {
+        AccessConfig {
+            keys: self.api_keys.clone(),
+            file: self.api_keys_file.clone(),
+            reload_every: Duration::from_secs(self.api_keys_reload_secs.max(1)),
+        }
+    }
+
+    /// How much a thread may hold.
+    pub fn thread_limits(&self) -> Limits {
+        Limits {
+            max_messages: self.max_messages,
+            max_chars: self.max_total_chars,
         }
     }
 

@@ -6,13 +6,26 @@
 //! carries its cause chain in a response extension for the logging middleware,
 //! so `into_response` has no side effects and no internal text reaches a client.
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::thread::FieldError;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+/// `Retry-After` of a request refused because too many were at work: they
+/// end in seconds, and a client that waits one spreads the retries.
+pub const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
+/// `Retry-After` of a request that ran out of time: a slow answer means a
+/// busy server (or a slow upstream), so come back a little later.
+pub const TIMEOUT_RETRY_AFTER_SECS: u64 = 5;
+
+/// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (IETF
+/// draft-ietf-httpapi-ratelimit-headers).
+pub const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
+pub const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
+pub const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -26,8 +39,25 @@ pub enum ApiError {
     /// request may hold: each costs memory far beyond its bytes.
     #[error("{0}")]
     TooManyNodes(String),
+    /// A thread over the configured message or character limit; the
+    /// detail names the field and the limit.
+    #[error("{0}")]
+    ThreadTooLarge(String),
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
+    /// No valid API key: the same answer whatever was wrong (no header,
+    /// another scheme, an unknown key), so it tells a prober nothing.
+    #[error("{}", unauthorized_detail(.proxy))]
+    Unauthorized { proxy: bool },
+    /// The key may not do this (an upstream strategy without `llm`).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The caller's rate limit is spent; `retry_after` seconds until the next token.
+    #[error("too many requests for this {who}; retry after {retry_after} seconds")]
+    RateLimited { who: &'static str, retry_after: u64 },
+    /// Every place among the requests at work is taken: refused, not queued.
+    #[error("condense is at its limit of {0} requests at once; retry shortly")]
+    Overloaded(usize),
     /// The thread cannot be made to fit its budget.
     #[error("{0}")]
     DoesNotFit(String),
@@ -62,6 +92,7 @@ impl From<crate::compress::Error> for ApiError {
             E::Invalid(errs) => ApiError::Invalid(errs),
             E::DoesNotFit(detail) => ApiError::DoesNotFit(detail),
             E::StrategyUnavailable(detail) => ApiError::StrategyUnavailable(detail),
+            E::Forbidden(detail) => ApiError::Forbidden(detail),
             E::ModelNotAllowed(message) => ApiError::field("/summarizer/model", message),
             E::Upstream(e) => ApiError::Upstream(e.short()),
             bug @ E::Bug(_) => ApiError::Internal(bug.into()),
@@ -75,7 +106,14 @@ impl From<crate::proxy::ProxyError> for ApiError {
         match e {
             E::Disabled(_) => ApiError::ProxyDisabled(e.to_string()),
             E::Unreachable(_) => ApiError::ProviderUnreachable(e.to_string()),
+            E::TooLarge(detail) => ApiError::ThreadTooLarge(detail),
         }
+    }
+}
+
+impl From<crate::thread::OverLimit> for ApiError {
+    fn from(e: crate::thread::OverLimit) -> Self {
+        ApiError::ThreadTooLarge(e.detail)
     }
 }
 
@@ -95,9 +133,13 @@ impl ApiError {
         match self {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            ApiError::PayloadTooLarge { .. }
+            | ApiError::TooManyNodes(_)
+            | ApiError::ThreadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
@@ -110,15 +152,39 @@ impl ApiError {
         }
     }
 
+    /// Headers the status calls for: when to come back (`Retry-After`),
+    /// how to authenticate (`WWW-Authenticate`).
+    fn headers(&self, h: &mut HeaderMap) {
+        let retry_after = match self {
+            ApiError::Timeout(_) => Some(TIMEOUT_RETRY_AFTER_SECS),
+            ApiError::Overloaded(_) => Some(OVERLOADED_RETRY_AFTER_SECS),
+            ApiError::RateLimited { retry_after, .. } => Some(*retry_after),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
+            h.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        if let ApiError::Unauthorized { .. } = self {
+            h.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(r#"Bearer realm="condense""#),
+            );
+        }
+    }
+
     fn slug_and_title(&self) -> (&'static str, &'static str) {
         match self {
             ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
             ApiError::UnsupportedMediaType(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
-            ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
-                ("payload-too-large", "Payload too large")
-            }
+            ApiError::PayloadTooLarge { .. }
+            | ApiError::TooManyNodes(_)
+            | ApiError::ThreadTooLarge(_) => ("payload-too-large", "Payload too large"),
+            ApiError::Unauthorized { .. } => ("unauthorized", "Unauthorized"),
+            ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
+            ApiError::RateLimited { .. } => ("rate-limited", "Too many requests"),
+            ApiError::Overloaded(_) => ("overloaded", "Service overloaded"),
             ApiError::Invalid(_) => ("validation", "Invalid request"),
             ApiError::DoesNotFit(_) => ("does-not-fit", "Thread does not fit"),
             ApiError::StrategyUnavailable(_) => ("strategy-unavailable", "Strategy unavailable"),
@@ -130,6 +196,16 @@ impl ApiError {
             ApiError::ProviderUnreachable(_) => ("provider-unreachable", "Provider unreachable"),
             ApiError::Internal(_) => ("internal", "Internal server error"),
         }
+    }
+}
+
+/// The proxy routes leave `Authorization` to the provider's key, so a
+/// condense key comes in a header of its own there.
+fn unauthorized_detail(proxy: &bool) -> &'static str {
+    if *proxy {
+        "send a valid condense API key in the `x-condense-api-key` header"
+    } else {
+        "send a valid API key as `Authorization: Bearer <key>`"
     }
 }
 
@@ -153,6 +229,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status_code();
         let (slug, title) = self.slug_and_title();
+        let mut extra = HeaderMap::new();
+        self.headers(&mut extra);
         let (detail, errors, cause) = match self {
             ApiError::Invalid(errors) => {
                 let detail = match errors.as_slice() {
@@ -181,6 +259,7 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        res.headers_mut().extend(extra);
         if let Some(cause) = cause {
             res.extensions_mut().insert(InternalCause(cause));
         }

@@ -7,6 +7,7 @@
 //! - [`tokens`]: encodings, the model registry, counting a thread;
 //! - [`policy`]: profiles and the summarize verdict;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
+//! - [`guard`]: API keys, the rate limit, the concurrency limit, CORS origins;
 //! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
@@ -15,6 +16,7 @@ pub mod cache;
 pub mod compress;
 pub mod config;
 pub mod error;
+pub mod guard;
 pub mod http;
 pub mod policy;
 pub mod proxy;

@@ -29,6 +29,11 @@ impl Application {
                 o.max_rows,
             );
         }
+        state.access.watch();
+        state.access.warn_if_open(
+            state.summarizer.upstream().is_some(),
+            !state.config.proxy_api_key.is_empty(),
+        );
         let listener = TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
@@ -46,7 +51,11 @@ impl Application {
 
     /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router)
+        // The peer address is the rate limit's bucket when there are no keys.
+        let app = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await
     }

@@ -7,6 +7,7 @@ use crate::cache::Cache;
 use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::guard::{Access, Cors, Overload, RateLimiter};
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
@@ -33,6 +34,14 @@ pub struct Inner {
     pub compressor: Arc<Compressor>,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,
+    /// The API keys in force (none: access control is off).
+    pub access: Arc<Access>,
+    /// The per-caller token buckets (None: no rate limit).
+    pub rate: Option<RateLimiter>,
+    /// The places among the requests at work.
+    pub overload: Overload,
+    /// The origins browsers may call from (None: no CORS).
+    pub cors: Option<Cors>,
 }
 
 impl std::ops::Deref for AppState {
@@ -84,11 +93,20 @@ impl AppState {
                 shadow: config.proxy_shadow,
                 idle_timeout: Duration::from_secs(config.proxy_idle_timeout.max(1)),
                 prepare_timeout: Duration::from_secs(config.request_timeout.max(1)),
+                limits: config.thread_limits(),
             },
             compressor.clone(),
             profiles.clone(),
         )?;
+        let access = Arc::new(Access::new(config.access())?);
+        let rate = RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
+        let overload = Overload::new(config.max_concurrency);
+        let cors = Cors::parse(&config.cors_origins)?;
         Ok(Self(Arc::new(Inner {
+            access,
+            rate,
+            overload,
+            cors,
             config,
             encoders,
             models,

@@ -2046,18 +2046,53 @@ fn spec_is_well_formed() {
                 && responses.contains_key("500"),
             "{method} {path} documents its success and 500"
         );
+        // The gates: every operation but the probes may be rate limited;
+        // those that need a key say which and document the 401.
+        let tags = &op["tags"];
+        if *tags == json!(["probes"]) {
+            assert_eq!(
+                op["security"],
+                json!([]),
+                "{method} {path}: probes are open"
+            );
+        } else {
+            assert!(
+                responses.contains_key("429"),
+                "{method} {path} documents 429"
+            );
+            let security = op["security"].as_array().expect("security");
+            let keyed = security
+                .iter()
+                .any(|s| s.as_object().is_some_and(|o| !o.is_empty()));
+            assert_eq!(
+                keyed,
+                responses.contains_key("401"),
+                "{method} {path}: a key and a 401 go together"
+            );
+            if keyed {
+                assert!(
+                    security.contains(&json!({})),
+                    "{method} {path}: keys are optional (off unless configured)"
+                );
+            }
+            assert_eq!(
+                keyed,
+                *tags != json!(["playground"]),
+                "{method} {path}: only the playground's files are open"
+            );
+        }
         // The proxy relays the provider's answers and bodies as they are:
         // no JSON parsing, validation or time limit of condense's own.
         let proxied = op["tags"] == json!(["proxy"]);
         if proxied {
-            for status in ["413", "501", "502"] {
+            for status in ["401", "413", "429", "501", "502"] {
                 assert!(
                     responses.contains_key(status),
                     "{method} {path} documents {status}"
                 );
             }
         } else if method == "POST" {
-            for status in ["400", "413", "415", "422", "503"] {
+            for status in ["400", "401", "413", "415", "422", "429", "503"] {
                 assert!(
                     responses.contains_key(status),
                     "{method} {path} documents {status}"
@@ -2312,4 +2347,153 @@ async fn allow_lists_the_methods_of_the_path() {
     assert!(!x.headers[header::ALLOW].to_str().unwrap().contains("POST"));
     let x = send(app(), request("GET", "/v1/tokens")).await;
     assert!(!x.headers[header::ALLOW].to_str().unwrap().contains("GET"));
+}
+
+// ------------------------------------------------------------ the gates
+
+/// One request per served route (a valid body where one is needed).
+fn every_route() -> Vec<Request<Body>> {
+    ROUTES
+        .iter()
+        .map(|(method, template)| {
+            let path = concrete(spec(), template);
+            match *method {
+                "POST" if path.starts_with("/v1/chat") || path == "/v1/messages" => post_json(
+                    &path,
+                    &json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
+                ),
+                "POST" => post_json(
+                    &path,
+                    &json!({"messages": [{"role": "user", "content": "hi"}]}),
+                ),
+                _ => request(method, &path),
+            }
+        })
+        .collect()
+}
+
+fn is_probe(req: &Request<Body>) -> bool {
+    matches!(req.uri().path(), "/healthz" | "/readyz")
+}
+
+const KEY: &str = "openapi-key-0123456789abcdef";
+
+/// With keys: the probes and the playground's files open, every other
+/// route a 401 as documented, and a key without `llm` a 403 for `llm`.
+#[tokio::test]
+async fn unauthorized_and_forbidden_answers_conform() {
+    let base = fake_upstream().await;
+    let keyed = app_with(Config {
+        api_keys: vec![condense::upstream::Secret::new(KEY)],
+        upstream_url: Some(format!("{base}/ok")),
+        ..Config::default()
+    });
+    let mut refused = 0;
+    for req in every_route() {
+        let open = is_probe(&req)
+            || req.uri().path() == "/"
+            || req.uri().path().starts_with("/playground");
+        let x = send(keyed.clone(), req).await;
+        assert_conforms(&x);
+        if open {
+            assert!(
+                x.status.is_success() || x.status.is_redirection(),
+                "{}",
+                x.describe()
+            );
+        } else {
+            assert_eq!(x.status, StatusCode::UNAUTHORIZED, "{}", x.describe());
+            refused += 1;
+        }
+    }
+    assert_eq!(refused, 7);
+    let x = send(
+        keyed.clone(),
+        with_header(
+            post_json("/v1/compress", &json!({"messages": fixture("small-00.openai.json")["messages"], "force": true, "summarizer": {"strategy": "hybrid"}})),
+            "authorization",
+            &format!("Bearer {KEY}"),
+        ),
+    )
+    .await;
+    assert_eq!(x.status, StatusCode::FORBIDDEN, "{}", x.describe());
+    assert_conforms(&x);
+}
+
+/// Past the rate limit every route but the probes is a documented 429.
+#[tokio::test]
+async fn rate_limited_answers_conform() {
+    let limited = app_with(Config {
+        rate_limit_per_sec: 0.001,
+        rate_limit_burst: 1,
+        ..Config::default()
+    });
+    // In-process every request shares one bucket: this one empties it.
+    let first = send(limited.clone(), request("GET", "/v1/models")).await;
+    assert_eq!(first.status, StatusCode::OK);
+    for req in every_route() {
+        let probe = is_probe(&req);
+        let x = send(limited.clone(), req).await;
+        assert_conforms(&x);
+        let expected = if probe {
+            StatusCode::OK
+        } else {
+            StatusCode::TOO_MANY_REQUESTS
+        };
+        assert_eq!(x.status, expected, "{}", x.describe());
+    }
+}
+
+/// With every place taken, every route but the probes and the proxy is a
+/// documented 503 `overloaded`; a thread over a limit is a documented 413.
+#[tokio::test]
+async fn overloaded_and_over_limit_answers_conform() {
+    let state = AppState::new(Config {
+        max_concurrency: 1,
+        max_messages: 1,
+        ..Config::default()
+    })
+    .expect("app state");
+    let full = condense::http::router(state.clone());
+    let place = state.overload.try_enter().expect("the one place");
+    for req in every_route() {
+        let spared = is_probe(&req)
+            || req.uri().path() == "/v1/messages"
+            || req.uri().path() == "/v1/chat/completions";
+        let x = send(full.clone(), req).await;
+        assert_conforms(&x);
+        if !spared {
+            assert_eq!(
+                x.status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{}",
+                x.describe()
+            );
+        }
+    }
+    drop(place);
+    let two = json!({"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]});
+    for path in ["/v1/tokens", "/v1/verdict", "/v1/compress"] {
+        let x = send(full.clone(), post_json(path, &two)).await;
+        assert_eq!(x.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", x.describe());
+        assert_conforms(&x);
+    }
+    let proxied = app_with(Config {
+        max_messages: 1,
+        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
+        ..Config::default()
+    });
+    let x = send(
+        proxied,
+        post_json(
+            "/v1/messages",
+            &merged(
+                &two,
+                json!({"model": "claude-sonnet-4-5", "max_tokens": 10}),
+            ),
+        ),
+    )
+    .await;
+    assert_eq!(x.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", x.describe());
+    assert_conforms(&x);
 }

@@ -30,6 +30,14 @@ async fn the_page_shows_what_the_api_answers() {
     })
     .await;
 
+    // A third that needs an API key: the page asks for it.
+    const KEY: &str = "playground-key-0123456789abcdef";
+    let keyed = serve(condense::Config {
+        api_keys: vec![condense::upstream::Secret::new(KEY)],
+        ..Default::default()
+    })
+    .await;
+
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("playground");
     let run = tokio::task::spawn_blocking(move || {
@@ -38,6 +46,8 @@ async fn the_page_shows_what_the_api_answers() {
             .arg(&url)
             .arg(&out)
             .arg(&degraded)
+            .arg(&keyed)
+            .arg(KEY)
             .output()
             .expect("python3 runs")
     })

@@ -1,5 +1,6 @@
 //! The upstream's API key never reaches the logs, even when the upstream
-//! echoes it back in an error body.
+//! echoes it back in an error body; nor do condense's own API keys, right
+//! or wrong, in logs, answers, errors or the configuration's Debug.
 //!
 //! A binary of its own with a global subscriber: a thread-local one
 //! (`set_default`) misses events whose callsite another test thread
@@ -9,7 +10,7 @@
 #[path = "api/stub.rs"]
 mod stub;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::Body;
 use axum::http::{Request, header};
@@ -34,18 +35,33 @@ impl std::io::Write for Buf {
     }
 }
 
+/// The log of this binary: one global subscriber, installed once.
+fn logs() -> &'static Buf {
+    static LOGS: OnceLock<Buf> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buf = Buf::default();
+        let writer = buf.clone();
+        tracing::subscriber::set_global_default(
+            tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish(),
+        )
+        .expect("the only subscriber of this binary");
+        buf
+    })
+}
+
+impl Buf {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
 #[tokio::test]
 async fn the_api_key_never_reaches_the_logs() {
-    let buf = Buf::default();
-    let writer = buf.clone();
-    tracing::subscriber::set_global_default(
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish(),
-    )
-    .expect("the only subscriber of this binary");
+    let buf = logs();
 
     for fault in [Fault::EchoKey, Fault::ServerError] {
         let s = stub::start(fault, false).await;
@@ -76,7 +92,7 @@ async fn the_api_key_never_reaches_the_logs() {
         assert!(text.contains("\"degraded\":true"), "{fault:?}: {text}");
         assert!(!text.contains(KEY), "the API key is in the answer: {text}");
     }
-    let logs = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let logs = buf.text();
     assert!(
         logs.contains("upstream summary failed"),
         "the failures were logged: {logs}"
@@ -86,4 +102,131 @@ async fn the_api_key_never_reaches_the_logs() {
         "the echoed key was scrubbed, not dropped: {logs}"
     );
     assert!(!logs.contains(KEY), "the API key is in the logs");
+}
+
+/// Condense's own keys: one from the environment, one from the file, and
+/// what callers present, right or wrong.
+const ENV_KEY: &str = "condense-env-key-SECRET-7a7a";
+const FILE_KEY: &str = "condense-file-key-SECRET-8b8b";
+const WRONG_KEY: &str = "condense-wrong-key-SECRET-9c9c";
+const BAD_LINE_KEY: &str = "SECRET-short";
+
+#[tokio::test]
+async fn condense_api_keys_never_reach_logs_answers_or_errors() {
+    let buf = logs();
+    let file =
+        std::env::temp_dir().join(format!("condense-keys-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::write(&file, format!("{FILE_KEY} llm\n")).unwrap();
+    let provider = stub::start(Fault::EchoKey, false).await;
+    let config = condense::Config {
+        api_keys: vec![condense::upstream::Secret::new(ENV_KEY)],
+        api_keys_file: Some(file.clone()),
+        proxy_openai_url: Some(provider.url.clone()),
+        rate_limit_per_sec: 0.001,
+        rate_limit_burst: 2,
+        ..Default::default()
+    };
+    let debug = format!("{config:?}");
+    let state = condense::AppState::new(config).unwrap();
+    let app = condense::http::router(state.clone());
+
+    let mut answers = vec![debug];
+    let body = json!({"text": "hello"});
+    for auth in [
+        format!("Bearer {ENV_KEY}"),
+        format!("Bearer {FILE_KEY}"),
+        format!("Bearer {WRONG_KEY}"),
+        WRONG_KEY.to_string(),
+        format!("Bearer {ENV_KEY}"),
+        format!("Bearer {ENV_KEY}"),
+    ] {
+        let req = Request::post("/v1/tokens")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::AUTHORIZATION, auth)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap();
+        let res = app.clone().oneshot(req).await.unwrap();
+        answers.push(format!("{:?}", res.headers()));
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        answers.push(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    // The proxy: the condense key in its header is neither logged nor forwarded.
+    let req = Request::post("/v1/chat/completions")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("x-condense-api-key", FILE_KEY)
+        .body(Body::from(
+            r#"{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}"#,
+        ))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    answers.push(String::from_utf8_lossy(&bytes).into_owned());
+
+    // A reload that fails on a line holding a key, and one that works.
+    std::fs::write(&file, format!("{FILE_KEY}\n{BAD_LINE_KEY}\n")).unwrap();
+    assert_eq!(state.access.reload(), condense::guard::Reload::Refused);
+    std::fs::write(&file, format!("{WRONG_KEY} {FILE_KEY}\n")).unwrap();
+    assert_eq!(state.access.reload(), condense::guard::Reload::Refused);
+    std::fs::write(&file, format!("{FILE_KEY}\n")).unwrap();
+    assert_eq!(state.access.reload(), condense::guard::Reload::Loaded(2));
+    // A start refused for a bad line.
+    std::fs::write(&file, format!("{BAD_LINE_KEY}\n")).unwrap();
+    let refused = condense::AppState::new(condense::Config {
+        api_keys_file: Some(file.clone()),
+        ..Default::default()
+    })
+    .err()
+    .expect("a short key stops the start");
+    answers.push(format!("{refused:#} {refused:?}"));
+    let refused = condense::AppState::new(condense::Config {
+        api_keys: vec![condense::upstream::Secret::new(BAD_LINE_KEY)],
+        ..Default::default()
+    })
+    .err()
+    .expect("a short key stops the start");
+    answers.push(format!("{refused:#} {refused:?}"));
+    std::fs::remove_file(&file).unwrap();
+
+    let logs = buf.text();
+    assert!(logs.contains("API keys reloaded"), "{logs}");
+    assert!(logs.contains("was not reloaded"), "{logs}");
+    let all = answers.join("\n");
+    assert!(
+        all.contains("unauthorized") && all.contains("rate-limited"),
+        "{all}"
+    );
+    assert!(provider.calls() == 1, "the proxied request went through");
+    for key in [ENV_KEY, FILE_KEY, WRONG_KEY, BAD_LINE_KEY] {
+        assert!(!logs.contains(key), "{key} is in the logs");
+        assert!(
+            !all.contains(key),
+            "{key} is in an answer or an error: {all}"
+        );
+    }
+    // The provider echoes what it got: no condense key among it.
+    let seen = format!("{:?}", provider.headers.lock().unwrap());
+    assert!(!seen.contains(FILE_KEY), "{seen}");
+}
+
+#[test]
+fn an_open_relay_is_one_warning_at_start() {
+    let buf = logs();
+    let open = condense::guard::Access::open();
+    open.warn_if_open(false, false);
+    assert!(!buf.text().contains("open relay") && !buf.text().contains("operator's credentials"));
+    open.warn_if_open(true, false);
+    let logs = buf.text();
+    assert!(
+        logs.contains("an upstream LLM is configured and no API keys are"),
+        "{logs}"
+    );
+    assert!(logs.contains("CONDENSE_API_KEYS"), "{logs}");
+    let keyed = condense::guard::Access::new(condense::guard::AccessConfig {
+        keys: vec![condense::upstream::Secret::new(ENV_KEY)],
+        ..Default::default()
+    })
+    .unwrap();
+    let before = buf.text().matches("no API keys are").count();
+    keyed.warn_if_open(true, true);
+    assert_eq!(buf.text().matches("no API keys are").count(), before);
 }

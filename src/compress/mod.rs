@@ -84,6 +84,10 @@ pub struct Compression {
     /// longest prefix a summary already covers by that summary, every turn,
     /// so the forwarded prefix stays byte-identical (see [`continuity`]).
     pub continuity: bool,
+    /// The caller may have the upstream LLM write its summary (its API key
+    /// is marked `llm`, or access control is off). When not, `llm` and
+    /// `hybrid` are refused and `auto` writes a heuristic summary.
+    pub upstream_allowed: bool,
 }
 
 impl Compression {
@@ -103,6 +107,7 @@ impl Compression {
             force: false,
             keep_recent_iterations: None,
             continuity: false,
+            upstream_allowed: true,
         }
     }
 }
@@ -133,6 +138,9 @@ pub enum Error {
     /// The strategy needs a part that is not configured (an upstream LLM).
     #[error("{0}")]
     StrategyUnavailable(String),
+    /// The strategy needs the upstream LLM, which the caller's API key may not use.
+    #[error("{0}")]
+    Forbidden(String),
     /// `summarizer.model` names a model the operator does not allow.
     #[error("{0}")]
     ModelNotAllowed(String),

@@ -2,7 +2,7 @@
 
 use axum::extract::State;
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -10,6 +10,7 @@ use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, method_or_profile, parse_thread};
 use crate::compress::{self, Compression, IterationSummary, Reason, SummaryObject};
 use crate::error::{ApiError, Result};
+use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
 use crate::summarize::{Strategy, Usage};
@@ -93,21 +94,32 @@ pub struct CompressResponse {
 
 async fn compress_thread(
     State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
     ApiJson(req): ApiJson<CompressRequest>,
 ) -> Result<Json<CompressResponse>> {
+    // No caller means the gates did not run: no upstream (fail closed).
+    let upstream_allowed = caller.is_some_and(|c| c.llm);
     // Parsing a long thread is CPU work: on the blocking pool, like the rest.
-    let compression = app.cpu(move |app| parse(app, req)).await?;
+    let compression = app
+        .cpu(move |app| parse(app, req, upstream_allowed))
+        .await?;
     let outcome = app.compressor.run(compression).await?;
     Ok(Json(respond(outcome)))
 }
 
 /// The request as the domain takes it, with the checks only the wire knows
 /// (field pointers, the request's own overrides).
-fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
+fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result<Compression> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let thread = parse_thread(req.format, req.messages, req.system, req.tools)?;
+    let thread = parse_thread(
+        &app.config.thread_limits(),
+        req.format,
+        req.messages,
+        req.system,
+        req.tools,
+    )?;
     if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
         if min as usize > thread.messages.len() {
             return Err(ApiError::field(
@@ -164,6 +176,7 @@ fn parse(app: &AppState, req: CompressRequest) -> Result<Compression> {
         force: req.force,
         keep_recent_iterations,
         continuity: false,
+        upstream_allowed,
     })
 }
 

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::policy::PriorSummary;
-use crate::thread::{self, OwnedThread, Thread, WireFormat};
+use crate::thread::{self, Limits, OwnedThread, Thread, WireFormat};
 use crate::tokens::Method;
 
 /// `method` of a request: how strings become token counts.
@@ -57,20 +57,26 @@ pub fn method_or_profile(
     }
 }
 
-/// Parses the thread fields of a request into the internal model; the
-/// messages move into it.
+/// Parses the thread fields of a request into the internal model (the
+/// messages move into it), within the configured limits (413 naming the
+/// field and the limit): the count of messages before parsing, their
+/// characters after.
 pub fn parse_thread(
+    limits: &Limits,
     format: Option<WireFormat>,
     messages: Vec<Value>,
     system: Option<Value>,
     tools: Option<Value>,
 ) -> Result<Thread, ApiError> {
-    Ok(thread::parse_owned(OwnedThread {
+    limits.check_messages(messages.len())?;
+    let thread = thread::parse_owned(OwnedThread {
         format,
         messages,
         system,
         tools,
-    })?)
+    })?;
+    limits.check_thread(&thread)?;
+    Ok(thread)
 }
 
 /// The thread carries condense's summary message after its pinned prefix.

@@ -4,6 +4,7 @@
 mod catalog;
 mod compress;
 mod extract;
+mod guard;
 mod health;
 mod input;
 mod middleware;
@@ -23,6 +24,7 @@ use tracing::Level;
 
 pub use catalog::{ModelsResponse, ProfilesResponse};
 pub use compress::{CompressRequest, CompressResponse};
+pub use guard::PROXY_KEY;
 pub use tokens::{TokensRequest, TokensResponse};
 pub use verdict::{VerdictRequest, VerdictResponse};
 
@@ -35,6 +37,7 @@ use middleware::REQUEST_ID;
 pub fn router(state: AppState) -> Router {
     let limit = state.config.body_limit;
     let timeout = state.config.request_timeout;
+    let cors = guard::cors_layer(state.cors.as_ref());
     // The API's routes answer within the request time limit; the proxy's
     // do not (a healthy stream runs as long as it runs: its provider client
     // cuts only a stream gone idle).
@@ -62,8 +65,15 @@ pub fn router(state: AppState) -> Router {
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                // Outside the gates: a preflight carries no key, and a page
+                // must be able to read a 401, 429 or 503.
+                .option_layer(cors)
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    guard::admit,
+                ))
                 .layer(axum::middleware::from_fn_with_state(
                     limit,
                     middleware::body_limit_hint,

@@ -2,15 +2,16 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use axum::routing::post;
+use axum::{Extension, Router};
 
 use crate::error::{ApiError, Result};
-use crate::proxy::{Forwarded, Provider, Report, hop_by_hop};
+use crate::guard::Caller;
+use crate::proxy::{Forwarded, Options, Prepared, Provider, Report, hop_by_hop};
 use crate::state::AppState;
 
 /// Names the profile for this request (default: `default`).
@@ -24,34 +25,58 @@ pub fn router() -> Router<AppState> {
         .route("/v1/messages", post(anthropic))
 }
 
-async fn openai(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Response> {
-    proxy(app, Provider::OpenAi, headers, body).await
+/// The note of a request forwarded unchanged because every place among
+/// the requests at work was taken.
+const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchanged";
+
+async fn openai(
+    State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response> {
+    proxy(app, Provider::OpenAi, caller, headers, body).await
 }
 
 async fn anthropic(
     State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
-    proxy(app, Provider::Anthropic, headers, body).await
+    proxy(app, Provider::Anthropic, caller, headers, body).await
 }
 
+/// Compresses while holding a place among the requests at work, then lets
+/// it go before the provider's answer, however long that runs. When no
+/// place is free the request goes through unchanged rather than refused:
+/// the agent's call still reaches its provider, condense only skips its
+/// own work.
 async fn proxy(
     app: AppState,
     provider: Provider,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
-    let profile = headers.get(PROFILE).and_then(|v| v.to_str().ok());
-    let shadow = headers
-        .get(SHADOW)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    let Forwarded { response, report } = app
-        .proxy
-        .forward(provider, &headers, profile, shadow, body)
-        .await
-        .map_err(ApiError::from)?;
+    app.proxy.target(provider)?;
+    let options = Options {
+        profile: headers
+            .get(PROFILE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        shadow: headers
+            .get(SHADOW)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
+        // No caller means the gates did not run: no upstream (fail closed).
+        upstream_allowed: caller.is_some_and(|c| c.llm),
+    };
+    let prepared = match app.overload.try_enter() {
+        Some(_place) => app.proxy.prepare(provider, &options, body).await?,
+        None => Prepared::unchanged(body, OVERLOADED),
+    };
+    let Forwarded { response, report } = app.proxy.send(provider, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
         for (name, value) in response.headers() {

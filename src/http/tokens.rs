@@ -113,11 +113,18 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
                     "`system`, `tools` and `format` describe a thread; they do not apply to `text`",
                 ));
             }
+            app.config.thread_limits().check_text(&text)?;
             let c = counter.text(&text);
             Ok(base(c.exact, c.tokens, Vec::new(), 0, 0, None))
         }
         (None, Some(messages)) => {
-            let thread = parse_thread(req.format, messages, req.system, req.tools)?;
+            let thread = parse_thread(
+                &app.config.thread_limits(),
+                req.format,
+                messages,
+                req.system,
+                req.tools,
+            )?;
             let count = counter.thread(&thread);
             let system = count.system.map(|tokens| MessageTokens {
                 index: None,

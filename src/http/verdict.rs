@@ -68,7 +68,13 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
     let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
-    let thread = parse_thread(req.format, req.messages, req.system, req.tools)?;
+    let thread = parse_thread(
+        &app.config.thread_limits(),
+        req.format,
+        req.messages,
+        req.system,
+        req.tools,
+    )?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let mut warnings = Vec::new();
     if prior.is_some() && holds_summary(&thread) {

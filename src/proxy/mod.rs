@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use crate::compress::Compressor;
 use crate::policy::Profiles;
-use crate::thread::WireFormat;
+use crate::thread::{Limits, WireFormat};
 use crate::upstream::Secret;
 
-pub use prepare::{Prepared, Report};
+pub use prepare::{Options, Prepared, Report};
 pub use relay::{Forwarded, hop_by_hop};
 
 /// Which provider API a request speaks.
@@ -65,6 +65,9 @@ pub struct ProxyConfig {
     /// Longest time compression may take before the request is forwarded
     /// unchanged instead.
     pub prepare_timeout: Duration,
+    /// How much a thread may hold: a larger one is refused (413), as on
+    /// the API, rather than forwarded.
+    pub limits: Limits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +77,9 @@ pub enum ProxyError {
     /// Carries no address or provider text: only what kind of failure.
     #[error("the provider could not be reached ({0})")]
     Unreachable(&'static str),
+    /// The thread is over the configured limits; says which and the limit.
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 /// The proxy service. Cheap to share (`Arc`s inside).

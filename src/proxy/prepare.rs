@@ -4,10 +4,22 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::{Provider, Proxy};
+use super::{Provider, Proxy, ProxyError};
 use crate::compress::{self, Compression, Reason};
 use crate::summarize::cpu;
-use crate::thread::{self, RawThread, Thread};
+use crate::thread::{self, Limits, RawThread, Thread};
+
+/// How condense treats one request, from its `x-condense-*` headers and
+/// its caller.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `x-condense-profile` (None: `default`).
+    pub profile: Option<String>,
+    /// `x-condense-shadow`: forward unchanged, only report.
+    pub shadow: bool,
+    /// The caller may have the upstream LLM write summaries.
+    pub upstream_allowed: bool,
+}
 
 /// The body to forward and what was done to it.
 #[derive(Debug)]
@@ -34,7 +46,8 @@ pub struct Report {
 }
 
 impl Prepared {
-    fn unchanged(body: Bytes, note: impl Into<String>) -> Self {
+    /// The body as it came, and why it was not compressed.
+    pub fn unchanged(body: Bytes, note: impl Into<String>) -> Self {
         Self {
             body,
             report: Report {
@@ -46,28 +59,30 @@ impl Prepared {
 }
 
 impl Proxy {
-    /// Compresses the thread of `body` when due. Never fails: anything that
-    /// stops compression forwards the body as it came, with a note.
+    /// Compresses the thread of `body` when due. Fails only for a thread
+    /// over the configured limits; anything else that stops compression
+    /// forwards the body as it came, with a note.
     pub async fn prepare(
         &self,
         provider: Provider,
-        profile: Option<&str>,
-        shadow: bool,
+        options: &Options,
         body: Bytes,
-    ) -> Prepared {
-        let shadow = shadow || self.config.shadow;
-        let profile = match self.profiles.resolve(profile, None) {
+    ) -> Result<Prepared, ProxyError> {
+        let shadow = options.shadow || self.config.shadow;
+        let profile = match self.profiles.resolve(options.profile.as_deref(), None) {
             Ok(p) => p,
-            Err(_) => return Prepared::unchanged(body, "unknown x-condense-profile"),
+            Err(_) => return Ok(Prepared::unchanged(body, "unknown x-condense-profile")),
         };
         // Reading a long body is CPU work: on the blocking pool.
         let read = {
             let body = body.clone();
-            cpu(move || read(provider, &body)).await
+            let limits = self.config.limits;
+            cpu(move || read(provider, &body, limits)).await
         };
         let (json, thread) = match read {
             Ok(read) => read,
-            Err(note) => return Prepared::unchanged(body, note),
+            Err(Unread::TooLarge(detail)) => return Err(ProxyError::TooLarge(detail)),
+            Err(Unread::Note(note)) => return Ok(Prepared::unchanged(body, note)),
         };
         let model = json
             .get("model")
@@ -76,13 +91,14 @@ impl Proxy {
         let req = Compression {
             model,
             continuity: true,
+            upstream_allowed: options.upstream_allowed,
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
         let out = match run.await {
             Ok(Ok(out)) => out,
-            Ok(Err(e)) => return Prepared::unchanged(body, note(&e)),
-            Err(_) => return Prepared::unchanged(body, "compression took too long"),
+            Ok(Err(e)) => return Ok(Prepared::unchanged(body, note(&e))),
+            Err(_) => return Ok(Prepared::unchanged(body, "compression took too long")),
         };
         let report = Report {
             compressed: out.compressed && !shadow,
@@ -99,7 +115,7 @@ impl Proxy {
             note: None,
         };
         if !report.compressed {
-            return Prepared { body, report };
+            return Ok(Prepared { body, report });
         }
         let written = cpu(move || {
             let mut json = json;
@@ -108,26 +124,41 @@ impl Proxy {
             serde_json::to_vec(&json)
         })
         .await;
-        match written {
+        Ok(match written {
             Ok(bytes) => Prepared {
                 body: bytes.into(),
                 report,
             },
             Err(_) => Prepared::unchanged(body, "the compressed body could not be written"),
-        }
+        })
     }
 }
 
-/// The body as JSON and its thread, or why condense cannot read it.
-fn read(provider: Provider, body: &[u8]) -> Result<(Value, Thread), &'static str> {
+/// Why a body was not read: a reason to forward it unchanged, or a thread
+/// over the limits.
+enum Unread {
+    Note(&'static str),
+    TooLarge(String),
+}
+
+impl From<&'static str> for Unread {
+    fn from(note: &'static str) -> Self {
+        Unread::Note(note)
+    }
+}
+
+/// The body as JSON and its thread, or why condense does not read it.
+fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Thread), Unread> {
     if thread::too_many_nodes(body).is_some() {
-        return Err("the body holds more JSON objects and arrays than condense reads");
+        return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
     let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
     let messages = json
         .get("messages")
         .and_then(Value::as_array)
         .ok_or("the body has no messages")?;
+    let too_large = |e: thread::OverLimit| Unread::TooLarge(e.detail);
+    limits.check_messages(messages.len()).map_err(too_large)?;
     let thread = thread::parse(RawThread {
         format: Some(provider.format()),
         messages,
@@ -137,6 +168,7 @@ fn read(provider: Provider, body: &[u8]) -> Result<(Value, Thread), &'static str
         tools: json.get("tools"),
     })
     .map_err(|_| "the thread is not one condense can read")?;
+    limits.check_thread(&thread).map_err(too_large)?;
     Ok((json, thread))
 }
 
@@ -146,6 +178,7 @@ fn note(e: &compress::Error) -> String {
         compress::Error::DoesNotFit(_) => "the thread cannot be made to fit its window".into(),
         compress::Error::Upstream(e) => format!("the summarizer failed ({})", e.short()),
         compress::Error::StrategyUnavailable(_) => "the profile's strategy is unavailable".into(),
+        compress::Error::Forbidden(_) => "the strategy is not allowed for this API key".into(),
         compress::Error::Invalid(_) | compress::Error::ModelNotAllowed(_) => {
             "the request's summary settings are invalid".into()
         }

@@ -1,7 +1,6 @@
 //! Sending a prepared request to the provider: the client's credentials and
 //! provider headers pass through, hop-by-hop headers and condense's own do not.
 
-use axum::body::Bytes;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
 use super::{Prepared, Provider, Proxy, ProxyError, Report};
@@ -31,7 +30,8 @@ pub fn hop_by_hop(name: &HeaderName) -> bool {
 }
 
 /// Request headers that are not forwarded: hop-by-hop ones, the ones the
-/// forwarding client sets itself, and condense's own.
+/// forwarding client sets itself, and condense's own (`x-condense-api-key`
+/// among them: a condense key never reaches a provider).
 fn dropped(name: &HeaderName) -> bool {
     hop_by_hop(name)
         || matches!(name.as_str(), "host" | "content-length")
@@ -39,21 +39,20 @@ fn dropped(name: &HeaderName) -> bool {
 }
 
 impl Proxy {
-    /// Prepares the request (compressing its thread when due) and sends it.
-    pub async fn forward(
+    /// Sends a prepared request: the caller's headers (less those of one
+    /// hop and condense's own), the operator's key when it brings none.
+    pub async fn send(
         &self,
         provider: Provider,
         headers: &HeaderMap,
-        profile: Option<&str>,
-        shadow: bool,
-        body: Bytes,
+        prepared: Prepared,
     ) -> Result<Forwarded, ProxyError> {
         let base = self.target(provider)?;
         let url = match provider {
             Provider::OpenAi => format!("{base}/chat/completions"),
             Provider::Anthropic => format!("{base}/v1/messages"),
         };
-        let Prepared { body, report } = self.prepare(provider, profile, shadow, body).await;
+        let Prepared { body, report } = prepared;
         let mut out = HeaderMap::new();
         for (name, value) in headers {
             if !dropped(name) {

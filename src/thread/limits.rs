@@ -1,5 +1,8 @@
-//! Limits on what a request body may hold, checked on its bytes before
-//! any parsing.
+//! Limits on what a request body may hold: its JSON shape, checked on its
+//! bytes before any parsing, and the size of its thread (messages and
+//! characters of text), which the operator configures.
+
+use super::Thread;
 
 /// Most JSON objects and arrays a body may hold. Realistic threads hold
 /// about one per 500 bytes (the largest fixture: about 1,000 in 560 KB), so
@@ -56,9 +59,146 @@ pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
     (nodes, commas)
 }
 
+/// How much one thread may hold; 0 lifts a limit. Counting and compressing
+/// cost time in proportion to both, so they bound a request's work where
+/// the body limit bounds only its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most messages (`messages`, not counting Anthropic's `system`).
+    pub max_messages: usize,
+    /// Most characters of text: every string a tokenizer reads (texts,
+    /// thinking, tool-call arguments and results), the system prompt's too.
+    pub max_chars: usize,
+}
+
+/// A thread over a [`Limits`]: the field, and a sentence that names the limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverLimit {
+    /// A JSON pointer: `/messages` or `/text`.
+    pub pointer: &'static str,
+    pub detail: String,
+}
+
+impl Limits {
+    /// No limits (embedding, tools).
+    pub const NONE: Limits = Limits {
+        max_messages: 0,
+        max_chars: 0,
+    };
+
+    /// Checked before parsing: the count of `messages`.
+    pub fn check_messages(&self, n: usize) -> Result<(), OverLimit> {
+        if self.max_messages > 0 && n > self.max_messages {
+            return Err(OverLimit {
+                pointer: "/messages",
+                detail: format!(
+                    "/messages holds {n} messages; the limit is {} (CONDENSE_MAX_MESSAGES): summarize or drop older ones first",
+                    self.max_messages
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Checked on the parsed thread: its characters of text.
+    pub fn check_thread(&self, thread: &Thread) -> Result<(), OverLimit> {
+        self.check_messages(thread.messages.len())?;
+        if self.max_chars == 0 {
+            return Ok(());
+        }
+        let mut texts = Vec::new();
+        for m in thread.system.iter().chain(&thread.messages) {
+            m.parts.iter().for_each(|p| p.texts(&mut texts));
+        }
+        self.check_chars("/messages", texts.iter().map(|t| t.chars().count()).sum())
+    }
+
+    /// Checked on a bare text.
+    pub fn check_text(&self, text: &str) -> Result<(), OverLimit> {
+        if self.max_chars == 0 || text.len() <= self.max_chars {
+            // Bytes bound characters from above: no need to count.
+            return Ok(());
+        }
+        self.check_chars("/text", text.chars().count())
+    }
+
+    fn check_chars(&self, pointer: &'static str, chars: usize) -> Result<(), OverLimit> {
+        if self.max_chars > 0 && chars > self.max_chars {
+            return Err(OverLimit {
+                pointer,
+                detail: format!(
+                    "{pointer} holds {chars} characters of text; the limit is {} (CONDENSE_MAX_TOTAL_CHARS)",
+                    self.max_chars
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{MAX_JSON_VALUES, json_shape, too_many_nodes};
+    use super::{Limits, MAX_JSON_VALUES, json_shape, too_many_nodes};
+    use crate::thread::{RawThread, parse};
+    use serde_json::json;
+
+    #[test]
+    fn threads_over_the_limits_name_the_field_and_the_limit() {
+        let raw = vec![
+            json!({"role": "user", "content": "héllo"}),
+            json!({"role": "assistant", "content": [{"type": "text", "text": "abc"}]}),
+        ];
+        let t = parse(RawThread {
+            messages: &raw,
+            system: Some(&json!("sys")),
+            ..Default::default()
+        })
+        .unwrap();
+        let fits = Limits {
+            max_messages: 2,
+            max_chars: 11,
+        };
+        assert_eq!(fits.check_thread(&t), Ok(()));
+        let e = Limits {
+            max_chars: 10,
+            ..fits
+        }
+        .check_thread(&t)
+        .unwrap_err();
+        assert_eq!(e.pointer, "/messages");
+        assert!(
+            e.detail.contains("11 characters") && e.detail.contains("limit is 10"),
+            "{}",
+            e.detail
+        );
+        let e = Limits {
+            max_messages: 1,
+            ..fits
+        }
+        .check_thread(&t)
+        .unwrap_err();
+        assert!(e.detail.contains("2 messages") && e.detail.contains("CONDENSE_MAX_MESSAGES"));
+        assert_eq!(Limits::NONE.check_thread(&t), Ok(()));
+        // Characters, not bytes: "é" is one.
+        assert!(
+            Limits {
+                max_chars: 5,
+                ..fits
+            }
+            .check_text("héllo")
+            .is_ok()
+        );
+        assert_eq!(
+            Limits {
+                max_chars: 4,
+                ..fits
+            }
+            .check_text("héllo")
+            .unwrap_err()
+            .pointer,
+            "/text"
+        );
+    }
 
     #[test]
     fn nodes_are_counted_outside_strings_only() {

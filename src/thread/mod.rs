@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use edit::{Cut, Keep, cut_middle, cut_to, text_message, thousands, truncate, truncate_to};
-pub use limits::{MAX_JSON_NODES, MAX_JSON_VALUES, json_shape, too_many_nodes};
+pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, json_shape, too_many_nodes};
 pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use validate::validate;
 pub use wire::type_name;

@@ -98,11 +98,23 @@ async fn too_many_parts_is_413_before_they_cost_memory() {
             .contains("100000 JSON objects"),
         "{p}"
     );
-    // The same text as 50,000 tiny messages is a thread like any other.
+    // The same text as 50,000 tiny messages is within the node limit: a
+    // thread like any other where the message limit is lifted, and a 413
+    // naming the limit under the default CONDENSE_MAX_MESSAGES.
     let messages: Vec<Value> = (0..50_000)
         .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": "a"}))
         .collect();
-    let r = post(&app, "/v1/tokens", &json!({"messages": messages})).await;
+    let body = json!({"messages": messages});
+    let p = post(&app, "/v1/tokens", &body).await.problem(413);
+    assert!(
+        p["detail"].as_str().unwrap().contains("limit is 10000"),
+        "{p}"
+    );
+    let unlimited = crate::common::app_with(condense::Config {
+        max_messages: 0,
+        ..Default::default()
+    });
+    let r = post(&unlimited, "/v1/tokens", &body).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["messages"].as_array().unwrap().len(), 50_000);
 }

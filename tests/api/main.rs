@@ -1,5 +1,6 @@
 //! HTTP-level tests of condense, run in-process against the real router.
 
+mod access;
 mod bad_input;
 mod cache_e2e;
 mod common;
@@ -9,6 +10,7 @@ mod designs;
 mod designs_compress;
 mod golden;
 mod iterations;
+mod limits;
 // Not every live part is needed here (the browser is tests/playground.rs's).
 #[allow(dead_code)]
 #[path = "../support/live.rs"]

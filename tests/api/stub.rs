@@ -29,6 +29,9 @@ pub enum Fault {
     EchoKey,
     /// Ok after a delay (to overlap concurrent requests).
     SlowOk,
+    /// Ok once [`Stub::release`] is called, not before: a request that is
+    /// slow for exactly as long as a test wants, whatever the machine.
+    Held,
 }
 
 #[derive(Clone)]
@@ -37,17 +40,30 @@ pub struct Stub {
     pub headers: Arc<Mutex<Vec<HeaderMap>>>,
     pub bodies: Arc<Mutex<Vec<String>>>,
     pub url: String,
+    /// Closed by [`Stub::release`]; held calls wait on it.
+    gate: Arc<tokio::sync::Semaphore>,
 }
 
 impl Stub {
     pub fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
+
+    /// Lets every held call (and every later one) answer.
+    pub fn release(&self) {
+        self.gate.close();
+    }
 }
 
 const SUMMARY: &str = "## Task and progress\n- Fix the failing test (stub summary).";
 
-async fn answer(fault: Fault, anthropic: bool, n: usize, headers: &HeaderMap) -> Response {
+async fn answer(
+    fault: Fault,
+    anthropic: bool,
+    n: usize,
+    headers: &HeaderMap,
+    gate: &tokio::sync::Semaphore,
+) -> Response {
     let ok = || {
         if anthropic {
             json!({"type": "message", "content": [{"type": "text", "text": SUMMARY}], "stop_reason": "end_turn",
@@ -59,6 +75,11 @@ async fn answer(fault: Fault, anthropic: bool, n: usize, headers: &HeaderMap) ->
     };
     match fault {
         Fault::Ok => axum::Json(ok()).into_response(),
+        Fault::Held => {
+            // Never granted: returns when the gate is closed.
+            let _ = gate.acquire().await;
+            axum::Json(ok()).into_response()
+        }
         Fault::SlowOk => {
             tokio::time::sleep(Duration::from_millis(400)).await;
             axum::Json(ok()).into_response()
@@ -108,16 +129,17 @@ pub async fn start(fault: Fault, anthropic: bool) -> Stub {
     let calls = Arc::new(AtomicUsize::new(0));
     let headers = Arc::new(Mutex::new(Vec::new()));
     let bodies = Arc::new(Mutex::new(Vec::new()));
-    let (c, h, b) = (calls.clone(), headers.clone(), bodies.clone());
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (c, h, b, g) = (calls.clone(), headers.clone(), bodies.clone(), gate.clone());
     let handler = move |hm: HeaderMap, body: Bytes| {
-        let (c, h, b) = (c.clone(), h.clone(), b.clone());
+        let (c, h, b, g) = (c.clone(), h.clone(), b.clone(), g.clone());
         async move {
             let n = c.fetch_add(1, Ordering::SeqCst) + 1;
             h.lock().unwrap().push(hm.clone());
             b.lock()
                 .unwrap()
                 .push(String::from_utf8_lossy(&body).into_owned());
-            answer(fault, anthropic, n, &hm).await
+            answer(fault, anthropic, n, &hm, &g).await
         }
     };
     let path = if anthropic {
@@ -134,6 +156,7 @@ pub async fn start(fault: Fault, anthropic: bool) -> Stub {
         headers,
         bodies,
         url: format!("http://{addr}"),
+        gate,
     }
 }
 
@@ -157,5 +180,6 @@ pub async fn start_cutter() -> Stub {
         headers: Arc::default(),
         bodies: Arc::default(),
         url: format!("http://{addr}"),
+        gate: Arc::new(tokio::sync::Semaphore::new(0)),
     }
 }

@@ -5,8 +5,9 @@ Every number the page renders is checked against the API's own answer for the
 same input, asked here independently (the request is built from the fixture
 and the page's documented defaults, not read back from the page).
 
-Usage: playground.py BASE_URL OUT_DIR [DEGRADED_BASE_URL]
-(the last: a condense whose upstream LLM is down, to see a degraded summary)
+Usage: playground.py BASE_URL OUT_DIR [DEGRADED_BASE_URL [KEYED_BASE_URL API_KEY]]
+(DEGRADED: a condense whose upstream LLM is down, to see a degraded summary;
+KEYED: a condense that needs API_KEY, to see the page ask for it)
 Prints one JSON object (the page weight, the screenshots) and exits 0, or
 fails with an AssertionError that says what differed.
 """
@@ -29,14 +30,17 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 BASE = sys.argv[1].rstrip("/")
 OUT = pathlib.Path(sys.argv[2])
 DEGRADED = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
+KEYED, KEY = (sys.argv[4].rstrip("/"), sys.argv[5]) if len(sys.argv) > 5 else (None, None)
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "threads"
 # Generous: a loaded 2-core CI machine; nothing here measures time.
 WAIT = 300
 
 
-def api(method, path, body=None, base=None):
+def api(method, path, body=None, base=None, key=None):
     data = None if body is None else json.dumps(body).encode()
     headers = {} if body is None else {"content-type": "application/json"}
+    if key:
+        headers["authorization"] = f"Bearer {key}"
     req = urllib.request.Request((base or BASE) + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=WAIT) as res:
@@ -147,6 +151,8 @@ def check_against_api(driver, name, **settings):
     for element_id, expected in shown.items():
         got = number(driver, element_id)
         assert got == expected, f"{name}: #{element_id} shows {got}, the API says {expected}"
+    verdict_text = driver.find_element(By.ID, "verdict").text
+    assert "null" not in verdict_text and "undefined" not in verdict_text, verdict_text
     should = driver.find_element(By.ID, "v-should").text
     assert should == ("Summarize now" if verdict["should_summarize"] else "Not due yet"), should
 
@@ -315,6 +321,37 @@ def main():
             shots.append(str(OUT / "degraded.png"))
             driver.save_screenshot(shots[-1])
             assert severe(driver) == [], severe(driver)
+
+        if KEYED:
+            # A service with API keys: the page asks for one, refuses a wrong
+            # one, and with the right one shows what the API answers.
+            driver.get(KEYED + "/playground?example=small-00.openai")
+            WebDriverWait(driver, WAIT).until(
+                lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "error"
+            )
+            key_field = driver.find_element(By.ID, "api-key")
+            assert key_field.is_displayed(), "no key field"
+            assert "needs an API key" in driver.find_element(By.ID, "error-key").text
+            key_field.send_keys("wrong-key-0123456789abcdef")
+            assert settle(driver, lambda: key_field.send_keys(Keys.ENTER)) == "error"
+            assert "did not accept" in driver.find_element(By.ID, "error-key").text
+            key_field.clear()
+            key_field.send_keys(KEY)
+            assert settle(driver, lambda: key_field.send_keys(Keys.ENTER)) == "done"
+            _, example = api("GET", "/playground/examples/small-00.openai", base=KEYED)
+            request, _, _ = requests_for(example)
+            status, tokens = api("POST", "/v1/tokens", request, base=KEYED, key=KEY)
+            assert status == 200, tokens
+            assert number(driver, "c-total") == tokens["total_tokens"]
+            shots.append(str(OUT / "keyed.png"))
+            driver.save_screenshot(shots[-1])
+            # Kept for the tab: another page of the same service does not ask again.
+            driver.get(KEYED + "/playground?example=small-01.openai")
+            WebDriverWait(driver, WAIT).until(
+                lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "done"
+            )
+            assert not driver.find_element(By.ID, "api-key").is_displayed()
+            assert severe(driver, allowed=["status of 401"]) == [], severe(driver)
 
         # A narrow window: nothing wider than the screen.
         driver.set_window_size(390, 844)

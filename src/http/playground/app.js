@@ -21,6 +21,14 @@ const $ = (id) => document.getElementById(id);
 const fmt = (n) => (typeof n === 'number' ? n.toLocaleString('en-US') : String(n));
 let profiles = {};
 let generation = 0;
+let described = false;
+
+// A service with API keys asks for one (401): the page then shows a key
+// field and sends the key as `Authorization: Bearer`. It is kept for this
+// tab only (sessionStorage), so a reload or an ?example= link keeps it and
+// closing the tab forgets it.
+const KEY = 'condense-api-key';
+const apiKey = () => sessionStorage.getItem(KEY) || '';
 
 /** An element with attributes (`text` sets its text) and children. */
 function el(tag, attrs = {}, ...children) {
@@ -53,11 +61,13 @@ class FieldError extends Error {
 }
 
 async function api(method, path, body) {
+  const headers = body === undefined ? {} : { 'content-type': 'application/json' };
+  if (apiKey()) headers.authorization = `Bearer ${apiKey()}`;
   let res;
   try {
     res = await fetch(path, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (e) {
@@ -90,6 +100,23 @@ function fieldOf(pointer) {
   return 'general';
 }
 
+/** A 401: show the key field, and say what the service said. */
+function askForKey(problem) {
+  $('key-field').hidden = false;
+  showError('key', apiKey()
+    ? `The service did not accept this key: ${problem.detail || ''}`
+    : `This service needs an API key: enter it, then press Analyse. (${problem.detail || ''})`);
+  $('api-key').focus();
+}
+
+/** The key typed in the field (if shown) becomes the one the page sends. */
+function takeKey() {
+  if ($('key-field').hidden) return;
+  const typed = $('api-key').value.trim();
+  if (typed) sessionStorage.setItem(KEY, typed);
+  else sessionStorage.removeItem(KEY);
+}
+
 function showError(field, message) {
   const slot = $(`error-${field}`) || $('error-general');
   if ([...slot.childNodes].some((n) => n.textContent === message)) return;
@@ -103,6 +130,7 @@ function showFailure(error) {
   if (error instanceof FieldError) return showError(error.field, error.message);
   if (!(error instanceof Problem)) return showError('general', `Unexpected: ${error.message}`);
   const { problem } = error;
+  if (problem.status === 401) return askForKey(problem);
   if (Array.isArray(problem.errors) && problem.errors.length) {
     for (const e of problem.errors) {
       const field = fieldOf(e.pointer);
@@ -310,7 +338,8 @@ function bar(label, value, threshold, percent, ids) {
 
 function renderVerdict(tokens, verdict) {
   const due = verdict.should_summarize;
-  $('verdict').replaceChildren(
+  // replaceChildren writes a null as the text "null": the parts not shown are filtered out.
+  $('verdict').replaceChildren(...[
     el('p', { class: due ? 'verdict due' : 'verdict' },
       el('strong', { id: 'v-should', text: due ? 'Summarize now' : 'Not due yet' }),
       due ? el('span', {}, ' (trigger: ', el('code', { id: 'v-trigger', text: verdict.trigger }), ')') : null,
@@ -327,7 +356,8 @@ function renderVerdict(tokens, verdict) {
         verdict.iterations_percent, ['v-iterations', 'v-iterations-threshold', 'v-iterations-percent']),
     verdict.last_summary ? el('p', {}, 'Last summary: ', num('v-last-summarized', verdict.last_summary.messages_summarized),
       ' messages in ', num('v-last-tokens', verdict.last_summary.tokens), ' tokens',
-      verdict.last_summary.created_at ? `, written ${verdict.last_summary.created_at}.` : '.') : null);
+      verdict.last_summary.created_at ? `, written ${verdict.last_summary.created_at}.` : '.') : null,
+  ].filter(Boolean));
 }
 
 function renderWarnings(verdict, compress, after) {
@@ -478,28 +508,17 @@ async function loadFile(file) {
   await analyse();
 }
 
-async function init() {
-  buildOverrides();
-  $('input').addEventListener('submit', (e) => {
-    e.preventDefault();
-    analyse();
-  });
-  $('example').addEventListener('change', () => $('example').value && loadExample($('example').value));
-  $('file').addEventListener('change', () => $('file').files[0] && loadFile($('file').files[0]));
-  $('profile').addEventListener('change', showProfile);
-  $('thread').addEventListener('dragover', (e) => e.preventDefault());
-  $('thread').addEventListener('drop', (e) => {
-    if (!e.dataTransfer.files.length) return;
-    e.preventDefault();
-    loadFile(e.dataTransfer.files[0]);
-  });
+/** The models, profiles and examples, once; false when the service refused. */
+async function describe() {
   let catalog;
   try {
     catalog = await Promise.all([api('GET', '/v1/models'), api('GET', '/v1/profiles'), api('GET', '/playground/examples')]);
   } catch (e) {
     showFailure(e);
-    setStatus('error', 'The service did not describe itself.');
-    return;
+    setStatus('error', e instanceof Problem && e.problem.status === 401
+      ? 'The service needs an API key.'
+      : 'The service did not describe itself.');
+    return false;
   }
   const [models, profileList, examples] = catalog;
   $('model').options[0].textContent = `(the thread’s, else ${models.default_model})`;
@@ -510,6 +529,14 @@ async function init() {
   for (const x of examples.examples) {
     $('example').append(el('option', { value: x.name, text: `${x.name} (${fmt(Math.round(x.bytes / 1024))} KB)` }));
   }
+  described = true;
+  return true;
+}
+
+/** After the catalog: the example the address names, or a prompt. */
+async function start() {
+  clearErrors();
+  if (!(await describe())) return;
   const wanted = new URLSearchParams(window.location.search).get('example');
   if (wanted) {
     $('example').value = wanted;
@@ -517,6 +544,27 @@ async function init() {
   } else {
     setStatus('idle', 'Choose an example or paste a thread.');
   }
+}
+
+async function init() {
+  buildOverrides();
+  $('input').addEventListener('submit', (e) => {
+    e.preventDefault();
+    takeKey();
+    if (!described) start();
+    else analyse();
+  });
+  $('example').addEventListener('change', () => $('example').value && loadExample($('example').value));
+  $('file').addEventListener('change', () => $('file').files[0] && loadFile($('file').files[0]));
+  $('profile').addEventListener('change', showProfile);
+  $('thread').addEventListener('dragover', (e) => e.preventDefault());
+  $('thread').addEventListener('drop', (e) => {
+    if (!e.dataTransfer.files.length) return;
+    e.preventDefault();
+    loadFile(e.dataTransfer.files[0]);
+  });
+  if (apiKey()) $('api-key').value = apiKey();
+  await start();
 }
 
 init();

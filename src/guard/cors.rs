@@ -1,0 +1,90 @@
+//! The origins a browser may call condense from (`CONDENSE_CORS_ORIGINS`).
+//! Off by default: the playground is served by condense itself, so it needs
+//! no CORS; only a page served elsewhere does.
+
+use axum::http::HeaderValue;
+
+/// Which cross-origin callers a browser lets read condense's answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cors {
+    /// `*`: any origin (no credentials; the `Authorization` header still works).
+    Any,
+    /// Exactly these origins (`scheme://host[:port]`).
+    Origins(Vec<HeaderValue>),
+}
+
+impl Cors {
+    /// The setting's entries, checked: `None` when there are none (CORS
+    /// off). A typo is an error at start, not a browser that silently gets
+    /// no answer.
+    pub fn parse(entries: &[String]) -> anyhow::Result<Option<Cors>> {
+        let entries: Vec<&str> = entries
+            .iter()
+            .map(|e| e.trim())
+            .filter(|e| !e.is_empty())
+            .collect();
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        if entries.contains(&"*") {
+            anyhow::ensure!(
+                entries.len() == 1,
+                "CONDENSE_CORS_ORIGINS: `*` allows every origin; list origins or `*`, not both"
+            );
+            return Ok(Some(Cors::Any));
+        }
+        let origins = entries
+            .iter()
+            .map(|&e| origin(e).ok_or_else(|| anyhow::anyhow!(
+                "CONDENSE_CORS_ORIGINS: `{e}` is not an origin; write scheme://host[:port], without a path or a trailing slash (e.g. https://app.example.com)"
+            )))
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Some(Cors::Origins(origins)))
+    }
+}
+
+/// `scheme://host[:port]` as a browser sends it in `Origin`.
+fn origin(e: &str) -> Option<HeaderValue> {
+    let (scheme, rest) = e.split_once("://")?;
+    let scheme_ok = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    let host_ok = !rest.is_empty()
+        && rest
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-.:[]".contains(c));
+    (scheme_ok && host_ok)
+        .then(|| HeaderValue::from_str(e).ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cors;
+
+    fn parse(list: &[&str]) -> anyhow::Result<Option<Cors>> {
+        Cors::parse(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn origins_are_checked() {
+        assert_eq!(parse(&[]).unwrap(), None);
+        assert_eq!(parse(&[" "]).unwrap(), None);
+        assert_eq!(parse(&["*"]).unwrap(), Some(Cors::Any));
+        let Some(Cors::Origins(o)) = parse(&["https://a.example", "http://[::1]:8080"]).unwrap()
+        else {
+            panic!("a list");
+        };
+        assert_eq!(o.len(), 2);
+        for bad in [
+            "https://a.example/",
+            "a.example",
+            "https://a.example/path",
+            "*, https://a",
+        ] {
+            assert!(parse(&[bad]).is_err(), "{bad}");
+        }
+        assert!(parse(&["*", "https://a.example"]).is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! API keys: how they are written down, and how a presented one is found.
+//!
+//! A key is stored only as its SHA-256 digest, and a presented key is
+//! compared with every stored digest in constant time (`subtle`), all of
+//! them every time: the time an answer takes says nothing about how much of
+//! a key was right, nor which key matched. Digests have one length, so the
+//! comparison does not depend on the lengths of the keys either.
+//!
+//! One entry is `KEY` or `KEY llm` (whitespace between): `llm` lets the key
+//! have the upstream LLM write summaries (`llm`, `hybrid`, and `auto` when it
+//! would call the upstream). The same syntax serves `CONDENSE_API_KEYS`
+//! (entries separated by commas) and the keys file (one entry per line, `#`
+//! comments, blank lines ignored). Errors name the line, never its text: a
+//! line that is wrong may still hold a key.
+
+use sha2::{Digest, Sha256};
+use subtle::{Choice, ConstantTimeEq};
+
+/// Shortest key accepted: 16 characters of a random key are ~96 bits.
+pub const MIN_KEY_CHARS: usize = 16;
+/// Longest key accepted (a header, not a document).
+pub const MAX_KEY_CHARS: usize = 512;
+/// The permission word that lets a key use the upstream LLM.
+pub const LLM: &str = "llm";
+
+/// Who is calling, once admitted: what the handlers and the rate limiter
+/// need to know, never the key itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The first 8 bytes of the key's SHA-256 (None without keys): stable
+    /// across reloads, so a key keeps its rate-limit bucket.
+    pub key: Option<u64>,
+    /// May have the upstream LLM write summaries.
+    pub llm: bool,
+}
+
+impl Caller {
+    /// Without keys configured: anyone, with every permission (as before
+    /// access control existed).
+    pub const OPEN: Caller = Caller {
+        key: None,
+        llm: true,
+    };
+}
+
+#[derive(Clone)]
+struct Entry {
+    digest: [u8; 32],
+    llm: bool,
+}
+
+/// A set of keys. Debug shows only how many.
+#[derive(Clone, Default)]
+pub struct KeySet {
+    entries: Vec<Entry>,
+}
+
+impl std::fmt::Debug for KeySet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeySet({} keys)", self.entries.len())
+    }
+}
+
+/// Why a list of keys was refused: where, and what is wrong, without the text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name} {place}: {what}")]
+pub struct KeyError {
+    /// `CONDENSE_API_KEYS` or `CONDENSE_API_KEYS_FILE`.
+    pub source_name: &'static str,
+    /// `entry 2` or `line 7`.
+    pub place: String,
+    pub what: String,
+}
+
+impl KeySet {
+    /// The entries of `CONDENSE_API_KEYS` (already split at commas).
+    pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a str>) -> Result<Self, KeyError> {
+        let mut set = KeySet::default();
+        for (i, entry) in entries.into_iter().enumerate() {
+            if entry.trim().is_empty() {
+                continue;
+            }
+            set.push(entry).map_err(|what| KeyError {
+                source_name: "CONDENSE_API_KEYS",
+                place: format!("entry {}", i + 1),
+                what,
+            })?;
+        }
+        Ok(set)
+    }
+
+    /// The text of a keys file.
+    pub fn from_file_text(text: &str) -> Result<Self, KeyError> {
+        let mut set = KeySet::default();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            set.push(line).map_err(|what| KeyError {
+                source_name: "CONDENSE_API_KEYS_FILE",
+                place: format!("line {}", i + 1),
+                what,
+            })?;
+        }
+        Ok(set)
+    }
+
+    fn push(&mut self, entry: &str) -> Result<(), String> {
+        let mut words = entry.split_whitespace();
+        let key = words.next().unwrap_or_default();
+        let chars = key.chars().count();
+        if chars < MIN_KEY_CHARS {
+            return Err(format!(
+                "a key must have at least {MIN_KEY_CHARS} characters (this one has {chars}); make one with `openssl rand -hex 24`"
+            ));
+        }
+        if chars > MAX_KEY_CHARS {
+            return Err(format!(
+                "a key must have at most {MAX_KEY_CHARS} characters"
+            ));
+        }
+        if !key.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
+            return Err("a key must be printable ASCII without commas".into());
+        }
+        let mut llm = false;
+        for word in words {
+            if word == LLM {
+                llm = true;
+            } else {
+                // Not echoed: it may be a second key written on the same line.
+                return Err(format!(
+                    "after the key, only the permission `{LLM}` may follow"
+                ));
+            }
+        }
+        self.entries.push(Entry {
+            digest: Sha256::digest(key.as_bytes()).into(),
+            llm,
+        });
+        Ok(())
+    }
+
+    /// Both sets' keys (a key in both has the permissions of either).
+    pub fn union(mut self, other: &KeySet) -> Self {
+        self.entries.extend(other.entries.iter().cloned());
+        self
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The caller a presented key stands for, if it is one of the set.
+    /// Every entry is compared, in constant time, whatever matches.
+    pub fn find(&self, presented: &str) -> Option<Caller> {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = Choice::from(0);
+        let mut llm = Choice::from(0);
+        for e in &self.entries {
+            let same = e.digest.ct_eq(&digest);
+            found |= same;
+            llm |= same & Choice::from(u8::from(e.llm));
+        }
+        bool::from(found).then(|| Caller {
+            key: Some(u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))),
+            llm: bool::from(llm),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "key-aaaaaaaaaaaaaaaa";
+    const B: &str = "key-bbbbbbbbbbbbbbbb";
+
+    #[test]
+    fn finds_keys_and_their_permission() {
+        let set = KeySet::from_file_text(&format!("# comment\n\n  {A}  \n{B} llm\n")).unwrap();
+        assert_eq!(set.len(), 2);
+        assert!(!set.find(A).unwrap().llm);
+        assert!(set.find(B).unwrap().llm);
+        assert_ne!(set.find(A).unwrap().key, set.find(B).unwrap().key);
+        assert_eq!(set.find("key-cccccccccccccccc"), None);
+        // A prefix, or the key with more after it, is another key.
+        assert_eq!(set.find(&A[..A.len() - 1]), None);
+        assert_eq!(set.find(&format!("{A}x")), None);
+        assert_eq!(set.find(""), None);
+    }
+
+    #[test]
+    fn a_key_listed_twice_has_the_permissions_of_either() {
+        let set = KeySet::from_entries([A, &format!("{A} llm")]).unwrap();
+        assert!(set.find(A).unwrap().llm);
+        let union = KeySet::from_entries([A])
+            .unwrap()
+            .union(&KeySet::from_file_text(&format!("{A} llm")).unwrap());
+        assert!(union.find(A).unwrap().llm);
+    }
+
+    #[test]
+    fn errors_name_the_place_but_never_the_text() {
+        let e = KeySet::from_file_text(&format!("{A}\n\nshort-secret\n")).unwrap_err();
+        assert_eq!(e.place, "line 3");
+        assert!(!e.to_string().contains("short-secret"), "{e}");
+        let e = KeySet::from_file_text(&format!("{A} {B}")).unwrap_err();
+        assert!(!e.to_string().contains(B), "{e}");
+        assert!(e.to_string().contains("only the permission `llm`"), "{e}");
+        let e = KeySet::from_entries([A, "", "tiny"]).unwrap_err();
+        assert_eq!(
+            (e.source_name, e.place.as_str()),
+            ("CONDENSE_API_KEYS", "entry 3")
+        );
+        assert!(KeySet::from_entries(["key-with,comma-aaaaaaa"]).is_err());
+        assert!(KeySet::from_entries([&"k".repeat(MAX_KEY_CHARS + 1)[..]]).is_err());
+    }
+
+    #[test]
+    fn debug_shows_no_digest() {
+        let set = KeySet::from_entries([A]).unwrap();
+        assert_eq!(format!("{set:?}"), "KeySet(1 keys)");
+    }
+}

@@ -1,0 +1,47 @@
+//! Reloading the keys file: on SIGHUP (the operator's "read your config
+//! again"), and by looking at it every few seconds, so a key rotated by a
+//! platform that only rewrites the file (a Kubernetes Secret volume) takes
+//! effect without a signal. The file is small: reading it whole and
+//! comparing a digest is cheaper and surer than trusting its mtime, which
+//! has a coarse resolution and is not updated by every writer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Access;
+
+/// Starts the watcher. The SIGHUP handler is installed before this returns,
+/// so a signal sent afterwards reloads rather than ends the process.
+pub fn spawn(access: Arc<Access>, every: Duration) {
+    let every = every.max(Duration::from_secs(1));
+    #[cfg(unix)]
+    let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!(error = %e, "SIGHUP cannot be caught; the API keys file is still re-read every few seconds");
+            None
+        }
+    };
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            #[cfg(unix)]
+            let signalled = async {
+                match hangup.as_mut() {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            #[cfg(not(unix))]
+            let signalled = std::future::pending::<Option<()>>();
+            tokio::select! {
+                _ = tick.tick() => {}
+                Some(()) = signalled => tracing::info!("SIGHUP: reading the API keys file again"),
+            }
+            let access = access.clone();
+            // A file read: off the async workers.
+            let _ = tokio::task::spawn_blocking(move || access.reload()).await;
+        }
+    });
+}

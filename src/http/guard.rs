@@ -1,0 +1,251 @@
+//! The gates in front of the routes, in the order a request meets them:
+//! its API key (401), its rate limit (429), a place among the requests at
+//! work (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
+//! `/metrics` pass every gate but the key one (and that only when
+//! `CONDENSE_METRICS_REQUIRE_KEY` asks for it): an orchestrator must see a
+//! busy replica as alive, and a scraper must see what made it busy.
+//!
+//! Where each route stands:
+//! - the API (`/v1/...` but the proxy): `Authorization: Bearer <key>`;
+//! - the proxy routes: the key in `x-condense-api-key`, since their
+//!   `Authorization` carries the provider's key (condense's own headers
+//!   are never forwarded, so the key stays here). They take a place only
+//!   while compressing, in their handler: a place held for the whole of a
+//!   provider's answer (a stream may last minutes) would starve the API;
+//! - the playground's files (`/`, `/playground...`) need no key: the page
+//!   asks for one and sends it with its API calls;
+//! - any other path needs a key, so a prober without one learns nothing of
+//!   which paths exist.
+//!
+//! The rate limit's bucket is the caller's key; a request without one (all
+//! of them when no keys are configured) takes from its client address's.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
+use crate::guard::{Bucket, Caller, Cors, Verdict};
+use crate::state::AppState;
+
+/// Where a proxy route's caller puts its condense key.
+pub const PROXY_KEY: &str = "x-condense-api-key";
+
+/// How a route takes its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Open,
+    Bearer,
+    ProxyHeader,
+}
+
+/// What a path asks of the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Gates {
+    key: Key,
+    /// Takes from a rate-limit bucket.
+    limited: bool,
+    /// Needs a place among the requests at work.
+    shed: bool,
+}
+
+fn gates(path: &str, metrics_require_key: bool) -> Gates {
+    let probe = |key| Gates {
+        key,
+        limited: false,
+        shed: false,
+    };
+    match path {
+        "/healthz" | "/readyz" => probe(Key::Open),
+        "/metrics" if metrics_require_key => probe(Key::Bearer),
+        "/metrics" => probe(Key::Open),
+        "/v1/chat/completions" | "/v1/messages" => Gates {
+            key: Key::ProxyHeader,
+            limited: true,
+            shed: false,
+        },
+        "/"
+        | "/playground"
+        | "/playground/app.js"
+        | "/playground/style.css"
+        | "/playground/examples" => Gates {
+            key: Key::Open,
+            limited: true,
+            shed: true,
+        },
+        p if p.starts_with("/playground/examples/") => Gates {
+            key: Key::Open,
+            limited: true,
+            shed: true,
+        },
+        _ => Gates {
+            key: Key::Bearer,
+            limited: true,
+            shed: true,
+        },
+    }
+}
+
+/// The gates, as one middleware. Puts the [`Caller`] in the request's
+/// extensions for the handlers that decide by it.
+pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let gates = gates(req.uri().path(), app.config.metrics_require_key);
+    let caller = match authenticate(&app, gates.key, req.headers()) {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    req.extensions_mut().insert(caller);
+    let verdict = match (&app.rate, gates.limited) {
+        (Some(rate), true) => {
+            let bucket = match caller.key {
+                Some(id) => Bucket::Key(id),
+                None => req
+                    .extensions()
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map_or(Bucket::Unknown, |c| Bucket::ip(c.0.ip())),
+            };
+            Some((rate.check(bucket), caller.key.is_some()))
+        }
+        _ => None,
+    };
+    if let Some((v, by_key)) = verdict.filter(|(v, _)| !v.allowed) {
+        let who = if by_key { "API key" } else { "client address" };
+        let mut res = ApiError::RateLimited {
+            who,
+            retry_after: v.retry_after_secs,
+        }
+        .into_response();
+        rate_headers(res.headers_mut(), &v);
+        return res;
+    }
+    // Held until the answer is ready (dropped when a time limit drops the handler).
+    let _place = match gates.shed {
+        true => match app.overload.try_enter() {
+            Some(place) => Some(place),
+            None => return ApiError::Overloaded(app.overload.max()).into_response(),
+        },
+        false => None,
+    };
+    let mut res = next.run(req).await;
+    // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
+    // to read: condense's do not replace them.
+    if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
+        rate_headers(res.headers_mut(), &v);
+    }
+    res
+}
+
+/// The caller, or the one 401 every wrong credential gets.
+fn authenticate(app: &AppState, key: Key, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    if !app.access.enabled() {
+        return Ok(Caller::OPEN);
+    }
+    let presented = match key {
+        Key::Open => {
+            return Ok(Caller {
+                key: None,
+                llm: false,
+            });
+        }
+        Key::Bearer => headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer),
+        Key::ProxyHeader => headers.get(PROXY_KEY).and_then(|v| v.to_str().ok()),
+    };
+    presented
+        .and_then(|k| app.access.find(k.trim()))
+        .ok_or(ApiError::Unauthorized {
+            proxy: key == Key::ProxyHeader,
+        })
+}
+
+/// The token of `Bearer <token>` (the scheme is case-insensitive, RFC 9110).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+fn rate_headers(h: &mut HeaderMap, v: &Verdict) {
+    h.insert(RATELIMIT_LIMIT, HeaderValue::from(v.limit));
+    h.insert(RATELIMIT_REMAINING, HeaderValue::from(v.remaining));
+    h.insert(RATELIMIT_RESET, HeaderValue::from(v.reset_secs));
+}
+
+/// The CORS layer for `cors` (None: no CORS headers at all). Preflights are
+/// answered before the key gate (a browser sends them without credentials);
+/// the answers a page may read include the headers that say why it was
+/// refused and when to come back.
+pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
+    let origins = match cors? {
+        Cors::Any => AllowOrigin::any(),
+        Cors::Origins(list) => AllowOrigin::list(list.iter().cloned()),
+    };
+    let names = |list: &[&'static str]| {
+        list.iter()
+            .map(|n| header::HeaderName::from_static(n))
+            .collect::<Vec<_>>()
+    };
+    Some(
+        CorsLayer::new()
+            .allow_origin(origins)
+            .allow_methods([axum::http::Method::GET, axum::http::Method::POST])
+            .allow_headers(names(&[
+                "authorization",
+                "content-type",
+                "x-request-id",
+                PROXY_KEY,
+                "x-condense-profile",
+                "x-condense-shadow",
+            ]))
+            .expose_headers(names(&[
+                "x-request-id",
+                "retry-after",
+                "www-authenticate",
+                "ratelimit-limit",
+                "ratelimit-remaining",
+                "ratelimit-reset",
+                "x-condense-compressed",
+                "x-condense-tokens-before",
+                "x-condense-tokens-after",
+                "x-condense-summary-cached",
+                "x-condense-shadow",
+                "x-condense-would-compress",
+                "x-condense-note",
+            ]))
+            .max_age(std::time::Duration::from_secs(600)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_whatever_the_case_of_the_scheme() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer   abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("abc"), None);
+    }
+
+    #[test]
+    fn probes_and_metrics_pass_the_load_gates() {
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            let g = gates(path, true);
+            assert!(!g.limited && !g.shed, "{path}");
+        }
+        assert_eq!(gates("/metrics", false).key, Key::Open);
+        assert_eq!(gates("/metrics", true).key, Key::Bearer);
+        assert_eq!(gates("/v1/messages", false).key, Key::ProxyHeader);
+        assert!(!gates("/v1/messages", false).shed);
+        assert_eq!(gates("/playground/examples/x", false).key, Key::Open);
+        assert_eq!(gates("/v1/nope", false).key, Key::Bearer);
+        assert_eq!(gates("/v1/compress", false).key, Key::Bearer);
+    }
+}
