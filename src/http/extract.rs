@@ -8,7 +8,6 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use serde::de::DeserializeOwned;
-use serde_json::error::Category;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
@@ -54,36 +53,33 @@ where
 const INLINE_PARSE_BYTES: usize = 64 * 1024;
 
 /// Parses the body straight into the request type, in one pass: no
-/// intermediate `Value` tree rebuilt into `T`. A syntax error anywhere is a
-/// 400; a wrong field is a 422 naming it.
+/// intermediate `Value` tree rebuilt into `T`. Only a body that fails takes
+/// the two-step path ([`explain`]), whose errors say what is wrong and where.
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
-    if first != Some(b'{') {
-        check_syntax(bytes)?;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match T::deserialize(&mut de).and_then(|parsed| de.end().map(|()| parsed)) {
+        Ok(parsed) if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') => Ok(parsed),
+        _ => explain(bytes),
+    }
+}
+
+/// The error path: syntax first (a 400), then the shape of a JSON object
+/// (a 422 naming `/the/field`). serde_json reports some shape errors met
+/// mid-stream (a `null` where an enum goes) as syntax errors; from a parsed
+/// `Value` they are what they are.
+fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+    if !value.is_object() {
         return Err(ApiError::field(
             "",
             format!(
                 "the body must be a JSON object, not {}",
-                match first {
-                    Some(b'[') => "an array",
-                    Some(b'"') => "a string",
-                    Some(b't' | b'f') => "a boolean",
-                    Some(b'n') => "null",
-                    _ => "a number",
-                }
+                crate::thread::type_name(&value)
             ),
         ));
     }
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let parsed: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        if e.inner().classify() != Category::Data {
-            return ApiError::MalformedJson(e.into_inner().to_string());
-        }
-        // A shape error met before a syntax error further on: the body is
-        // still malformed, and that is what the caller must fix first.
-        if let Err(syntax) = check_syntax(bytes) {
-            return syntax;
-        }
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let pointer: String = e
             .path()
             .iter()
@@ -103,19 +99,7 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             None => pointer,
         };
         ApiError::field(pointer, message)
-    })?;
-    // Trailing characters after the object.
-    de.end()
-        .map_err(|e| ApiError::MalformedJson(e.to_string()))?;
-    Ok(parsed)
-}
-
-/// Is the body well-formed JSON, nesting limit included? Only on the error
-/// path: `IgnoredAny` would skip the limit, so this builds the tree.
-fn check_syntax(bytes: &[u8]) -> Result<(), ApiError> {
-    serde_json::from_slice::<serde_json::Value>(bytes)
-        .map(|_| ())
-        .map_err(|e| ApiError::MalformedJson(e.to_string()))
+    })
 }
 
 /// The configured body limit, put in request extensions so the 413 can say it.
