@@ -7,6 +7,7 @@
 //! - [`tokens`]: encodings, the model registry, counting a thread;
 //! - [`policy`]: profiles and the summarize verdict;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
+//! - [`metrics`]: the Prometheus registry every layer records into;
 //! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
@@ -16,6 +17,7 @@ pub mod compress;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod policy;
 pub mod proxy;
 pub mod startup;

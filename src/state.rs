@@ -7,6 +7,7 @@ use crate::cache::Cache;
 use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
@@ -33,6 +34,9 @@ pub struct Inner {
     pub compressor: Arc<Compressor>,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,
+    /// The registry `GET /metrics` renders; the summary service (and through
+    /// it the compressor, the upstream client and the proxy) records into it.
+    pub metrics: Metrics,
 }
 
 impl std::ops::Deref for AppState {
@@ -69,7 +73,9 @@ impl AppState {
             None => Profiles::default(),
         });
         let upstream = config.upstream().map(Upstream::new).transpose()?;
-        let summarizer = Arc::new(SummaryService::new(upstream, cache));
+        let metrics = Metrics::new();
+        let summarizer =
+            Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
         let compressor = Arc::new(Compressor::new(
             models.clone(),
             config.default_model.clone(),
@@ -96,6 +102,7 @@ impl AppState {
             summarizer,
             compressor,
             proxy,
+            metrics,
         })))
     }
 

@@ -9,6 +9,7 @@ mod input;
 mod middleware;
 mod playground;
 mod proxy;
+mod scrape;
 mod tokens;
 mod verdict;
 
@@ -35,6 +36,7 @@ use middleware::REQUEST_ID;
 pub fn router(state: AppState) -> Router {
     let limit = state.config.body_limit;
     let timeout = state.config.request_timeout;
+    let metrics = state.metrics.clone();
     // The API's routes answer within the request time limit; the proxy's
     // do not (a healthy stream runs as long as it runs: its provider client
     // cuts only a stream gone idle).
@@ -45,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .merge(compress::router())
         .merge(catalog::router())
         .merge(playground::router())
+        .merge(scrape::router())
         .route_layer(axum::middleware::from_fn_with_state(
             timeout,
             middleware::time_limit,
@@ -62,6 +65,12 @@ pub fn router(state: AppState) -> Router {
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
                 .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+                // Outside the panic catcher, the time limit and the body
+                // limit: their answers are counted too.
+                .layer(axum::middleware::from_fn_with_state(
+                    metrics,
+                    middleware::observe,
+                ))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
                 .layer(axum::middleware::from_fn_with_state(
