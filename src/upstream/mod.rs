@@ -382,4 +382,17 @@ mod tests {
         assert!(UpstreamError::Timeout.is_retryable());
         assert!(!UpstreamError::Garbage("x".into()).is_retryable());
     }
+
+    #[test]
+    fn metric_labels_name_the_status_class() {
+        let s = |status| UpstreamError::Status {
+            status,
+            retry_after: None,
+            excerpt: "a body the label never carries".into(),
+        };
+        assert_eq!(s(429).label(), "status_429");
+        assert_eq!(s(404).label(), "status_4xx");
+        assert_eq!(s(503).label(), "status_5xx");
+        assert_eq!(UpstreamError::Connect("10.0.0.1".into()).label(), "connect");
+    }
 }

@@ -489,3 +489,44 @@ async fn a_real_model_call_is_counted_with_its_token_usage() {
         1.0
     );
 }
+
+#[tokio::test]
+async fn a_database_that_is_down_is_counted_as_a_cache_error() {
+    // A port with nothing behind it: every connection is refused, and the
+    // pool gives up at its acquire timeout (which must fire, and does).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = condense::Config {
+        database_url: Some(format!("postgres://condense@127.0.0.1:{port}/condense")),
+        db_acquire_timeout_ms: 1_000,
+        ..Default::default()
+    };
+    let app = condense::http::router(condense::AppState::connect(config).await.unwrap());
+    let before = scrape(&app).await;
+    let out = ok(post(&app, "/v1/compress", &heuristic_compression()).await);
+    let after = scrape(&app).await;
+
+    assert_eq!(out["summary"]["cached"], false);
+    let get = [("backend", "postgres"), ("operation", "get")];
+    assert_eq!(
+        delta(&before, &after, "condense_cache_errors_total", &get),
+        1.0
+    );
+    // The failed lookup is an error, not a miss; the summary was still written.
+    assert_eq!(
+        after.matching("condense_cache_misses_total", &[]).count(),
+        0
+    );
+    assert_eq!(
+        delta(
+            &before,
+            &after,
+            "condense_summaries_written_total",
+            &[("strategy", "heuristic")]
+        ),
+        1.0
+    );
+}
