@@ -1,8 +1,6 @@
 //! What the service does for its callers: tokens counted, compressions,
 //! summaries, the summary cache, the upstream LLM and the proxy.
 
-use std::time::{Duration, Instant};
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -10,6 +8,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::Metrics;
+use super::upstream::{Kind, KindError, KindTokens};
 
 /// Which cache lookup: a summary by its content hash, or the longest
 /// summarized prefix of a span (continuity, prefix reuse).
@@ -57,23 +56,6 @@ struct CacheOperation {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Kind {
-    kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindError {
-    kind: &'static str,
-    error: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct KindTokens {
-    kind: &'static str,
-    r#type: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProviderStatus {
     provider: &'static str,
     status: u16,
@@ -89,10 +71,10 @@ pub(super) struct Domain {
     cache_hits: Family<CacheLookup, Counter>,
     cache_misses: Family<CacheLookup, Counter>,
     cache_errors: Family<CacheOperation, Counter>,
-    upstream_requests: Family<Kind, Counter>,
-    upstream_errors: Family<KindError, Counter>,
-    upstream_duration: Family<Kind, Histogram, fn() -> Histogram>,
-    upstream_tokens: Family<KindTokens, Counter>,
+    pub(super) upstream_requests: Family<Kind, Counter>,
+    pub(super) upstream_errors: Family<KindError, Counter>,
+    pub(super) upstream_duration: Family<Kind, Histogram, fn() -> Histogram>,
+    pub(super) upstream_tokens: Family<KindTokens, Counter>,
     proxied: Family<ProviderStatus, Counter>,
 }
 
@@ -243,18 +225,6 @@ impl Metrics {
             .inc();
     }
 
-    /// One HTTP request to the summarizer LLM is starting; the guard records
-    /// its outcome and time (an attempt dropped unfinished, cut by the retry
-    /// budget or by a client that went away, counts as error `abandoned`).
-    pub fn upstream_attempt(&self, kind: &'static str) -> UpstreamAttempt {
-        UpstreamAttempt {
-            metrics: self.clone(),
-            kind,
-            started: Instant::now(),
-            done: false,
-        }
-    }
-
     /// A request the proxy forwarded, and the provider's status.
     pub fn proxy_forwarded(&self, provider: &'static str, status: u16) {
         self.0
@@ -262,69 +232,5 @@ impl Metrics {
             .proxied
             .get_or_create(&ProviderStatus { provider, status })
             .inc();
-    }
-
-    fn upstream_finished(&self, kind: &'static str, elapsed: Duration, outcome: Outcome) {
-        let m = &self.0.domain;
-        m.upstream_requests.get_or_create(&Kind { kind }).inc();
-        m.upstream_duration
-            .get_or_create(&Kind { kind })
-            .observe(elapsed.as_secs_f64());
-        match outcome {
-            Outcome::Answered { prompt, completion } => {
-                for (r#type, n) in [("prompt", prompt), ("completion", completion)] {
-                    m.upstream_tokens
-                        .get_or_create(&KindTokens { kind, r#type })
-                        .inc_by(n);
-                }
-            }
-            Outcome::Failed(error) => {
-                m.upstream_errors
-                    .get_or_create(&KindError { kind, error })
-                    .inc();
-            }
-        }
-    }
-}
-
-enum Outcome {
-    Answered { prompt: u64, completion: u64 },
-    Failed(&'static str),
-}
-
-/// One HTTP request to the summarizer LLM, recorded when it ends.
-pub struct UpstreamAttempt {
-    metrics: Metrics,
-    kind: &'static str,
-    started: Instant,
-    done: bool,
-}
-
-impl UpstreamAttempt {
-    /// It answered, using these tokens.
-    pub fn answered(mut self, prompt_tokens: u64, completion_tokens: u64) {
-        self.finish(Outcome::Answered {
-            prompt: prompt_tokens,
-            completion: completion_tokens,
-        });
-    }
-
-    /// It failed with `error` (a fixed word: `timeout`, `connect`, `status_5xx`…).
-    pub fn failed(mut self, error: &'static str) {
-        self.finish(Outcome::Failed(error));
-    }
-
-    fn finish(&mut self, outcome: Outcome) {
-        self.done = true;
-        self.metrics
-            .upstream_finished(self.kind, self.started.elapsed(), outcome);
-    }
-}
-
-impl Drop for UpstreamAttempt {
-    fn drop(&mut self) {
-        if !self.done {
-            self.finish(Outcome::Failed("abandoned"));
-        }
     }
 }

@@ -19,14 +19,16 @@
 mod domain;
 mod http;
 mod text;
+mod upstream;
 
 use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
-pub use domain::{Lookup, UpstreamAttempt};
+pub use domain::Lookup;
 pub use http::{InFlight, RATE_LIMITED, SHED, TIMED_OUT, UNAUTHORIZED};
 pub use text::Format;
+pub use upstream::UpstreamAttempt;
 
 /// Every metric name starts with this (and `_`).
 pub const PREFIX: &str = "condense";
