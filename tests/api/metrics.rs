@@ -443,8 +443,8 @@ async fn a_real_model_call_is_counted_with_its_token_usage() {
         request_timeout: 900,
         ..Default::default()
     });
-    let t = thread("small-00.openai");
-    let body = json!({"messages": t["messages"], "model": "gpt-4o", "force": true,
+    // A short thread: one small call, so the shared model answers soon.
+    let body = json!({"messages": crate::common::chat(14), "model": "gpt-4o", "force": true,
                       "summarizer": {"strategy": "llm"}, "config": {"max_summary_tokens": 200}});
     let before = scrape(&app).await;
     let out = ok(post(&app, "/v1/compress", &body).await);
