@@ -4,7 +4,8 @@
 //! Domain modules return their own errors ([`FieldError`] lists, `anyhow`);
 //! handlers turn them into [`ApiError`]. A 500 answers with a generic detail and
 //! carries its cause chain in a response extension for the logging middleware,
-//! so `into_response` has no side effects and no internal text reaches a client.
+//! so `into_response` has no side effects and no internal text reaches a client;
+//! every problem carries its type slug the same way, for the metrics.
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -225,6 +226,12 @@ pub struct Problem {
 #[derive(Debug, Clone)]
 pub struct InternalCause(pub String);
 
+/// The problem type slug of an answer (`timeout`, `payload-too-large`…), in
+/// a response extension: the metrics middleware counts problems by it, so
+/// no code that answers a problem has to record anything itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProblemType(pub &'static str);
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status_code();
@@ -260,6 +267,7 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         res.headers_mut().extend(extra);
+        res.extensions_mut().insert(ProblemType(slug));
         if let Some(cause) = cause {
             res.extensions_mut().insert(InternalCause(cause));
         }

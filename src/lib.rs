@@ -8,6 +8,7 @@
 //! - [`policy`]: profiles and the summarize verdict;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
 //! - [`guard`]: API keys, the rate limit, the concurrency limit, CORS origins;
+//! - [`metrics`]: the Prometheus registry every layer records into;
 //! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
@@ -18,6 +19,7 @@ pub mod config;
 pub mod error;
 pub mod guard;
 pub mod http;
+pub mod metrics;
 pub mod policy;
 pub mod proxy;
 pub mod startup;

@@ -8,6 +8,7 @@ use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::guard::{Access, Cors, Overload, RateLimiter};
+use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
@@ -42,6 +43,9 @@ pub struct Inner {
     pub overload: Overload,
     /// The origins browsers may call from (None: no CORS).
     pub cors: Option<Cors>,
+    /// The registry `GET /metrics` renders; the summary service (and through
+    /// it the compressor, the upstream client and the proxy) records into it.
+    pub metrics: Metrics,
 }
 
 impl std::ops::Deref for AppState {
@@ -78,7 +82,9 @@ impl AppState {
             None => Profiles::default(),
         });
         let upstream = config.upstream().map(Upstream::new).transpose()?;
-        let summarizer = Arc::new(SummaryService::new(upstream, cache));
+        let metrics = Metrics::new();
+        let summarizer =
+            Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
         let compressor = Arc::new(Compressor::new(
             models.clone(),
             config.default_model.clone(),
@@ -114,6 +120,7 @@ impl AppState {
             summarizer,
             compressor,
             proxy,
+            metrics,
         })))
     }
 

@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The domain layers, lowest first: a layer may import only those before it.
-const LAYERS: [&str; 9] = [
+const LAYERS: [&str; 10] = [
+    // Every layer records metrics; they know nothing of the crate.
+    "metrics",
     "thread",
     "tokens",
     "upstream",

@@ -24,7 +24,7 @@ use tower::ServiceExt;
 /// Every route the server serves, as `(METHOD, path)`. `routes_in_source`
 /// keeps this list honest against `src/http/*.rs`; the spec must list exactly
 /// these operations.
-const ROUTES: [(&str, &str); 15] = [
+const ROUTES: [(&str, &str); 16] = [
     ("GET", "/"),
     ("GET", "/playground"),
     ("GET", "/playground/app.js"),
@@ -33,6 +33,7 @@ const ROUTES: [(&str, &str); 15] = [
     ("GET", "/playground/examples/{name}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
+    ("GET", "/metrics"),
     ("GET", "/v1/models"),
     ("GET", "/v1/profiles"),
     ("POST", "/v1/tokens"),
@@ -692,6 +693,21 @@ fn valid_requests() -> Vec<Valid> {
     let mut cases = vec![
         valid("healthz", request("GET", "/healthz")),
         valid("readyz", request("GET", "/readyz")),
+        Valid {
+            content_type: "text/plain",
+            ..valid("metrics", request("GET", "/metrics"))
+        },
+        Valid {
+            content_type: "application/openmetrics-text",
+            ..valid(
+                "metrics, OpenMetrics",
+                with_header(
+                    request("GET", "/metrics"),
+                    "accept",
+                    "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+                ),
+            )
+        },
         valid("models", request("GET", "/v1/models")),
         valid("profiles", request("GET", "/v1/profiles")),
         Valid {

@@ -14,6 +14,9 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+#[path = "support/prometheus.rs"]
+mod prometheus;
+
 /// What the stub provider received.
 #[derive(Clone, Default)]
 struct Seen(Arc<Mutex<Vec<(HeaderMap, Bytes)>>>);
@@ -312,4 +315,63 @@ async fn the_operator_key_fills_in_only_when_the_client_sends_none() {
     )
     .await;
     assert_eq!(seen.last().0["x-api-key"], "sk-operator");
+}
+
+#[tokio::test]
+async fn forwarded_requests_are_counted_by_provider_and_status() {
+    let (ok, _) = provider(StatusCode::OK).await;
+    let (busy, _) = provider(StatusCode::TOO_MANY_REQUESTS).await;
+    let app = condense(condense::Config {
+        proxy_openai_url: Some(format!("{ok}/v1")),
+        proxy_anthropic_url: Some(busy),
+        ..Default::default()
+    });
+    for _ in 0..2 {
+        let r = send(
+            &app,
+            "/v1/chat/completions",
+            &[],
+            &json!({"model": "gpt-4o", "messages": chat(2)}),
+        )
+        .await;
+        assert_eq!(r.status, 200);
+    }
+    let anthropic = json!({"model": "claude-sonnet-4-5", "max_tokens": 16,
+                           "messages": [{"role": "user", "content": "hello"}]});
+    assert_eq!(
+        send(&app, "/v1/messages", &[], &anthropic).await.status,
+        429
+    );
+
+    let res = app
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = res.into_body().collect().await.unwrap().to_bytes();
+    let s = prometheus::parse(std::str::from_utf8(&text).unwrap());
+    let forwarded = "condense_proxy_forwarded_requests_total";
+    assert_eq!(
+        s.value(forwarded, &[("provider", "openai"), ("status", "200")]),
+        2.0
+    );
+    assert_eq!(
+        s.value(forwarded, &[("provider", "anthropic"), ("status", "429")]),
+        1.0
+    );
+    assert_eq!(s.matching(forwarded, &[]).count(), 2);
+    let requests = "condense_http_requests_total";
+    assert_eq!(
+        s.value(
+            requests,
+            &[("route", "/v1/chat/completions"), ("status", "200")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        s.value(requests, &[("route", "/v1/messages"), ("status", "429")]),
+        1.0
+    );
+    // The provider's 429 is relayed, not a problem of condense's own.
+    assert_eq!(s.matching("condense_problems_total", &[]).count(), 0);
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::continuity::Anchor;
 use super::plan::{self, Planned};
 use super::{Compression, Error, Outcome, Setup};
+use crate::metrics::Metrics;
 use crate::summarize::{SummaryService, Writer, cpu, write_offline};
 use crate::tokens::{CountSpec, Encoders, ModelRegistry};
 
@@ -48,10 +49,28 @@ impl Compressor {
         &self.summarizer
     }
 
+    /// Where compressions are recorded: its summary service's metrics.
+    pub fn metrics(&self) -> &Metrics {
+        self.summarizer.metrics()
+    }
+
     /// Compresses `req`: CPU work on the blocking pool, the summary (cache,
     /// single flight, maybe an upstream call) in between.
     pub async fn run(&self, req: Compression) -> Result<Outcome, Error> {
         let setup = self.setup(&req)?;
+        let (encoding, method) = (setup.counter.encoding, setup.counter.method);
+        let outcome = self.compress(req, setup).await?;
+        let m = self.metrics();
+        m.tokens_counted(encoding.as_str(), method.as_str(), outcome.tokens_before);
+        m.compression(
+            outcome.compressed,
+            outcome.tokens_before,
+            outcome.tokens_after,
+        );
+        Ok(outcome)
+    }
+
+    async fn compress(&self, req: Compression, setup: Setup) -> Result<Outcome, Error> {
         let (req, setup) = if req.continuity {
             self.continue_from_cache(req, setup).await
         } else {
@@ -82,7 +101,7 @@ impl Compressor {
         })
         .await;
         (req, setup) = (req_back, setup_back);
-        match self.summarizer.cache().find_prefix(anchor.hashes()).await {
+        match self.summarizer.find_prefix(anchor.hashes()).await {
             Ok(Some(entry)) => {
                 if let Some(prior) = anchor.prior(entry) {
                     req.prior = Some(prior);

@@ -1,7 +1,7 @@
-//! Cross-cutting request handling: request ids, trace spans, time limit,
-//! panics, and the log line of a 500.
+//! Cross-cutting request handling: request ids, trace spans, metrics, time
+//! limit, panics, and the log line of a 500.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderName, Response};
@@ -10,9 +10,21 @@ use axum::response::IntoResponse;
 use tracing::Span;
 
 use super::extract::BodyLimit;
-use crate::error::{ApiError, InternalCause};
+use crate::error::{ApiError, InternalCause, ProblemType};
+use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// The route label of a request no route matched (the 404 fallback): the
+/// raw path is the caller's, and would make a series per path.
+pub const UNMATCHED: &str = "unmatched";
+
+/// The route a request matched (its template), or [`UNMATCHED`].
+fn route(req: &Request) -> &str {
+    req.extensions()
+        .get::<MatchedPath>()
+        .map_or(UNMATCHED, MatchedPath::as_str)
+}
 
 /// The span of one request: method, matched route and request id, never the body.
 pub fn make_span(req: &Request) -> Span {
@@ -31,6 +43,23 @@ pub fn make_span(req: &Request) -> Span {
         route = route.as_deref().unwrap_or("unmatched"),
         request_id = %id,
     )
+}
+
+/// Counts and times every answer by route template and status, and its
+/// problem type when it is a problem (see [`ProblemType`]). Time is to the
+/// response head: a streamed proxy answer goes on after it.
+pub async fn observe(
+    State(metrics): State<Metrics>,
+    req: Request,
+    next: Next,
+) -> axum::response::Response {
+    let route = route(&req).to_owned();
+    let _in_flight = metrics.request_started();
+    let started = Instant::now();
+    let res = next.run(req).await;
+    let problem = res.extensions().get::<ProblemType>().map(|p| p.0);
+    metrics.request_finished(&route, res.status().as_u16(), problem, started.elapsed());
+    res
 }
 
 /// Answers 503 problem+json when a request runs past the configured limit.

@@ -10,6 +10,7 @@ mod input;
 mod middleware;
 mod playground;
 mod proxy;
+mod scrape;
 mod tokens;
 mod verdict;
 
@@ -38,6 +39,7 @@ pub fn router(state: AppState) -> Router {
     let limit = state.config.body_limit;
     let timeout = state.config.request_timeout;
     let cors = guard::cors_layer(state.cors.as_ref());
+    let metrics = state.metrics.clone();
     // The API's routes answer within the request time limit; the proxy's
     // do not (a healthy stream runs as long as it runs: its provider client
     // cuts only a stream gone idle).
@@ -48,6 +50,7 @@ pub fn router(state: AppState) -> Router {
         .merge(compress::router())
         .merge(catalog::router())
         .merge(playground::router())
+        .merge(scrape::router())
         .route_layer(axum::middleware::from_fn_with_state(
             timeout,
             middleware::time_limit,
@@ -68,6 +71,12 @@ pub fn router(state: AppState) -> Router {
                 // Outside the gates: a preflight carries no key, and a page
                 // must be able to read a 401, 429 or 503.
                 .option_layer(cors)
+                // Outside the gates, the panic catcher, the time limit and
+                // the body limit: their answers are counted too.
+                .layer(axum::middleware::from_fn_with_state(
+                    metrics,
+                    middleware::observe,
+                ))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
                 .layer(axum::middleware::from_fn_with_state(

@@ -11,7 +11,7 @@ use super::input::{MethodName, method, parse_thread};
 use crate::error::{ApiError, Result};
 use crate::state::AppState;
 use crate::thread::{Role, WireFormat};
-use crate::tokens::{CountSpec, Encoding, Method};
+use crate::tokens::{CountSpec, Encoding};
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/tokens", post(count))
@@ -78,9 +78,10 @@ async fn count(
 
 fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<TokensResponse> {
     let counter = spec.counter(app.encoders);
-    let method_name = match spec.method {
-        Method::Bpe => "bpe",
-        Method::Chars { .. } => "chars",
+    let method_name = spec.method.as_str();
+    let counted = |tokens| {
+        app.metrics
+            .tokens_counted(spec.encoding.as_str(), method_name, tokens)
     };
     let base = |exact, total_tokens, messages, tools_tokens, reply_priming_tokens, format| {
         TokensResponse {
@@ -115,6 +116,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             }
             app.config.thread_limits().check_text(&text)?;
             let c = counter.text(&text);
+            counted(c.tokens);
             Ok(base(c.exact, c.tokens, Vec::new(), 0, 0, None))
         }
         (None, Some(messages)) => {
@@ -126,6 +128,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
                 req.tools,
             )?;
             let count = counter.thread(&thread);
+            counted(count.total);
             let system = count.system.map(|tokens| MessageTokens {
                 index: None,
                 role: Role::System,

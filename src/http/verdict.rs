@@ -97,6 +97,11 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         window,
         prior.as_ref(),
     );
+    app.metrics.tokens_counted(
+        spec.encoding.as_str(),
+        spec.method.as_str(),
+        verdict.total_tokens as usize,
+    );
     Ok(VerdictResponse {
         verdict,
         profile: req.profile.unwrap_or_else(|| "default".into()),

@@ -41,6 +41,14 @@ impl Provider {
         }
     }
 
+    /// `openai` or `anthropic` (the metrics' `provider` label).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::OpenAi => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+
     /// The configuration variable that switches this route on.
     pub fn setting(self) -> &'static str {
         match self {

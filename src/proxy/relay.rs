@@ -76,6 +76,9 @@ impl Proxy {
                 tracing::warn!(error = %e.without_url(), "the provider could not be reached");
                 ProxyError::Unreachable(what)
             })?;
+        self.compressor
+            .metrics()
+            .proxy_forwarded(provider.as_str(), response.status().as_u16());
         Ok(Forwarded { response, report })
     }
 

@@ -11,6 +11,7 @@ use tokio::sync::OnceCell;
 use super::request::{SummaryRequest, UpstreamModel, Writer};
 use super::{Strategy, Written};
 use crate::cache::{Cache, CacheError, CachedSummary};
+use crate::metrics::{Lookup, Metrics};
 use crate::upstream::{Upstream, UpstreamError};
 
 type Flight = Arc<OnceCell<Result<Written, UpstreamError>>>;
@@ -30,6 +31,8 @@ pub struct SummaryService {
     cache: Cache,
     /// In-flight summaries by content hash.
     flights: Mutex<HashMap<String, Flight>>,
+    /// Summaries written, cache lookups (and, through the client, upstream calls).
+    metrics: Metrics,
 }
 
 impl SummaryService {
@@ -38,7 +41,22 @@ impl SummaryService {
             upstream,
             cache,
             flights: Mutex::default(),
+            metrics: Metrics::default(),
         }
+    }
+
+    /// Records into `metrics`, its upstream client too.
+    pub fn with_metrics(self, metrics: Metrics) -> Self {
+        Self {
+            upstream: self.upstream.map(|u| u.with_metrics(metrics.clone())),
+            metrics,
+            ..self
+        }
+    }
+
+    /// Where this service (and the compressor and proxy above it) record.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     pub fn upstream(&self) -> Option<&Upstream> {
@@ -81,6 +99,7 @@ impl SummaryService {
                 })
                 .await;
                 let mut w = self.compute(&fallback, 0, None).await?;
+                self.metrics.summary_degraded();
                 w.degraded = true;
                 w.warnings.push(format!(
                     "the upstream LLM failed ({}); a heuristic summary was used instead",
@@ -100,7 +119,7 @@ impl SummaryService {
         }
         let key = req.key();
         for _ in 0..CLAIM_ATTEMPTS {
-            match self.cache.get(key).await {
+            match self.looked_up(Lookup::Summary, self.cache.get(key).await) {
                 Ok(Some(hit)) => return Ok(from_entry(hit)),
                 Ok(None) => {}
                 Err(e) => return self.uncached(req, e).await,
@@ -109,14 +128,21 @@ impl SummaryService {
                 Ok(Some(guard)) => guard,
                 // Another caller is writing it: wait as long as its claim lives.
                 Ok(None) => match self.cache.wait_for(key, POLL).await {
-                    Ok(Some(hit)) => return Ok(from_entry(hit)),
+                    Ok(Some(hit)) => {
+                        self.metrics
+                            .cache_lookup(self.cache.backend(), Lookup::Summary, true);
+                        return Ok(from_entry(hit));
+                    }
                     Ok(None) => continue,
-                    Err(e) => return self.uncached(req, e).await,
+                    Err(e) => return self.uncached(req, self.failed("wait", e)).await,
                 },
-                Err(e) => return self.uncached(req, e).await,
+                Err(e) => return self.uncached(req, self.failed("claim", e)).await,
             };
-            // Another replica may have stored it between our miss and our claim.
+            // Another replica may have stored it between our miss and our
+            // claim (a hit; a miss here is the one counted above).
             if let Ok(Some(hit)) = self.cache.get(key).await {
+                self.metrics
+                    .cache_lookup(self.cache.backend(), Lookup::Summary, true);
                 guard.release().await;
                 return Ok(from_entry(hit));
             }
@@ -135,7 +161,7 @@ impl SummaryService {
                     ..from_entry(stored)
                 }),
                 Err(e) => {
-                    tracing::warn!(error = %e, "storing a summary failed");
+                    tracing::warn!(error = %self.failed("put", e), "storing a summary failed");
                     Ok(with_warning(written, CACHE_DOWN))
                 }
             };
@@ -164,7 +190,7 @@ impl SummaryService {
         }
         let hashes = req.prefix_hashes();
         let shorter = &hashes[..hashes.len().saturating_sub(1)];
-        if let Ok(Some(prefix)) = self.cache.find_prefix(shorter).await {
+        if let Ok(Some(prefix)) = self.find_prefix(shorter).await {
             // How many messages the matched prefix covers in *this* span.
             if let Some(at) = shorter.iter().position(|h| *h == prefix.prefix_hash) {
                 tracing::debug!(
@@ -202,14 +228,52 @@ impl SummaryService {
             }
             _ => (super::heuristic::write(req, from, prior).await, None),
         };
+        let strategy = req.settings.writer.strategy();
+        self.metrics.summary_written(strategy.as_str());
         let mut w = Written::new(
             content,
-            req.settings.writer.strategy(),
+            strategy,
             req.settings.writer.model().map(|m| m.name.clone()),
             req.key().to_string(),
         );
         w.usage = usage;
         Ok(w)
+    }
+
+    /// The latest summary of the longest of `hashes` the cache holds (see
+    /// [`Cache::find_prefix`]), the lookup counted.
+    pub async fn find_prefix(
+        &self,
+        hashes: &[String],
+    ) -> Result<Option<CachedSummary>, CacheError> {
+        self.looked_up(Lookup::Prefix, self.cache.find_prefix(hashes).await)
+    }
+
+    /// Counts a lookup's hit, miss or error (none without a cache).
+    fn looked_up<T>(
+        &self,
+        lookup: Lookup,
+        result: Result<Option<T>, CacheError>,
+    ) -> Result<Option<T>, CacheError> {
+        let backend = self.cache.backend();
+        match &result {
+            _ if matches!(self.cache, Cache::Off) => {}
+            Ok(found) => self.metrics.cache_lookup(backend, lookup, found.is_some()),
+            Err(_) => {
+                let operation = match lookup {
+                    Lookup::Summary => "get",
+                    Lookup::Prefix => "find_prefix",
+                };
+                self.metrics.cache_error(backend, operation);
+            }
+        }
+        result
+    }
+
+    /// Counts a failed cache call; the error goes on.
+    fn failed(&self, operation: &'static str, e: CacheError) -> CacheError {
+        self.metrics.cache_error(self.cache.backend(), operation);
+        e
     }
 
     /// Runs `work` once per key among concurrent callers; all get its

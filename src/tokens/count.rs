@@ -54,6 +54,16 @@ pub enum Method {
     Chars { chars_per_token: f64 },
 }
 
+impl Method {
+    /// `bpe` or `chars`, as responses and metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Bpe => "bpe",
+            Method::Chars { .. } => "chars",
+        }
+    }
+}
+
 /// A configured counter: one encoding, one method, one calibration.
 #[derive(Clone, Copy)]
 pub struct Counter<'a> {

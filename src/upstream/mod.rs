@@ -16,6 +16,8 @@ use tokio::sync::Semaphore;
 pub use retry::RetryPolicy;
 pub use secret::Secret;
 
+use crate::metrics::Metrics;
+
 /// Which API the upstream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -26,6 +28,16 @@ pub enum Kind {
     OpenAi,
     /// `POST {base}/v1/messages` with `x-api-key` and `anthropic-version`.
     Anthropic,
+}
+
+impl Kind {
+    /// The name the configuration takes, and the metrics' `kind` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::OpenAi => "openai",
+            Kind::Anthropic => "anthropic",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -117,6 +129,20 @@ impl UpstreamError {
         format!("{what}, {retry}")
     }
 
+    /// What failed, as one fixed word (the metrics' `error` label).
+    pub fn label(&self) -> &'static str {
+        match self {
+            UpstreamError::Timeout => "timeout",
+            UpstreamError::Connect(_) => "connect",
+            UpstreamError::Status { status: 429, .. } => "status_429",
+            UpstreamError::Status { status, .. } if *status < 500 => "status_4xx",
+            UpstreamError::Status { .. } => "status_5xx",
+            UpstreamError::Garbage(_) => "garbage",
+            UpstreamError::Empty => "empty",
+            UpstreamError::Refused => "refused",
+        }
+    }
+
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             UpstreamError::Status { retry_after, .. } => *retry_after,
@@ -131,6 +157,7 @@ pub struct Upstream {
     http: reqwest::Client,
     config: Arc<UpstreamConfig>,
     permits: Arc<Semaphore>,
+    metrics: Metrics,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -160,7 +187,13 @@ impl Upstream {
             http,
             config: Arc::new(config),
             permits,
+            metrics: Metrics::default(),
         })
+    }
+
+    /// Records each HTTP request (time, outcome, tokens) into `metrics`.
+    pub fn with_metrics(self, metrics: Metrics) -> Self {
+        Self { metrics, ..self }
     }
 
     pub fn config(&self) -> &UpstreamConfig {
@@ -193,12 +226,23 @@ impl Upstream {
                 elapsed: started.elapsed(),
             };
         };
-        let (result, attempts) = self.config.retry.run(|| self.once(req)).await;
+        let (result, attempts) = self.config.retry.run(|| self.observed(req)).await;
         Called {
             result,
             attempts,
             elapsed: started.elapsed(),
         }
+    }
+
+    /// One attempt, recorded in the metrics however it ends.
+    async fn observed(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
+        let attempt = self.metrics.upstream_attempt(self.config.kind.as_str());
+        let result = self.once(req).await;
+        match &result {
+            Ok(r) => attempt.answered(r.prompt_tokens, r.completion_tokens),
+            Err(e) => attempt.failed(e.label()),
+        }
+        result
     }
 
     async fn once(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
@@ -337,5 +381,18 @@ mod tests {
         assert!(!s(401).is_retryable());
         assert!(UpstreamError::Timeout.is_retryable());
         assert!(!UpstreamError::Garbage("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn metric_labels_name_the_status_class() {
+        let s = |status| UpstreamError::Status {
+            status,
+            retry_after: None,
+            excerpt: "a body the label never carries".into(),
+        };
+        assert_eq!(s(429).label(), "status_429");
+        assert_eq!(s(404).label(), "status_4xx");
+        assert_eq!(s(503).label(), "status_5xx");
+        assert_eq!(UpstreamError::Connect("10.0.0.1".into()).label(), "connect");
     }
 }

@@ -10,7 +10,7 @@ use crate::common::{Reply, get, post, post_raw, thread};
 use crate::stub::{self, Fault};
 
 /// A SQLite file, and PostgreSQL unless the run opted out.
-async fn every_backend(test: &str) -> Vec<String> {
+pub(crate) async fn every_backend(test: &str) -> Vec<String> {
     let mut urls = vec![temp_sqlite()];
     urls.extend(crate::live::fresh_database(test).await);
     urls
@@ -23,7 +23,7 @@ fn temp_sqlite() -> String {
     format!("sqlite://{}?mode=rwc", dir.join("cache.sqlite3").display())
 }
 
-async fn app_on(url: &str, upstream: Option<&str>) -> axum::Router {
+pub(crate) async fn app_on(url: &str, upstream: Option<&str>) -> axum::Router {
     let config = condense::Config {
         database_url: Some(url.to_string()),
         upstream_url: upstream.map(str::to_string),

@@ -16,7 +16,10 @@ mod limits;
 #[path = "../support/live.rs"]
 mod live;
 mod llm_e2e;
+mod metrics;
 mod playground;
+#[path = "../support/prometheus.rs"]
+mod prometheus;
 mod properties;
 mod stub;
 mod tokens;

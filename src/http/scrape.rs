@@ -1,0 +1,26 @@
+//! `GET /metrics`: the Prometheus exposition of this process's metrics.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::metrics::Format;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/metrics", get(scrape))
+}
+
+/// OpenMetrics when the scraper asks for it (Prometheus does), else the
+/// classic text format.
+async fn scrape(State(app): State<AppState>, headers: HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::negotiate(accept);
+    (
+        [(header::CONTENT_TYPE, format.content_type())],
+        app.metrics.render(format),
+    )
+        .into_response()
+}
