@@ -2389,7 +2389,8 @@ fn every_route() -> Vec<Request<Body>> {
 }
 
 fn is_probe(req: &Request<Body>) -> bool {
-    matches!(req.uri().path(), "/healthz" | "/readyz")
+    // /metrics is open by default (CONDENSE_METRICS_REQUIRE_KEY), never limited.
+    matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics")
 }
 
 const KEY: &str = "openapi-key-0123456789abcdef";
