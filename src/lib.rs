@@ -7,14 +7,18 @@
 //! - [`tokens`]: encodings, the model registry, counting a thread;
 //! - [`policy`]: profiles and the summarize verdict;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
-//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
+//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring;
+//! - [`cli`] and [`healthcheck`]: the command line, and the self-check a
+//!   container's `HEALTHCHECK` runs (the runtime image has no curl).
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 
 pub mod cache;
+pub mod cli;
 pub mod compress;
 pub mod config;
 pub mod error;
+pub mod healthcheck;
 pub mod http;
 pub mod policy;
 pub mod proxy;
