@@ -12,8 +12,14 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== Python clients: the official SDKs (tests/proxy_sdk.rs) and selenium (tests/playground.rs)"
-python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt -r tests/browser/requirements.txt
+echo "== Python clients: the official SDKs (tests/proxy_sdk.rs) and selenium (tests/playground.rs); hadolint"
+python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt -r tests/browser/requirements.txt \
+  -r tests/lint/requirements.txt
+
+echo "== hadolint Dockerfile"
+# The wheel puts the binary in Python's scripts directory, which may not be on PATH.
+hadolint="$(command -v hadolint || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/hadolint")"
+"$hadolint" Dockerfile
 
 echo "== cargo build --tests"
 cargo test --all-targets --locked --no-run

@@ -9,6 +9,13 @@
 # 127.0.0.1 only, a free port, fsync off. It is stopped and deleted when the
 # command ends, however it ends, and the command's exit status is returned.
 #
+# The server also speaks TLS (ssl=on), as hosted databases do: a CA and a
+# server certificate for 127.0.0.1 and localhost are made on the spot with
+# openssl, and CONDENSE_TEST_PG_TLS_ROOT names the CA's certificate, for
+# `?sslmode=verify-full&sslrootcert=$CONDENSE_TEST_PG_TLS_ROOT`. Plain
+# connections are still accepted. Without openssl the server is plain and
+# CONDENSE_TEST_PG_TLS_ROOT is unset (the TLS tests then say how to fix it).
+#
 # Server binaries: $PG_BINDIR if set, else the newest /usr/lib/postgresql/*/bin
 # (Debian/Ubuntu), else `pg_config --bindir`, else initdb/pg_ctl on PATH. If
 # none is found, installs Debian's `postgresql` package with apt-get (needs
@@ -109,6 +116,35 @@ as_server "$BINDIR/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C --
   exit 1
 }
 
+# A CA and a server certificate signed by it, both for this run only.
+make_tls() {
+  local dir="$TMP/tls"
+  mkdir -p "$dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=condense test CA" \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" &&
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout "$dir/server.key" -out "$dir/server.csr" &&
+    printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+      "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=serverAuth" >"$dir/server.ext" &&
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" \
+      -CAcreateserial -days 2 -extfile "$dir/server.ext" -out "$dir/server.pem"
+}
+
+TLS_OPTS=""
+if ! command -v openssl >/dev/null 2>&1; then
+  say "openssl not found: the server is plain, and the TLS tests will fail (apt-get install openssl)"
+elif make_tls >"$TMP/tls.log" 2>&1 </dev/null; then
+  # PostgreSQL insists that its key is its own and private.
+  [ "$RUN_USER" = "$(id -un)" ] || chown -R "$RUN_USER" "$TMP/tls"
+  chmod 0600 "$TMP/tls/server.key"
+  TLS_OPTS="-c ssl=on -c ssl_cert_file=$TMP/tls/server.pem -c ssl_key_file=$TMP/tls/server.key"
+else
+  cat "$TMP/tls.log" >&2
+  say "making the TLS certificates failed: the server is plain"
+fi
+
 free_port() {
   if command -v python3 >/dev/null 2>&1; then
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -121,7 +157,7 @@ free_port() {
 for attempt in 1 2 3 4 5; do
   PORT="$(free_port)"
   if as_server "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 -o \
-    "-c listen_addresses=127.0.0.1 -p $PORT -k $TMP -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+    "-c listen_addresses=127.0.0.1 -p $PORT -k $TMP -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off $TLS_OPTS" \
     start >/dev/null 2>&1 </dev/null; then
     STARTED=1
     break
@@ -135,7 +171,12 @@ if [ "$STARTED" -ne 1 ]; then
 fi
 
 export DATABASE_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
-say "PostgreSQL $("$BINDIR/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT (data in $TMP)"
+TLS_NOTE="plain only"
+if [ -n "$TLS_OPTS" ]; then
+  export CONDENSE_TEST_PG_TLS_ROOT="$TMP/tls/ca.pem"
+  TLS_NOTE="TLS with root $CONDENSE_TEST_PG_TLS_ROOT"
+fi
+say "PostgreSQL $("$BINDIR/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT, $TLS_NOTE (data in $TMP)"
 
 # The command runs in the background so that a signal to this script (CI
 # cancelling, `timeout`, Ctrl-C) is handled at once: it is passed on to the

@@ -9,15 +9,19 @@
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
 //! - [`guard`]: API keys, the rate limit, the concurrency limit, CORS origins;
 //! - [`metrics`]: the Prometheus registry every layer records into;
-//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
+//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring;
+//! - [`cli`] and [`healthcheck`]: the command line, and the self-check a
+//!   container's `HEALTHCHECK` runs (the runtime image has no curl).
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 
 pub mod cache;
+pub mod cli;
 pub mod compress;
 pub mod config;
 pub mod error;
 pub mod guard;
+pub mod healthcheck;
 pub mod http;
 pub mod metrics;
 pub mod policy;

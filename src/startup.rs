@@ -21,6 +21,7 @@ impl Application {
         let state = AppState::connect(config).await?;
         let cache = state.summarizer.cache().clone();
         if !matches!(cache, crate::cache::Cache::Off) {
+            tokio::spawn(report_cache(cache.clone()));
             let o = state.config.cache_options();
             crate::cache::spawn_pruner(
                 cache,
@@ -58,6 +59,24 @@ impl Application {
         axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await
+    }
+}
+
+/// Says in the log, once at start-up, whether the summary cache's database
+/// answers, and if not, why. The service starts either way (the cache is an
+/// optimisation), but an operator must not find out from latency graphs that
+/// a database refusing the TLS settings left every replica uncached. The
+/// error names the cause, never the URL's password (see `cache::error`).
+async fn report_cache(cache: crate::cache::Cache) {
+    let backend = cache.backend();
+    match cache.check().await {
+        Ok(()) => tracing::info!(backend, "summary cache reachable at start-up"),
+        Err(error) => tracing::warn!(
+            backend,
+            %error,
+            "summary cache unreachable at start-up: requests are answered uncached, and \
+             /readyz reports `cache: down`, until it answers"
+        ),
     }
 }
 

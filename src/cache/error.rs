@@ -45,6 +45,11 @@ impl From<sqlx::Error> for CacheError {
             }
             E::PoolClosed => CacheError::Unavailable("connection pool closed".into()),
             E::WorkerCrashed => CacheError::Unavailable("database worker crashed".into()),
+            // rustls reports a refused certificate through the I/O error of
+            // the handshake; say it is TLS, the part an operator must fix.
+            E::Io(e) if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
+                CacheError::Unavailable(format!("tls error: {e}"))
+            }
             E::Io(e) => CacheError::Unavailable(format!("i/o error: {e}")),
             E::Tls(e) => CacheError::Unavailable(format!("tls error: {e}")),
             E::Protocol(e) => CacheError::Unavailable(format!("protocol error: {e}")),

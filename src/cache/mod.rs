@@ -222,7 +222,12 @@ impl Cache {
                 )));
             }
         };
-        tracing::info!(backend = cache.backend(), url = %redact_url(trimmed), "summary cache configured");
+        // The TLS mode in force, also when the URL names none (`prefer`).
+        let tls = match &cache {
+            Cache::Postgres(c) => c.tls_mode(),
+            _ => "none",
+        };
+        tracing::info!(backend = cache.backend(), url = %redact_url(trimmed), tls, "summary cache configured");
         Ok(cache)
     }
 
@@ -281,6 +286,19 @@ impl Cache {
 
     pub async fn ping(&self) -> Result<(), CacheError> {
         dispatch!(self, Ok(()), c => c.ping())
+    }
+
+    /// Reaches the database once and brings the schema up to date, for the
+    /// start-up report. On PostgreSQL it opens a connection of its own: the
+    /// pool reports a server it cannot reach only as a timeout, while this
+    /// says why (connection refused, TLS not offered, certificate not
+    /// trusted). Bounded like every other call.
+    pub async fn check(&self) -> Result<(), CacheError> {
+        match self {
+            Cache::Postgres(c) => c.check().await,
+            Cache::Sqlite(c) => c.ping().await,
+            Cache::Off => Ok(()),
+        }
     }
 
     pub async fn migrate(&self) -> Result<(), CacheError> {

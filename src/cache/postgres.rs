@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgSslMode};
+use sqlx::{ConnectOptions, Connection};
 use tokio::sync::OnceCell;
 
 use super::error::bounded;
@@ -90,6 +91,30 @@ impl PgCache {
 
     pub fn options(&self) -> &CacheOptions {
         &self.opts
+    }
+
+    /// The `sslmode` in force: `prefer` (the default) encrypts when the
+    /// server offers TLS; `require` insists; `verify-ca`/`verify-full` also
+    /// check the certificate (against `sslrootcert`, else the public roots).
+    pub fn tls_mode(&self) -> &'static str {
+        match self.pool.connect_options().get_ssl_mode() {
+            PgSslMode::Disable => "disable",
+            PgSslMode::Allow => "allow",
+            PgSslMode::Prefer => "prefer",
+            PgSslMode::Require => "require",
+            PgSslMode::VerifyCa => "verify-ca",
+            PgSslMode::VerifyFull => "verify-full",
+        }
+    }
+
+    /// See [`Cache::check`](super::Cache::check).
+    pub async fn check(&self) -> Result<(), CacheError> {
+        bounded(self.opts.call_timeout(), async {
+            let conn = self.pool.connect_options().connect().await?;
+            let _ = conn.close().await;
+            self.ready().await
+        })
+        .await
     }
 
     /// Closes the pool's connections; later calls fail with `Unavailable`.

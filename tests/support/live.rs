@@ -38,6 +38,23 @@ pub fn postgres(test: &str) -> Option<String> {
     }
 }
 
+/// The CA certificate (PEM file) of the `DATABASE_URL` server's TLS
+/// certificate, from `CONDENSE_TEST_PG_TLS_ROOT`, or `None` when the run
+/// opted out. Panics with instructions when it is missing.
+pub fn postgres_tls_root(test: &str) -> Option<String> {
+    match std::env::var("CONDENSE_TEST_PG_TLS_ROOT") {
+        Ok(path) if std::path::Path::new(&path).is_file() => Some(path),
+        _ if skipping(test, "PostgreSQL with TLS") => None,
+        found => panic!(
+            "{test} needs PostgreSQL with TLS: CONDENSE_TEST_PG_TLS_ROOT must name the PEM file \
+             of the CA that signed the DATABASE_URL server's certificate (it is {found:?}); \
+             `./scripts/test.sh` (or `scripts/with-postgres.sh cargo test`) starts a throwaway \
+             server with ssl=on and sets both, which needs `openssl` (apt-get install openssl); \
+             {SKIP_LIVE}=1 skips such tests"
+        ),
+    }
+}
+
 /// Base URL of the local OpenAI-compatible LLM (`…/v1`), or `None` when the
 /// run opted out. Panics with instructions when it is missing.
 pub fn llm(test: &str) -> Option<String> {
