@@ -20,6 +20,10 @@ pub enum ApiError {
     MalformedJson(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// A `Content-Encoding` other than `identity`: answered with
+    /// `Accept-Encoding: identity` (RFC 7694).
+    #[error("{0}")]
+    UnsupportedEncoding(String),
     #[error("the body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
     /// Within the byte limit, but more JSON objects and arrays than a
@@ -94,7 +98,9 @@ impl ApiError {
     pub fn status_code(&self) -> StatusCode {
         match self {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
@@ -113,7 +119,7 @@ impl ApiError {
     fn slug_and_title(&self) -> (&'static str, &'static str) {
         match self {
             ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
-            ApiError::UnsupportedMediaType(_) => {
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
             ApiError::PayloadTooLarge { .. } | ApiError::TooManyNodes(_) => {
@@ -153,8 +159,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status_code();
         let (slug, title) = self.slug_and_title();
+        let identity_only = matches!(self, ApiError::UnsupportedEncoding(_));
         let (detail, errors, cause) = match self {
             ApiError::Invalid(errors) => {
+                // However many problems the body holds, the answer stays small.
+                let errors = crate::thread::cap(errors);
                 let detail = match errors.as_slice() {
                     [one] => format!("{}: {}", one.pointer, one.message),
                     many => format!("{} problems in the request; see `errors`", many.len()),
@@ -181,6 +190,12 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if identity_only {
+            res.headers_mut().insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+        }
         if let Some(cause) = cause {
             res.extensions_mut().insert(InternalCause(cause));
         }

@@ -2,13 +2,16 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
+use std::time::Duration;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use axum::routing::post;
 
+use super::extract::RawBody;
 use crate::error::{ApiError, Result};
 use crate::proxy::{Forwarded, Provider, Report, hop_by_hop};
 use crate::state::AppState;
@@ -24,16 +27,30 @@ pub fn router() -> Router<AppState> {
         .route("/v1/messages", post(anthropic))
 }
 
-async fn openai(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> Result<Response> {
+async fn openai(State(app): State<AppState>, req: Request) -> Result<Response> {
+    let (headers, body) = read(&app, req).await?;
     proxy(app, Provider::OpenAi, headers, body).await
 }
 
-async fn anthropic(
-    State(app): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response> {
+async fn anthropic(State(app): State<AppState>, req: Request) -> Result<Response> {
+    let (headers, body) = read(&app, req).await?;
     proxy(app, Provider::Anthropic, headers, body).await
+}
+
+/// The request's headers and body. The provider's answer may stream for as
+/// long as it streams (these routes have no request time limit), but the
+/// caller's body must arrive within it: a client that stops sending would
+/// otherwise hold its connection forever.
+async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
+    let headers = req.headers().clone();
+    let secs = app.config.request_timeout;
+    let body = tokio::time::timeout(
+        Duration::from_secs(secs.max(1)),
+        RawBody::from_request(req, app),
+    )
+    .await
+    .map_err(|_| ApiError::Timeout(secs))??;
+    Ok((headers, body.0))
 }
 
 async fn proxy(

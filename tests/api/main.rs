@@ -8,6 +8,7 @@ mod compress_props;
 mod designs;
 mod designs_compress;
 mod golden;
+mod hostile;
 mod iterations;
 // Not every live part is needed here (the browser is tests/playground.rs's).
 #[allow(dead_code)]
