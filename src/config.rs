@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 
 use crate::cache::CacheOptions;
+use crate::serve::ServeOptions;
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -57,6 +58,14 @@ pub mod defaults {
     pub const DB_ACQUIRE_TIMEOUT_MS: u64 = 500;
     /// A stream that sends nothing for this long is cut; a healthy one never is.
     pub const PROXY_IDLE_TIMEOUT_SECS: u64 = 300;
+    /// hyper's own default for reading a request head.
+    pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
+    /// Longer than the 60 s idle timeout of common load balancers, so that
+    /// they, not condense, close a kept-alive connection first (nginx: 75 s).
+    pub const IDLE_TIMEOUT_SECS: u64 = 75;
+    /// Each may also hold a proxied provider connection: 1024 connections
+    /// fit in 2,304 open files (see `serve::connection_budget`).
+    pub const MAX_CONNECTIONS: usize = 1024;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -95,8 +104,10 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_LOG_FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT)]
     pub log_format: LogFormat,
 
-    /// Base URL of the upstream LLM that writes `llm` summaries (unset: heuristic only).
-    #[arg(long, env = "CONDENSE_UPSTREAM_URL")]
+    /// Base URL of the upstream LLM that writes `llm` summaries (unset:
+    /// heuristic only). Credentials in it (`https://user:pass@host`) are sent
+    /// as Basic auth and never shown.
+    #[arg(long, env = "CONDENSE_UPSTREAM_URL", hide_env_values = true)]
     pub upstream_url: Option<String>,
 
     /// API the upstream speaks.
@@ -177,12 +188,12 @@ pub struct Config {
 
     /// Proxy `POST /v1/chat/completions` to this OpenAI-compatible base URL
     /// (e.g. `https://api.openai.com/v1`); unset: the route is off.
-    #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL")]
+    #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL", hide_env_values = true)]
     pub proxy_openai_url: Option<String>,
 
     /// Proxy `POST /v1/messages` to this Anthropic base URL (e.g.
     /// `https://api.anthropic.com`); unset: the route is off.
-    #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL")]
+    #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL", hide_env_values = true)]
     pub proxy_anthropic_url: Option<String>,
 
     /// Provider API key sent when a proxied request carries none; never logged.
@@ -197,6 +208,22 @@ pub struct Config {
     /// Seconds a proxied response may send nothing before it is cut.
     #[arg(long, env = "CONDENSE_PROXY_IDLE_TIMEOUT", default_value_t = defaults::PROXY_IDLE_TIMEOUT_SECS)]
     pub proxy_idle_timeout: u64,
+
+    /// Seconds a client has to send a request's headers (from the
+    /// connection's start, or from the first byte of a later request);
+    /// slower connections are closed.
+    #[arg(long, env = "CONDENSE_HEADER_READ_TIMEOUT_SECS", default_value_t = defaults::HEADER_READ_TIMEOUT_SECS)]
+    pub header_read_timeout_secs: u64,
+
+    /// Seconds a kept-alive connection may idle between requests, and a
+    /// response may wait for its client to read it, before the connection is closed.
+    #[arg(long, env = "CONDENSE_IDLE_TIMEOUT_SECS", default_value_t = defaults::IDLE_TIMEOUT_SECS)]
+    pub idle_timeout_secs: u64,
+
+    /// Most client connections open at once; more wait to be accepted.
+    /// Lowered at start-up if the open-files limit cannot hold them.
+    #[arg(long, env = "CONDENSE_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -233,6 +260,9 @@ impl Default for Config {
             proxy_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
             proxy_shadow: false,
             proxy_idle_timeout: defaults::PROXY_IDLE_TIMEOUT_SECS,
+            header_read_timeout_secs: defaults::HEADER_READ_TIMEOUT_SECS,
+            idle_timeout_secs: defaults::IDLE_TIMEOUT_SECS,
+            max_connections: defaults::MAX_CONNECTIONS,
         }
     }
 }
@@ -259,6 +289,16 @@ impl Config {
             ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
             max_rows: self.cache_max_rows,
             claim_lease: Duration::from_secs(self.cache_claim_lease_secs),
+        }
+    }
+
+    /// How connections are served (the connection cap not yet fitted to
+    /// the open-files limit: see [`crate::serve::connection_budget`]).
+    pub fn serve_options(&self) -> ServeOptions {
+        ServeOptions {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
+            max_connections: self.max_connections.max(1),
         }
     }
 

@@ -7,7 +7,8 @@
 //! - [`tokens`]: encodings, the model registry, counting a thread;
 //! - [`policy`]: profiles and the summarize verdict;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
-//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring.
+//! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
+//!   [`serve`] accepts connections (a cap, timeouts for slow clients).
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 
@@ -18,6 +19,7 @@ pub mod error;
 pub mod http;
 pub mod policy;
 pub mod proxy;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod summarize;
