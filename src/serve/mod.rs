@@ -46,7 +46,8 @@ pub async fn serve(
     options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let max = options.max_connections.max(1);
+    // `acquire_many` counts in u32.
+    let max = options.max_connections.clamp(1, u32::MAX as usize >> 3);
     let slots = Arc::new(Semaphore::new(max));
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
