@@ -35,7 +35,8 @@ pub async fn screen_request_id(mut req: Request, next: Next) -> axum::response::
     next.run(req).await
 }
 
-/// 1 to [`MAX_REQUEST_ID`] bytes of visible ASCII, without quotes or backslashes.
+/// 1 to [`MAX_REQUEST_ID`] bytes of visible ASCII, without quotes, backslashes
+/// or backticks (the characters that end or escape a quoted log field).
 pub fn acceptable_request_id(id: &[u8]) -> bool {
     (1..=MAX_REQUEST_ID).contains(&id.len())
         && id
