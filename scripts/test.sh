@@ -12,9 +12,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== Python clients: the official SDKs (tests/proxy_sdk.rs) and selenium (tests/playground.rs); hadolint"
-python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt -r tests/browser/requirements.txt \
-  -r tests/lint/requirements.txt
+echo "== Python clients: the official SDKs (tests/proxy_sdk.rs), selenium (tests/playground.rs), schemathesis (tests/schemathesis.rs); hadolint"
+python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt \
+  -r tests/browser/requirements.txt -r tests/schemathesis/requirements.txt -r tests/lint/requirements.txt
 
 echo "== hadolint Dockerfile"
 # The wheel puts the binary in Python's scripts directory, which may not be on PATH.

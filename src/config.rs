@@ -12,6 +12,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::cache::CacheOptions;
 use crate::guard::AccessConfig;
+use crate::serve::ServeOptions;
 use crate::thread::Limits;
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
@@ -77,6 +78,14 @@ pub mod defaults {
     /// peak RSS by 214 MB), the worst body the node limit lets through
     /// about 130 MB; 16 of them are ~1 GB, ~2 GB at worst.
     pub const MAX_CONCURRENCY: usize = 16;
+    /// hyper's own default for reading a request head.
+    pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
+    /// Longer than the 60 s idle timeout of common load balancers, so that
+    /// they, not condense, close a kept-alive connection first (nginx: 75 s).
+    pub const IDLE_TIMEOUT_SECS: u64 = 75;
+    /// Each may also hold a proxied provider connection: 1024 connections
+    /// fit in 2,304 open files (see `serve::connection_budget`).
+    pub const MAX_CONNECTIONS: usize = 1024;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -115,8 +124,10 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_LOG_FORMAT", value_enum, default_value_t = defaults::LOG_FORMAT)]
     pub log_format: LogFormat,
 
-    /// Base URL of the upstream LLM that writes `llm` summaries (unset: heuristic only).
-    #[arg(long, env = "CONDENSE_UPSTREAM_URL")]
+    /// Base URL of the upstream LLM that writes `llm` summaries (unset:
+    /// heuristic only). Credentials in it (`https://user:pass@host`) are sent
+    /// as Basic auth and never shown.
+    #[arg(long, env = "CONDENSE_UPSTREAM_URL", hide_env_values = true)]
     pub upstream_url: Option<String>,
 
     /// API the upstream speaks.
@@ -197,12 +208,12 @@ pub struct Config {
 
     /// Proxy `POST /v1/chat/completions` to this OpenAI-compatible base URL
     /// (e.g. `https://api.openai.com/v1`); unset: the route is off.
-    #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL")]
+    #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL", hide_env_values = true)]
     pub proxy_openai_url: Option<String>,
 
     /// Proxy `POST /v1/messages` to this Anthropic base URL (e.g.
     /// `https://api.anthropic.com`); unset: the route is off.
-    #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL")]
+    #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL", hide_env_values = true)]
     pub proxy_anthropic_url: Option<String>,
 
     /// Provider API key sent when a proxied request carries none; never logged.
@@ -266,6 +277,21 @@ pub struct Config {
     /// Requests at work at once; the next gets 503 `overloaded` at once; 0: no limit.
     #[arg(long, env = "CONDENSE_MAX_CONCURRENCY", default_value_t = defaults::MAX_CONCURRENCY)]
     pub max_concurrency: usize,
+    /// Seconds a client has to send a request's headers (from the
+    /// connection's start, or from the first byte of a later request);
+    /// slower connections are closed.
+    #[arg(long, env = "CONDENSE_HEADER_READ_TIMEOUT_SECS", default_value_t = defaults::HEADER_READ_TIMEOUT_SECS)]
+    pub header_read_timeout_secs: u64,
+
+    /// Seconds a kept-alive connection may idle between requests, and a
+    /// response may wait for its client to read it, before the connection is closed.
+    #[arg(long, env = "CONDENSE_IDLE_TIMEOUT_SECS", default_value_t = defaults::IDLE_TIMEOUT_SECS)]
+    pub idle_timeout_secs: u64,
+
+    /// Most client connections open at once; more wait to be accepted.
+    /// Lowered at start-up if the open-files limit cannot hold them.
+    #[arg(long, env = "CONDENSE_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS)]
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -312,6 +338,9 @@ impl Default for Config {
             max_messages: defaults::MAX_MESSAGES,
             max_total_chars: defaults::MAX_TOTAL_CHARS,
             max_concurrency: defaults::MAX_CONCURRENCY,
+            header_read_timeout_secs: defaults::HEADER_READ_TIMEOUT_SECS,
+            idle_timeout_secs: defaults::IDLE_TIMEOUT_SECS,
+            max_connections: defaults::MAX_CONNECTIONS,
         }
     }
 }
@@ -355,6 +384,16 @@ impl Config {
         Limits {
             max_messages: self.max_messages,
             max_chars: self.max_total_chars,
+        }
+    }
+
+    /// How connections are served (the connection cap not yet fitted to
+    /// the open-files limit: see [`crate::serve::connection_budget`]).
+    pub fn serve_options(&self) -> ServeOptions {
+        ServeOptions {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
+            max_connections: self.max_connections.max(1),
         }
     }
 

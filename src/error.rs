@@ -34,6 +34,10 @@ pub enum ApiError {
     MalformedJson(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// A `Content-Encoding` other than `identity`: answered with
+    /// `Accept-Encoding: identity` (RFC 7694).
+    #[error("{0}")]
+    UnsupportedEncoding(String),
     #[error("the body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
     /// Within the byte limit, but more JSON objects and arrays than a
@@ -133,7 +137,9 @@ impl ApiError {
     pub fn status_code(&self) -> StatusCode {
         match self {
             ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
             ApiError::PayloadTooLarge { .. }
             | ApiError::TooManyNodes(_)
             | ApiError::ThreadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -171,12 +177,18 @@ impl ApiError {
                 HeaderValue::from_static(r#"Bearer realm="condense""#),
             );
         }
+        if let ApiError::UnsupportedEncoding(_) = self {
+            h.insert(
+                header::ACCEPT_ENCODING,
+                HeaderValue::from_static("identity"),
+            );
+        }
     }
 
     fn slug_and_title(&self) -> (&'static str, &'static str) {
         match self {
             ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
-            ApiError::UnsupportedMediaType(_) => {
+            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
                 ("unsupported-media-type", "Unsupported media type")
             }
             ApiError::PayloadTooLarge { .. }
@@ -240,6 +252,8 @@ impl IntoResponse for ApiError {
         self.headers(&mut extra);
         let (detail, errors, cause) = match self {
             ApiError::Invalid(errors) => {
+                // However many problems the body holds, the answer stays small.
+                let errors = crate::thread::cap(errors);
                 let detail = match errors.as_slice() {
                     [one] => format!("{}: {}", one.pointer, one.message),
                     many => format!("{} problems in the request; see `errors`", many.len()),

@@ -9,7 +9,8 @@
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
 //! - [`guard`]: API keys, the rate limit, the concurrency limit, CORS origins;
 //! - [`metrics`]: the Prometheus registry every layer records into;
-//! - [`config`], [`telemetry`], [`state`], [`startup`]: wiring;
+//! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
+//!   [`serve`] accepts connections (a cap, timeouts for slow clients);
 //! - [`cli`] and [`healthcheck`]: the command line, and the self-check a
 //!   container's `HEALTHCHECK` runs (the runtime image has no curl).
 //!
@@ -26,6 +27,7 @@ pub mod http;
 pub mod metrics;
 pub mod policy;
 pub mod proxy;
+pub mod serve;
 pub mod startup;
 pub mod state;
 pub mod summarize;

@@ -6,6 +6,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::serve::{ServeOptions, connection_budget, serve};
 use crate::state::AppState;
 
 /// A bound listener and the router it serves. Tests build it with port 0
@@ -13,11 +14,23 @@ use crate::state::AppState;
 pub struct Application {
     listener: TcpListener,
     router: axum::Router,
+    serve: ServeOptions,
 }
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let listen = config.listen;
+        let serve = ServeOptions {
+            max_connections: connection_budget(config.max_connections),
+            ..config.serve_options()
+        };
+        if let Some(url) = config
+            .upstream_url
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            tracing::info!(url = %crate::upstream::redact_userinfo(url), "upstream LLM configured");
+        }
         let state = AppState::connect(config).await?;
         let cache = state.summarizer.cache().clone();
         if !matches!(cache, crate::cache::Cache::Off) {
@@ -41,6 +54,7 @@ impl Application {
         Ok(Self {
             listener,
             router: crate::http::router(state),
+            serve,
         })
     }
 
@@ -52,13 +66,12 @@ impl Application {
 
     /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        // The peer address is the rate limit's bucket when there are no keys.
-        let app = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown_signal())
-            .await
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `stop` completes, then lets in-flight requests finish.
+    pub async fn run_until(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
+        serve(self.listener, self.router, self.serve, stop).await
     }
 }
 

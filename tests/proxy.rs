@@ -375,3 +375,51 @@ async fn forwarded_requests_are_counted_by_provider_and_status() {
     // The provider's 429 is relayed, not a problem of condense's own.
     assert_eq!(s.matching("condense_problems_total", &[]).count(), 0);
 }
+
+/// A provider that redirects every request to `target` (same path).
+async fn redirecting_provider(target: &str) -> String {
+    let target = target.to_string();
+    let app = Router::new().fallback(move |uri: axum::http::Uri| {
+        let target = target.clone();
+        async move {
+            (
+                StatusCode::TEMPORARY_REDIRECT,
+                [("location", format!("{target}{}", uri.path()))],
+            )
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
+#[tokio::test]
+async fn a_provider_redirect_goes_back_to_the_caller_and_the_keys_stay_home() {
+    let (elsewhere, seen) = provider(StatusCode::OK).await;
+    let redirect = redirecting_provider(&elsewhere).await;
+    let app = condense(condense::Config {
+        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
+        ..with_provider(&redirect)
+    });
+    let anthropic =
+        json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]});
+    for (path, headers, body) in [
+        ("/v1/messages", vec![], &anthropic),
+        ("/v1/messages", vec![("x-api-key", "sk-client")], &anthropic),
+        (
+            "/v1/chat/completions",
+            vec![],
+            &json!({"messages": chat(2)}),
+        ),
+    ] {
+        let r = send(&app, path, &headers, body).await;
+        assert_eq!(r.status, StatusCode::TEMPORARY_REDIRECT, "{path}");
+        let location = r.headers["location"].to_str().unwrap();
+        assert!(location.starts_with(&elsewhere), "{location}");
+    }
+    assert!(
+        seen.0.lock().unwrap().is_empty(),
+        "the redirect target got a request (with its credentials)"
+    );
+}

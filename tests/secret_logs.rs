@@ -1,6 +1,7 @@
-//! The upstream's API key never reaches the logs, even when the upstream
-//! echoes it back in an error body; nor do condense's own API keys, right
-//! or wrong, in logs, answers, errors or the configuration's Debug.
+//! The upstream's credentials (its API key, and a user and password in its
+//! URL) never reach the logs, even when the upstream echoes them back in an
+//! error body, nor `--help`; nor do condense's own API keys, right or wrong,
+//! in logs, answers, errors or the configuration's Debug.
 //!
 //! A binary of its own with a global subscriber: a thread-local one
 //! (`set_default`) misses events whose callsite another test thread
@@ -21,6 +22,9 @@ use tower::ServiceExt;
 use stub::Fault;
 
 const KEY: &str = "sk-test-SECRET-4242";
+const PASSWORD: &str = "hunter2-SECRET";
+/// base64("bob:hunter2-SECRET"): what reqwest sends for that userinfo.
+const BASIC: &str = "Ym9iOmh1bnRlcjItU0VDUkVU";
 
 #[derive(Clone, Default)]
 struct Buf(Arc<Mutex<Vec<u8>>>);
@@ -63,12 +67,25 @@ impl Buf {
 async fn the_api_key_never_reaches_the_logs() {
     let buf = logs();
 
-    for fault in [Fault::EchoKey, Fault::ServerError] {
+    for (fault, userinfo) in [
+        (Fault::EchoKey, false),
+        (Fault::ServerError, false),
+        (Fault::EchoKey, true),
+    ] {
         let s = stub::start(fault, false).await;
+        let (url, key) = if userinfo {
+            // No key: the stub echoes the Basic token of the userinfo.
+            (
+                s.url.replace("http://", &format!("http://bob:{PASSWORD}@")),
+                "",
+            )
+        } else {
+            (s.url.clone(), KEY)
+        };
         let app = condense::http::router(
             condense::AppState::new(condense::Config {
-                upstream_url: Some(s.url.clone()),
-                upstream_api_key: condense::upstream::Secret::new(KEY),
+                upstream_url: Some(url),
+                upstream_api_key: condense::upstream::Secret::new(key),
                 upstream_model: "stub-model".into(),
                 upstream_timeout: 30,
                 upstream_retry_budget: 300,
@@ -90,7 +107,12 @@ async fn the_api_key_never_reaches_the_logs() {
         let bytes = res.into_body().collect().await.unwrap().to_bytes();
         let text = String::from_utf8_lossy(&bytes);
         assert!(text.contains("\"degraded\":true"), "{fault:?}: {text}");
-        assert!(!text.contains(KEY), "the API key is in the answer: {text}");
+        for secret in [KEY, PASSWORD, BASIC] {
+            assert!(
+                !text.contains(secret),
+                "`{secret}` is in the answer: {text}"
+            );
+        }
     }
     let logs = buf.text();
     assert!(
@@ -101,7 +123,41 @@ async fn the_api_key_never_reaches_the_logs() {
         logs.contains("[redacted]"),
         "the echoed key was scrubbed, not dropped: {logs}"
     );
-    assert!(!logs.contains(KEY), "the API key is in the logs");
+    for secret in [KEY, PASSWORD, BASIC] {
+        assert!(!logs.contains(secret), "`{secret}` is in the logs: {logs}");
+    }
+}
+
+#[test]
+fn help_shows_no_configured_secret() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_condense"))
+        .arg("--help")
+        .env(
+            "CONDENSE_UPSTREAM_URL",
+            format!("http://bob:{PASSWORD}@llm.internal/v1"),
+        )
+        .env("CONDENSE_UPSTREAM_API_KEY", KEY)
+        .env(
+            "CONDENSE_PROXY_OPENAI_URL",
+            format!("https://bob:{PASSWORD}@a.internal/v1"),
+        )
+        .env(
+            "CONDENSE_PROXY_ANTHROPIC_URL",
+            format!("https://bob:{PASSWORD}@b.internal"),
+        )
+        .env("CONDENSE_PROXY_API_KEY", KEY)
+        .env(
+            "CONDENSE_DATABASE_URL",
+            format!("postgres://bob:{PASSWORD}@db/condense"),
+        )
+        .output()
+        .expect("the binary runs");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("CONDENSE_UPSTREAM_URL"), "{help}");
+    for secret in [KEY, PASSWORD, "bob"] {
+        assert!(!help.contains(secret), "`{secret}` in --help:\n{help}");
+    }
 }
 
 /// Condense's own keys: one from the environment, one from the file, and

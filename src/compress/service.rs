@@ -154,7 +154,8 @@ impl Compressor {
             .map_err(Error::ModelNotAllowed)?;
         if let (None, Some(m)) = (&model, requested) {
             warnings.push(format!(
-                "`summarizer.model` ({m}) is ignored: no upstream LLM is configured"
+                "`summarizer.model` ({}) is ignored: no upstream LLM is configured",
+                crate::thread::echo(m)
             ));
         }
         Ok(Setup {

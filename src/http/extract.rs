@@ -1,17 +1,19 @@
-//! The JSON body extractor: its rejections are [`ApiError`]s with a pointer.
+//! The body extractors: their rejections are [`ApiError`]s with a pointer.
 //!
 //! axum's `Json` reports a type error as text with a dotted path; we parse in
 //! two steps (syntax, then shape via `serde_path_to_error`) so a malformed body
-//! is a 400 and a wrong field is a 422 naming `/the/field`.
+//! is a 400 and a wrong field is a 422 naming `/the/field`. Whatever of the
+//! body an error quotes (a key, serde's `unknown variant`) is cut to a short
+//! prefix ([`echo`]).
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
-use crate::thread::too_many_nodes;
+use crate::thread::{clip_quoted, echo, too_many_nodes};
 
 pub struct ApiJson<T>(pub T);
 
@@ -24,14 +26,7 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         check_content_type(&req)?;
-        let limit_hint = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge { limit: limit_hint }
-            } else {
-                ApiError::MalformedJson(format!("the body could not be read: {rejection}"))
-            }
-        })?;
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
         // Bounded before parsing: a parsed node costs far more than its bytes.
         if let Some(why) = too_many_nodes(&bytes) {
             return Err(ApiError::TooManyNodes(why));
@@ -85,11 +80,11 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             .iter()
             .filter_map(|seg| match seg {
                 Segment::Seq { index } => Some(format!("/{index}")),
-                Segment::Map { key } => Some(format!("/{}", escape(key))),
+                Segment::Map { key } => Some(format!("/{}", escape(&echo(key)))),
                 Segment::Enum { .. } | Segment::Unknown => None,
             })
             .collect();
-        let message = e.into_inner().to_string();
+        let message = clip_quoted(&e.into_inner().to_string()).into_owned();
         // serde reports a missing field at its parent; point at the field.
         let pointer = match message
             .strip_prefix("missing field `")
@@ -100,6 +95,48 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::field(pointer, message)
     })
+}
+
+/// The body as bytes, for routes that relay it (the proxy) and for
+/// [`ApiJson`]: refused before a byte is read when it is encoded, read up
+/// to the body limit otherwise.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        check_content_encoding(req.headers())?;
+        let limit_hint = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge { limit: limit_hint }
+            } else {
+                ApiError::MalformedJson(format!("the body could not be read: {rejection}"))
+            }
+        })?;
+        Ok(RawBody(bytes))
+    }
+}
+
+/// An encoded body (`gzip`, `br`, …) would be read as if it were JSON.
+/// condense refuses it (415) rather than decompress it: no decompression
+/// code in the build, and no decompression bomb to bound.
+pub fn check_content_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
+    for value in headers.get_all(header::CONTENT_ENCODING) {
+        let text = value.to_str().unwrap_or("?");
+        let encoded = text
+            .split(',')
+            .map(str::trim)
+            .any(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"));
+        if encoded {
+            return Err(ApiError::UnsupportedEncoding(format!(
+                "`Content-Encoding: {}` is not accepted; send the body uncompressed",
+                echo(text)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The configured body limit, put in request extensions so the 413 can say it.
@@ -125,7 +162,8 @@ fn check_content_type(req: &Request) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::UnsupportedMediaType(format!(
-            "`{essence}` is not accepted; send the body as `Content-Type: application/json`"
+            "`{}` is not accepted; send the body as `Content-Type: application/json`",
+            echo(essence)
         )))
     }
 }

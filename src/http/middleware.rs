@@ -26,6 +26,36 @@ fn route(req: &Request) -> &str {
         .map_or(UNMATCHED, MatchedPath::as_str)
 }
 
+/// Longest client request id kept, in bytes.
+pub const MAX_REQUEST_ID: usize = 64;
+
+/// Drops a client's `x-request-id` unless it is one short token of visible
+/// ASCII, so that the id layer makes a new one. The id is echoed and written
+/// into every log line of the request: a tab or a quote in it would forge log
+/// fields, and a 60 KB id would be copied into each line.
+pub async fn screen_request_id(mut req: Request, next: Next) -> axum::response::Response {
+    let mut ids = req.headers().get_all(&REQUEST_ID).iter();
+    let keep = match (ids.next(), ids.next()) {
+        (None, _) => true,
+        (Some(id), None) => acceptable_request_id(id.as_bytes()),
+        // Two ids: which one the logs carry would be ambiguous.
+        (Some(_), Some(_)) => false,
+    };
+    if !keep {
+        req.headers_mut().remove(&REQUEST_ID);
+    }
+    next.run(req).await
+}
+
+/// 1 to [`MAX_REQUEST_ID`] bytes of visible ASCII, without quotes, backslashes
+/// or backticks (the characters that end or escape a quoted log field).
+pub fn acceptable_request_id(id: &[u8]) -> bool {
+    (1..=MAX_REQUEST_ID).contains(&id.len())
+        && id
+            .iter()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\' | b'\'' | b'`'))
+}
+
 /// The span of one request: method, matched route and request id, never the body.
 pub fn make_span(req: &Request) -> Span {
     let route = req
@@ -74,12 +104,25 @@ pub async fn time_limit(
     }
 }
 
-/// Lets the body extractor name the limit in its 413.
-pub async fn body_limit_hint(
+/// Answers 413 from the headers when `Content-Length` is over the limit,
+/// and lets the body extractor name the limit in its 413 otherwise.
+///
+/// The early answer matters with `Expect: 100-continue`: hyper sends
+/// `100 Continue` when the body is first polled, so answering before any
+/// extractor polls it means the client never uploads the body at all.
+pub async fn body_limit(
     State(limit): State<usize>,
     mut req: Request,
     next: Next,
 ) -> axum::response::Response {
+    let declared = req
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return ApiError::PayloadTooLarge { limit }.into_response();
+    }
     req.extensions_mut().insert(BodyLimit(limit));
     next.run(req).await
 }

@@ -31,6 +31,7 @@ pub use verdict::{VerdictRequest, VerdictResponse};
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::thread::echo;
 use middleware::REQUEST_ID;
 
 /// Every route condense serves, with its middleware: the `Router` that the
@@ -61,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .layer(
             // Outermost first.
             ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(middleware::screen_request_id))
                 .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
                 .layer(
                     TraceLayer::new_for_http()
@@ -85,7 +87,7 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .layer(axum::middleware::from_fn_with_state(
                     limit,
-                    middleware::body_limit_hint,
+                    middleware::body_limit,
                 ))
                 .layer(DefaultBodyLimit::max(limit)),
         )
@@ -93,7 +95,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 async fn not_found(uri: Uri) -> ApiError {
-    ApiError::NotFound(uri.path().to_string())
+    ApiError::NotFound(echo(uri.path()).into_owned())
 }
 
 async fn method_not_allowed() -> ApiError {

@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::state::AppState;
+use crate::thread::echo;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -120,10 +121,10 @@ async fn examples() -> Json<ExamplesResponse> {
 /// The example as the fixture holds it: a provider request body (`model`,
 /// `messages`, and `system` / `tools` where it has them).
 async fn example(Path(name): Path<String>) -> Result<Response, ApiError> {
-    let (_, body) = EXAMPLES.iter().find(|(n, _)| *n == name).ok_or_else(|| {
-        let shown: String = name.chars().take(64).collect();
-        ApiError::NotFound(format!("/playground/examples/{shown}"))
-    })?;
+    let (_, body) = EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .ok_or_else(|| ApiError::NotFound(format!("/playground/examples/{}", echo(&name))))?;
     Ok((
         [(
             header::CONTENT_TYPE,

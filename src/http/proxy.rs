@@ -2,13 +2,16 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
+use std::time::Duration;
+
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 use axum::routing::post;
 use axum::{Extension, Router};
 
+use super::extract::RawBody;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::proxy::{Forwarded, Options, Prepared, Provider, Report, hop_by_hop};
@@ -32,19 +35,35 @@ const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchan
 async fn openai(
     State(app): State<AppState>,
     caller: Option<Extension<Caller>>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: Request,
 ) -> Result<Response> {
+    let (headers, body) = read(&app, req).await?;
     proxy(app, Provider::OpenAi, caller, headers, body).await
 }
 
 async fn anthropic(
     State(app): State<AppState>,
     caller: Option<Extension<Caller>>,
-    headers: HeaderMap,
-    body: Bytes,
+    req: Request,
 ) -> Result<Response> {
+    let (headers, body) = read(&app, req).await?;
     proxy(app, Provider::Anthropic, caller, headers, body).await
+}
+
+/// The request's headers and body. The provider's answer may stream for as
+/// long as it streams (these routes have no request time limit), but the
+/// caller's body must arrive within it: a client that stops sending would
+/// otherwise hold its connection forever.
+async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
+    let headers = req.headers().clone();
+    let secs = app.config.request_timeout;
+    let body = tokio::time::timeout(
+        Duration::from_secs(secs.max(1)),
+        RawBody::from_request(req, app),
+    )
+    .await
+    .map_err(|_| ApiError::Timeout(secs))??;
+    Ok((headers, body.0))
 }
 
 /// Compresses while holding a place among the requests at work, then lets

@@ -94,7 +94,11 @@ impl Profiles {
             let known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
             vec![FieldError::new(
                 "/profile",
-                format!("unknown profile `{name}`; known: {}", known.join(", ")),
+                format!(
+                    "unknown profile `{}`; known: {}",
+                    crate::thread::echo(name),
+                    known.join(", ")
+                ),
             )]
         })?;
         match overrides {

@@ -109,6 +109,10 @@ impl Proxy {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(config.idle_timeout)
+            // A provider's 3xx goes back to the caller as it is: followed,
+            // it would take the credentials (`x-api-key`, which reqwest does
+            // not strip across origins) to wherever it points.
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Self {
             http,

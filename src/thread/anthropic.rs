@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::wire::{iteration, string, type_name};
-use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
+use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str =
     "text, image, document, tool_use, tool_result, thinking, redacted_thinking";
@@ -14,19 +14,25 @@ pub fn parse_thread(
     system: Option<Cow<'_, Value>>,
     messages: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Vec::new();
+    let mut errs = Bounded::default();
+    let mut scratch = Vec::new();
     let system = system
         .filter(|s| !s.is_null())
-        .and_then(|s| parse_system(s, &mut errs));
+        .and_then(|s| parse_system(s, &mut scratch));
+    errs.absorb(&mut scratch);
     let parsed: Vec<Message> = messages
         .into_iter()
         .enumerate()
-        .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
+        .filter_map(|(i, m)| {
+            let parsed = parse_message(m, &format!("/messages/{i}"), &mut scratch);
+            errs.absorb(&mut scratch);
+            parsed
+        })
         .collect();
     if errs.is_empty() {
         Ok((system, parsed))
     } else {
-        Err(errs)
+        Err(errs.finish())
     }
 }
 
@@ -93,7 +99,7 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         other => {
             errs.push(FieldError::new(
                 format!("{at}/role"),
-                format!("unknown role `{other}`; expected user or assistant"),
+                format!("unknown role `{}`; expected user or assistant", echo(other)),
             ));
             return None;
         }
@@ -237,7 +243,10 @@ fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Op
         other => {
             errs.push(FieldError::new(
                 format!("{at}/type"),
-                format!("unknown content block type `{other}`; expected one of {BLOCK_TYPES}"),
+                format!(
+                    "unknown content block type `{}`; expected one of {BLOCK_TYPES}",
+                    echo(other)
+                ),
             ));
             None
         }

@@ -5,22 +5,27 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::wire::{iteration, opt_string, string, type_name};
-use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
+use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: &str = "system, developer, user, assistant, tool, function";
 const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
 
 pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec<FieldError>> {
-    let mut errs = Vec::new();
+    let mut errs = Bounded::default();
+    let mut scratch = Vec::new();
     let parsed: Vec<Message> = messages
         .into_iter()
         .enumerate()
-        .filter_map(|(i, m)| parse_message(m, &format!("/messages/{i}"), &mut errs))
+        .filter_map(|(i, m)| {
+            let parsed = parse_message(m, &format!("/messages/{i}"), &mut scratch);
+            errs.absorb(&mut scratch);
+            parsed
+        })
         .collect();
     if errs.is_empty() {
         Ok(parsed)
     } else {
-        Err(errs)
+        Err(errs.finish())
     }
 }
 
@@ -45,7 +50,7 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         other => {
             errs.push(FieldError::new(
                 format!("{at}/role"),
-                format!("unknown role `{other}`; expected one of {ROLES}"),
+                format!("unknown role `{}`; expected one of {ROLES}", echo(other)),
             ));
             return None;
         }
@@ -142,7 +147,10 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
     if let Some(t) = opt_string(c, "type", at, errs).filter(|t| t != "function") {
         errs.push(FieldError::new(
             format!("{at}/type"),
-            format!("unsupported tool call type `{t}`; condense reads `function` tool calls"),
+            format!(
+                "unsupported tool call type `{}`; condense reads `function` tool calls",
+                echo(&t)
+            ),
         ));
     }
 
@@ -193,7 +201,10 @@ fn parse_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
         other => {
             errs.push(FieldError::new(
                 format!("{at}/type"),
-                format!("unknown content part type `{other}`; expected one of {PART_TYPES}"),
+                format!(
+                    "unknown content part type `{}`; expected one of {PART_TYPES}",
+                    echo(other)
+                ),
             ));
             None
         }

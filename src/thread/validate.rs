@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{FieldError, Message, Role, Thread, WireFormat};
+use super::{FieldError, Message, Role, Thread, WireFormat, cap, echo};
 
 pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     let mut errs = Vec::new();
@@ -26,7 +26,7 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
                         &call.pointer,
                         format!(
                             "duplicate tool call id `{}` (first used in message {first})",
-                            call.id
+                            echo(&call.id)
                         ),
                     ));
                 } else {
@@ -40,12 +40,15 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
             if open.answer(id) {
                 answered.insert(id);
             } else {
+                let shown = echo(id);
                 let why = if answered.contains(id) {
-                    format!("tool call `{id}` already has a result")
+                    format!("tool call `{shown}` already has a result")
                 } else if let Some(at) = seen.get(id) {
-                    format!("tool result for `{id}` must directly follow its call in message {at}")
+                    format!(
+                        "tool result for `{shown}` must directly follow its call in message {at}"
+                    )
                 } else {
-                    format!("no earlier assistant message has a tool call with id `{id}`")
+                    format!("no earlier assistant message has a tool call with id `{shown}`")
                 };
                 errs.push(FieldError::new(&result.pointer, why));
             }
@@ -67,7 +70,12 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
             "an Anthropic thread must start with a user message",
         ));
     }
-    if errs.is_empty() { Ok(()) } else { Err(errs) }
+    // At most some 50,000 (two JSON objects a call): kept, then cut for the answer.
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(cap(errs))
+    }
 }
 
 fn is_result_only(m: &Message) -> bool {
@@ -105,7 +113,10 @@ fn unanswered(open: &mut Open<'_>, errs: &mut Vec<FieldError>, before: usize) {
     for (id, pointer) in open.calls.drain(..).flatten() {
         errs.push(FieldError::new(
             pointer,
-            format!("tool call `{id}` has no result before message {before}"),
+            format!(
+                "tool call `{}` has no result before message {before}",
+                echo(id)
+            ),
         ));
     }
     open.at.clear();

@@ -60,7 +60,10 @@ impl FromStr for Encoding {
             .into_iter()
             .find(|e| e.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown encoding `{s}`; expected one of o200k_base, cl100k_base, p50k_base, r50k_base")
+                format!(
+                    "unknown encoding `{}`; expected one of o200k_base, cl100k_base, p50k_base, r50k_base",
+                    crate::thread::echo(s)
+                )
             })
     }
 }

@@ -28,16 +28,18 @@ impl CountSpec {
         let resolved = registry.resolve(&model, default_model);
         let spec = resolved.spec;
         let mut warnings = Vec::new();
+        // Warnings quote the model name; the caller wrote it, so only a prefix.
+        let shown = crate::thread::echo(&model);
         if !resolved.known {
             warnings.push(format!(
-                "unknown model `{model}`: counted with {} as an estimate; add it to the model registry for a better count",
+                "unknown model `{shown}`: counted with {} as an estimate; add it to the model registry for a better count",
                 spec.encoding
             ));
         }
         let chosen = encoding.unwrap_or(spec.encoding);
         if chosen != spec.encoding {
             warnings.push(format!(
-                "encoding {chosen} overrides {} for `{model}`: the count is an estimate",
+                "encoding {chosen} overrides {} for `{shown}`: the count is an estimate",
                 spec.encoding
             ));
         }
@@ -48,12 +50,12 @@ impl CountSpec {
         let calibration = if uncalibrated { 1.0 } else { spec.calibration };
         if uncalibrated && method == Method::Bpe {
             warnings.push(format!(
-                "`encoding` {chosen} is counted as it is: the x{} calibration of `{model}` is not applied",
+                "`encoding` {chosen} is counted as it is: the x{} calibration of `{shown}` is not applied",
                 spec.calibration
             ));
         } else if !spec.is_openai() && resolved.known && method == Method::Bpe {
             warnings.push(format!(
-                "`{model}` does not use an OpenAI tokenizer: {chosen} x {calibration} calibration is an estimate",
+                "`{shown}` does not use an OpenAI tokenizer: {chosen} x {calibration} calibration is an estimate",
             ));
         }
         Self {

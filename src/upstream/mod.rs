@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 pub use retry::RetryPolicy;
-pub use secret::Secret;
+pub use secret::{Scrubber, Secret, redact_userinfo};
 
 use crate::metrics::Metrics;
 
@@ -158,12 +158,14 @@ pub struct Upstream {
     config: Arc<UpstreamConfig>,
     permits: Arc<Semaphore>,
     metrics: Metrics,
+    scrubber: Arc<Scrubber>,
 }
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("kind", &self.config.kind)
+            .field("base_url", &redact_userinfo(&self.config.base_url))
             .field("model", &self.config.model)
             .finish_non_exhaustive()
     }
@@ -181,13 +183,19 @@ impl Upstream {
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            // A redirect would carry the credentials (`x-api-key`, which
+            // reqwest does not strip across origins) to wherever the
+            // upstream points; a 3xx is a failed call instead.
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         let permits = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
+        let scrubber = Arc::new(Scrubber::new(&config.api_key, &config.base_url));
         Ok(Self {
             http,
             config: Arc::new(config),
             permits,
             metrics: Metrics::default(),
+            scrubber,
         })
     }
 
@@ -206,12 +214,11 @@ impl Upstream {
         match requested {
             None => Ok(c.model.clone()),
             Some(m) if m == c.model || c.allowed_models.iter().any(|a| a == m) => Ok(m.to_string()),
+            // Which models are allowed is the operator's business: a caller
+            // learns only that this one is not.
             Some(m) => Err(format!(
-                "model `{m}` is not allowed for summaries; allowed: {}",
-                std::iter::once(c.model.as_str())
-                    .chain(c.allowed_models.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "model `{}` is not allowed for summaries; leave `summarizer.model` out to use the default",
+                crate::thread::echo(m)
             )),
         }
     }
@@ -280,7 +287,7 @@ impl Upstream {
             return Err(UpstreamError::Status {
                 status: status.as_u16(),
                 retry_after,
-                excerpt: excerpt(&body, &c.api_key),
+                excerpt: excerpt(&body, &self.scrubber),
             });
         }
         let body = res.bytes().await.map_err(transport)?;
@@ -301,15 +308,12 @@ fn transport(e: reqwest::Error) -> UpstreamError {
     }
 }
 
-/// A short, single-line excerpt of an error body for logs and warnings,
-/// with the API key blanked out: some servers echo request headers in errors.
-fn excerpt(body: &str, key: &Secret) -> String {
-    let scrubbed = if key.is_empty() {
-        body.to_string()
-    } else {
-        body.replace(key.expose(), "[redacted]")
-    };
-    scrubbed
+/// A short, single-line excerpt of an error body, for logs only (callers
+/// get [`UpstreamError::short`]), with the credentials blanked out: some
+/// servers echo request headers in errors.
+fn excerpt(body: &str, scrubber: &Scrubber) -> String {
+    scrubber
+        .scrub(body)
         .chars()
         .filter(|c| !c.is_control())
         .take(200)
@@ -361,7 +365,7 @@ mod tests {
 
     #[test]
     fn error_excerpts_never_carry_the_key() {
-        let key = Secret::new("sk-abc");
+        let key = Scrubber::new(&Secret::new("sk-abc"), "http://h/v1");
         assert_eq!(
             excerpt("bad key: Bearer sk-abc\n", &key),
             "bad key: Bearer [redacted]"

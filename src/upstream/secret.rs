@@ -1,4 +1,7 @@
-//! A secret string (the upstream API key) that cannot be printed by accident.
+//! Secrets of the upstream: the API key, a string that cannot be printed by
+//! accident, and credentials written into a URL (`https://user:pass@host`),
+//! which reqwest sends as `Authorization: Basic …` and which must no more
+//! reach a log line, an error or `--help` than the key.
 
 use std::fmt;
 
@@ -42,11 +45,102 @@ impl std::str::FromStr for Secret {
     }
 }
 
+/// `url` with its userinfo, if any, replaced by `[redacted]`: a URL as logs
+/// and status output may show it. Works on text that does not parse as a
+/// URL too (it only looks between `://` and the end of the authority).
+pub fn redact_userinfo(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{}[redacted]{}", &url[..scheme_end], &rest[at..]),
+        None => url.to_string(),
+    }
+}
+
+/// Blanks the upstream's credentials out of text it wrote (some servers
+/// echo request headers in their errors): the API key, and the userinfo
+/// of its URL, both as written and as the `Basic` token reqwest sends.
+#[derive(Clone, Default)]
+pub struct Scrubber {
+    secrets: Vec<String>,
+}
+
+impl Scrubber {
+    pub fn new(key: &Secret, url: &str) -> Self {
+        let mut secrets = Vec::new();
+        if !key.is_empty() {
+            secrets.push(key.expose().to_string());
+        }
+        if let Ok(parsed) = reqwest::Url::parse(url) {
+            match parsed.password() {
+                Some(password) => secrets.push(password.to_string()),
+                // A lone user name is the secret (`https://KEY@host`).
+                None => secrets.push(parsed.username().to_string()),
+            }
+            // The exact header reqwest derives from the userinfo.
+            let basic = reqwest::Client::new()
+                .get(parsed)
+                .build()
+                .ok()
+                .and_then(|r| r.headers().get(reqwest::header::AUTHORIZATION).cloned());
+            if let Some(token) = basic
+                .as_ref()
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Basic "))
+            {
+                secrets.push(token.to_string());
+            }
+        }
+        secrets.retain(|s| !s.is_empty());
+        // Longest first: a secret that contains another is blanked whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        Self { secrets }
+    }
+
+    pub fn scrub(&self, text: &str) -> String {
+        self.secrets
+            .iter()
+            .fold(text.to_string(), |t, s| t.replace(s.as_str(), "[redacted]"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_is_redacted() {
+        assert_eq!(
+            redact_userinfo("https://bob:hunter2@llm.example:8443/v1?x=a@b"),
+            "https://[redacted]@llm.example:8443/v1?x=a@b"
+        );
+        assert_eq!(
+            redact_userinfo("https://sk-abc@h/v1"),
+            "https://[redacted]@h/v1"
+        );
+        assert_eq!(redact_userinfo("http://h:1/v1"), "http://h:1/v1");
+        assert_eq!(redact_userinfo("not a url"), "not a url");
+    }
+
+    #[test]
+    fn scrubs_key_password_and_basic_token() {
+        let s = Scrubber::new(&Secret::new("sk-1"), "http://bob:hunter2@h/v1");
+        // base64("bob:hunter2")
+        let echoed = "key sk-1, auth Basic Ym9iOmh1bnRlcjI=, pass hunter2";
+        assert_eq!(
+            s.scrub(echoed),
+            "key [redacted], auth Basic [redacted], pass [redacted]"
+        );
+        let plain = Scrubber::new(&Secret::default(), "http://h/v1");
+        assert_eq!(plain.scrub("nothing secret"), "nothing secret");
+    }
+
     #[test]
     fn never_prints_its_value() {
-        let s = super::Secret::new("sk-live-123");
+        let s = Secret::new("sk-live-123");
         assert_eq!(format!("{s} {s:?}"), "[redacted] [redacted]");
         assert_eq!(s.expose(), "sk-live-123");
     }

@@ -9,6 +9,7 @@ mod compress_props;
 mod designs;
 mod designs_compress;
 mod golden;
+mod hostile;
 mod iterations;
 mod limits;
 // Not every live part is needed here (the browser is tests/playground.rs's).

@@ -183,3 +183,32 @@ pub async fn start_cutter() -> Stub {
         gate: Arc::new(tokio::sync::Semaphore::new(0)),
     }
 }
+
+/// A server that answers every request `307 Temporary Redirect` to the same
+/// path on `target`, counting the requests.
+pub async fn start_redirect(target: &str) -> Stub {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let target = target.to_string();
+    let app = Router::new().fallback(move |uri: axum::http::Uri| {
+        let (c, target) = (c.clone(), target.clone());
+        async move {
+            c.fetch_add(1, Ordering::SeqCst);
+            (
+                StatusCode::TEMPORARY_REDIRECT,
+                [("location", format!("{target}{}", uri.path()))],
+            )
+                .into_response()
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    Stub {
+        calls,
+        headers: Arc::default(),
+        bodies: Arc::default(),
+        url: format!("http://{addr}"),
+        gate: Arc::new(tokio::sync::Semaphore::new(0)),
+    }
+}

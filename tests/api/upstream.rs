@@ -241,3 +241,52 @@ async fn auto_uses_the_llm_only_for_spans_worth_it() {
     assert_eq!(r.json()["summary"]["strategy"], "heuristic");
     assert_eq!(s.calls(), 0);
 }
+
+#[tokio::test]
+async fn a_redirecting_upstream_is_not_followed_and_the_key_stays_home() {
+    for anthropic in [true, false] {
+        let elsewhere = stub::start(Fault::Ok, anthropic).await;
+        let redirect = stub::start_redirect(&elsewhere.url).await;
+        let mut body = request("llm");
+        body["config"] = json!({"on_upstream_error": "fail"});
+        let r = post(
+            &app_with(config(&redirect.url, anthropic)),
+            "/v1/compress",
+            &body,
+        )
+        .await;
+        let p = r.problem(502);
+        assert!(p["detail"].as_str().unwrap().contains("307"), "{p}");
+        assert_eq!(redirect.calls(), 1, "a 3xx is not retried");
+        assert_eq!(
+            elsewhere.calls(),
+            0,
+            "the redirect target got the request (and the key)"
+        );
+    }
+}
+
+#[tokio::test]
+async fn credentials_in_the_upstream_url_never_reach_the_caller() {
+    // The stub echoes the credentials it gets: here the Basic token made
+    // from the URL's userinfo.
+    let s = stub::start(Fault::EchoKey, false).await;
+    let with_userinfo = s.url.replace("http://", "http://bob:hunter2@");
+    let mut c = config(&with_userinfo, false);
+    c.upstream_api_key = condense::upstream::Secret::default();
+    let app = app_with(c);
+    for on_error in ["fail", "fallback"] {
+        let mut body = request("llm");
+        body["config"] = json!({"on_upstream_error": on_error});
+        let r = post(&app, "/v1/compress", &body).await;
+        let text = r.text();
+        for secret in ["hunter2", "Ym9iOmh1bnRlcjI=", "invalid credentials"] {
+            assert!(!text.contains(secret), "{on_error}: `{secret}` in {text}");
+        }
+    }
+    let sent = s.headers.lock().unwrap()[0]["authorization"].clone();
+    assert_eq!(
+        sent, "Basic Ym9iOmh1bnRlcjI=",
+        "the userinfo is sent as Basic auth"
+    );
+}

@@ -125,3 +125,23 @@ pub fn browser(test: &str) -> Option<()> {
          {SKIP_LIVE}=1 skips such tests"
     );
 }
+
+/// schemathesis, the API fuzzer (`tests/schemathesis/requirements.txt`),
+/// or `None` when the run opted out. Panics with instructions when it is
+/// missing.
+pub fn schemathesis(test: &str) -> Option<()> {
+    let installed = std::process::Command::new("python3")
+        .args(["-c", "import schemathesis.cli"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if installed {
+        return Some(());
+    }
+    if skipping(test, "schemathesis") {
+        return None;
+    }
+    panic!(
+        "{test} needs schemathesis: `python3 -m pip install -r tests/schemathesis/requirements.txt` \
+         (`./scripts/test.sh` does this); {SKIP_LIVE}=1 skips such tests"
+    );
+}

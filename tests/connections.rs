@@ -1,0 +1,401 @@
+//! Clients that hold connections without using them, on real sockets:
+//! silent, slow, idle, not reading, too many, or announcing a body too
+//! large. Every wait here is bounded generously (a minute): what is asserted
+//! is what happens, never how fast.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::Notify;
+use tokio::time::timeout;
+
+/// Longest wait for anything the server is expected to do.
+const GENEROUS: Duration = Duration::from_secs(60);
+
+fn config(header_secs: u64, idle_secs: u64, max_connections: usize) -> condense::Config {
+    condense::Config {
+        header_read_timeout_secs: header_secs,
+        idle_timeout_secs: idle_secs,
+        max_connections,
+        database_url: Some("off".into()),
+        ..Default::default()
+    }
+}
+
+async fn start(config: condense::Config) -> SocketAddr {
+    let url = server::serve(config).await;
+    url.trim_start_matches("http://").parse().unwrap()
+}
+
+async fn connect(addr: SocketAddr) -> TcpStream {
+    TcpStream::connect(addr).await.expect("connects")
+}
+
+/// Waits for the server to close `s`, reading (and discarding) whatever it
+/// sends first; panics if it is still open after [`GENEROUS`].
+async fn closed_by_server(s: &mut TcpStream) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    let outcome = timeout(GENEROUS, async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(
+        outcome.is_ok(),
+        "the server kept the connection open for {GENEROUS:?}"
+    );
+    got
+}
+
+/// One full response (head and `Content-Length` body) from `s`.
+async fn response(s: &mut TcpStream) -> String {
+    response_within(s, GENEROUS).await
+}
+
+async fn response_within(s: &mut TcpStream, limit: Duration) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    timeout(limit, async {
+        loop {
+            let n = s.read(&mut buf).await.expect("reads");
+            assert!(n > 0, "closed before a full response: {got:?}");
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+    .expect("a response in time");
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: condense\r\n\r\n";
+
+#[tokio::test]
+async fn a_silent_connection_is_closed_after_the_header_timeout() {
+    let addr = start(config(1, 300, 64)).await;
+    let mut s = connect(addr).await;
+    let got = closed_by_server(&mut s).await;
+    assert!(got.is_empty(), "nothing is answered to nothing: {got:?}");
+}
+
+#[tokio::test]
+async fn a_head_sent_a_byte_at_a_time_is_cut() {
+    let addr = start(config(1, 300, 64)).await;
+    let mut s = connect(addr).await;
+    s.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    let trickle = timeout(GENEROUS, async {
+        let mut buf = [0u8; 1024];
+        loop {
+            // A header that never ends, one byte every 100 ms.
+            if s.write_all(b"x").await.is_err() {
+                return;
+            }
+            match timeout(Duration::from_millis(100), s.read(&mut buf)).await {
+                Ok(Ok(0) | Err(_)) => return,
+                Ok(Ok(n)) => panic!("answered a head that never ended: {:?}", &buf[..n]),
+                Err(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(trickle.is_ok(), "a slowloris head kept the connection open");
+}
+
+#[tokio::test]
+async fn a_kept_alive_connection_idles_for_the_idle_timeout_not_the_header_timeout() {
+    // The header timeout (1 s) does not close a connection between requests;
+    // the idle timeout does.
+    let addr = start(config(1, 4, 64)).await;
+    let mut s = connect(addr).await;
+    s.write_all(HEALTHZ).await.unwrap();
+    assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
+    // Longer than the header timeout, far shorter than the idle one would
+    // have to stretch to on a stalled machine.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.write_all(HEALTHZ).await.unwrap();
+    assert!(
+        response(&mut s).await.starts_with("HTTP/1.1 200"),
+        "still open after the header timeout"
+    );
+    let got = closed_by_server(&mut s).await;
+    assert!(got.is_empty(), "{got:?}");
+}
+
+#[tokio::test]
+async fn past_the_cap_a_connection_waits_until_one_closes() {
+    let addr = start(config(300, 300, 2)).await;
+    let first = connect(addr).await;
+    let _second = connect(addr).await;
+    let mut third = connect(addr).await;
+    third.write_all(HEALTHZ).await.unwrap();
+    let mut buf = [0u8; 64];
+    // Not answered while both slots are held. (A wait, not a deadline: a
+    // slower machine only makes this easier to pass.)
+    let early = timeout(Duration::from_millis(1500), third.read(&mut buf)).await;
+    assert!(early.is_err(), "served past the cap: {early:?}");
+    drop(first);
+    assert!(response(&mut third).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn silent_clients_at_the_cap_time_out_and_healthz_answers() {
+    let addr = start(config(1, 300, 3)).await;
+    let mut silent = Vec::new();
+    for _ in 0..12 {
+        silent.push(connect(addr).await);
+    }
+    let mut probe = connect(addr).await;
+    probe.write_all(HEALTHZ).await.unwrap();
+    assert!(response(&mut probe).await.starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_after_the_idle_timeout() {
+    // One slot: the probe is served only once the reader is cut.
+    let addr = start(config(300, 1, 1)).await;
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut reader = socket.connect(addr).await.unwrap();
+    // Some 20 MB of answers, far more than the socket buffers hold.
+    let one = b"GET /playground/examples/large-04.openai HTTP/1.1\r\nHost: condense\r\n\r\n";
+    for _ in 0..40 {
+        reader.write_all(one).await.unwrap();
+    }
+    let mut probe = connect(addr).await;
+    probe.write_all(HEALTHZ).await.unwrap();
+    assert!(response(&mut probe).await.starts_with("HTTP/1.1 200"));
+    let got = closed_by_server(&mut reader).await;
+    let answers = String::from_utf8_lossy(&got)
+        .matches("HTTP/1.1 200")
+        .count();
+    assert!(answers < 40, "all {answers} answers were written");
+}
+
+#[tokio::test]
+async fn an_oversized_upload_is_refused_from_its_headers_with_no_100_continue() {
+    let limit = 1024 * 1024;
+    let addr = start(condense::Config {
+        body_limit: limit,
+        ..config(30, 30, 64)
+    })
+    .await;
+    for path in ["/v1/tokens", "/v1/compress", "/v1/messages"] {
+        let mut s = connect(addr).await;
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+            limit + 1
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        // No byte of the body is sent: the answer must come from the head.
+        let answer = response(&mut s).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 413"),
+            "{path}: {}",
+            answer.lines().next().unwrap_or_default()
+        );
+        assert!(!answer.contains("100 Continue"), "{path}: {answer}");
+        assert!(answer.contains("application/problem+json"), "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_body_within_the_limit_still_gets_100_continue() {
+    let addr = start(config(30, 30, 64)).await;
+    let mut s = connect(addr).await;
+    let body = br#"{"text": "hello"}"#;
+    let head = format!(
+        "POST /v1/tokens HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = [0u8; 64];
+    let n = timeout(GENEROUS, s.read(&mut buf)).await.unwrap().unwrap();
+    assert!(
+        buf[..n].starts_with(b"HTTP/1.1 100 Continue"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+    s.write_all(body).await.unwrap();
+    assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
+}
+
+/// A provider that holds each request until `release` is notified, and
+/// says on `arrived` that one came in.
+async fn held_provider() -> (String, Arc<Notify>, Arc<Notify>) {
+    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (a, r) = (arrived.clone(), release.clone());
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move || {
+            let (a, r) = (a.clone(), r.clone());
+            async move {
+                a.notify_one();
+                r.notified().await;
+                axum::Json(serde_json::json!({"type": "message", "content": []}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, arrived, release)
+}
+
+#[tokio::test]
+async fn shutdown_finishes_the_request_in_flight_and_closes_idle_connections() {
+    let (provider, arrived, release) = held_provider().await;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let config = condense::Config {
+        proxy_anthropic_url: Some(provider),
+        ..config(300, 300, 64)
+    };
+    let (addr, server) = server::serve_until(config, async {
+        let _ = stop_rx.await;
+    })
+    .await;
+    let mut idle = connect(addr).await;
+    idle.write_all(HEALTHZ).await.unwrap();
+    assert!(response(&mut idle).await.starts_with("HTTP/1.1 200"));
+    let mut busy = connect(addr).await;
+    let body =
+        br#"{"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}"#;
+    let head = format!(
+        "POST /v1/messages HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    busy.write_all(head.as_bytes()).await.unwrap();
+    busy.write_all(body).await.unwrap();
+    timeout(GENEROUS, arrived.notified())
+        .await
+        .expect("the request reaches the provider");
+    stop_tx.send(()).unwrap();
+    let got = closed_by_server(&mut idle).await;
+    assert!(got.is_empty(), "{got:?}");
+    release.notify_one();
+    assert!(response(&mut busy).await.starts_with("HTTP/1.1 200"));
+    timeout(GENEROUS, server)
+        .await
+        .expect("the server stops once its connections are done")
+        .unwrap()
+        .unwrap();
+}
+
+/// The binary, run by `sh` under an open-files limit of `nofile`; killed on drop.
+struct Limited(std::process::Child);
+
+impl Drop for Limited {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary with `ulimit -n nofile` and returns it with its address
+/// (read from its "listening" log line).
+fn start_limited(nofile: u32, env: &[(&str, &str)]) -> (Limited, SocketAddr) {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$0\""))
+        .arg(env!("CARGO_BIN_EXE_condense"))
+        .env("CONDENSE_LISTEN", "127.0.0.1:0")
+        .env("CONDENSE_DATABASE_URL", "off")
+        .env("CONDENSE_LOG_FORMAT", "text")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = Limited(cmd.spawn().expect("sh runs the binary"));
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let addr = loop {
+        let line = rx
+            .recv_timeout(GENEROUS)
+            .expect("the binary logs its address");
+        if let Some(at) = line.find("addr=") {
+            let addr = line[at + 5..].split_whitespace().next().unwrap();
+            break addr.parse().unwrap();
+        }
+    };
+    (child, addr)
+}
+
+#[tokio::test]
+async fn more_clients_than_open_files_never_stop_healthz() {
+    // 320 open files hold (320 - 256) / 2 = 32 connections: 400 silent
+    // clients would exhaust them without the cap.
+    let (_server, addr) = start_limited(
+        320,
+        &[
+            ("CONDENSE_HEADER_READ_TIMEOUT_SECS", "1"),
+            ("CONDENSE_MAX_CONNECTIONS", "1024"),
+        ],
+    );
+    let mut silent = Vec::new();
+    for _ in 0..400 {
+        silent.push(connect(addr).await);
+    }
+    let mut probe = connect(addr).await;
+    probe.write_all(HEALTHZ).await.unwrap();
+    // Behind 400 silent clients, served 32 a second: some 13 s.
+    let answer = response_within(&mut probe, 3 * GENEROUS).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn a_proxied_body_that_stops_coming_gets_the_request_time_limit() {
+    // The provider is never reached: the body never arrives whole.
+    let addr = start(condense::Config {
+        request_timeout: 1,
+        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
+        ..config(300, 300, 64)
+    })
+    .await;
+    let mut s = connect(addr).await;
+    s.write_all(
+        b"POST /v1/messages HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+          Content-Length: 100\r\n\r\n{\"model\":",
+    )
+    .await
+    .unwrap();
+    let answer = response(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("urn:condense:problem:timeout"), "{answer}");
+}
