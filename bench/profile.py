@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Where a cold /v1/tokens request spends its instructions, by callgrind.
+"""Where a request spends its instructions, by callgrind.
 
-    bench/profile.py [--binary target/release/condense] [--requests 5] [--top 15]
+    bench/profile.py [--case tokens-cold|compress-hit] [--binary target/release/condense] [--requests 5] [--top 12]
 
 Runs condense under `valgrind --tool=callgrind` (instructions, not seconds:
 the same on a busy machine), sends N cold requests (large-04 with a fresh
@@ -35,7 +35,10 @@ STAGES = [
     ("request -> thread model", r"condense::thread::parse(_owned)?$"),
     ("counting (memo, pieces, BPE)", r"condense::tokens::count::Counter::thread$"),
     ("  of which the message memo's hash", r"condense::tokens::memo::Memo::key"),
-    ("answer -> JSON", r"TokensResponse>::serialize"),
+    ("compression (plan, span key, summary, fit)", r"^condense::compress::service::Compressor::run"),
+    ("  of which the canonical span and its SHA-256", r"^condense::summarize::canonical::"),
+    ("  of which the cache lookup", r"^condense::cache::"),
+    ("answer -> JSON", r"(Tokens|Compress)Response>::serialize"),
     ("dropping the thread", r"drop_in_place<condense::thread::Thread>"),
 ]
 LINE = re.compile(r"^\s*([\d,]+)\s+\(\s*[\d.]+%\)\s+(?:.*?\.(?:rs|c|h|S)|\?\?\?|[^:\s]*):(.*?)(?: \[.*\])?$")
@@ -61,6 +64,8 @@ def main():
     ap.add_argument("--binary", default=str(peers.TARGET / "release" / "condense"))
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--top", type=int, default=12)
+    ap.add_argument("--case", choices=["tokens-cold", "compress-hit"], default="tokens-cold",
+                    help="cold /v1/tokens requests, or /v1/compress (heuristic) answered from the cache")
     ap.add_argument("--from", dest="saved", help="report on a saved callgrind.out instead of running")
     args = ap.parse_args()
     if args.saved:
@@ -68,21 +73,34 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="condense-profile-"))
     mode, path = peers.bodies(work)["cold"]
     pieces = path.read_bytes().split(peers.NONCE.encode())
+    route = "/v1/tokens"
+    if args.case == "compress-hit":
+        # One body, sent once before the counters start: every measured request is a cache hit.
+        thread = json.loads((peers.ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
+        pieces = [json.dumps({"model": "gpt-4o", "messages": thread["messages"], "force": True,
+                              "summarizer": {"strategy": "heuristic"}}).encode()]
+        route = "/v1/compress"
     port = peers.free_port()
     out = work / "callgrind.out"
-    env = dict(os.environ, RUST_LOG="warn", CONDENSE_DATABASE_URL="off", CONDENSE_LISTEN=f"127.0.0.1:{port}",
-               CONDENSE_REQUEST_TIMEOUT="600")
+    env = dict(os.environ, RUST_LOG="warn", CONDENSE_LISTEN=f"127.0.0.1:{port}", CONDENSE_REQUEST_TIMEOUT="600",
+               CONDENSE_DATABASE_URL="off" if args.case == "tokens-cold" else f"sqlite://{work}/cache.db?mode=rwc")
     proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", args.binary],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         peers.wait_ready(f"http://127.0.0.1:{port}/healthz", proc, "condense under callgrind", timeout=600)
-        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
-        for i in range(args.requests):
+        def send(i):
             body = f"profile-{i} ".encode().join(pieces)
-            req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/tokens", data=body,
+            req = urllib.request.Request(f"http://127.0.0.1:{port}{route}", data=body,
                                          headers={"content-type": "application/json"})
             with urllib.request.urlopen(req, timeout=600) as res:
-                json.loads(res.read())
+                return json.loads(res.read())
+        if args.case == "compress-hit":
+            send(0)
+        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+        for i in range(args.requests):
+            answer = send(i)
+            if args.case == "compress-hit" and not answer["summary"]["cached"]:
+                sys.exit("a measured compression was not a cache hit")
     finally:
         proc.terminate()
         proc.wait(timeout=120)
@@ -96,14 +114,18 @@ def report(path, args):
     total, inclusive = annotate(path, True)
     _, self_costs = annotate(path, False)
     per = args.requests
-    print(f"{per} cold /v1/tokens requests (large-04, 560 KB), {total / per / 1e6:.0f} M instructions per request\n")
+    print(f"{per} requests ({args.case}, large-04, 560 KB), {total / per / 1e6:.0f} M instructions per request\n")
     print("| stage (inclusive) | M instr. per request | share |\n|---|---|---|")
     for label, pattern in STAGES:
         n = sum(v for k, v in inclusive.items() if re.search(pattern, k))
         print(f"| {label} | {n / per / 1e6:.1f} | {100 * n / total:.1f} % |")
     print("\n| function (self) | M instr. per request | share |\n|---|---|---|")
     # tokio's frames carry the inlined body of the blocking task (the JSON parse).
-    own = {k: v for k, v in self_costs.items() if not k.startswith(("tokio::", "<tokio::"))}
+    # Under valgrind, sha2 finds no SHA-NI and hashes in software (~57 instructions a byte).
+    # Thread entry frames (clone, start_thread, ...) are listed with everything below them.
+    frames = ("clone", "start_thread", "<std::sys::thread", "core::ops::function::FnOnce::call_once{{vtable",
+              "std::sys::backtrace::__rust_begin_short_backtrace")
+    own = {k: v for k, v in self_costs.items() if not k.startswith(("tokio::", "<tokio::") + frames)}
     for name, n in sorted(own.items(), key=lambda kv: -kv[1])[: args.top]:
         print(f"| `{name[:100]}` | {n / per / 1e6:.1f} | {100 * n / total:.1f} % |")
 
