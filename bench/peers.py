@@ -142,7 +142,7 @@ def bodies(work):
 def wrk(url, mode, path, duration, connections):
     env = dict(os.environ, BODIES=str(path), MODE=mode)
     out = subprocess.run(
-        ["wrk", "-t2", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(ROOT / "bench/bodies.lua"), url],
+        ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", str(ROOT / "bench/bodies.lua"), url],
         env=env, capture_output=True, text=True, check=True,
     )
     text = out.stdout + out.stderr
