@@ -18,6 +18,21 @@ pub fn app_with(config: Config) -> Router {
     condense::http::router(AppState::new(config).expect("state builds"))
 }
 
+/// The router with the real local model as its upstream: its trained
+/// window (the summarizer must chunk to fit it), and time limits generous
+/// enough for a model shared with other tests.
+pub fn app_with_local_llm(url: String) -> Router {
+    app_with(Config {
+        upstream_url: Some(url),
+        upstream_model: "SmolLM2-135M-Instruct".into(),
+        upstream_context_window: 8192,
+        upstream_timeout: 300,
+        upstream_retry_budget: 600,
+        request_timeout: 900,
+        ..Default::default()
+    })
+}
+
 pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,

@@ -8,23 +8,14 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::common::{app_with, post, thread};
+use crate::common::{app_with_local_llm, post, thread};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_model_writes_the_summary() {
     let Some(url) = crate::live::llm("a_real_model_writes_the_summary") else {
         return;
     };
-    let app = app_with(condense::Config {
-        upstream_url: Some(url),
-        upstream_model: "SmolLM2-135M-Instruct".into(),
-        // The model's trained window: the summarizer must chunk to fit it.
-        upstream_context_window: 8192,
-        upstream_timeout: 300,
-        upstream_retry_budget: 600,
-        request_timeout: 900,
-        ..Default::default()
-    });
+    let app = app_with_local_llm(url);
     let t = thread("medium-02.openai");
     let body = json!({
         "messages": t["messages"], "tools": t["tools"], "model": t["model"], "force": true,

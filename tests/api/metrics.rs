@@ -434,15 +434,7 @@ async fn a_real_model_call_is_counted_with_its_token_usage() {
     let Some(url) = crate::live::llm("a_real_model_call_is_counted_with_its_token_usage") else {
         return;
     };
-    let app = app_with(condense::Config {
-        upstream_url: Some(url),
-        upstream_model: "SmolLM2-135M-Instruct".into(),
-        upstream_context_window: 8192,
-        upstream_timeout: 300,
-        upstream_retry_budget: 600,
-        request_timeout: 900,
-        ..Default::default()
-    });
+    let app = crate::common::app_with_local_llm(url);
     // A short thread: one small call, so the shared model answers soon.
     let body = json!({"messages": crate::common::chat(14), "model": "gpt-4o", "force": true,
                       "summarizer": {"strategy": "llm"}, "config": {"max_summary_tokens": 200}});
