@@ -197,7 +197,7 @@ pub(crate) fn summary_message(
 ) -> Message {
     // Anthropic takes system text only at the top level, and its first message must be a user turn.
     let role = match (format, role) {
-        (WireFormat::OpenAi, SummaryRole::System) => Role::System,
+        (WireFormat::OpenAi | WireFormat::Responses, SummaryRole::System) => Role::System,
         _ => Role::User,
     };
     text_message(format, role, summary_text(covered, content))

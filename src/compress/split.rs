@@ -9,16 +9,33 @@ use std::ops::Range;
 use crate::thread::{Message, Role};
 
 /// The units of `messages[from..]`, in order, as index ranges.
+///
+/// In the Responses format a call and its output are items of their own:
+/// a reasoning item goes with the item after it (the API refuses one
+/// without it), and a unit with calls runs on through items until every
+/// call it opened has its output, so parallel calls stay together.
 pub fn units(messages: &[Message], from: usize) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut i = from;
-    while i < messages.len() {
+    let n = messages.len();
+    while i < n {
         let mut end = i + 1;
-        if messages[i].role == Role::Assistant && messages[i].tool_calls().next().is_some() {
-            while end < messages.len()
-                && messages[end].role != Role::Assistant
-                && messages[end].tool_results().next().is_some()
-            {
+        while end < n && leads_into_next(&messages[end - 1]) {
+            end += 1;
+        }
+        let mut open: isize = messages[i..end]
+            .iter()
+            .map(|m| m.tool_calls().count() as isize)
+            .sum();
+        if open > 0 {
+            while end < n {
+                let next = &messages[end];
+                let results = next.tool_results().count() as isize;
+                let result_message = next.role != Role::Assistant && results > 0;
+                if !(result_message || (next.is_item() && open > 0)) {
+                    break;
+                }
+                open += next.tool_calls().count() as isize - results;
                 end += 1;
             }
         }
@@ -26,6 +43,15 @@ pub fn units(messages: &[Message], from: usize) -> Vec<Range<usize>> {
         i = end;
     }
     out
+}
+
+/// A Responses item that must not be separated from the item after it:
+/// reasoning (and any other call-less assistant item).
+fn leads_into_next(m: &Message) -> bool {
+    m.is_item()
+        && m.role == Role::Assistant
+        && m.tool_calls().next().is_none()
+        && m.tool_results().next().is_none()
 }
 
 /// Start of the unit holding `index` (or `index` itself past the end).

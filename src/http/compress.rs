@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, method_or_profile, parse_thread};
+use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
 use crate::compress::{self, Compression, IterationSummary, Reason, SummaryObject};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
@@ -27,8 +27,11 @@ const MAX_INSTRUCTIONS: usize = 4000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompressRequest {
-    pub messages: Vec<Value>,
+    pub messages: Option<Vec<Value>>,
     pub system: Option<Value>,
+    /// A Responses API thread: its items and instructions.
+    pub input: Option<Value>,
+    pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
     pub model: Option<String>,
@@ -68,11 +71,19 @@ pub struct CompressResponse {
     pub compressed: bool,
     pub reason: Option<Reason>,
     pub format: WireFormat,
-    /// The thread in the caller's wire format; unchanged messages value for value.
-    pub messages: Vec<Value>,
+    /// The thread in the caller's wire format; unchanged messages value for
+    /// value. A Responses thread comes back in `input` instead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<Value>>,
     /// Anthropic's top-level system, unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system: Option<Value>,
+    /// The Responses thread's items...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Vec<Value>>,
+    /// ...and its instructions, unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<Value>,
     pub summary: Option<SummaryObject>,
     pub tokens_before: usize,
     pub tokens_after: usize,
@@ -113,13 +124,15 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let thread = parse_thread(
-        &app.config.thread_limits(),
-        req.format,
-        req.messages,
-        req.system,
-        req.tools,
-    )?;
+    let thread = ThreadFields {
+        format: req.format,
+        messages: req.messages,
+        system: req.system,
+        input: req.input,
+        instructions: req.instructions,
+        tools: req.tools,
+    }
+    .parse(&app.config.thread_limits())?;
     if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
         if min as usize > thread.messages.len() {
             return Err(ApiError::field(
@@ -186,12 +199,26 @@ fn respond(outcome: compress::Outcome) -> CompressResponse {
         .as_ref()
         .and(outcome.summary.as_ref())
         .map(|s| s.content.clone());
+    let format = outcome.thread.format;
+    let messages: Vec<Value> = outcome.thread.messages.into_iter().map(|m| m.raw).collect();
+    let system = outcome.thread.system.map(|s| s.raw);
+    let responses = format == WireFormat::Responses;
+    let (messages, input) = match responses {
+        true => (None, Some(messages)),
+        false => (Some(messages), None),
+    };
+    let (system, instructions) = match responses {
+        true => (None, system),
+        false => (system, None),
+    };
     CompressResponse {
         compressed: outcome.compressed,
         reason: outcome.reason,
-        format: outcome.thread.format,
-        messages: outcome.thread.messages.into_iter().map(|m| m.raw).collect(),
-        system: outcome.thread.system.map(|s| s.raw),
+        format,
+        messages,
+        system,
+        input,
+        instructions,
         context_injection,
         summary: outcome.summary,
         tokens_before: outcome.tokens_before,

@@ -1,7 +1,7 @@
 //! Request pieces shared by the thread endpoints.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::policy::PriorSummary;
@@ -57,26 +57,89 @@ pub fn method_or_profile(
     }
 }
 
-/// Parses the thread fields of a request into the internal model (the
-/// messages move into it), within the configured limits (413 naming the
-/// field and the limit): the count of messages before parsing, their
-/// characters after.
-pub fn parse_thread(
-    limits: &Limits,
-    format: Option<WireFormat>,
-    messages: Vec<Value>,
-    system: Option<Value>,
-    tools: Option<Value>,
-) -> Result<Thread, ApiError> {
-    limits.check_messages(messages.len())?;
-    let thread = thread::parse_owned(OwnedThread {
-        format,
-        messages,
-        system,
-        tools,
-    })?;
-    limits.check_thread(&thread)?;
-    Ok(thread)
+/// The thread fields of a request as sent: a Chat Completions or Anthropic
+/// thread in `messages` (+ Anthropic's `system`), a Responses thread in
+/// `input` (+ `instructions`), which is how the Responses format is told.
+#[derive(Debug, Default)]
+pub struct ThreadFields {
+    pub format: Option<WireFormat>,
+    pub messages: Option<Vec<Value>>,
+    pub system: Option<Value>,
+    pub input: Option<Value>,
+    pub instructions: Option<Value>,
+    pub tools: Option<Value>,
+}
+
+impl ThreadFields {
+    /// Parses the thread into the internal model (the messages move into
+    /// it), within the configured limits (413 naming the field and the
+    /// limit): the count of messages before parsing, their characters after.
+    pub fn parse(mut self, limits: &Limits) -> Result<Thread, ApiError> {
+        let (format, messages, system) = self.carrier()?;
+        limits.check_messages(messages.len())?;
+        let thread = thread::parse_owned(OwnedThread {
+            format,
+            messages,
+            system,
+            tools: self.tools,
+        })?;
+        limits.check_thread(&thread)?;
+        Ok(thread)
+    }
+
+    /// Which field carries the thread, and the format it implies.
+    #[allow(clippy::type_complexity)]
+    fn carrier(&mut self) -> Result<(Option<WireFormat>, Vec<Value>, Option<Value>), ApiError> {
+        let responses = self.format == Some(WireFormat::Responses);
+        match (self.messages.take(), self.input.take()) {
+            (Some(_), Some(_)) => Err(ApiError::field(
+                "/input",
+                "send the thread in `messages` (Chat Completions, Anthropic) or in `input` (Responses), not both",
+            )),
+            (None, None) if responses => Err(ApiError::field(
+                "/input",
+                "is required: the Responses format sends its items in `input`",
+            )),
+            (None, None) => Err(ApiError::field(
+                "/messages",
+                "is required (or `input`, for a Responses API thread)",
+            )),
+            (Some(_), None) if responses => Err(ApiError::field(
+                "/messages",
+                "the Responses format sends its items in `input`, not `messages`",
+            )),
+            (Some(_), None) if self.instructions.is_some() => Err(ApiError::field(
+                "/instructions",
+                "belongs to the Responses format (with `input`); a Chat Completions thread takes a system message, an Anthropic thread `system`",
+            )),
+            (Some(messages), None) => Ok((self.format, messages, self.system.take())),
+            (None, Some(_)) if self.format.is_some() && !responses => Err(ApiError::field(
+                "/format",
+                "`input` is a Responses API thread; send `format: \"responses\"` or none",
+            )),
+            (None, Some(_)) if self.system.is_some() => Err(ApiError::field(
+                "/system",
+                "belongs to the Anthropic format; a Responses thread takes `instructions`",
+            )),
+            (None, Some(input)) => {
+                let items = match input {
+                    // The API's short form: one user message.
+                    Value::String(text) => vec![json!({"role": "user", "content": text})],
+                    Value::Array(items) => items,
+                    other => {
+                        return Err(ApiError::field(
+                            "/input",
+                            format!(
+                                "must be a string or an array of items, not {}",
+                                thread::type_name(&other)
+                            ),
+                        ));
+                    }
+                };
+                Ok((Some(WireFormat::Responses), items, self.instructions.take()))
+            }
+        }
+    }
 }
 
 /// The thread carries condense's summary message after its pinned prefix.

@@ -7,11 +7,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, method, parse_thread};
+use super::input::{MethodName, ThreadFields, method};
 use crate::error::{ApiError, Result};
 use crate::state::AppState;
 use crate::thread::{Role, WireFormat};
 use crate::tokens::{CountSpec, Encoding};
+
+/// Said with every count of a Responses thread.
+const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with the model's tokenizer, but OpenAI publishes no per-item overhead, so the item framing (3 tokens an item, as for chat messages) is an estimate; `count: \"provider\"` asks OpenAI's input_tokens endpoint for the exact number";
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/tokens", post(count))
@@ -30,13 +33,18 @@ pub struct TokensRequest {
     pub text: Option<String>,
     pub messages: Option<Vec<Value>>,
     pub system: Option<Value>,
+    /// A Responses API thread: its items...
+    pub input: Option<Value>,
+    /// ...and its instructions.
+    pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct MessageTokens {
-    /// Index into the request's `messages`; null for Anthropic's top-level `system`.
+    /// Index into the request's `messages` (or `input`); null for
+    /// Anthropic's top-level `system` or the Responses `instructions`.
     pub index: Option<usize>,
     pub role: Role,
     /// The message's tokens including its per-message overhead.
@@ -98,20 +106,28 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             warnings: spec.warnings.clone(),
         }
     };
-    match (req.text, req.messages) {
-        (Some(_), Some(_)) => Err(ApiError::field(
+    let thread_sent = req.messages.is_some() || req.input.is_some();
+    match (req.text, thread_sent) {
+        (Some(_), true) => Err(ApiError::field(
             "/text",
-            "send either `text` or `messages`, not both",
+            "send either `text` or a thread (`messages` or `input`), not both",
         )),
-        (None, None) => Err(ApiError::field(
-            "/messages",
-            "send `messages` (a thread) or `text`",
+        (None, false) => Err(ApiError::field(
+            match req.format {
+                Some(WireFormat::Responses) => "/input",
+                _ => "/messages",
+            },
+            "send `messages` (a thread), `input` (a Responses API thread) or `text`",
         )),
-        (Some(text), None) => {
-            if req.system.is_some() || req.tools.is_some() || req.format.is_some() {
+        (Some(text), false) => {
+            if req.system.is_some()
+                || req.tools.is_some()
+                || req.format.is_some()
+                || req.instructions.is_some()
+            {
                 return Err(ApiError::field(
                     "/text",
-                    "`system`, `tools` and `format` describe a thread; they do not apply to `text`",
+                    "`system`, `instructions`, `tools` and `format` describe a thread; they do not apply to `text`",
                 ));
             }
             app.config.thread_limits().check_text(&text)?;
@@ -119,22 +135,35 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             counted(c.tokens);
             Ok(base(c.exact, c.tokens, Vec::new(), 0, 0, None))
         }
-        (None, Some(messages)) => {
-            let thread = parse_thread(
-                &app.config.thread_limits(),
-                req.format,
-                messages,
-                req.system,
-                req.tools,
-            )?;
+        (None, true) => {
+            let thread = ThreadFields {
+                format: req.format,
+                messages: req.messages,
+                system: req.system,
+                input: req.input,
+                instructions: req.instructions,
+                tools: req.tools,
+            }
+            .parse(&app.config.thread_limits())?;
             let count = counter.thread(&thread);
             counted(count.total);
+            let mut response = base(
+                count.exact,
+                count.total,
+                Vec::new(),
+                count.tools,
+                crate::tokens::REPLY_PRIMING,
+                Some(thread.format),
+            );
+            if thread.format == WireFormat::Responses {
+                response.warnings.push(RESPONSES_ESTIMATE.into());
+            }
             let system = count.system.map(|tokens| MessageTokens {
                 index: None,
                 role: Role::System,
                 tokens,
             });
-            let per = system
+            response.messages = system
                 .into_iter()
                 .chain(thread.messages.iter().zip(&count.messages).enumerate().map(
                     |(i, (m, &tokens))| MessageTokens {
@@ -144,14 +173,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
                     },
                 ))
                 .collect();
-            Ok(base(
-                count.exact,
-                count.total,
-                per,
-                count.tools,
-                crate::tokens::REPLY_PRIMING,
-                Some(thread.format),
-            ))
+            Ok(response)
         }
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, holds_summary, method_or_profile, parse_thread};
+use super::input::{MethodName, SummaryInput, ThreadFields, holds_summary, method_or_profile};
 use crate::error::Result;
 use crate::policy::{self, ProfileOverrides, Verdict};
 use crate::state::AppState;
@@ -23,8 +23,11 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerdictRequest {
-    pub messages: Vec<Value>,
+    pub messages: Option<Vec<Value>>,
     pub system: Option<Value>,
+    /// A Responses API thread: its items and instructions.
+    pub input: Option<Value>,
+    pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
     pub model: Option<String>,
@@ -68,13 +71,15 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
     let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
-    let thread = parse_thread(
-        &app.config.thread_limits(),
-        req.format,
-        req.messages,
-        req.system,
-        req.tools,
-    )?;
+    let thread = ThreadFields {
+        format: req.format,
+        messages: req.messages,
+        system: req.system,
+        input: req.input,
+        instructions: req.instructions,
+        tools: req.tools,
+    }
+    .parse(&app.config.thread_limits())?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let mut warnings = Vec::new();
     if prior.is_some() && holds_summary(&thread) {

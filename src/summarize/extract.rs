@@ -104,7 +104,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                         }
                     }
                 }
-                Part::RedactedThinking(_) | Part::Media(_) => {}
+                Part::RedactedThinking(_) | Part::Media(_) | Part::Opaque(_) => {}
             }
         }
     }

@@ -45,6 +45,9 @@ fn block(m: &Message, result_chars: usize) -> String {
                 );
             }
             Part::RedactedThinking(_) => s.push_str(" (redacted thinking)"),
+            Part::Opaque(o) => {
+                let _ = write!(s, " ({})", o.kind);
+            }
             Part::Media(kind) => {
                 let _ = write!(s, " ({kind:?} attached)");
             }

@@ -4,11 +4,20 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{iteration, string, type_name};
+use super::wire::{compaction, iteration, opaque, string, type_name};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
-const BLOCK_TYPES: &str =
-    "text, image, document, tool_use, tool_result, thinking, redacted_thinking";
+const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
+
+/// Blocks of the provider's own tools and retrieval, kept verbatim: a
+/// server tool's use and its result sit in the same assistant message, so
+/// keeping messages whole keeps them together.
+fn is_server_block(kind: &str) -> bool {
+    matches!(
+        kind,
+        "server_tool_use" | "mcp_tool_use" | "search_result" | "container_upload"
+    ) || (kind.ends_with("_tool_result") && kind != "tool_result")
+}
 
 pub fn parse_thread(
     system: Option<Cow<'_, Value>>,
@@ -233,6 +242,8 @@ fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Op
                 pointer: format!("{at}/tool_use_id"),
             }))
         }
+        "compaction" => Some(compaction(b)),
+        k if is_server_block(k) => Some(opaque(k, b)),
         "tool_use" | "tool_result" => {
             errs.push(FieldError::new(
                 format!("{at}/type"),

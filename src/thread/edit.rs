@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use super::{FieldError, Message, Role, WireFormat, anthropic, openai};
+use super::{FieldError, Message, Role, WireFormat, anthropic, openai, responses};
 
 /// Which texts [`truncate`] may cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +157,14 @@ fn rewrite(
             }
             _ => {}
         },
+        WireFormat::Responses => {
+            let is_result = m.role == Role::Tool;
+            if is_result && results {
+                visit_texts(raw.get_mut("output"), &mut shorten);
+            } else if !m.is_item() && (any || user) {
+                visit_texts(raw.get_mut("content"), &mut shorten);
+            }
+        }
     }
     if !changed {
         return None;
@@ -164,13 +172,15 @@ fn rewrite(
     reparse(raw, format, m.role).ok()
 }
 
-/// A string content, or the `text` of each text part/block in an array.
+/// A string content, or the `text` of each text part/block in an array
+/// (`input_text` and `output_text` in the Responses format).
 fn visit_texts(content: Option<&mut Value>, f: &mut impl FnMut(&mut Value)) {
     match content {
         Some(v @ Value::String(_)) => f(v),
         Some(Value::Array(parts)) => {
             for p in parts {
-                if p.get("type").and_then(Value::as_str) == Some("text") {
+                let kind = p.get("type").and_then(Value::as_str);
+                if matches!(kind, Some("text" | "input_text" | "output_text")) {
                     if let Some(t) = p.get_mut("text") {
                         f(t);
                     }
@@ -184,13 +194,14 @@ fn visit_texts(content: Option<&mut Value>, f: &mut impl FnMut(&mut Value)) {
 /// A new message holding `text`, in the caller's format.
 pub fn text_message(format: WireFormat, role: Role, text: String) -> Message {
     let raw = json!({"role": role.as_str(), "content": text});
-    reparse(raw, format, role).expect("a role/content message is valid in both formats")
+    reparse(raw, format, role).expect("a role/content message is valid in every format")
 }
 
 fn reparse(raw: Value, format: WireFormat, role: Role) -> Result<Message, Vec<FieldError>> {
     let mut parsed = match format {
         WireFormat::OpenAi => openai::parse_messages(vec![Cow::Owned(raw)])?,
         WireFormat::Anthropic => anthropic::parse_thread(None, vec![Cow::Owned(raw)])?.1,
+        WireFormat::Responses => responses::parse_thread(None, vec![Cow::Owned(raw)])?.1,
     };
     let m = parsed.pop().expect("one message in, one out");
     debug_assert_eq!(m.role, role);

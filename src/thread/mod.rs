@@ -1,7 +1,8 @@
-//! The thread model: one internal type for OpenAI and Anthropic conversations.
+//! The thread model: one internal type for OpenAI Chat Completions,
+//! Anthropic Messages and OpenAI Responses conversations.
 //!
-//! Wire formats are parsed at the boundary ([`parse`]) into [`Thread`]; nothing
-//! past it branches on the wire format. Each [`Message`] keeps the caller's
+//! Wire formats are parsed at the boundary ([`parse`]) into [`Thread`]; past
+//! it, only the rewriting of a message's JSON branches on the wire format. Each [`Message`] keeps the caller's
 //! original JSON (`raw`) so that messages condense does not change go back
 //! value for value, including fields it does not understand (`cache_control`,
 //! custom metadata).
@@ -13,6 +14,7 @@ mod limits;
 mod marker;
 mod openai;
 mod parse;
+mod responses;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,18 @@ pub enum WireFormat {
     #[serde(rename = "openai")]
     OpenAi,
     Anthropic,
+    /// OpenAI's Responses API: `input` items and top-level `instructions`.
+    Responses,
+}
+
+impl WireFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WireFormat::OpenAi => "openai",
+            WireFormat::Anthropic => "anthropic",
+            WireFormat::Responses => "responses",
+        }
+    }
 }
 
 /// Where in the request a problem is (a JSON pointer) and what it is.
@@ -140,6 +154,25 @@ pub enum Part {
         name: String,
         arguments: String,
     },
+    /// Content condense carries verbatim without reading it (see [`Opaque`]).
+    Opaque(Opaque),
+}
+
+/// A block or item condense keeps byte for byte and never summarizes:
+/// a provider's server-side tool blocks (`server_tool_use`,
+/// `web_search_tool_result`, ...), `search_result` blocks, the providers'
+/// own compaction, and Responses item types it does not know. Each is
+/// counted as an estimate, from its text or its JSON.
+#[derive(Debug, Clone, PartialEq, Hash)]
+pub struct Opaque {
+    /// The block's or item's `type`.
+    pub kind: String,
+    /// What its count is estimated from: its readable text, or its JSON.
+    pub text: String,
+    /// Bytes of encrypted content, counted like redacted thinking.
+    pub encrypted: usize,
+    /// The provider's own compaction: the conversation starts after it.
+    pub compaction: bool,
 }
 
 impl Part {
@@ -151,6 +184,7 @@ impl Part {
             Part::ToolCall(c) => out.push(&c.arguments),
             Part::FunctionCall { arguments, .. } => out.push(arguments),
             Part::ToolResult(r) => r.content.iter().for_each(|p| p.texts(out)),
+            Part::Opaque(o) => out.push(&o.text),
             Part::RedactedThinking(_) | Part::Media(_) => {}
         }
     }
@@ -184,6 +218,25 @@ impl Message {
             _ => None,
         })
     }
+
+    /// A Responses item other than a `message` (a call, its output,
+    /// reasoning, ...): it belongs to the assistant turn around it rather
+    /// than opening a turn of its own. Chat and Anthropic messages carry no
+    /// top-level `type`.
+    pub fn is_item(&self) -> bool {
+        self.raw
+            .get("type")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t != "message")
+    }
+
+    /// Holds the provider's own compaction (an Anthropic `compaction` block
+    /// or an OpenAI `compaction` item).
+    pub fn is_compaction(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Opaque(o) if o.compaction))
+    }
 }
 
 /// A conversation in the internal model. `messages[i]` is the caller's
@@ -191,7 +244,8 @@ impl Message {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thread {
     pub format: WireFormat,
-    /// Anthropic's top-level `system` (None for OpenAI, where instructions are messages).
+    /// Anthropic's top-level `system`, or the Responses API's
+    /// `instructions` (None for Chat Completions, where instructions are messages).
     pub system: Option<Message>,
     pub messages: Vec<Message>,
     /// Tool schemas as sent: only their size matters to condense.
@@ -199,21 +253,57 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// Number of leading system/developer messages (the pinned prefix in `messages`).
+    /// The pinned prefix of `messages`, kept verbatim and never summarized:
+    /// the leading system/developer messages, and, when the thread holds
+    /// the provider's own compaction, everything up to and including the
+    /// last one (the provider reads the conversation as starting there).
     pub fn pinned_len(&self) -> usize {
-        self.messages
+        let instructions = self
+            .messages
             .iter()
             // A summary message condense wrote (even with the system role) is
             // not pinned: the next summary replaces it.
             .take_while(|m| m.role.is_instruction() && m.summary_marker().is_none())
-            .count()
+            .count();
+        let compacted = self
+            .messages
+            .iter()
+            .rposition(Message::is_compaction)
+            .map_or(0, |i| i + 1);
+        instructions.max(compacted)
     }
 }
 
-/// Shared helpers for the two wire parsers.
+/// Shared helpers for the wire parsers.
 mod wire {
-    use super::FieldError;
+    use super::{FieldError, Opaque, Part};
     use serde_json::Value;
+
+    /// A block or item kept verbatim, estimated from its compact JSON.
+    pub fn opaque(kind: &str, v: &Value) -> Part {
+        Part::Opaque(Opaque {
+            kind: kind.to_string(),
+            text: v.to_string(),
+            encrypted: 0,
+            compaction: false,
+        })
+    }
+
+    /// The provider's compaction: its readable `content` (Anthropic) and
+    /// its `encrypted_content` (OpenAI), whichever it has.
+    pub fn compaction(v: &Value) -> Part {
+        let text = v.get("content").and_then(Value::as_str).unwrap_or_default();
+        let encrypted = v
+            .get("encrypted_content")
+            .and_then(Value::as_str)
+            .map_or(0, str::len);
+        Part::Opaque(Opaque {
+            kind: "compaction".into(),
+            text: text.to_string(),
+            encrypted,
+            compaction: true,
+        })
+    }
 
     pub fn type_name(v: &Value) -> &'static str {
         match v {

@@ -144,26 +144,32 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
         return None;
     }
     let id = string(c, "id", at, errs);
-    if let Some(t) = opt_string(c, "type", at, errs).filter(|t| t != "function") {
-        errs.push(FieldError::new(
-            format!("{at}/type"),
-            format!(
-                "unsupported tool call type `{}`; condense reads `function` tool calls",
-                echo(&t)
-            ),
-        ));
-    }
-
-    let fat = format!("{at}/function");
-    let Some(function) = c.get("function").filter(|f| f.is_object()) else {
+    // A `custom` tool call carries free-form `input` instead of JSON
+    // `arguments`; it pairs with its result like a function call.
+    let (key, text, shape) = match opt_string(c, "type", at, errs).as_deref() {
+        None | Some("function") => ("function", "arguments", "`name` and `arguments`"),
+        Some("custom") => ("custom", "input", "`name` and `input`"),
+        Some(other) => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!(
+                    "unsupported tool call type `{}`; expected `function` or `custom`",
+                    echo(other)
+                ),
+            ));
+            return None;
+        }
+    };
+    let fat = format!("{at}/{key}");
+    let Some(body) = c.get(key).filter(|f| f.is_object()) else {
         errs.push(FieldError::new(
             fat,
-            "is required and must be an object with `name` and `arguments`",
+            format!("is required and must be an object with {shape}"),
         ));
         return None;
     };
-    let name = string(function, "name", &fat, errs);
-    let arguments = string(function, "arguments", &fat, errs);
+    let name = string(body, "name", &fat, errs);
+    let arguments = string(body, text, &fat, errs);
     Some(ToolCall {
         id: id?,
         name: name?,

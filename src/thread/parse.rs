@@ -5,10 +5,11 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{FieldError, Thread, WireFormat, anthropic, openai, validate};
+use super::{FieldError, Thread, WireFormat, anthropic, openai, responses, validate};
 
 /// The parts of a request that describe a thread, before parsing, borrowed:
-/// each message is copied into its [`Message::raw`].
+/// each message is copied into its [`Message::raw`]. For the Responses
+/// format, `messages` are its `input` items and `system` its `instructions`.
 #[derive(Debug, Clone, Default)]
 pub struct RawThread<'a> {
     pub format: Option<WireFormat>,
@@ -80,6 +81,7 @@ fn parse_parts(
             (None, openai::parse_messages(messages)?)
         }
         WireFormat::Anthropic => anthropic::parse_thread(system, messages)?,
+        WireFormat::Responses => responses::parse_thread(system, messages)?,
     };
     let thread = Thread {
         format,
@@ -92,9 +94,10 @@ fn parse_parts(
 }
 
 /// A top-level `system`, or any content block only Anthropic has
-/// (`tool_use`, `tool_result`, `image`, `document`, `thinking`,
-/// `redacted_thinking`), means Anthropic. OpenAI's parts are `text`,
-/// `image_url`, `input_audio`, `file` and `refusal`, so the sets do not overlap.
+/// (`tool_use`, `tool_result`, `image`, `document`, `thinking`, ...),
+/// means Anthropic. OpenAI's parts are `text`, `image_url`, `input_audio`,
+/// `file` and `refusal`, so the sets do not overlap. (The Responses format
+/// is told by its own field, `input`, before this is asked.)
 pub fn detect(raw: &RawThread<'_>) -> WireFormat {
     detect_in(raw.system, raw.messages.iter())
 }
@@ -103,13 +106,17 @@ fn detect_in<'a>(
     system: Option<&Value>,
     mut messages: impl Iterator<Item = &'a Value>,
 ) -> WireFormat {
-    const ANTHROPIC_ONLY: [&str; 6] = [
+    const ANTHROPIC_ONLY: [&str; 10] = [
         "tool_use",
         "tool_result",
         "image",
         "document",
         "thinking",
         "redacted_thinking",
+        "server_tool_use",
+        "web_search_tool_result",
+        "search_result",
+        "compaction",
     ];
     if system.is_some_and(|s| !s.is_null()) {
         return WireFormat::Anthropic;

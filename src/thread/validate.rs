@@ -4,6 +4,9 @@
 //! assistant message right before it, when a call id repeats, or when a call is
 //! followed by anything but its results. The one exception we allow is the
 //! agent mid-loop: calls at the end of the thread whose results are not in yet.
+//! In the Responses format a turn is a run of items (reasoning, calls,
+//! outputs): parallel calls are consecutive items, so only a `message`
+//! item closes the calls still open.
 
 use std::collections::{HashMap, HashSet};
 
@@ -19,7 +22,9 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
 
     for (i, m) in thread.messages.iter().enumerate() {
         if m.role == Role::Assistant {
-            unanswered(&mut open, &mut errs, i);
+            if !m.is_item() {
+                unanswered(&mut open, &mut errs, i);
+            }
             for call in m.tool_calls() {
                 if let Some(first) = seen.insert(&call.id, i) {
                     errs.push(FieldError::new(
@@ -79,7 +84,7 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
 }
 
 fn is_result_only(m: &Message) -> bool {
-    m.role == Role::Tool
+    m.role == Role::Tool || m.is_item()
 }
 
 /// The calls still waiting for a result, in call order: answering one is

@@ -185,6 +185,7 @@ impl Counter<'_> {
             Part::FunctionCall { name, arguments } => {
                 TOOL_CALL_OVERHEAD + self.raw(name) + self.raw(arguments)
             }
+            Part::Opaque(o) => self.raw(&o.text) + o.encrypted.div_ceil(REDACTED_CHARS_PER_TOKEN),
             Part::ToolResult(r) => {
                 TOOL_RESULT_OVERHEAD
                     + self.raw(&r.call_id)

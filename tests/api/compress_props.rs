@@ -1,5 +1,6 @@
-//! The compression properties, over random threads in both wire formats:
-//! parallel tool calls, pending calls, unicode, huge tool results.
+//! The compression properties, over random threads in every wire format
+//! (Chat Completions, Anthropic, Responses): parallel tool calls, pending
+//! calls, reasoning items, unicode, huge tool results.
 
 use std::collections::BTreeSet;
 use std::sync::LazyLock;
@@ -38,10 +39,11 @@ fn unit() -> impl Strategy<Value = Unit> {
     ]
 }
 
-/// The same conversation in both formats; `pending` leaves the last tool round without results.
-fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>) {
+/// The same conversation in every format; `pending` leaves the last tool round without results.
+fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>, Vec<Value>) {
     let mut openai = vec![json!({"role": "system", "content": "You are an agent.", "x": 1})];
     let mut anthropic = Vec::new();
+    let mut responses = Vec::new();
     let mut id = 0;
     // Anthropic threads open with a user turn.
     let units: Vec<Unit> = std::iter::once(Unit::User("start".into()))
@@ -53,11 +55,13 @@ fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>) {
             Unit::User(t) => {
                 openai.push(json!({"role": "user", "content": t}));
                 anthropic.push(json!({"role": "user", "content": t, "x": 1}));
+                responses.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}));
             }
             Unit::Assistant(t) => {
                 openai.push(json!({"role": "assistant", "content": t}));
                 anthropic
                     .push(json!({"role": "assistant", "content": [{"type": "text", "text": t}]}));
+                responses.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": t}], "x": 1}));
             }
             Unit::Tools(results) => {
                 let ids: Vec<String> = results
@@ -71,8 +75,16 @@ fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>) {
                     "id": i, "type": "function", "function": {"name": "run_command", "arguments": "{\"command\": \"ls\"}"}})).collect::<Vec<_>>()}));
                 anthropic.push(json!({"role": "assistant", "content": ids.iter().map(|i| json!({
                     "type": "tool_use", "id": i, "name": "run_command", "input": {"command": "ls"}})).collect::<Vec<_>>()}));
+                responses.push(json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": format!("gAAA{k}==")}));
+                for i in &ids {
+                    responses.push(json!({"type": "function_call", "call_id": i, "name": "run_command", "arguments": "{\"command\": \"ls\"}"}));
+                }
                 if pending && k == last {
                     continue;
+                }
+                for (i, r) in ids.iter().zip(results) {
+                    responses
+                        .push(json!({"type": "function_call_output", "call_id": i, "output": r}));
                 }
                 for (i, r) in ids.iter().zip(results) {
                     openai.push(json!({"role": "tool", "tool_call_id": i, "content": r}));
@@ -84,7 +96,7 @@ fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>) {
             }
         }
     }
-    (openai, anthropic)
+    (openai, anthropic, responses)
 }
 
 fn parse(format: WireFormat, messages: &[Value], system: Option<&Value>) -> Thread {
@@ -193,6 +205,18 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
     if t.format == WireFormat::Anthropic {
         prop_assert_eq!(output[0].role, condense::thread::Role::User);
     }
+    // A reasoning item is never separated from the item after it.
+    for (j, m) in output.iter().enumerate() {
+        if m.raw["type"] == "reasoning" {
+            let next = output.get(j + 1).map(|n| n.raw["type"].clone());
+            prop_assert_eq!(
+                next,
+                Some(json!("function_call")),
+                "reasoning item {} cut off",
+                j
+            );
+        }
+    }
     // 5. It fits.
     prop_assert!(
         out.tokens_after <= budget,
@@ -248,7 +272,7 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
 /// Runs the properties and checks the generator really exercises compression
 /// (a property test whose cases never compress would prove nothing).
 #[test]
-fn compression_properties_hold_in_both_formats() {
+fn compression_properties_hold_in_every_format() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static COMPRESSED: AtomicUsize = AtomicUsize::new(0);
     static CASES: AtomicUsize = AtomicUsize::new(0);
@@ -263,11 +287,12 @@ fn compression_properties_hold_in_both_formats() {
     );
     runner
         .run(&strategy, |(units, pending, s)| {
-            let (openai, anthropic) = build(&units, pending);
+            let (openai, anthropic, responses) = build(&units, pending);
             let system = json!("You are an agent.");
             for t in [
                 parse(WireFormat::OpenAi, &openai, None),
                 parse(WireFormat::Anthropic, &anthropic, Some(&system)),
+                parse(WireFormat::Responses, &responses, Some(&system)),
             ] {
                 CASES.fetch_add(1, Ordering::Relaxed);
                 if check(&t, &s)? {

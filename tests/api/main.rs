@@ -22,6 +22,7 @@ mod playground;
 #[path = "../support/prometheus.rs"]
 mod prometheus;
 mod properties;
+mod responses;
 mod stub;
 mod tokens;
 mod upstream;

@@ -1,0 +1,276 @@
+//! OpenAI Responses API input (`instructions` + `input` items) -> the internal model.
+//!
+//! One item is one [`Message`], so `messages[i]` is the caller's `input[i]`.
+//! Messages (typed or the short `{role, content}` form) become messages of
+//! their role; `function_call`, `custom_tool_call` and `computer_call` items
+//! become assistant messages holding one tool call, paired by `call_id` with
+//! their `*_output` items; `reasoning` items become thinking (its summary
+//! and text) plus redacted thinking (its encrypted content); a `compaction`
+//! item is the provider's own summary; any other item type is kept verbatim
+//! and counted from its JSON. Nothing here is rejected for being unknown:
+//! the Responses API grows item types often, and condense only needs to
+//! know which items pair up.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::wire::{compaction, iteration, opaque, opt_string, string, type_name};
+use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
+
+const ROLES: &str = "user, assistant, system, developer";
+
+/// Items whose calls pair with a `{type}_output` item by `call_id`.
+const CALL_ITEMS: [&str; 3] = ["function_call", "custom_tool_call", "computer_call"];
+
+pub fn parse_thread(
+    instructions: Option<Cow<'_, Value>>,
+    items: Vec<Cow<'_, Value>>,
+) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
+    let mut errs = Bounded::default();
+    let mut scratch = Vec::new();
+    let system = instructions
+        .filter(|s| !s.is_null())
+        .and_then(|s| parse_instructions(s, &mut scratch));
+    errs.absorb(&mut scratch);
+    let parsed: Vec<Message> = items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let parsed = parse_item(m, &format!("/input/{i}"), &mut scratch);
+            errs.absorb(&mut scratch);
+            parsed
+        })
+        .collect();
+    if errs.is_empty() {
+        Ok((system, parsed))
+    } else {
+        Err(errs.finish())
+    }
+}
+
+/// `instructions`: a string (an array of input items is also accepted by
+/// the API and kept as text parts).
+fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let (parts, plain) = match source.as_ref() {
+        Value::String(text) => (vec![Part::Text(text.clone())], false),
+        Value::Array(items) => {
+            let mut parts = Vec::new();
+            for (j, item) in items.iter().enumerate() {
+                content_parts(
+                    item.get("content"),
+                    &format!("/instructions/{j}/content"),
+                    &mut parts,
+                    errs,
+                );
+            }
+            (parts, false)
+        }
+        other => {
+            errs.push(FieldError::new(
+                "/instructions",
+                format!("must be a string, not {}", type_name(other)),
+            ));
+            return None;
+        }
+    };
+    Some(Message {
+        role: Role::System,
+        name: None,
+        parts,
+        plain,
+        iteration: None,
+        raw: source.into_owned(),
+    })
+}
+
+/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+    let m: &Value = &source;
+    if !m.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("an input item must be an object, not {}", type_name(m)),
+        ));
+        return None;
+    }
+    let before = errs.len();
+    let kind = opt_string(m, "type", at, errs);
+    let (role, parts, plain) = match kind.as_deref() {
+        None | Some("message") => {
+            let role = message_role(m, at, errs)?;
+            let mut parts = Vec::new();
+            // Never exact: the API publishes no per-item formula.
+            let plain = false;
+            let content = m.get("content");
+            if content.is_none() {
+                errs.push(FieldError::new(format!("{at}/content"), "is required"));
+            }
+            content_parts(content, &format!("{at}/content"), &mut parts, errs);
+            (role, parts, plain)
+        }
+        Some("reasoning") => (Role::Assistant, reasoning(m), false),
+        Some("compaction") => (Role::Assistant, vec![compaction(m)], false),
+        Some(k) if CALL_ITEMS.contains(&k) => {
+            let call = call(m, k, at, errs)?;
+            (Role::Assistant, vec![Part::ToolCall(call)], false)
+        }
+        Some(k) if is_call_output(k) => {
+            let result = output(m, at, errs)?;
+            (Role::Tool, vec![Part::ToolResult(result)], false)
+        }
+        Some(k) => {
+            // Outputs of server-side calls read as the tool's side of the turn.
+            let role = match k.ends_with("_output") {
+                true => Role::Tool,
+                false => Role::Assistant,
+            };
+            (role, vec![opaque(k, m)], false)
+        }
+    };
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name: None,
+        parts,
+        plain,
+        iteration,
+        raw: source.into_owned(),
+    })
+}
+
+fn is_call_output(kind: &str) -> bool {
+    kind.strip_suffix("_output")
+        .is_some_and(|call| CALL_ITEMS.contains(&call))
+}
+
+fn message_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
+    Some(match string(m, "role", at, errs)?.as_str() {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        "system" => Role::System,
+        "developer" => Role::Developer,
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/role"),
+                format!("unknown role `{}`; expected one of {ROLES}", echo(other)),
+            ));
+            return None;
+        }
+    })
+}
+
+/// A message's `content` (or a tool output): a string, or content parts.
+fn content_parts(
+    content: Option<&Value>,
+    at: &str,
+    parts: &mut Vec<Part>,
+    errs: &mut Vec<FieldError>,
+) {
+    match content {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => parts.push(Part::Text(s.clone())),
+        Some(Value::Array(items)) => {
+            for (j, p) in items.iter().enumerate() {
+                if let Some(part) = content_part(p, &format!("{at}/{j}"), errs) {
+                    parts.push(part);
+                }
+            }
+        }
+        Some(other) => errs.push(FieldError::new(
+            at,
+            format!(
+                "must be a string or an array of content parts, not {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+fn content_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
+    if !p.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a content part must be an object, not {}", type_name(p)),
+        ));
+        return None;
+    }
+    let kind = string(p, "type", at, errs)?;
+    match kind.as_str() {
+        "input_text" | "output_text" | "text" => string(p, "text", at, errs).map(Part::Text),
+        "refusal" => string(p, "refusal", at, errs).map(Part::Refusal),
+        "input_image" => {
+            let low_detail = p.get("detail").and_then(Value::as_str) == Some("low");
+            Some(Part::Media(MediaKind::Image { low_detail }))
+        }
+        "input_file" => Some(Part::Media(MediaKind::File)),
+        "input_audio" => Some(Part::Media(MediaKind::Audio)),
+        other => Some(opaque(other, p)),
+    }
+}
+
+/// A call item: its `call_id` pairs it with its output.
+fn call(m: &Value, kind: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolCall> {
+    let id = string(m, "call_id", at, errs);
+    let (name, arguments) = match kind {
+        "function_call" => (
+            string(m, "name", at, errs),
+            string(m, "arguments", at, errs),
+        ),
+        "custom_tool_call" => (string(m, "name", at, errs), string(m, "input", at, errs)),
+        // A computer action has no name: the item type names it, and its
+        // action is what the model wrote.
+        _ => (
+            Some(kind.to_string()),
+            Some(m.get("action").map(Value::to_string).unwrap_or_default()),
+        ),
+    };
+    Some(ToolCall {
+        id: id?,
+        name: name?,
+        arguments: arguments?,
+        pointer: format!("{at}/call_id"),
+    })
+}
+
+fn output(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolResult> {
+    let call_id = string(m, "call_id", at, errs);
+    let mut content = Vec::new();
+    if m.get("output").is_none() {
+        errs.push(FieldError::new(format!("{at}/output"), "is required"));
+    }
+    match m.get("output") {
+        // A computer screenshot: an object, kept verbatim.
+        Some(v @ Value::Object(_)) => content.push(opaque("output", v)),
+        other => content_parts(other, &format!("{at}/output"), &mut content, errs),
+    }
+    Some(ToolResult {
+        call_id: call_id?,
+        content,
+        is_error: false,
+        pointer: format!("{at}/call_id"),
+    })
+}
+
+/// A reasoning item: its summary and reasoning text as thinking, its
+/// encrypted content as redacted thinking. Never summarized into text.
+fn reasoning(m: &Value) -> Vec<Part> {
+    let mut texts = Vec::new();
+    for key in ["summary", "content"] {
+        if let Some(items) = m.get(key).and_then(Value::as_array) {
+            texts.extend(
+                items
+                    .iter()
+                    .filter_map(|s| s.get("text").and_then(Value::as_str)),
+            );
+        }
+    }
+    let mut parts = Vec::new();
+    if !texts.is_empty() {
+        parts.push(Part::Thinking(texts.join("\n")));
+    }
+    if let Some(data) = m.get("encrypted_content").and_then(Value::as_str) {
+        parts.push(Part::RedactedThinking(data.to_string()));
+    }
+    parts
+}
