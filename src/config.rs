@@ -206,7 +206,7 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW", default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW)]
     pub upstream_context_window: usize,
 
-    /// Proxy `POST /v1/chat/completions` to this OpenAI-compatible base URL
+    /// Proxy `POST /v1/chat/completions` and `POST /v1/responses` to this OpenAI-compatible base URL
     /// (e.g. `https://api.openai.com/v1`); unset: the route is off.
     #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL", hide_env_values = true)]
     pub proxy_openai_url: Option<String>,

@@ -24,7 +24,7 @@ use tower::ServiceExt;
 /// Every route the server serves, as `(METHOD, path)`. `routes_in_source`
 /// keeps this list honest against `src/http/*.rs`; the spec must list exactly
 /// these operations.
-const ROUTES: [(&str, &str); 16] = [
+const ROUTES: [(&str, &str); 17] = [
     ("GET", "/"),
     ("GET", "/playground"),
     ("GET", "/playground/app.js"),
@@ -40,6 +40,7 @@ const ROUTES: [(&str, &str); 16] = [
     ("POST", "/v1/verdict"),
     ("POST", "/v1/compress"),
     ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
     ("POST", "/v1/messages"),
 ];
 
@@ -642,6 +643,10 @@ fn openai_everything() -> Value {
             {"role": "assistant", "content": "Done.", "metadata": {"iteration": null}},
             {"role": "user", "content": "Thanks.", "metadata": "not an object"},
             {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_4", "type": "custom", "custom": {"name": "apply_patch", "input": "*** Begin Patch"}}
+            ]},
+            {"role": "tool", "tool_call_id": "call_4", "content": "patched"},
+            {"role": "assistant", "content": null, "tool_calls": [
                 {"id": "call_3", "type": "function", "function": {"name": "run", "arguments": "{}"}}
             ]}
         ],
@@ -675,9 +680,46 @@ fn anthropic_everything() -> Value {
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2", "content": "oops", "is_error": true}]},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_3", "name": "run", "input": {}}]},
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_3"}], "metadata": {"iteration": 2}},
-            {"role": "assistant", "content": "Done.", "cache_control": {"type": "ephemeral"}}
+            {"role": "assistant", "content": "Done.", "cache_control": {"type": "ephemeral"}},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Search it."},
+                {"type": "search_result", "source": "https://docs.rs", "title": "docs", "content": [{"type": "text", "text": "x"}]}
+            ]},
+            {"role": "assistant", "content": [
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+                {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                {"type": "text", "text": "Found it."}
+            ]}
         ],
         "tools": [{"name": "read", "input_schema": {"type": "object"}}]
+    })
+}
+
+/// A Responses API thread with every kind of item.
+fn responses_everything() -> Value {
+    json!({
+        "model": "gpt-4o",
+        "instructions": "Be brief.",
+        "input": [
+            {"role": "user", "content": "Look at a.", "metadata": {"iteration": 0}},
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Use tools."}]},
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "And this:"},
+                {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"},
+                {"type": "input_file", "file_id": "file-1"}
+            ]},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Read a."}], "encrypted_content": "gAAAA"},
+            {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": "{\"path\":\"a\"}"},
+            {"type": "function_call", "call_id": "call_2", "name": "read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_2", "output": "file b"},
+            {"type": "function_call_output", "call_id": "call_1", "output": [{"type": "input_text", "text": "file a"}]},
+            {"type": "custom_tool_call", "call_id": "call_3", "name": "apply_patch", "input": "*** Begin Patch"},
+            {"type": "custom_tool_call_output", "call_id": "call_3", "output": "patched"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done.", "annotations": []}], "x_custom": 1},
+            {"type": "function_call", "call_id": "call_4", "name": "run", "arguments": "{}"}
+        ],
+        "tools": [{"type": "function", "name": "read", "parameters": {"type": "object"}}]
     })
 }
 
@@ -777,6 +819,21 @@ fn valid_requests() -> Vec<Valid> {
         valid(
             "anthropic, every block",
             post_json("/v1/tokens", &anthropic_everything()),
+        ),
+        valid(
+            "responses, every item",
+            post_json("/v1/tokens", &responses_everything()),
+        ),
+        valid(
+            "responses, a string input",
+            post_json(
+                "/v1/tokens",
+                &json!({"input": "hi", "instructions": null, "format": "responses"}),
+            ),
+        ),
+        valid(
+            "verdict, responses",
+            post_json("/v1/verdict", &responses_everything()),
         ),
         valid(
             "anthropic, counted by chars",
@@ -972,6 +1029,20 @@ fn compress_requests() -> Vec<Valid> {
                 "/v1/compress",
                 &merged(&openai_everything(), json!({"force": true})),
             ),
+        ),
+        valid(
+            "compress, responses every item",
+            post_json(
+                "/v1/compress",
+                &merged(
+                    &responses_everything(),
+                    json!({"force": true, "config": {"min_recent_messages": 1}}),
+                ),
+            ),
+        ),
+        valid(
+            "compress, responses, nothing due",
+            post_json("/v1/compress", &responses_everything()),
         ),
         valid(
             "compress, anthropic every block",
@@ -1396,6 +1467,60 @@ fn invalid_requests() -> Vec<Invalid> {
             Rejects,
         ),
         bad("body is an array", "/v1/tokens", json!([]), Rejects),
+        bad(
+            "messages and input together",
+            "/v1/tokens",
+            json!({"messages": [user], "input": "hi"}),
+            Rejects,
+        ),
+        bad(
+            "instructions with a chat thread",
+            "/v1/verdict",
+            json!({"messages": [user], "instructions": "x"}),
+            Rejects,
+        ),
+        bad(
+            "a system with a responses thread",
+            "/v1/compress",
+            json!({"input": "hi", "system": "x"}),
+            Rejects,
+        ),
+        bad(
+            "input with the anthropic format",
+            "/v1/tokens",
+            json!({"input": "hi", "format": "anthropic"}),
+            Rejects,
+        ),
+        bad(
+            "input that is a number",
+            "/v1/tokens",
+            json!({"input": 42}),
+            Rejects,
+        ),
+        bad(
+            "a function_call item without call_id",
+            "/v1/tokens",
+            json!({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}),
+            Rejects,
+        ),
+        bad(
+            "a responses message with an unknown role",
+            "/v1/tokens",
+            json!({"input": [{"role": "robot", "content": "x"}]}),
+            Rejects,
+        ),
+        bad(
+            "an orphaned function_call_output",
+            "/v1/tokens",
+            json!({"input": [user, {"type": "function_call_output", "call_id": "nope", "output": "x"}]}),
+            AcceptsRuleInProse,
+        ),
+        bad(
+            "a custom tool call without custom",
+            "/v1/tokens",
+            json!({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "custom"}]}]}),
+            Rejects,
+        ),
         bad(
             "wrong field type",
             "/v1/tokens",
@@ -2423,7 +2548,7 @@ async fn unauthorized_and_forbidden_answers_conform() {
             refused += 1;
         }
     }
-    assert_eq!(refused, 7);
+    assert_eq!(refused, 8);
     let x = send(
         keyed.clone(),
         with_header(
@@ -2475,8 +2600,8 @@ async fn overloaded_and_over_limit_answers_conform() {
     let place = state.overload.try_enter().expect("the one place");
     for req in every_route() {
         let spared = is_probe(&req)
-            || req.uri().path() == "/v1/messages"
-            || req.uri().path() == "/v1/chat/completions";
+            || ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
+                .contains(&req.uri().path());
         let x = send(full.clone(), req).await;
         assert_conforms(&x);
         if !spared {

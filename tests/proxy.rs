@@ -47,6 +47,7 @@ async fn provider(status: StatusCode) -> (String, Seen) {
     };
     let app = Router::new()
         .route("/v1/chat/completions", post(answer.clone()))
+        .route("/v1/responses", post(answer.clone()))
         .route("/v1/messages", post(answer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -104,6 +105,7 @@ async fn routes_are_off_until_a_provider_is_set() {
     let app = condense(condense::Config::default());
     for (path, var) in [
         ("/v1/chat/completions", "CONDENSE_PROXY_OPENAI_URL"),
+        ("/v1/responses", "CONDENSE_PROXY_OPENAI_URL"),
         ("/v1/messages", "CONDENSE_PROXY_ANTHROPIC_URL"),
     ] {
         let r = send(&app, path, &[], &json!({"messages": chat(2)})).await;
@@ -422,4 +424,67 @@ async fn a_provider_redirect_goes_back_to_the_caller_and_the_keys_stay_home() {
         seen.0.lock().unwrap().is_empty(),
         "the redirect target got a request (with its credentials)"
     );
+}
+
+/// A Responses thread of `n` rounds: a question, a reasoning item, a call
+/// and its output.
+fn response_items(n: usize) -> Vec<Value> {
+    let mut items = Vec::new();
+    for i in 0..n {
+        items.push(json!({"role": "user", "content": format!("step {i}: read src/m{i}.rs")}));
+        items.push(json!({"type": "reasoning", "id": format!("rs_{i}"), "summary": [], "encrypted_content": format!("gAAAA{i}")}));
+        items.push(json!({"type": "function_call", "call_id": format!("c{i}"), "name": "read", "arguments": "{}"}));
+        items.push(json!({"type": "function_call_output", "call_id": format!("c{i}"), "output": format!("fn m{i}() {{}}")}));
+    }
+    items
+}
+
+#[tokio::test]
+async fn the_responses_route_compresses_input_and_keeps_everything_else() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let body = json!({"model": "gpt-4o", "instructions": "be brief", "store": false,
+        "reasoning": {"effort": "low"}, "input": response_items(20)});
+    let r = send(
+        &app,
+        "/v1/responses",
+        &[("authorization", "Bearer sk-client")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    let (h, forwarded) = seen.last();
+    assert_eq!(h["authorization"], "Bearer sk-client");
+    for key in ["model", "instructions", "store", "reasoning"] {
+        assert_eq!(forwarded[key], body[key], "{key} passes through");
+    }
+    let items = forwarded["input"].as_array().unwrap();
+    assert!(
+        items[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Context Summary - ")
+    );
+    assert!(items.len() < 80);
+    let sent = body["input"].as_array().unwrap();
+    assert_eq!(&items[1..], &sent[sent.len() - (items.len() - 1)..]);
+
+    // What condense does not compress goes through as it came, with a note.
+    for (odd, note) in [
+        (
+            json!({"model": "gpt-4o", "previous_response_id": "resp_1", "input": response_items(20)}),
+            "previous_response_id",
+        ),
+        (
+            json!({"model": "gpt-4o", "input": "hello"}),
+            "single message",
+        ),
+    ] {
+        let r = send(&app, "/v1/responses", &[], &odd).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(seen.last().1, odd);
+        let got = r.headers["x-condense-note"].to_str().unwrap();
+        assert!(got.contains(note), "{got}");
+    }
 }

@@ -329,3 +329,106 @@ async fn a_session_keeps_its_forwarded_prefix_between_summaries() {
     assert!(summaries <= 1 + 40 / (10 - 4), "{summaries} summaries");
     assert!(continued >= 5, "{continued} continued turns");
 }
+
+/// Every output item answers a function call made earlier in the items,
+/// and every reasoning item is followed by the item it came with.
+fn items_intact(items: &[Value]) -> bool {
+    let mut calls = std::collections::HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        match item["type"].as_str() {
+            Some("function_call") => {
+                calls.insert(item["call_id"].as_str().unwrap().to_string());
+            }
+            Some("function_call_output") if !calls.contains(item["call_id"].as_str().unwrap()) => {
+                return false;
+            }
+            Some("reasoning") if items.get(i + 1).is_none() => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+/// The openai SDK's Responses API through `POST /v1/responses`: a due
+/// thread reaches the provider compressed (reasoning items byte for byte,
+/// calls with their outputs, `instructions` untouched), shadow mode
+/// forwards the SDK's very bytes, and a session keeps its forwarded prefix
+/// between summaries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_responses_api_through_the_proxy() {
+    let Some((url, provider, seen)) =
+        through_a_recorder("the_responses_api_through_the_proxy").await
+    else {
+        return;
+    };
+    let out = scenario("due", "responses", &url, &provider);
+    assert_eq!(out["headers"]["x-condense-compressed"], "true", "{out}");
+    let body = seen.bodies().pop().unwrap();
+    assert_eq!(body["instructions"], json!(SYSTEM_PROMPT));
+    let items = body["input"].as_array().expect("input items");
+    assert!(is_summary(&items[0]), "a summary first: {}", items[0]);
+    assert!(items.len() < 51, "{} items forwarded", items.len());
+    assert!(items_intact(items), "calls, outputs and reasoning intact");
+    let sent: Vec<Value> = serde_json::from_str::<Value>(&python_items(10))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone();
+    for item in &items[1..] {
+        assert!(sent.contains(item), "an item changed on the way: {item}");
+    }
+
+    let out = scenario("shadow", "responses", &url, &provider);
+    assert_eq!(out["headers"]["x-condense-would-compress"], "true", "{out}");
+    let raw = seen.raw();
+    assert_eq!(
+        raw[raw.len() - 2],
+        raw[raw.len() - 1],
+        "shadow forwards byte-identical requests"
+    );
+
+    let before = seen.bodies().len();
+    let out = scenario("session", "responses", &url, &provider);
+    assert_eq!(out["turns"].as_array().unwrap().len(), 20);
+    let bodies = &seen.bodies()[before..];
+    let mut continued = 0;
+    for pair in bodies.windows(2) {
+        let (a, b) = (
+            pair[0]["input"].as_array().unwrap(),
+            pair[1]["input"].as_array().unwrap(),
+        );
+        if is_summary(&a[0]) && a[0] == b[0] {
+            let same = a
+                .iter()
+                .zip(b)
+                .all(|(x, y)| serde_json::to_vec(x).unwrap() == serde_json::to_vec(y).unwrap());
+            assert!(same && b.len() > a.len(), "the forwarded prefix changed");
+            continued += 1;
+        }
+    }
+    assert!(continued >= 5, "{continued} continued turns");
+}
+
+/// The instructions the scenarios send.
+const SYSTEM_PROMPT: &str = "You are a careful coding agent. Answer in one short sentence.";
+
+/// The items `tests/sdk/scenarios.py` builds for `units` rounds.
+fn python_items(units: usize) -> String {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk");
+    let out = Command::new("python3")
+        .current_dir(script)
+        .args([
+            "-c",
+            &format!(
+                "import json, scenarios; print(json.dumps(scenarios.response_items({units})))"
+            ),
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}

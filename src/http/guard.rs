@@ -63,7 +63,7 @@ fn gates(path: &str, metrics_require_key: bool) -> Gates {
         "/healthz" | "/readyz" => probe(Key::Open),
         "/metrics" if metrics_require_key => probe(Key::Bearer),
         "/metrics" => probe(Key::Open),
-        "/v1/chat/completions" | "/v1/messages" => Gates {
+        "/v1/chat/completions" | "/v1/responses" | "/v1/messages" => Gates {
             key: Key::ProxyHeader,
             limited: true,
             shed: false,

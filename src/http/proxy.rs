@@ -1,4 +1,5 @@
-//! `POST /v1/chat/completions` and `POST /v1/messages`: the drop-in proxy.
+//! `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages`:
+//! the drop-in proxy.
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
@@ -25,6 +26,7 @@ const SHADOW: &str = "x-condense-shadow";
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/chat/completions", post(openai))
+        .route("/v1/responses", post(responses))
         .route("/v1/messages", post(anthropic))
 }
 
@@ -39,6 +41,15 @@ async fn openai(
 ) -> Result<Response> {
     let (headers, body) = read(&app, req).await?;
     proxy(app, Provider::OpenAi, caller, headers, body).await
+}
+
+async fn responses(
+    State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    req: Request,
+) -> Result<Response> {
+    let (headers, body) = read(&app, req).await?;
+    proxy(app, Provider::Responses, caller, headers, body).await
 }
 
 async fn anthropic(

@@ -1,4 +1,5 @@
-//! The drop-in proxy: an agent points its OpenAI or Anthropic SDK at
+//! The drop-in proxy: an agent points its OpenAI (Chat Completions or
+//! Responses) or Anthropic SDK at
 //! condense, and each request passes through on its way to the provider,
 //! its thread compressed when due, the provider's answer relayed unchanged.
 //!
@@ -29,6 +30,8 @@ pub use relay::{Forwarded, hop_by_hop};
 pub enum Provider {
     /// `POST {base}/chat/completions`.
     OpenAi,
+    /// `POST {base}/responses` (OpenAI's base URL).
+    Responses,
     /// `POST {base}/v1/messages`.
     Anthropic,
 }
@@ -37,22 +40,30 @@ impl Provider {
     pub fn format(self) -> WireFormat {
         match self {
             Provider::OpenAi => WireFormat::OpenAi,
+            Provider::Responses => WireFormat::Responses,
             Provider::Anthropic => WireFormat::Anthropic,
         }
     }
 
-    /// `openai` or `anthropic` (the metrics' `provider` label).
+    /// `openai`, `responses` or `anthropic` (the metrics' `provider` label).
     pub fn as_str(self) -> &'static str {
+        self.format().as_str()
+    }
+
+    /// The body's fields that hold the thread: its messages (or items)
+    /// and its top-level instructions, if the format has them.
+    pub fn fields(self) -> (&'static str, Option<&'static str>) {
         match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
+            Provider::OpenAi => ("messages", None),
+            Provider::Responses => ("input", Some("instructions")),
+            Provider::Anthropic => ("messages", Some("system")),
         }
     }
 
     /// The configuration variable that switches this route on.
     pub fn setting(self) -> &'static str {
         match self {
-            Provider::OpenAi => "CONDENSE_PROXY_OPENAI_URL",
+            Provider::OpenAi | Provider::Responses => "CONDENSE_PROXY_OPENAI_URL",
             Provider::Anthropic => "CONDENSE_PROXY_ANTHROPIC_URL",
         }
     }
@@ -129,7 +140,7 @@ impl Proxy {
     /// The provider base URL of a route, or why the route is off.
     pub fn target(&self, provider: Provider) -> Result<&str, ProxyError> {
         let url = match provider {
-            Provider::OpenAi => &self.config.openai_url,
+            Provider::OpenAi | Provider::Responses => &self.config.openai_url,
             Provider::Anthropic => &self.config.anthropic_url,
         };
         url.as_deref()

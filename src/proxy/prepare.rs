@@ -119,7 +119,7 @@ impl Proxy {
         }
         let written = cpu(move || {
             let mut json = json;
-            json["messages"] =
+            json[provider.fields().0] =
                 Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
             serde_json::to_vec(&json)
         })
@@ -153,8 +153,20 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
         return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
     let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
+    let (field, system) = provider.fields();
+    if provider == Provider::Responses {
+        if json
+            .get("previous_response_id")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err("the provider keeps this conversation (previous_response_id)".into());
+        }
+        if json.get(field).is_some_and(Value::is_string) {
+            return Err("the input is a single message".into());
+        }
+    }
     let messages = json
-        .get("messages")
+        .get(field)
         .and_then(Value::as_array)
         .ok_or("the body has no messages")?;
     let too_large = |e: thread::OverLimit| Unread::TooLarge(e.detail);
@@ -162,9 +174,7 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
     let thread = thread::parse(RawThread {
         format: Some(provider.format()),
         messages,
-        system: json
-            .get("system")
-            .filter(|_| provider == Provider::Anthropic),
+        system: system.and_then(|s| json.get(s)),
         tools: json.get("tools"),
     })
     .map_err(|_| "the thread is not one condense can read")?;

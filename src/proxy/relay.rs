@@ -50,6 +50,7 @@ impl Proxy {
         let base = self.target(provider)?;
         let url = match provider {
             Provider::OpenAi => format!("{base}/chat/completions"),
+            Provider::Responses => format!("{base}/responses"),
             Provider::Anthropic => format!("{base}/v1/messages"),
         };
         let Prepared { body, report } = prepared;
@@ -89,7 +90,9 @@ impl Proxy {
             return;
         }
         let (name, value) = match provider {
-            Provider::OpenAi => (AUTHORIZATION, format!("Bearer {}", key.expose())),
+            Provider::OpenAi | Provider::Responses => {
+                (AUTHORIZATION, format!("Bearer {}", key.expose()))
+            }
             Provider::Anthropic => (
                 HeaderName::from_static("x-api-key"),
                 key.expose().to_string(),

@@ -103,7 +103,7 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
             // Never exact: the API publishes no per-item formula.
             let plain = false;
             let content = m.get("content");
-            if content.is_none() {
+            if content.is_none_or(Value::is_null) {
                 errs.push(FieldError::new(format!("{at}/content"), "is required"));
             }
             content_parts(content, &format!("{at}/content"), &mut parts, errs);

@@ -2,6 +2,7 @@
 
 mod access;
 mod bad_input;
+mod blocks;
 mod cache_e2e;
 mod common;
 mod compress;

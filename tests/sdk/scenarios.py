@@ -1,5 +1,6 @@
 """Real clients against condense's proxy: the official openai and anthropic
-SDKs, base URL set to condense. Run by tests/proxy_sdk.rs, which starts
+SDKs, base URL set to condense. SDK is `openai` (Chat Completions),
+`responses` (the openai SDK's Responses API) or `anthropic`. Run by tests/proxy_sdk.rs, which starts
 condense, a recording proxy and the local model, and checks what reached the
 provider. Each scenario prints one JSON object on stdout.
 
@@ -17,6 +18,8 @@ SYSTEM = "You are a careful coding agent. Answer in one short sentence."
 
 def tool_thread(sdk, units):
     """A coding-agent thread of `units` rounds: a request, a tool call, its result, a reply."""
+    if sdk == "responses":
+        return response_items(units)
     msgs = [] if sdk == "anthropic" else [{"role": "system", "content": SYSTEM}]
     for i in range(units):
         msgs.append({"role": "user", "content": f"Step {i}: check src/m{i}.rs for the bug in parse_{i}."})
@@ -38,6 +41,28 @@ def tool_thread(sdk, units):
     return msgs
 
 
+def response_items(units):
+    """The same rounds as Responses API items: reasoning (kept byte for byte by
+    condense), the call and its output paired by call_id."""
+    items = []
+    for i in range(units):
+        items.append({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"Step {i}: check src/m{i}.rs for the bug in parse_{i}."}]})
+        items.append({"type": "reasoning", "id": f"rs_{i}", "summary": [{"type": "summary_text", "text": f"Read src/m{i}.rs."}],
+                      "content": [{"type": "reasoning_text", "text": f"The bug is probably in parse_{i}."}],
+                      "encrypted_content": f"gAAAAB{i:04d}" + "Zm9v" * 20})
+        items.append({"type": "function_call", "call_id": f"call_{i}", "name": "read_file",
+                      "arguments": json.dumps({"path": f"src/m{i}.rs"})})
+        items.append({"type": "function_call_output", "call_id": f"call_{i}",
+                      "output": f"fn parse_{i}() {{ let x = {i}; }}\nerror[E0308]: mismatched types at src/m{i}.rs:{i + 1}:5"})
+        items.append({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": f"Fixed parse_{i} in src/m{i}.rs."}]})
+    items.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "What did you change last?"}]})
+    return items
+
+
+TOOLS_RESPONSES = [{"type": "function", "name": "read_file", "description": "Read a file",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "read_file", "description": "Read a file",
                  "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}]
 TOOLS_ANTHROPIC = [{"name": "read_file", "description": "Read a file",
@@ -57,6 +82,20 @@ def client(sdk, url):
 def ask(sdk, c, messages, headers=None, stream=False, max_tokens=16):
     """One call; the answer's text and condense's headers."""
     headers = headers or {}
+    if sdk == "responses":
+        kw = dict(model="gpt-4o", max_output_tokens=max_tokens, instructions=SYSTEM, input=messages,
+                  tools=TOOLS_RESPONSES, extra_headers=headers)
+        if stream:
+            chunks, text = 0, ""
+            with c.responses.with_streaming_response.create(stream=True, **kw) as raw:
+                h = condense_headers(raw.headers)
+                for event in raw.parse():
+                    chunks += 1
+                    if event.type == "response.output_text.delta":
+                        text += event.delta
+            return {"text": text, "chunks": chunks, "headers": h}
+        raw = c.responses.with_raw_response.create(**kw)
+        return {"text": raw.parse().output_text or "", "headers": condense_headers(raw.headers)}
     if sdk == "anthropic":
         kw = dict(model="claude-sonnet-4-5", max_tokens=max_tokens, system=SYSTEM, messages=messages,
                   tools=TOOLS_ANTHROPIC, extra_headers=headers)
@@ -112,6 +151,12 @@ def session(sdk, url, _):
     for i in range(20):
         answer = ask(sdk, c, msgs, headers={"x-condense-profile": "short"})
         turns.append(answer["headers"])
+        if sdk == "responses":
+            msgs.append({"type": "message", "role": "assistant",
+                         "content": [{"type": "output_text", "text": answer["text"] or "ok"}]})
+            msgs.append({"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": f"Turn {i}: now look at src/t{i}.rs too."}]})
+            continue
         msgs.append({"role": "assistant", "content": answer["text"] or "ok"})
         msgs.append({"role": "user", "content": f"Turn {i}: now look at src/t{i}.rs too."})
     return {"turns": turns}
