@@ -230,7 +230,10 @@ async fn responses_pairing_errors_name_the_item() {
         ),
         (json!([{"role": "robot", "content": "x"}]), "/input/0/role"),
         (json!([{"role": "user"}]), "/input/0/content"),
-        (json!([{"role": "user", "content": null}]), "/input/0/content"),
+        (
+            json!([{"role": "user", "content": null}]),
+            "/input/0/content",
+        ),
         (json!([42]), "/input/0"),
         (json!(42), "/input"),
     ];
