@@ -229,6 +229,21 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     }
 }
 
+/// `v` decided again with another total (the provider's count of what
+/// would be sent): the same messages and iterations, the same window.
+pub fn with_total(v: &Verdict, profile: &Profile, total_tokens: u64, exact: bool) -> Verdict {
+    let a = Assessment {
+        messages_since_summary: v.messages_since_summary,
+        iterations_since_summary: v.iterations_since_summary,
+        total_tokens,
+        exact,
+    };
+    Verdict {
+        last_summary: v.last_summary.clone(),
+        ..decide(profile, a, v.context_window)
+    }
+}
+
 /// `used / threshold` in percent, one decimal.
 fn percent(used: u64, threshold: u64) -> f64 {
     (used as f64 * 1000.0 / threshold as f64).round() / 10.0
