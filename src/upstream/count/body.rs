@@ -25,6 +25,19 @@ pub enum Endpoint {
 /// error says what could not be rewritten.
 pub fn body(thread: &Thread, model: &str) -> Result<(Endpoint, Value), String> {
     let tools = &thread.tools;
+    // TODO(Responses): a `WireFormat::Responses` thread is already in
+    // this endpoint's shape; send it as it came, `thread.system` (its
+    // `instructions`) included:
+    //
+    // WireFormat::Responses => Ok((
+    //     Endpoint::OpenAi,
+    //     responses_body(
+    //         model,
+    //         thread.system.as_ref().map(|s| s.raw.clone()),
+    //         thread.messages.iter().map(|m| m.raw.clone()).collect(),
+    //         tools.clone(),
+    //     ),
+    // )),
     match thread.format {
         WireFormat::Anthropic => {
             let mut b = Map::new();
@@ -43,17 +56,7 @@ pub fn body(thread: &Thread, model: &str) -> Result<(Endpoint, Value), String> {
             let raw: Vec<&Value> = thread.messages.iter().map(|m| &m.raw).collect();
             let (input, tools) = chat_to_responses(&raw, tools)?;
             Ok((Endpoint::OpenAi, responses_body(model, None, input, tools)))
-        } // TODO(Responses): a `WireFormat::Responses` thread is already in
-          // this endpoint's shape; send it as it came:
-          // WireFormat::Responses => Ok((
-          //     Endpoint::OpenAi,
-          //     responses_body(
-          //         model,
-          //         thread.system.as_ref().map(|s| s.raw.clone()), // `instructions`
-          //         thread.messages.iter().map(|m| m.raw.clone()).collect(),
-          //         tools.clone(),
-          //     ),
-          // )),
+        }
     }
 }
 
@@ -78,8 +81,10 @@ pub fn responses_body(
 
 /// Chat Completions messages and tools as Responses `input` items and
 /// function tools:
-/// - system / developer / user / assistant text → `{role, content}` messages
-///   (user-side image parts → `input_image`);
+/// - system / developer / user / assistant text → `{type: message, role,
+///   content}` messages (user-side image parts → `input_image`; the
+///   `type`, optional for OpenAI, is one llama-server needs on an
+///   assistant's);
 /// - assistant `tool_calls` → `function_call` items after the message;
 /// - `tool` messages → `function_call_output` items;
 /// - `{type: function, function: {..}}` tools → `{type: function, name, ..}`.
@@ -107,14 +112,14 @@ fn message_items(m: &Value, out: &mut Vec<Value>) -> Result<(), String> {
     match role {
         "system" | "developer" | "user" => {
             let content = user_content(m.get("content"))?;
-            out.push(json!({"role": role, "content": content}));
+            out.push(json!({"type": "message", "role": role, "content": content}));
         }
         "assistant" => {
             let text = joined_text(m.get("content"), true)?;
             let refusal = m.get("refusal").and_then(Value::as_str).unwrap_or_default();
             let text = [text.as_str(), refusal].concat();
             if !text.is_empty() {
-                out.push(json!({"role": "assistant", "content": text}));
+                out.push(json!({"type": "message", "role": "assistant", "content": text}));
             }
             if m.get("function_call").is_some_and(|f| !f.is_null()) {
                 return Err("the legacy `function_call` has no Responses form".into());
@@ -247,10 +252,10 @@ mod tests {
         assert_eq!(
             input,
             vec![
-                json!({"role": "system", "content": "Be brief."}),
-                json!({"role": "developer", "content": [{"type": "input_text", "text": "Use tabs."}]}),
-                json!({"role": "user", "content": "hi"}),
-                json!({"role": "assistant", "content": "hello"}),
+                json!({"type": "message", "role": "system", "content": "Be brief."}),
+                json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Use tabs."}]}),
+                json!({"type": "message", "role": "user", "content": "hi"}),
+                json!({"type": "message", "role": "assistant", "content": "hello"}),
             ]
         );
         assert!(tools.is_empty());
@@ -298,7 +303,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             input[0],
-            json!({"role": "assistant", "content": "Looking."})
+            json!({"type": "message", "role": "assistant", "content": "Looking."})
         );
         assert_eq!(input[1]["type"], "function_call");
     }
