@@ -799,7 +799,10 @@ fn valid_requests() -> Vec<Valid> {
             "verdict, a provider count by the profile override",
             post_json(
                 "/v1/verdict",
-                &merged(&openai_everything(), json!({"config": {"count": "provider"}})),
+                &merged(
+                    &openai_everything(),
+                    json!({"config": {"count": "provider"}}),
+                ),
             ),
         ),
         valid(

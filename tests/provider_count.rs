@@ -13,6 +13,9 @@ mod common;
 #[path = "support/live.rs"]
 mod live;
 #[allow(dead_code)]
+#[path = "support/prometheus.rs"]
+mod prometheus;
+#[allow(dead_code)]
 #[path = "api/stub.rs"]
 mod stub;
 
@@ -23,7 +26,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use serde_json::{Value, json};
 
-use common::{Reply, app_with, post, thread};
+use common::{Reply, app_with, get, post, thread};
 use condense::Config;
 use stub::Fault;
 
@@ -188,6 +191,9 @@ async fn anthropic_threads_are_counted_by_count_tokens_once() {
         1,
         "a remembered count asks nothing"
     );
+    let requests = "condense_upstream_requests_total";
+    let kind = [("kind", "count_anthropic")];
+    assert_eq!(count_metrics(&app, requests, &kind).await, 1.0);
 
     // A grown thread is another question.
     let grown = first("small-00.anthropic", 14);
@@ -354,12 +360,26 @@ async fn failed_counts_answer_the_local_estimate_with_a_warning() {
     }
 }
 
+/// The upstream metrics of the counting calls.
+async fn count_metrics(app: &axum::Router, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let r = get(app, "/metrics").await;
+    prometheus::parse(&r.text()).value(name, labels)
+}
+
 #[tokio::test]
 async fn a_failed_count_is_not_remembered() {
     let (app, stub) = faulty(Fault::ServerError).await;
     falls_back(&app, &small(), "HTTP 500").await;
     falls_back(&app, &small(), "HTTP 500").await;
     assert_eq!(stub.calls(), 2, "a failure is asked again");
+    let kind = ("kind", "count_anthropic");
+    let errors = "condense_upstream_errors_total";
+    assert_eq!(
+        count_metrics(&app, errors, &[kind, ("error", "status_5xx")]).await,
+        2.0
+    );
+    let requests = "condense_upstream_requests_total";
+    assert_eq!(count_metrics(&app, requests, &[kind]).await, 2.0);
 }
 
 #[tokio::test]
