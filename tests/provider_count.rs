@@ -296,6 +296,34 @@ async fn the_verdict_decides_on_the_provider_total() {
     assert_eq!(local.json()["source"], "local");
     assert!(local.json().get("local_total_tokens").is_none());
     assert_ne!(local.json()["total_tokens"], provider);
+
+    // With a `summary` object, what would be sent leaves its messages out:
+    // the provider counted the whole thread, the difference is local.
+    let mut summarized = body.clone();
+    summarized["count"] = json!("provider");
+    summarized["summary"] =
+        json!({"last_message_idx": 5, "content": "Read the files; the test fails in connect.rs."});
+    let v = post(&app, "/v1/verdict", &summarized).await;
+    assert_eq!(v.status, 200, "{}", v.text());
+    let v = v.json();
+    assert_eq!(v["source"], "provider", "{v}");
+    assert_eq!(v["exact"], false, "a part of it is estimated: {v}");
+    assert!(
+        v["warnings"].to_string().contains("`summary` object"),
+        "{v}"
+    );
+    let local_verdict = v["local_total_tokens"].as_u64().unwrap();
+    let local_thread = local_total(&app, &body).await;
+    assert!(local_verdict < local_thread);
+    assert_eq!(
+        v["total_tokens"].as_u64().unwrap(),
+        provider + local_verdict - local_thread
+    );
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "the same thread, still remembered"
+    );
 }
 
 // ---------------------------------------------------------------- faults
