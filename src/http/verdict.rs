@@ -66,12 +66,12 @@ async fn verdict(
     let Decided {
         mut response,
         profile,
-        thread_total,
+        whole_thread,
         ask,
     } = app.cpu(move |app| decide(app, req)).await?;
     if let Some(ask) = ask {
         match count::ask(&app, ask).await {
-            Ok(total) => provider_total(&mut response, &profile, thread_total, total),
+            Ok(total) => provider_total(&mut response, &profile, whole_thread, total),
             Err(warning) => response.warnings.push(warning),
         }
     }
@@ -86,31 +86,27 @@ async fn verdict(
 struct Decided {
     response: VerdictResponse,
     profile: Profile,
-    /// The local count of the whole thread as sent (the provider's figure
-    /// is of the same thing).
-    thread_total: u64,
+    /// The local count of the whole thread, when a `summary` object makes
+    /// what the verdict measures differ from the thread as sent.
+    whole_thread: Option<u64>,
     ask: Option<Ask>,
 }
 
-/// The verdict decided again on the provider's count. The provider counts
-/// the thread as sent; what the verdict measures leaves out the messages
-/// a `summary` object covers and adds the summary: that difference stays a
-/// local estimate (and the total is then not exact).
+/// The verdict decided again on the provider's count.
 fn provider_total(
     response: &mut VerdictResponse,
     profile: &Profile,
-    thread_total: u64,
-    total: u64,
+    whole_thread: Option<u64>,
+    provider: u64,
 ) {
     let local = response.verdict.total_tokens;
-    let difference = local as i64 - thread_total as i64;
-    let measured = (total as i64 + difference).max(0) as u64;
-    response.verdict = policy::with_total(&response.verdict, profile, measured, difference == 0);
+    response.verdict =
+        policy::with_provider_total(&response.verdict, profile, provider, whole_thread);
     response.provenance = Provenance {
         source: CountSource::Provider,
         local_total_tokens: Some(local),
     };
-    if difference != 0 {
+    if whole_thread.is_some() {
         response.warnings.push(
             "the provider counted the whole thread; the messages the `summary` object covers \
              and the summary that replaces them are local estimates"
@@ -157,11 +153,8 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<Decided> {
     let ask = count::prepare(app, source, &thread, &spec.model);
     // Only a `summary` object makes what the verdict measures differ from
     // the whole thread (a summary message in the thread is what is sent).
-    let thread_total = if ask.is_some() && prior.is_some() && !holds_summary(&thread) {
-        counter.thread(&thread).total as u64
-    } else {
-        verdict.total_tokens
-    };
+    let whole_thread = (ask.is_some() && prior.is_some() && !holds_summary(&thread))
+        .then(|| counter.thread(&thread).total as u64);
     let response = VerdictResponse {
         verdict,
         provenance: Provenance::default(),
@@ -173,7 +166,7 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<Decided> {
     Ok(Decided {
         response,
         profile,
-        thread_total,
+        whole_thread,
         ask,
     })
 }
