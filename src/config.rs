@@ -14,7 +14,7 @@ use crate::cache::CacheOptions;
 use crate::guard::AccessConfig;
 use crate::serve::ServeOptions;
 use crate::thread::Limits;
-use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
+use crate::upstream::{Kind, ProviderCountConfig, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -60,6 +60,9 @@ pub mod defaults {
     pub const DB_ACQUIRE_TIMEOUT_MS: u64 = 500;
     /// A stream that sends nothing for this long is cut; a healthy one never is.
     pub const PROXY_IDLE_TIMEOUT_SECS: u64 = 300;
+    /// A counting call is a short request: a provider slower than this is
+    /// answered with the local estimate.
+    pub const PROVIDER_COUNT_TIMEOUT_SECS: u64 = 10;
     /// How often the API keys file is re-read (it is also re-read on SIGHUP).
     pub const API_KEYS_RELOAD_SECS: u64 = 5;
     /// No rate limit.
@@ -229,6 +232,12 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_PROXY_IDLE_TIMEOUT", default_value_t = defaults::PROXY_IDLE_TIMEOUT_SECS)]
     pub proxy_idle_timeout: u64,
 
+    /// Seconds a provider-exact count (`count: "provider"`, asked of the
+    /// proxy's provider URLs with its key) may take before the local
+    /// estimate is answered instead.
+    #[arg(long, env = "CONDENSE_PROVIDER_COUNT_TIMEOUT_SECS", default_value_t = defaults::PROVIDER_COUNT_TIMEOUT_SECS)]
+    pub provider_count_timeout_secs: u64,
+
     /// API keys, comma-separated; each `KEY` or `KEY llm` (`llm`: may have
     /// the upstream LLM write summaries). Unset, and no keys file: no
     /// access control. Prefer the environment or the file to the flag.
@@ -328,6 +337,7 @@ impl Default for Config {
             proxy_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
             proxy_shadow: false,
             proxy_idle_timeout: defaults::PROXY_IDLE_TIMEOUT_SECS,
+            provider_count_timeout_secs: defaults::PROVIDER_COUNT_TIMEOUT_SECS,
             api_keys: Vec::new(),
             api_keys_file: None,
             api_keys_reload_secs: defaults::API_KEYS_RELOAD_SECS,
@@ -394,6 +404,16 @@ impl Config {
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
             idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
             max_connections: self.max_connections.max(1),
+        }
+    }
+
+    /// Where provider-exact counts are asked: the proxy's providers.
+    pub fn provider_count(&self) -> ProviderCountConfig {
+        ProviderCountConfig {
+            openai_url: self.proxy_openai_url.clone(),
+            anthropic_url: self.proxy_anthropic_url.clone(),
+            api_key: self.proxy_api_key.clone(),
+            timeout: Duration::from_secs(self.provider_count_timeout_secs.max(1)),
         }
     }
 

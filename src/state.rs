@@ -14,7 +14,7 @@ use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
 use crate::tokens::cancel::{self, Cancel};
 use crate::tokens::{Encoders, ModelRegistry};
-use crate::upstream::Upstream;
+use crate::upstream::{ProviderCounter, Upstream};
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -35,6 +35,8 @@ pub struct Inner {
     pub compressor: Arc<Compressor>,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,
+    /// Asks the proxy's providers for exact counts (`count: "provider"`).
+    pub provider_count: ProviderCounter,
     /// The API keys in force (none: access control is off).
     pub access: Arc<Access>,
     /// The per-caller token buckets (None: no rate limit).
@@ -104,6 +106,8 @@ impl AppState {
             compressor.clone(),
             profiles.clone(),
         )?;
+        let provider_count =
+            ProviderCounter::new(config.provider_count())?.with_metrics(metrics.clone());
         let access = Arc::new(Access::new(config.access())?);
         let rate = RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
         let overload = Overload::new(config.max_concurrency);
@@ -120,6 +124,7 @@ impl AppState {
             summarizer,
             compressor,
             proxy,
+            provider_count,
             metrics,
         })))
     }

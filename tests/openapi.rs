@@ -846,6 +846,23 @@ fn valid_requests() -> Vec<Valid> {
             ),
         ),
         valid(
+            "a provider count without a provider URL (local, with a warning)",
+            post_json(
+                "/v1/tokens",
+                &merged(&anthropic_everything(), json!({"count": "provider"})),
+            ),
+        ),
+        valid(
+            "verdict, a provider count by the profile override",
+            post_json(
+                "/v1/verdict",
+                &merged(
+                    &openai_everything(),
+                    json!({"config": {"count": "provider"}}),
+                ),
+            ),
+        ),
+        valid(
             "verdict, openai, every part",
             post_json("/v1/verdict", &openai_everything()),
         ),
@@ -1440,6 +1457,18 @@ fn invalid_requests() -> Vec<Invalid> {
             "unknown top-level field",
             "/v1/tokens",
             json!({"text": "a", "txt": "b"}),
+            Rejects,
+        ),
+        bad(
+            "a provider count of a text",
+            "/v1/tokens",
+            json!({"text": "a", "count": "provider"}),
+            Rejects,
+        ),
+        bad(
+            "an unknown count source",
+            "/v1/verdict",
+            json!({"messages": [user], "count": "exact"}),
             Rejects,
         ),
         bad(

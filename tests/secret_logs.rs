@@ -128,6 +128,41 @@ async fn the_api_key_never_reaches_the_logs() {
     }
 }
 
+/// A provider-exact count (`count: "provider"`) whose endpoint echoes the
+/// proxy key in a 401: neither the answer nor the logs carry it.
+#[tokio::test]
+async fn the_proxy_key_never_leaves_a_provider_count() {
+    let buf = logs();
+    let s = stub::start_on(Fault::EchoKey, true, "/v1/messages/count_tokens").await;
+    let app = condense::http::router(
+        condense::AppState::new(condense::Config {
+            proxy_anthropic_url: Some(s.url.clone()),
+            proxy_api_key: condense::upstream::Secret::new(KEY),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let body = json!({"count": "provider", "system": "Be brief.",
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let req = Request::post("/v1/tokens")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(serde_json::to_vec(&body).unwrap()))
+        .unwrap();
+    let res = app.oneshot(req).await.unwrap();
+    assert_eq!(res.status(), 200);
+    let bytes = res.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("HTTP 401"), "{text}");
+    assert_eq!(s.calls(), 1, "the provider was asked");
+    assert!(!text.contains(KEY), "the key is in the answer: {text}");
+    let logs = buf.text();
+    assert!(
+        logs.contains("a provider count failed"),
+        "the failure was logged: {logs}"
+    );
+    assert!(!logs.contains(KEY), "the key is in the logs: {logs}");
+}
+
 #[test]
 fn help_shows_no_configured_secret() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_condense"))

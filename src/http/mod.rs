@@ -3,6 +3,7 @@
 
 mod catalog;
 mod compress;
+mod count;
 mod extract;
 mod guard;
 mod health;

@@ -6,12 +6,14 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::count::{self, Ask, Provenance};
 use super::extract::ApiJson;
 use super::input::{MethodName, ThreadFields, method};
 use crate::error::{ApiError, Result};
 use crate::state::AppState;
 use crate::thread::{Role, WireFormat};
 use crate::tokens::{CountSpec, Encoding};
+use crate::upstream::CountSource;
 
 /// Said with every count of a Responses thread.
 const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with the model's tokenizer, but OpenAI publishes no per-item overhead, so the item framing (3 tokens an item, as for chat messages) is an estimate; `count: \"provider\"` asks OpenAI's input_tokens endpoint for the exact number";
@@ -39,6 +41,9 @@ pub struct TokensRequest {
     pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
+    /// `local` (default): the tokenizer; `provider`: the provider's
+    /// counting endpoint for the total (threads only).
+    pub count: Option<CountSource>,
 }
 
 #[derive(Debug, Serialize)]
@@ -59,6 +64,9 @@ pub struct TokensResponse {
     /// True only when the count equals what the provider bills.
     pub exact: bool,
     pub total_tokens: usize,
+    /// Where `total_tokens` comes from; per-message counts stay local.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub messages: Vec<MessageTokens>,
     pub tools_tokens: usize,
     /// Tokens that prime the reply (3 for a thread, 0 for a text).
@@ -80,11 +88,31 @@ async fn count(
         req.encoding,
         method,
     );
-    let response = app.cpu(move |app| count_request(app, req, spec)).await?;
+    let (mut response, ask) = app.cpu(move |app| count_request(app, req, spec)).await?;
+    if let Some(ask) = ask {
+        match count::ask(&app, ask).await {
+            Ok(total) => {
+                response.provenance = Provenance {
+                    source: CountSource::Provider,
+                    local_total_tokens: Some(response.total_tokens as u64),
+                };
+                response.total_tokens = total as usize;
+                response.exact = true;
+            }
+            Err(warning) => response.warnings.push(warning),
+        }
+    }
     Ok(Json(response))
 }
 
-fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<TokensResponse> {
+/// The local count, and the provider count to ask for when the request
+/// wants one.
+fn count_request(
+    app: &AppState,
+    req: TokensRequest,
+    spec: CountSpec,
+) -> Result<(TokensResponse, Option<Ask>)> {
+    let source = req.count.unwrap_or_default();
     let counter = spec.counter(app.encoders);
     let method_name = spec.method.as_str();
     let counted = |tokens| {
@@ -98,6 +126,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             method: method_name,
             exact,
             total_tokens,
+            provenance: Provenance::default(),
             messages,
             tools_tokens,
             reply_priming_tokens,
@@ -120,6 +149,12 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             "send `messages` (a thread), `input` (a Responses API thread) or `text`",
         )),
         (Some(text), false) => {
+            if source == CountSource::Provider {
+                return Err(ApiError::field(
+                    "/count",
+                    "`provider` counts a thread: send `messages` or `input`, or leave `count` out for a text",
+                ));
+            }
             if req.system.is_some()
                 || req.tools.is_some()
                 || req.format.is_some()
@@ -133,7 +168,7 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
             app.config.thread_limits().check_text(&text)?;
             let c = counter.text(&text);
             counted(c.tokens);
-            Ok(base(c.exact, c.tokens, Vec::new(), 0, 0, None))
+            Ok((base(c.exact, c.tokens, Vec::new(), 0, 0, None), None))
         }
         (None, true) => {
             let thread = ThreadFields {
@@ -173,7 +208,8 @@ fn count_request(app: &AppState, req: TokensRequest, spec: CountSpec) -> Result<
                     },
                 ))
                 .collect();
-            Ok(response)
+            let ask = count::prepare(app, source, &thread, &spec.model);
+            Ok((response, ask))
         }
     }
 }

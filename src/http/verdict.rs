@@ -8,13 +8,15 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::count::{self, Ask, Provenance};
 use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, ThreadFields, holds_summary, method_or_profile};
 use crate::error::Result;
-use crate::policy::{self, ProfileOverrides, Verdict};
+use crate::policy::{self, Profile, ProfileOverrides, Verdict};
 use crate::state::AppState;
 use crate::thread::WireFormat;
 use crate::tokens::{CountSpec, Encoding};
+use crate::upstream::CountSource;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/v1/verdict", post(verdict))
@@ -41,12 +43,18 @@ pub struct VerdictRequest {
     pub config: Option<ProfileOverrides>,
     /// The summary object a previous compression returned.
     pub summary: Option<SummaryInput>,
+    /// `local`: the tokenizer; `provider`: the provider's counting
+    /// endpoint for the total. Absent: the profile's `count`.
+    pub count: Option<CountSource>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct VerdictResponse {
     #[serde(flatten)]
     pub verdict: Verdict,
+    /// Where `total_tokens` comes from.
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub profile: String,
     pub model: String,
     pub format: WireFormat,
@@ -58,7 +66,18 @@ async fn verdict(
     headers: HeaderMap,
     ApiJson(req): ApiJson<VerdictRequest>,
 ) -> Result<Response> {
-    let response = app.cpu(move |app| decide(app, req)).await?;
+    let Decided {
+        mut response,
+        profile,
+        whole_thread,
+        ask,
+    } = app.cpu(move |app| decide(app, req)).await?;
+    if let Some(ask) = ask {
+        match count::ask(&app, ask).await {
+            Ok(total) => provider_total(&mut response, &profile, whole_thread, total),
+            Err(warning) => response.warnings.push(warning),
+        }
+    }
     if wants_text(&headers) {
         let text = policy::render_text(&response.verdict);
         return Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response());
@@ -66,7 +85,40 @@ async fn verdict(
     Ok(Json(response).into_response())
 }
 
-fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
+/// A verdict on the local count, and what the provider count needs.
+struct Decided {
+    response: VerdictResponse,
+    profile: Profile,
+    /// The local count of the whole thread, when a `summary` object makes
+    /// what the verdict measures differ from the thread as sent.
+    whole_thread: Option<u64>,
+    ask: Option<Ask>,
+}
+
+/// The verdict decided again on the provider's count.
+fn provider_total(
+    response: &mut VerdictResponse,
+    profile: &Profile,
+    whole_thread: Option<u64>,
+    provider: u64,
+) {
+    let local = response.verdict.total_tokens;
+    response.verdict =
+        policy::with_provider_total(&response.verdict, profile, provider, whole_thread);
+    response.provenance = Provenance {
+        source: CountSource::Provider,
+        local_total_tokens: Some(local),
+    };
+    if whole_thread.is_some() {
+        response.warnings.push(
+            "the provider counted the whole thread; the messages the `summary` object covers \
+             and the summary that replaces them are local estimates"
+                .to_string(),
+        );
+    }
+}
+
+fn decide(app: &AppState, req: VerdictRequest) -> Result<Decided> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
@@ -95,24 +147,32 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<VerdictResponse> {
         method,
     );
     let window = profile.context_window.unwrap_or(spec.context_window);
-    let verdict = policy::verdict(
-        &thread,
-        &spec.counter(app.encoders),
-        &profile,
-        window,
-        prior.as_ref(),
-    );
+    let counter = spec.counter(app.encoders);
+    let verdict = policy::verdict(&thread, &counter, &profile, window, prior.as_ref());
     app.metrics.tokens_counted(
         spec.encoding.as_str(),
         spec.method.as_str(),
         verdict.total_tokens as usize,
     );
-    Ok(VerdictResponse {
+    let source = req.count.unwrap_or(profile.count);
+    let ask = count::prepare(app, source, &thread, &spec.model);
+    // Only a `summary` object makes what the verdict measures differ from
+    // the whole thread (a summary message in the thread is what is sent).
+    let whole_thread = (ask.is_some() && prior.is_some() && !holds_summary(&thread))
+        .then(|| counter.thread(&thread).total as u64);
+    let response = VerdictResponse {
         verdict,
+        provenance: Provenance::default(),
         profile: req.profile.unwrap_or_else(|| "default".into()),
         model: spec.model,
         format: thread.format,
         warnings: spec.warnings.into_iter().chain(warnings).collect(),
+    };
+    Ok(Decided {
+        response,
+        profile,
+        whole_thread,
+        ask,
     })
 }
 

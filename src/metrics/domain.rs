@@ -143,17 +143,17 @@ impl Domain {
         );
         r.register(
             "upstream_requests",
-            "HTTP requests to the summarizer LLM, retries included, by upstream kind",
+            "HTTP requests to the summarizer LLM, retries included, and to providers' counting endpoints (kind count_*), by upstream kind",
             m.upstream_requests.clone(),
         );
         r.register(
             "upstream_errors",
-            "Failed HTTP requests to the summarizer LLM, by upstream kind and error",
+            "Failed HTTP requests to the summarizer LLM or a counting endpoint, by upstream kind and error",
             m.upstream_errors.clone(),
         );
         r.register(
             "upstream_request_duration_seconds",
-            "Time of one HTTP request to the summarizer LLM, by upstream kind",
+            "Time of one HTTP request to the summarizer LLM or a counting endpoint, by upstream kind",
             m.upstream_duration.clone(),
         );
         r.register(

@@ -1,4 +1,5 @@
-//! The summarizer LLM's requests: each one recorded however it ends.
+//! The upstream requests (the summarizer LLM, the providers' counting
+//! endpoints): each one recorded however it ends.
 
 use std::time::{Duration, Instant};
 

@@ -10,5 +10,5 @@ pub use profiles::Profiles;
 pub use render::render_text;
 pub use verdict::{
     Assessment, LastSummary, PriorSummary, Trigger, Verdict, assess, decide,
-    summary_message_tokens, verdict,
+    summary_message_tokens, verdict, with_provider_total,
 };

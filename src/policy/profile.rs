@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::thread::FieldError;
+use crate::upstream::CountSource;
 
 /// The thresholds and budgets one agent runs with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -51,6 +52,9 @@ pub struct Profile {
     pub max_user_message_chars: Option<u64>,
     /// Which end of a text a per-message rule keeps.
     pub truncate_keep: TruncateKeep,
+    /// Where a verdict's total comes from when the request does not say:
+    /// the tokenizer (`local`) or the provider's counting endpoint.
+    pub count: CountSource,
 }
 
 /// Which part of a long text a per-message truncation rule keeps.
@@ -104,6 +108,7 @@ impl Default for Profile {
             max_tool_result_chars: None,
             max_user_message_chars: None,
             truncate_keep: TruncateKeep::Both,
+            count: CountSource::Local,
         }
     }
 }
@@ -127,6 +132,7 @@ pub struct ProfileOverrides {
     pub max_tool_result_chars: Option<u64>,
     pub max_user_message_chars: Option<u64>,
     pub truncate_keep: Option<TruncateKeep>,
+    pub count: Option<CountSource>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -208,6 +214,7 @@ impl ProfileOverrides {
             max_tool_result_chars: self.max_tool_result_chars.or(base.max_tool_result_chars),
             max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
             truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
+            count: self.count.unwrap_or(base.count),
         })
     }
 }

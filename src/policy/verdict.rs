@@ -229,6 +229,35 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     }
 }
 
+/// `v` decided again on the provider's count of the thread as sent (the
+/// same messages and iterations, the same window).
+///
+/// When a `summary` object leaves messages out, what the verdict measures
+/// is not the thread as sent: `whole_thread` is then the local count of the
+/// whole thread, and the difference (the messages left out, the summary
+/// added) stays a local estimate, so the total is not exact.
+pub fn with_provider_total(
+    v: &Verdict,
+    profile: &Profile,
+    provider: u64,
+    whole_thread: Option<u64>,
+) -> Verdict {
+    let total_tokens = match whole_thread {
+        None => provider,
+        Some(whole) => (provider + v.total_tokens).saturating_sub(whole),
+    };
+    let a = Assessment {
+        messages_since_summary: v.messages_since_summary,
+        iterations_since_summary: v.iterations_since_summary,
+        total_tokens,
+        exact: whole_thread.is_none(),
+    };
+    Verdict {
+        last_summary: v.last_summary.clone(),
+        ..decide(profile, a, v.context_window)
+    }
+}
+
 /// `used / threshold` in percent, one decimal.
 fn percent(used: u64, threshold: u64) -> f64 {
     (used as f64 * 1000.0 / threshold as f64).round() / 10.0
@@ -270,6 +299,25 @@ mod tests {
         assert_eq!(at(9, 1900).trigger, None);
         assert_eq!(at(9, 1901).trigger, Some(Trigger::ContextWindow));
         assert_eq!(at(9, 1901).available_tokens, -1);
+    }
+
+    #[test]
+    fn a_provider_total_decides_again() {
+        let p = Profile {
+            max_tokens_before_summary: 1000,
+            min_recent_messages: 6,
+            response_reserve: 100,
+            ..Profile::default()
+        };
+        let local = at(10, 500);
+        let v = with_provider_total(&local, &p, 1200, None);
+        assert_eq!((v.total_tokens, v.exact), (1200, true));
+        assert_eq!(v.trigger, Some(Trigger::Tokens));
+        assert_eq!(v.available_tokens, 2000 - 100 - 1200);
+        // A summary object left 300 local tokens out of the 800 of the thread.
+        let v = with_provider_total(&local, &p, 900, Some(800));
+        assert_eq!((v.total_tokens, v.exact), (600, false));
+        assert_eq!(v.trigger, None);
     }
 
     #[test]

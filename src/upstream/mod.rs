@@ -3,6 +3,7 @@
 //! a time budget and a cap on concurrent calls.
 
 mod anthropic;
+pub mod count;
 mod openai;
 mod retry;
 mod secret;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
 pub use retry::RetryPolicy;
 pub use secret::{Scrubber, Secret, redact_userinfo};
 

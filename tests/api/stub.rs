@@ -126,6 +126,16 @@ async fn answer(
 
 /// Starts a stub on a free loopback port, speaking OpenAI (or Anthropic).
 pub async fn start(fault: Fault, anthropic: bool) -> Stub {
+    let path = if anthropic {
+        "/v1/messages"
+    } else {
+        "/chat/completions"
+    };
+    start_on(fault, anthropic, path).await
+}
+
+/// [`start`], answering at `path` (another endpoint of the same API).
+pub async fn start_on(fault: Fault, anthropic: bool, path: &str) -> Stub {
     let calls = Arc::new(AtomicUsize::new(0));
     let headers = Arc::new(Mutex::new(Vec::new()));
     let bodies = Arc::new(Mutex::new(Vec::new()));
@@ -141,11 +151,6 @@ pub async fn start(fault: Fault, anthropic: bool) -> Stub {
                 .push(String::from_utf8_lossy(&body).into_owned());
             answer(fault, anthropic, n, &hm, &g).await
         }
-    };
-    let path = if anthropic {
-        "/v1/messages"
-    } else {
-        "/chat/completions"
     };
     let app = Router::new().route(path, post(handler));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,0 +1,367 @@
+//! What is sent to a provider's counting endpoint: the caller's thread, as
+//! close to what the caller would send as the endpoint takes.
+//!
+//! Anthropic's `count_tokens` takes a Messages request, so an Anthropic
+//! thread goes as it came (its raw JSON values). OpenAI counts only in the
+//! Responses API (`/responses/input_tokens`), so a Chat Completions thread
+//! is rewritten into Responses `input` items first ([`chat_to_responses`]).
+//! A thread the rewrite cannot express exactly is not counted by the
+//! provider: an approximate body would make a figure called exact wrong.
+
+use serde_json::{Map, Value, json};
+
+use crate::thread::{Thread, WireFormat, echo};
+
+/// Which counting endpoint a body is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `POST {anthropic}/v1/messages/count_tokens`.
+    Anthropic,
+    /// `POST {openai}/responses/input_tokens`.
+    OpenAi,
+}
+
+/// The endpoint and the JSON body that counts `thread` for `model`; an
+/// error says what could not be rewritten.
+pub fn body(thread: &Thread, model: &str) -> Result<(Endpoint, Value), String> {
+    let tools = &thread.tools;
+    match thread.format {
+        WireFormat::Anthropic => {
+            let mut b = Map::new();
+            b.insert("model".into(), json!(model));
+            if let Some(system) = &thread.system {
+                b.insert("system".into(), system.raw.clone());
+            }
+            let messages = thread.messages.iter().map(|m| m.raw.clone()).collect();
+            b.insert("messages".into(), Value::Array(messages));
+            if !tools.is_empty() {
+                b.insert("tools".into(), Value::Array(tools.clone()));
+            }
+            Ok((Endpoint::Anthropic, Value::Object(b)))
+        }
+        // Already in this endpoint's shape: sent as it came, its
+        // `instructions` included.
+        WireFormat::Responses => Ok((
+            Endpoint::OpenAi,
+            responses_body(
+                model,
+                thread.system.as_ref().map(|s| s.raw.clone()),
+                thread.messages.iter().map(|m| m.raw.clone()).collect(),
+                tools.clone(),
+            ),
+        )),
+        WireFormat::OpenAi => {
+            let raw: Vec<&Value> = thread.messages.iter().map(|m| &m.raw).collect();
+            let (input, tools) = chat_to_responses(&raw, tools)?;
+            Ok((Endpoint::OpenAi, responses_body(model, None, input, tools)))
+        }
+    }
+}
+
+/// A Responses request body: `{model, instructions?, input, tools?}`.
+pub fn responses_body(
+    model: &str,
+    instructions: Option<Value>,
+    input: Vec<Value>,
+    tools: Vec<Value>,
+) -> Value {
+    let mut b = Map::new();
+    b.insert("model".into(), json!(model));
+    if let Some(i) = instructions {
+        b.insert("instructions".into(), i);
+    }
+    b.insert("input".into(), Value::Array(input));
+    if !tools.is_empty() {
+        b.insert("tools".into(), Value::Array(tools));
+    }
+    Value::Object(b)
+}
+
+/// Chat Completions messages and tools as Responses `input` items and
+/// function tools:
+/// - system / developer / user / assistant text → `{type: message, role,
+///   content}` messages (user-side image parts → `input_image`; the
+///   `type`, optional for OpenAI, is one llama-server needs on an
+///   assistant's);
+/// - assistant `tool_calls` → `function_call` items after the message;
+/// - `tool` messages → `function_call_output` items;
+/// - `{type: function, function: {..}}` tools → `{type: function, name, ..}`.
+///
+/// Anything else (audio or file parts, the legacy `function` role, custom
+/// tools) is an error naming it.
+pub fn chat_to_responses(
+    messages: &[&Value],
+    tools: &[Value],
+) -> Result<(Vec<Value>, Vec<Value>), String> {
+    let mut input = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        message_items(m, &mut input).map_err(|e| format!("messages[{i}]: {e}"))?;
+    }
+    let tools = tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| function_tool(t).map_err(|e| format!("tools[{i}]: {e}")))
+        .collect::<Result<_, _>>()?;
+    Ok((input, tools))
+}
+
+fn message_items(m: &Value, out: &mut Vec<Value>) -> Result<(), String> {
+    let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
+    match role {
+        "system" | "developer" | "user" => {
+            let content = user_content(m.get("content"))?;
+            out.push(json!({"type": "message", "role": role, "content": content}));
+        }
+        "assistant" => {
+            let text = joined_text(m.get("content"), true)?;
+            let refusal = m.get("refusal").and_then(Value::as_str).unwrap_or_default();
+            let text = [text.as_str(), refusal].concat();
+            if !text.is_empty() {
+                out.push(json!({"type": "message", "role": "assistant", "content": text}));
+            }
+            if m.get("function_call").is_some_and(|f| !f.is_null()) {
+                return Err("the legacy `function_call` has no Responses form".into());
+            }
+            for call in m
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let f = call
+                    .get("function")
+                    .filter(|_| call.get("type").and_then(Value::as_str) == Some("function"))
+                    .ok_or("a tool call that is not a function call")?;
+                out.push(json!({
+                    "type": "function_call",
+                    "call_id": call.get("id").cloned().unwrap_or(Value::Null),
+                    "name": f.get("name").cloned().unwrap_or(Value::Null),
+                    "arguments": f.get("arguments").cloned().unwrap_or(json!("")),
+                }));
+            }
+        }
+        "tool" => out.push(json!({
+            "type": "function_call_output",
+            "call_id": m.get("tool_call_id").cloned().unwrap_or(Value::Null),
+            "output": joined_text(m.get("content"), false)?,
+        })),
+        other => return Err(format!("the `{}` role has no Responses form", echo(other))),
+    }
+    Ok(())
+}
+
+/// A user-side content: a string stays one; parts become input parts.
+fn user_content(content: Option<&Value>) -> Result<Value, String> {
+    match content {
+        None | Some(Value::Null) => Ok(json!("")),
+        Some(Value::String(s)) => Ok(json!(s)),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .map(|p| match part_type(p) {
+                "text" => Ok(json!({"type": "input_text", "text": p.get("text")})),
+                "image_url" => {
+                    let image = p.get("image_url");
+                    let url = image.and_then(|i| i.get("url")).or(image);
+                    let mut item = json!({"type": "input_image", "image_url": url});
+                    if let Some(d) = image.and_then(|i| i.get("detail")) {
+                        item["detail"] = d.clone();
+                    }
+                    Ok(item)
+                }
+                other => Err(format!(
+                    "a `{}` part has no Responses form here",
+                    echo(other)
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Value::Array),
+        Some(_) => Err("`content` is neither a string nor parts".into()),
+    }
+}
+
+/// The texts of an assistant or tool content, joined (refusal parts too,
+/// on an assistant message).
+fn joined_text(content: Option<&Value>, refusals: bool) -> Result<String, String> {
+    match content {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for p in parts {
+                let field = match part_type(p) {
+                    "text" => "text",
+                    "refusal" if refusals => "refusal",
+                    other => {
+                        return Err(format!(
+                            "a `{}` part has no Responses form here",
+                            echo(other)
+                        ));
+                    }
+                };
+                text.push_str(p.get(field).and_then(Value::as_str).unwrap_or_default());
+            }
+            Ok(text)
+        }
+        Some(_) => Err("`content` is neither a string nor parts".into()),
+    }
+}
+
+fn part_type(p: &Value) -> &str {
+    p.get("type").and_then(Value::as_str).unwrap_or("untyped")
+}
+
+fn function_tool(t: &Value) -> Result<Value, String> {
+    let f = t
+        .get("function")
+        .filter(|_| t.get("type").and_then(Value::as_str) == Some("function"))
+        .ok_or("only function tools have a Responses form here")?;
+    let mut tool = Map::new();
+    tool.insert("type".into(), json!("function"));
+    for key in ["name", "description", "parameters", "strict"] {
+        if let Some(v) = f.get(key) {
+            tool.insert(key.into(), v.clone());
+        }
+    }
+    Ok(Value::Object(tool))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn convert(messages: Value, tools: Value) -> Result<(Vec<Value>, Vec<Value>), String> {
+        let messages: Vec<Value> = serde_json::from_value(messages).unwrap();
+        let refs: Vec<&Value> = messages.iter().collect();
+        chat_to_responses(&refs, tools.as_array().unwrap())
+    }
+
+    #[test]
+    fn text_messages_become_easy_messages() {
+        let (input, tools) = convert(
+            json!([
+                {"role": "system", "content": "Be brief."},
+                {"role": "developer", "content": [{"type": "text", "text": "Use tabs."}]},
+                {"role": "user", "content": "hi", "name": "ann"},
+                {"role": "assistant", "content": [{"type": "text", "text": "he"}, {"type": "text", "text": "llo"}]},
+            ]),
+            json!([]),
+        )
+        .unwrap();
+        assert_eq!(
+            input,
+            vec![
+                json!({"type": "message", "role": "system", "content": "Be brief."}),
+                json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Use tabs."}]}),
+                json!({"type": "message", "role": "user", "content": "hi"}),
+                json!({"type": "message", "role": "assistant", "content": "hello"}),
+            ]
+        );
+        assert!(tools.is_empty());
+    }
+
+    #[test]
+    fn tool_calls_and_results_become_function_items() {
+        let (input, tools) = convert(
+            json!([
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"p\":\".\"}"}},
+                    {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+                {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]},
+            ]),
+            json!([{"type": "function", "function": {"name": "ls", "description": "List.", "parameters": {"type": "object"}}}]),
+        )
+        .unwrap();
+        assert_eq!(
+            input,
+            vec![
+                json!({"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{\"p\":\".\"}"}),
+                json!({"type": "function_call", "call_id": "c2", "name": "cat", "arguments": "{}"}),
+                json!({"type": "function_call_output", "call_id": "c1", "output": "a b"}),
+                json!({"type": "function_call_output", "call_id": "c2", "output": "xy"}),
+            ]
+        );
+        assert_eq!(
+            tools,
+            vec![
+                json!({"type": "function", "name": "ls", "description": "List.", "parameters": {"type": "object"}})
+            ]
+        );
+    }
+
+    #[test]
+    fn an_assistant_text_comes_before_its_calls() {
+        let (input, _) = convert(
+            json!([{"role": "assistant", "content": "Looking.", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+            ]}]),
+            json!([]),
+        )
+        .unwrap();
+        assert_eq!(
+            input[0],
+            json!({"type": "message", "role": "assistant", "content": "Looking."})
+        );
+        assert_eq!(input[1]["type"], "function_call");
+    }
+
+    #[test]
+    fn images_become_input_images() {
+        let (input, _) = convert(
+            json!([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}}
+            ]}]),
+            json!([]),
+        )
+        .unwrap();
+        assert_eq!(
+            input[0]["content"][0],
+            json!({"type": "input_image", "image_url": "https://x/y.png", "detail": "low"})
+        );
+    }
+
+    #[test]
+    fn what_has_no_responses_form_is_named() {
+        let audio = convert(
+            json!([{"role": "user", "content": [{"type": "input_audio", "input_audio": {}}]}]),
+            json!([]),
+        );
+        assert_eq!(
+            audio.unwrap_err(),
+            "messages[0]: a `input_audio` part has no Responses form here"
+        );
+        let legacy = convert(
+            json!([{"role": "function", "name": "f", "content": "1"}]),
+            json!([]),
+        );
+        assert!(legacy.unwrap_err().contains("`function` role"));
+        let custom = convert(
+            json!([]),
+            json!([{"type": "custom", "custom": {"name": "x"}}]),
+        );
+        assert!(custom.unwrap_err().starts_with("tools[0]"));
+    }
+
+    #[test]
+    fn responses_body_leaves_out_what_is_empty() {
+        assert_eq!(
+            responses_body(
+                "m",
+                None,
+                vec![json!({"role": "user", "content": "hi"})],
+                vec![]
+            ),
+            json!({"model": "m", "input": [{"role": "user", "content": "hi"}]})
+        );
+        assert_eq!(
+            responses_body(
+                "m",
+                Some(json!("Be brief.")),
+                vec![],
+                vec![json!({"type": "function"})]
+            )["instructions"],
+            "Be brief."
+        );
+    }
+}

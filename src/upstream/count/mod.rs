@@ -1,0 +1,270 @@
+//! Provider-exact token counts, on request: the configured provider's own
+//! counting endpoint (Anthropic `POST /v1/messages/count_tokens`, OpenAI
+//! `POST /responses/input_tokens`) asked for a thread's total.
+//!
+//! The providers are the proxy's (`CONDENSE_PROXY_*_URL` and its key): the
+//! ones the caller's agent talks to. A count is only ever an improvement on
+//! the local estimate, so nothing here is an error to the caller: a route
+//! that is off, a thread the endpoint cannot take, or a call that fails
+//! leaves the local estimate in place with a warning ([`CountError::warning`]).
+//! Answers are kept by content hash ([`memo`]): asking again for the same
+//! thread makes no request.
+
+mod body;
+mod memo;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use body::{Endpoint, chat_to_responses, responses_body};
+pub use memo::MAX_ENTRIES;
+
+use super::{Secret, UpstreamError};
+use crate::metrics::Metrics;
+use crate::thread::Thread;
+
+/// Where a total comes from: condense's tokenizer, or the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CountSource {
+    #[default]
+    Local,
+    Provider,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProviderCountConfig {
+    /// OpenAI-compatible base URL (`https://api.openai.com/v1`).
+    pub openai_url: Option<String>,
+    /// Anthropic base URL (`https://api.anthropic.com`).
+    pub anthropic_url: Option<String>,
+    pub api_key: Secret,
+    /// Timeout of one counting call (connect included).
+    pub timeout: Duration,
+}
+
+/// Why a total stays the local estimate. Displays nothing the provider
+/// wrote and no address or key.
+#[derive(Debug, Clone)]
+pub enum CountError {
+    /// The route's base URL is not set: the setting that would switch it on.
+    NotConfigured(&'static str),
+    /// The thread has no exact form for the endpoint: what, and where.
+    Unconvertible(String),
+    /// The call failed.
+    Failed(UpstreamError),
+}
+
+impl CountError {
+    /// The warning that goes with the local estimate.
+    pub fn warning(&self) -> String {
+        let why = match self {
+            CountError::NotConfigured(setting) => format!("{setting} is not set"),
+            CountError::Unconvertible(what) => {
+                format!("the thread has no exact form for its counting endpoint ({what})")
+            }
+            CountError::Failed(e) => format!("its counting endpoint failed ({})", failure(e)),
+        };
+        format!("the provider did not count this thread: {why}; total_tokens is the local estimate")
+    }
+}
+
+/// What failed, in a word or a status code.
+fn failure(e: &UpstreamError) -> String {
+    match e {
+        UpstreamError::Status { status, .. } => format!("HTTP {status}"),
+        UpstreamError::Timeout => "timed out".into(),
+        UpstreamError::Connect(_) => "unreachable".into(),
+        _ => "an unreadable answer".into(),
+    }
+}
+
+/// One count to ask for: built on the CPU pool (the body of a long thread
+/// is megabytes to write and hash), sent by [`ProviderCounter::count`].
+#[derive(Debug)]
+pub struct CountCall {
+    endpoint: Endpoint,
+    url: String,
+    body: Vec<u8>,
+    key: memo::Key,
+}
+
+/// The client. Cheap to clone.
+#[derive(Clone)]
+pub struct ProviderCounter {
+    http: reqwest::Client,
+    config: Arc<ProviderCountConfig>,
+    memo: Arc<memo::Memo>,
+    metrics: Metrics,
+}
+
+impl ProviderCounter {
+    pub fn new(config: ProviderCountConfig) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            // A redirect would carry the key (`x-api-key` is not stripped
+            // across origins) wherever it points: a 3xx is a failed call.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self {
+            http,
+            config: Arc::new(config),
+            memo: Arc::default(),
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// Records each call (time, outcome) into `metrics`, as
+    /// `kind="count_openai"` or `kind="count_anthropic"`.
+    pub fn with_metrics(self, metrics: Metrics) -> Self {
+        Self { metrics, ..self }
+    }
+
+    /// The request that counts `thread` for `model` at the provider its
+    /// wire format names.
+    pub fn prepare(&self, thread: &Thread, model: &str) -> Result<CountCall, CountError> {
+        let (endpoint, body) = body::body(thread, model).map_err(CountError::Unconvertible)?;
+        let (base, setting, path) = match endpoint {
+            Endpoint::Anthropic => (
+                &self.config.anthropic_url,
+                "CONDENSE_PROXY_ANTHROPIC_URL",
+                "/v1/messages/count_tokens",
+            ),
+            Endpoint::OpenAi => (
+                &self.config.openai_url,
+                "CONDENSE_PROXY_OPENAI_URL",
+                "/responses/input_tokens",
+            ),
+        };
+        let base = base
+            .as_deref()
+            .map(|u| u.trim().trim_end_matches('/'))
+            .filter(|u| !u.is_empty())
+            .ok_or(CountError::NotConfigured(setting))?;
+        let url = format!("{base}{path}");
+        let body = serde_json::to_vec(&body).expect("a JSON value serializes");
+        let key = memo::key(&url, model, &body);
+        Ok(CountCall {
+            endpoint,
+            url,
+            body,
+            key,
+        })
+    }
+
+    /// The provider's `input_tokens` for `call`: remembered, or asked.
+    pub async fn count(&self, call: &CountCall) -> Result<u64, CountError> {
+        if let Some(tokens) = self.memo.get(&call.key) {
+            return Ok(tokens);
+        }
+        let kind = match call.endpoint {
+            Endpoint::Anthropic => "count_anthropic",
+            Endpoint::OpenAi => "count_openai",
+        };
+        let attempt = self.metrics.upstream_attempt(kind);
+        let result = self.once(call).await;
+        match &result {
+            // Counting is free: no tokens were spent.
+            Ok(_) => attempt.answered(0, 0),
+            Err(e) => {
+                attempt.failed(e.label());
+                tracing::warn!(kind, error = e.label(), "a provider count failed");
+            }
+        }
+        let tokens = result.map_err(CountError::Failed)?;
+        self.memo.put(call.key, tokens);
+        Ok(tokens)
+    }
+
+    async fn once(&self, call: &CountCall) -> Result<u64, UpstreamError> {
+        let key = &self.config.api_key;
+        let mut req = self
+            .http
+            .post(&call.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(call.body.clone());
+        if !key.is_empty() {
+            req = match call.endpoint {
+                Endpoint::Anthropic => req.header("x-api-key", key.expose()),
+                Endpoint::OpenAi => req.bearer_auth(key.expose()),
+            };
+        }
+        if call.endpoint == Endpoint::Anthropic {
+            req = req.header("anthropic-version", "2023-06-01");
+        }
+        let res = req.send().await.map_err(transport)?;
+        let status = res.status();
+        if !status.is_success() {
+            // The body is the provider's: it goes nowhere.
+            return Err(UpstreamError::Status {
+                status: status.as_u16(),
+                retry_after: None,
+                excerpt: String::new(),
+            });
+        }
+        let bytes = res.bytes().await.map_err(transport)?;
+        input_tokens(&bytes)
+    }
+}
+
+fn transport(e: reqwest::Error) -> UpstreamError {
+    if e.is_timeout() {
+        UpstreamError::Timeout
+    } else {
+        UpstreamError::Connect(e.without_url().to_string())
+    }
+}
+
+/// `input_tokens` of an answer (both endpoints name it so).
+fn input_tokens(body: &[u8]) -> Result<u64, UpstreamError> {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("input_tokens").and_then(Value::as_u64))
+        .ok_or_else(|| UpstreamError::Garbage("no `input_tokens` in the answer".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_input_tokens_and_nothing_else() {
+        assert_eq!(input_tokens(br#"{"input_tokens":32}"#).unwrap(), 32);
+        assert_eq!(
+            input_tokens(br#"{"input_tokens":7,"object":"response.input_tokens"}"#).unwrap(),
+            7
+        );
+        for bad in [
+            &b"<html>"[..],
+            br#"{"tokens":3}"#,
+            br#"{"input_tokens":-1}"#,
+        ] {
+            assert!(matches!(input_tokens(bad), Err(UpstreamError::Garbage(_))));
+        }
+    }
+
+    #[test]
+    fn warnings_name_the_failure_not_the_answer() {
+        let status = CountError::Failed(UpstreamError::Status {
+            status: 429,
+            retry_after: None,
+            excerpt: "secret body".into(),
+        });
+        let w = status.warning();
+        assert!(w.contains("HTTP 429") && !w.contains("secret body"), "{w}");
+        let off = CountError::NotConfigured("CONDENSE_PROXY_OPENAI_URL").warning();
+        assert!(
+            off.contains("CONDENSE_PROXY_OPENAI_URL is not set"),
+            "{off}"
+        );
+        let down = CountError::Failed(UpstreamError::Connect("10.1.2.3:443".into())).warning();
+        assert!(
+            down.contains("unreachable") && !down.contains("10.1.2.3"),
+            "{down}"
+        );
+    }
+}
