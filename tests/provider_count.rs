@@ -257,6 +257,52 @@ async fn openai_threads_are_counted_by_responses_input_tokens() {
     assert!(bigger["total_tokens"].as_u64().unwrap() > want);
 }
 
+/// A Responses thread goes as it came: its items and `instructions`,
+/// byte for byte, to `responses/input_tokens`.
+#[tokio::test]
+async fn responses_threads_are_counted_as_they_came() {
+    let Some(llm) = live::llm("responses_threads_are_counted_as_they_came") else {
+        return;
+    };
+    let (relay, seen) = start_relay(&llm).await;
+    let app = app_for(&relay);
+    let body = json!({
+        "count": "provider",
+        "model": "gpt-4o",
+        "instructions": "You are a careful coding agent.",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Read src/lib.rs."}]},
+            {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "Read it first."}],
+             "content": [{"type": "reasoning_text", "text": "The file is short."}], "encrypted_content": "gAAAAB"},
+            {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{\"path\":\"src/lib.rs\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "pub fn add(a: i32, b: i32) -> i32 { a + b }"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It adds."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks."}]}
+        ],
+        "tools": [{"type": "function", "name": "read_file", "parameters": {"type": "object"}}]
+    });
+    let answer = assert_provider(&post(&app, "/v1/tokens", &body).await);
+    assert_eq!(answer["format"], "responses");
+    let sent = {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].0, "/v1/responses/input_tokens");
+        seen[0].1.clone()
+    };
+    for key in ["model", "instructions", "input", "tools"] {
+        assert_eq!(sent[key], body[key], "{key} went as it came");
+    }
+    let want = direct(&llm, "/v1/responses/input_tokens", &sent).await;
+    assert_eq!(answer["total_tokens"], want);
+    let again = assert_provider(&post(&app, "/v1/tokens", &body).await);
+    assert_eq!(again["total_tokens"], want);
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "a remembered count asks nothing"
+    );
+}
+
 #[tokio::test]
 async fn the_verdict_decides_on_the_provider_total() {
     let Some(llm) = live::llm("the_verdict_decides_on_the_provider_total") else {
