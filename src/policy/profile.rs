@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clear::{ClearOverrides, ClearSettings};
 use crate::thread::FieldError;
 
 /// The thresholds and budgets one agent runs with.
@@ -51,6 +52,9 @@ pub struct Profile {
     pub max_user_message_chars: Option<u64>,
     /// Which end of a text a per-message rule keeps.
     pub truncate_keep: TruncateKeep,
+    /// Tool-result clearing before any summary; off when not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clear: Option<ClearSettings>,
 }
 
 /// Which part of a long text a per-message truncation rule keeps.
@@ -104,6 +108,7 @@ impl Default for Profile {
             max_tool_result_chars: None,
             max_user_message_chars: None,
             truncate_keep: TruncateKeep::Both,
+            clear: None,
         }
     }
 }
@@ -127,6 +132,8 @@ pub struct ProfileOverrides {
     pub max_tool_result_chars: Option<u64>,
     pub max_user_message_chars: Option<u64>,
     pub truncate_keep: Option<TruncateKeep>,
+    /// Merged field by field over the profile's `clear` (or the defaults).
+    pub clear: Option<ClearOverrides>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -181,6 +188,16 @@ impl ProfileOverrides {
                 ));
             }
         }
+        let clear = match &self.clear {
+            Some(c) => match c.apply(base.clear.as_ref(), &format!("{at}/clear")) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    errs.extend(e);
+                    None
+                }
+            },
+            None => base.clear.clone(),
+        };
         if !errs.is_empty() {
             return Err(errs);
         }
@@ -208,6 +225,7 @@ impl ProfileOverrides {
             max_tool_result_chars: self.max_tool_result_chars.or(base.max_tool_result_chars),
             max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
             truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
+            clear,
         })
     }
 }
