@@ -3,6 +3,9 @@
 mod access;
 mod bad_input;
 mod cache_e2e;
+mod clear_model;
+mod clear_props;
+mod clearing;
 mod common;
 mod compress;
 mod compress_props;
