@@ -97,6 +97,9 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         ))))
     };
     if strategy == Strategy::ClearToolResults {
+        if instructions.is_some() {
+            warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
+        }
         return done(t, &count, warnings, applied_edits);
     }
 
