@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::placeholder::Template;
 use super::{Outcome, Reason};
@@ -100,7 +101,7 @@ pub(super) fn apply(
         return Vec::new();
     }
     let mut edits = Vec::new();
-    let (changes, cleared, kept) = tool_changes(t, pinned, s, c);
+    let (changes, cleared, kept) = tool_changes(t, count, pinned, s, c);
     let changes = measure(changes, c);
     let saved = saving(count, &changes);
     if saved > 0 && saved as u64 >= s.clear_at_least {
@@ -130,6 +131,7 @@ pub(super) fn apply(
 /// many keep their result.
 fn tool_changes(
     t: &Thread,
+    count: &ThreadCount,
     pinned: usize,
     s: &ClearSettings,
     c: &Counter<'_>,
@@ -150,12 +152,7 @@ fn tool_changes(
             } else {
                 let chars: usize = r.content.iter().map(text_chars).sum();
                 let text = template.render(u.name, chars);
-                let after = ToolResult {
-                    content: vec![Part::Text(text.clone())],
-                    ..r.clone()
-                };
-                let (old, new) = (Part::ToolResult(r.clone()), Part::ToolResult(after));
-                if c.part(&new) < c.part(&old) {
+                if saves(&t.messages[at], count.messages[at], r, &text, c) {
                     what.entry(at).or_default().results.insert(u.id, text);
                     this = true;
                 }
@@ -172,6 +169,29 @@ fn tool_changes(
         .filter_map(|(&i, w)| clear(&t.messages[i], t.format, w).map(|m| (i, m)))
         .collect();
     (changes, cleared, all.len() - cleared - gone)
+}
+
+/// Whether `text` in place of `r`'s content saves tokens. A message that is
+/// only this result has its count already (memoized across requests), so
+/// only the placeholder is tokenized; otherwise the content is.
+fn saves(m: &Message, tokens: usize, r: &ToolResult, text: &str, c: &Counter<'_>) -> bool {
+    if m.parts.len() == 1 {
+        let after = Message {
+            role: m.role,
+            name: m.name.clone(),
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: r.call_id.clone(),
+                content: vec![Part::Text(text.to_string())],
+                is_error: r.is_error,
+                pointer: String::new(),
+            })],
+            plain: false,
+            iteration: None,
+            raw: Value::Null,
+        };
+        return c.message(&after).tokens < tokens;
+    }
+    c.raw(text) < r.content.iter().map(|p| c.part(p)).sum::<usize>()
 }
 
 fn is_placeholder(r: &ToolResult, template: &Template, tool: &str) -> bool {
