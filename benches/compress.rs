@@ -1,11 +1,14 @@
 //! Heuristic compression of the largest fixture thread (large-04, ~320
 //! messages, ~140k tokens), in both wire formats: what `/v1/compress` does
-//! per request minus HTTP and JSON (de)serialization.
+//! per request minus HTTP and JSON (de)serialization. Beside it, tool-result
+//! clearing (`clear_tool_results` with the default `clear` settings) on the
+//! same thread; before measuring, each case prints its tokens before and
+//! after, so the two can be compared.
 
 use std::path::Path;
 use std::time::Duration;
 
-use condense::compress::{Compression, Compressor};
+use condense::compress::{Compression, Compressor, Outcome};
 use condense::policy::Profile;
 use condense::summarize::Strategy;
 use condense::thread::{self, RawThread, WireFormat};
@@ -28,28 +31,41 @@ fn bench(c: &mut Criterion) {
         let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
         let model = body["model"].as_str().unwrap().to_string();
         group.throughput(Throughput::Bytes(bytes.len() as u64));
-        group.bench_function(format!("heuristic/{name}"), |b| {
-            b.iter(|| {
-                let messages = body["messages"].as_array().unwrap();
-                let t = thread::parse(RawThread {
-                    format: Some(format),
-                    messages,
-                    system: body.get("system"),
-                    tools: body.get("tools"),
-                })
-                .unwrap();
-                let out = compressor
-                    .run_offline(Compression {
-                        model: Some(model.clone()),
-                        strategy: Strategy::Heuristic,
-                        force: true,
-                        ..Compression::new(t, Profile::default())
-                    })
-                    .unwrap();
-                assert!(out.compressed);
-                out.tokens_after
+        let run = |strategy: Strategy| -> Outcome {
+            let messages = body["messages"].as_array().unwrap();
+            let t = thread::parse(RawThread {
+                format: Some(format),
+                messages,
+                system: body.get("system"),
+                tools: body.get("tools"),
             })
-        });
+            .unwrap();
+            compressor
+                .run_offline(Compression {
+                    model: Some(model.clone()),
+                    strategy,
+                    // Clearing keeps its own default trigger (100,000 tokens).
+                    force: strategy != Strategy::ClearToolResults,
+                    ..Compression::new(t, Profile::default())
+                })
+                .unwrap()
+        };
+        for strategy in [Strategy::Heuristic, Strategy::ClearToolResults] {
+            let out = run(strategy);
+            assert!(out.compressed);
+            println!(
+                "{name} {}: tokens {} -> {}, messages {} -> {}, edits {:?}",
+                strategy.as_str(),
+                out.tokens_before,
+                out.tokens_after,
+                body["messages"].as_array().unwrap().len(),
+                out.thread.messages.len(),
+                out.applied_edits
+            );
+            group.bench_function(format!("{}/{name}", strategy.as_str()), |b| {
+                b.iter(|| run(strategy).tokens_after)
+            });
+        }
     }
     group.finish();
 }

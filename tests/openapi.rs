@@ -1132,6 +1132,30 @@ fn compress_requests() -> Vec<Valid> {
             ),
         ),
         valid(
+            "compress, clear_tool_results alone, every clear field",
+            post_json(
+                "/v1/compress",
+                &merged(
+                    &anthropic_everything(),
+                    json!({"summarizer": {"strategy": "clear_tool_results"},
+                        "config": {"clear": {"keep": 0, "trigger": {"tool_uses": 1, "input_tokens": null},
+                            "clear_at_least": 1, "exclude_tools": ["run"], "clear_tool_inputs": true,
+                            "placeholder": "[{tool}: {chars} characters cleared]", "keep_thinking_turns": 0}}}),
+                ),
+            ),
+        ),
+        valid(
+            "compress, cleared then summarized",
+            post_json(
+                "/v1/compress",
+                &merged(
+                    &openai_everything(),
+                    json!({"force": true, "summarizer": {"strategy": "heuristic"},
+                        "config": {"clear": {"keep": 1, "clear_tool_inputs": null}}}),
+                ),
+            ),
+        ),
+        valid(
             "compress, group_by iteration",
             post_json(
                 "/v1/compress",

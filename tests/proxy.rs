@@ -488,3 +488,47 @@ async fn the_responses_route_compresses_input_and_keeps_everything_else() {
         assert!(got.contains(note), "{got}");
     }
 }
+
+/// A profile's `clear` applies to proxied requests too: old tool results
+/// reach the provider as placeholders, every message in its place.
+#[tokio::test]
+async fn a_profile_with_clear_clears_old_tool_results_on_the_way() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profiles.toml");
+    std::fs::write(
+        &file,
+        "[profiles.agent.clear]\nkeep = 1\ntrigger = { tool_uses = 2 }\n",
+    )
+    .unwrap();
+    let app = condense(condense::Config {
+        profiles_file: Some(file),
+        ..with_provider(&url)
+    });
+    let mut messages = vec![json!({"role": "user", "content": "look around"})];
+    for i in 0..3 {
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("c{i}"), "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "file.rs\n".repeat(200)}));
+    }
+    let body = json!({"model": "gpt-4o", "messages": messages});
+    let r = send(
+        &app,
+        "/v1/chat/completions",
+        &[("x-condense-profile", "agent")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    let (_, forwarded) = seen.last();
+    let sent = forwarded["messages"].as_array().unwrap();
+    assert_eq!(sent.len(), messages.len());
+    for i in [2, 4] {
+        assert_eq!(
+            sent[i]["content"],
+            "[condense cleared this bash result: 1,600 characters]"
+        );
+    }
+    assert_eq!(sent[6], messages[6], "the newest tool use is kept");
+}

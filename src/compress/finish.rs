@@ -4,7 +4,7 @@
 use super::fit::{Draft, Kept};
 use super::plan::{Decision, Plan};
 use super::rules::{self, Rules};
-use super::{Error, Outcome, iterations, split, summary};
+use super::{Error, Outcome, clear, iterations, split, summary};
 use crate::policy::SummaryRole;
 use crate::summarize::Written;
 use crate::thread::{Cut, Message, Role, Thread, WireFormat, summary_text, text_message, validate};
@@ -31,6 +31,7 @@ impl Outcome {
             iterations: None,
             degraded: false,
             usage: None,
+            applied_edits: Vec::new(),
             warnings,
         }
     }
@@ -39,7 +40,14 @@ impl Outcome {
 impl Plan {
     /// Builds the compressed thread. `written` is the summary of the plan's
     /// job (None when it had none).
-    pub(super) fn finish(self, written: Option<Written>) -> Result<Outcome, Error> {
+    pub(super) fn finish(mut self, written: Option<Written>) -> Result<Outcome, Error> {
+        let before = self.tokens_before;
+        let edits = std::mem::take(&mut self.applied_edits);
+        self.assemble(written)
+            .map(|outcome| clear::report(outcome, before, edits))
+    }
+
+    fn assemble(self, written: Option<Written>) -> Result<Outcome, Error> {
         let c = self.counter;
         let t = self.thread;
         let (pinned, start, cut) = (self.pinned, self.start, self.cut);
@@ -184,6 +192,7 @@ impl Plan {
                 .map(|_| iterations.unwrap_or_default()),
             degraded,
             usage,
+            applied_edits: Vec::new(),
             warnings,
         })
     }

@@ -9,10 +9,12 @@
 //! Imports point down: `compress` → `summarize` → `upstream`/`cache` →
 //! `tokens` → `thread`.
 
+mod clear;
 mod continuity;
 mod finish;
 mod fit;
 mod iterations;
+mod placeholder;
 mod plan;
 mod rules;
 mod service;
@@ -27,6 +29,7 @@ use crate::thread::{FieldError, Thread};
 use crate::tokens::{Counter, Encoding, Method};
 use crate::upstream::UpstreamError;
 
+pub use clear::AppliedEdit;
 pub use iterations::IterationSummary;
 pub use service::Compressor;
 pub use summary::SummaryObject;
@@ -45,6 +48,9 @@ pub enum Reason {
     /// Nothing new is due; the previous summary of this conversation stays
     /// in place of the messages it covers (continuity mode).
     Continued,
+    /// Nothing was due (or the strategy is `clear_tool_results`), but old
+    /// tool results (or thinking blocks) were cleared.
+    ToolResultsCleared,
 }
 
 impl From<Trigger> for Reason {
@@ -169,6 +175,8 @@ pub struct Outcome {
     /// The summary is not what was asked for (the upstream failed; heuristic fallback).
     pub degraded: bool,
     pub usage: Option<Usage>,
+    /// What clearing did (empty when it did nothing).
+    pub applied_edits: Vec<AppliedEdit>,
     pub warnings: Vec<String>,
 }
 

@@ -9,7 +9,9 @@
 use std::ops::Range;
 
 use super::continuity::summary_limit;
-use super::{Compression, Error, Outcome, Previous, Reason, Setup, iterations, rules, split};
+use super::{
+    Compression, Error, Outcome, Previous, Reason, Setup, clear, iterations, rules, split,
+};
 use crate::policy::{self, OnUpstreamError, Profile};
 use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
 use crate::thread::{FieldError, Message, Thread};
@@ -53,11 +55,15 @@ pub(super) struct Plan {
     /// The summary to write between planning and finishing, if any.
     pub job: Option<SummaryRequest>,
     pub warnings: Vec<String>,
+    /// The request thread's count, before clearing.
+    pub tokens_before: usize,
+    /// What clearing did before planning (`count` is of the cleared thread).
+    pub applied_edits: Vec<clear::AppliedEdit>,
 }
 
 pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     let Compression {
-        thread: t,
+        thread: mut t,
         profile: p,
         prior,
         strategy,
@@ -69,8 +75,33 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     } = req;
     let c = setup.counter;
     let mut warnings = setup.warnings;
-    let count = c.thread(&t);
+    let mut count = c.thread(&t);
     let pinned = t.pinned_len();
+
+    // Clear first; the verdict below is on the cleared thread, so a summary
+    // is written only if one is still due.
+    let tokens_before = count.total;
+    let clearing = p.clear.clone().or_else(|| {
+        (strategy == Strategy::ClearToolResults).then(crate::policy::ClearSettings::default)
+    });
+    let applied_edits = match &clearing {
+        Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
+        None => Vec::new(),
+    };
+    let done = |t: Thread, count: &_, warnings, edits| {
+        let outcome = rules::unchanged(t, count, setup.context_window, warnings, &p, &c);
+        Ok(Planned::Done(Box::new(clear::report(
+            outcome,
+            tokens_before,
+            edits,
+        ))))
+    };
+    if strategy == Strategy::ClearToolResults {
+        if instructions.is_some() {
+            warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
+        }
+        return done(t, &count, warnings, applied_edits);
+    }
 
     let previous = previous_summary(&t, prior, pinned, &mut warnings)?;
     // The first message the summary does not cover, moved back to a unit
@@ -95,14 +126,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         .or(force.then_some(Reason::Forced))
         .or(continued.then_some(Reason::Continued))
     else {
-        return Ok(Planned::Done(Box::new(rules::unchanged(
-            t,
-            &count,
-            setup.context_window,
-            warnings,
-            &p,
-            &c,
-        ))));
+        return done(t, &count, warnings, applied_edits);
     };
 
     let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
@@ -217,6 +241,8 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         keep_recent_iterations,
         job,
         warnings,
+        tokens_before,
+        applied_edits,
     })))
 }
 
@@ -269,6 +295,9 @@ fn decide(
     };
     Ok(match (s, model) {
         (Strategy::Truncate, _) => Decision::Truncate,
+        (Strategy::ClearToolResults, _) => {
+            unreachable!("`clear_tool_results` is answered before a writer is decided")
+        }
         (Strategy::Heuristic, _) => Decision::Write(Writer::Heuristic),
         (Strategy::Auto, Some(_)) if worth_an_llm && !allowed => {
             warnings.push(format!(

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
-use crate::compress::{self, Compression, IterationSummary, Reason, SummaryObject};
+use crate::compress::{self, AppliedEdit, Compression, IterationSummary, Reason, SummaryObject};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
@@ -96,6 +96,8 @@ pub struct CompressResponse {
     pub messages_dropped: Vec<usize>,
     /// Request indices of kept messages whose long texts were cut to fit.
     pub messages_truncated: Vec<usize>,
+    /// What tool-result (and thinking) clearing did; empty when nothing.
+    pub applied_edits: Vec<AppliedEdit>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summaries: Option<Vec<IterationSummary>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -228,6 +230,7 @@ fn respond(outcome: compress::Outcome) -> CompressResponse {
         usage: outcome.usage,
         messages_dropped: outcome.messages_dropped,
         messages_truncated: outcome.messages_truncated,
+        applied_edits: outcome.applied_edits,
         summaries: outcome.iterations,
         warnings: outcome.warnings,
     }

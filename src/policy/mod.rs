@@ -1,10 +1,15 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
+mod clear;
 mod profile;
 mod profiles;
 mod render;
 mod verdict;
 
+pub use clear::{
+    ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_KEEP, DEFAULT_PLACEHOLDER,
+    DEFAULT_TRIGGER_TOKENS,
+};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;
 pub use render::render_text;

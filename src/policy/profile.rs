@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clear::{ClearOverrides, ClearSettings};
 use crate::thread::FieldError;
 use crate::upstream::CountSource;
 
@@ -55,6 +56,9 @@ pub struct Profile {
     /// Where a verdict's total comes from when the request does not say:
     /// the tokenizer (`local`) or the provider's counting endpoint.
     pub count: CountSource,
+    /// Tool-result clearing before any summary; off when not set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clear: Option<ClearSettings>,
 }
 
 /// Which part of a long text a per-message truncation rule keeps.
@@ -109,6 +113,7 @@ impl Default for Profile {
             max_user_message_chars: None,
             truncate_keep: TruncateKeep::Both,
             count: CountSource::Local,
+            clear: None,
         }
     }
 }
@@ -133,6 +138,8 @@ pub struct ProfileOverrides {
     pub max_user_message_chars: Option<u64>,
     pub truncate_keep: Option<TruncateKeep>,
     pub count: Option<CountSource>,
+    /// Merged field by field over the profile's `clear` (or the defaults).
+    pub clear: Option<ClearOverrides>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -187,6 +194,16 @@ impl ProfileOverrides {
                 ));
             }
         }
+        let clear = match &self.clear {
+            Some(c) => match c.apply(base.clear.as_ref(), &format!("{at}/clear")) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    errs.extend(e);
+                    None
+                }
+            },
+            None => base.clear.clone(),
+        };
         if !errs.is_empty() {
             return Err(errs);
         }
@@ -215,6 +232,7 @@ impl ProfileOverrides {
             max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
             truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
             count: self.count.unwrap_or(base.count),
+            clear,
         })
     }
 }

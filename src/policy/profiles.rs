@@ -144,6 +144,24 @@ mod tests {
     }
 
     #[test]
+    fn a_clear_table_merges_over_the_defaults_and_a_request_over_it() {
+        let p = Profiles::parse(
+            "[profiles.agent.clear]\nkeep = 5\ntrigger = { tool_uses = 30 }\nexclude_tools = [\"memory\"]\n",
+        )
+        .unwrap();
+        let clear = p.get("agent").unwrap().clear.clone().unwrap();
+        assert_eq!((clear.keep, clear.trigger.tool_uses), (5, Some(30)));
+        assert_eq!(clear.trigger.input_tokens, None);
+        assert_eq!(clear.placeholder, crate::policy::DEFAULT_PLACEHOLDER);
+        assert_eq!(p.get("default").unwrap().clear, None);
+        let req: ProfileOverrides =
+            serde_json::from_value(serde_json::json!({"clear": {"clear_at_least": 500}})).unwrap();
+        let merged = p.resolve(Some("agent"), Some(&req)).unwrap().clear.unwrap();
+        assert_eq!((merged.keep, merged.clear_at_least), (5, 500));
+        assert!(Profiles::parse("[profiles.x.clear]\nkep = 1\n").is_err());
+    }
+
+    #[test]
     fn typos_and_absurd_values_are_rejected() {
         assert!(Profiles::parse("[profiles.x]\nmax_mesages_before_summary = 3\n").is_err());
         assert!(Profiles::parse("[profiles.x]\nmax_messages_before_summary = 0\n").is_err());

@@ -22,8 +22,9 @@ use sha2::{Digest, Sha256};
 
 use crate::thread::{Message, Part, Role, ToolResult};
 
-/// Bumped whenever the canonical form or the hashed settings change.
-pub const KEY_VERSION: &str = "condense-summary-v2";
+/// Bumped whenever the canonical form, the hashed settings, or what a
+/// summarizer reads of them change (v3: thinking is no longer read).
+pub const KEY_VERSION: &str = "condense-summary-v3";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {

@@ -76,7 +76,10 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                     }
                     scan(&mut s, t);
                 }
-                Part::Refusal(t) | Part::Thinking(t) => scan(&mut s, t),
+                Part::Refusal(t) => scan(&mut s, t),
+                // Thinking is the model's private reasoning, kept byte-exact
+                // where it is kept: never summarized into text.
+                Part::Thinking(_) => {}
                 Part::ToolCall(c) => {
                     s.tools.add(&c.name, 1);
                     if let Some(cmd) = arguments(&mut s, &c.arguments) {

@@ -37,14 +37,9 @@ fn block(m: &Message, result_chars: usize) -> String {
             Part::Text(t) | Part::Refusal(t) => {
                 let _ = write!(s, " {}", t.trim());
             }
-            Part::Thinking(t) => {
-                let _ = write!(
-                    s,
-                    " (thinking) {}",
-                    cut_middle(t, result_chars).unwrap_or_else(|| t.clone())
-                );
-            }
-            Part::RedactedThinking(_) => s.push_str(" (redacted thinking)"),
+            // Thinking is never summarized into text (the providers sign
+            // it, and it is the model's private reasoning): not even shown.
+            Part::Thinking(_) | Part::RedactedThinking(_) => {}
             Part::Opaque(o) => {
                 let _ = write!(s, " ({})", o.kind);
             }

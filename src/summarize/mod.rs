@@ -71,6 +71,10 @@ pub enum Strategy {
     Llm,
     Hybrid,
     Truncate,
+    /// Clear old tool results only (the profile's `clear` settings, or
+    /// their defaults): no summary, nothing dropped.
+    #[serde(rename = "clear_tool_results")]
+    ClearToolResults,
 }
 
 impl Strategy {
@@ -81,6 +85,7 @@ impl Strategy {
             Strategy::Llm => "llm",
             Strategy::Hybrid => "hybrid",
             Strategy::Truncate => "truncate",
+            Strategy::ClearToolResults => "clear_tool_results",
         }
     }
 }

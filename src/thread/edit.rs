@@ -197,7 +197,11 @@ pub fn text_message(format: WireFormat, role: Role, text: String) -> Message {
     reparse(raw, format, role).expect("a role/content message is valid in every format")
 }
 
-fn reparse(raw: Value, format: WireFormat, role: Role) -> Result<Message, Vec<FieldError>> {
+pub(super) fn reparse(
+    raw: Value,
+    format: WireFormat,
+    role: Role,
+) -> Result<Message, Vec<FieldError>> {
     let mut parsed = match format {
         WireFormat::OpenAi => openai::parse_messages(vec![Cow::Owned(raw)])?,
         WireFormat::Anthropic => anthropic::parse_thread(None, vec![Cow::Owned(raw)])?.1,

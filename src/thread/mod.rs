@@ -8,6 +8,7 @@
 //! custom metadata).
 
 mod anthropic;
+mod clearing;
 mod echo;
 mod edit;
 mod limits;
@@ -20,6 +21,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use clearing::{Clearing, clear};
 pub use echo::{Bounded, MAX_ECHO_CHARS, MAX_ERRORS, cap, clip_quoted, echo};
 pub use edit::{Cut, Keep, cut_middle, cut_to, text_message, thousands, truncate, truncate_to};
 pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, json_shape, too_many_nodes};

@@ -171,7 +171,8 @@ impl Counter<'_> {
         n + m.parts.iter().map(|p| self.part(p)).sum::<usize>()
     }
 
-    fn part(&self, p: &Part) -> usize {
+    /// Tokens of one part, uncalibrated: what clearing it would save.
+    pub fn part(&self, p: &Part) -> usize {
         match p {
             Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => self.raw(t),
             Part::RedactedThinking(data) => data.len().div_ceil(REDACTED_CHARS_PER_TOKEN),

@@ -439,6 +439,11 @@ function renderCompression(thread, tokens, compress, after) {
     facts.push(el('p', {}, num('x-dropped', compress.messages_dropped.length), ' messages dropped, ',
       num('x-truncated', compress.messages_truncated.length), ' cut in the middle to fit.'));
   }
+  (compress.applied_edits || []).forEach((e) => {
+    facts.push(el('p', {}, e.type === 'clear_tool_uses'
+      ? `Cleared ${fmt(e.cleared_tool_uses)} old tool results (${fmt(e.cleared_input_tokens)} tokens); ${fmt(e.kept_tool_uses)} tool uses kept intact.`
+      : `Cleared the thinking of ${fmt(e.cleared_thinking_turns)} older turns (${fmt(e.cleared_input_tokens)} tokens).`));
+  });
   if (compress.usage) {
     facts.push(el('p', {}, `Upstream: ${fmt(compress.usage.prompt_tokens)} prompt + ${fmt(compress.usage.completion_tokens)} completion tokens in ${compress.usage.calls} call(s), ${fmt(compress.usage.upstream_ms)} ms.`));
   }

@@ -1,0 +1,290 @@
+//! Tool-result clearing: the step before any summary (and the whole of
+//! `clear_tool_results`). Old tool results become a short placeholder,
+//! optionally their inputs `{}`, old thinking blocks go; everything else,
+//! and the pairing of calls and results, stays as it was.
+//!
+//! Research on coding agents found that hiding old tool observations keeps
+//! an agent as capable as an LLM summary at about half the cost, and tool
+//! output is most of an agent's context. Anthropic's context editing does
+//! this server-side for Claude only; this is the same edit, readable and
+//! deterministic, for any provider.
+//!
+//! Decisions here are made on the model (which tool uses, whether it is
+//! due, whether it saves enough); [`crate::thread::clear`] rewrites the
+//! caller's JSON. The same thread and settings always give the same bytes,
+//! and a placeholder is recognized, so clearing an output again changes
+//! nothing.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::placeholder::Template;
+use super::{Outcome, Reason};
+use crate::policy::ClearSettings;
+use crate::thread::{Clearing, Message, Part, Role, Thread, ToolResult, clear};
+use crate::tokens::{Counter, ThreadCount};
+
+/// One edit clearing made, as the response reports it (Anthropic's
+/// `applied_edits`, plus what was kept).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AppliedEdit {
+    ClearToolUses {
+        /// Tool uses whose result (or input) this edit cleared.
+        cleared_tool_uses: usize,
+        /// Tokens saved: the count before the edit minus the count after.
+        cleared_input_tokens: usize,
+        /// Tool uses whose results are intact after it.
+        kept_tool_uses: usize,
+    },
+    ClearThinking {
+        /// Assistant turns whose thinking blocks were removed.
+        cleared_thinking_turns: usize,
+        cleared_input_tokens: usize,
+    },
+}
+
+/// A tool use of the thread: the message holding the call, and the one
+/// holding its result (None while it is pending).
+struct Use<'a> {
+    call: usize,
+    id: &'a str,
+    name: &'a str,
+    arguments: &'a str,
+    result: Option<(usize, &'a ToolResult)>,
+}
+
+fn uses(t: &Thread, from: usize) -> Vec<Use<'_>> {
+    let mut results: BTreeMap<&str, (usize, &ToolResult)> = BTreeMap::new();
+    for (i, m) in t.messages.iter().enumerate().skip(from) {
+        for r in m.tool_results() {
+            results.entry(r.call_id.as_str()).or_insert((i, r));
+        }
+    }
+    let mut out = Vec::new();
+    for (i, m) in t.messages.iter().enumerate().skip(from) {
+        if m.summary_marker().is_some() {
+            continue;
+        }
+        for c in m.tool_calls() {
+            out.push(Use {
+                call: i,
+                id: &c.id,
+                name: &c.name,
+                arguments: &c.arguments,
+                result: results.get(c.id.as_str()).copied(),
+            });
+        }
+    }
+    out
+}
+
+/// Clears `t` by `s` when due (always when `force`), keeping `count` in
+/// step; the edits made (none when not due or not worth it).
+pub(super) fn apply(
+    t: &mut Thread,
+    count: &mut ThreadCount,
+    s: &ClearSettings,
+    force: bool,
+    c: &Counter<'_>,
+) -> Vec<AppliedEdit> {
+    let pinned = t.pinned_len();
+    let total_uses = uses(t, pinned).len();
+    let due = force
+        || s.trigger
+            .input_tokens
+            .is_some_and(|n| count.total as u64 >= n)
+        || s.trigger.tool_uses.is_some_and(|n| total_uses as u64 >= n);
+    if !due {
+        return Vec::new();
+    }
+    let mut edits = Vec::new();
+    let (changes, cleared, kept) = tool_changes(t, count, pinned, s, c);
+    let changes = measure(changes, c);
+    let saved = saving(count, &changes);
+    if saved > 0 && saved as u64 >= s.clear_at_least {
+        commit(t, count, changes);
+        edits.push(AppliedEdit::ClearToolUses {
+            cleared_tool_uses: cleared,
+            cleared_input_tokens: saved,
+            kept_tool_uses: kept,
+        });
+    }
+    if let Some(keep) = s.keep_thinking_turns {
+        let changes = measure(thinking_changes(t, pinned, keep as usize), c);
+        let turns = changes.len();
+        let saved = saving(count, &changes);
+        if saved > 0 {
+            commit(t, count, changes);
+            edits.push(AppliedEdit::ClearThinking {
+                cleared_thinking_turns: turns,
+                cleared_input_tokens: saved,
+            });
+        }
+    }
+    edits
+}
+
+/// The rewritten messages by index, how many tool uses they clear, and how
+/// many keep their result.
+fn tool_changes(
+    t: &Thread,
+    count: &ThreadCount,
+    pinned: usize,
+    s: &ClearSettings,
+    c: &Counter<'_>,
+) -> (Vec<(usize, Message)>, usize, usize) {
+    let template = Template::new(&s.placeholder);
+    let all = uses(t, pinned);
+    let older = all.len().saturating_sub(s.keep as usize);
+    let mut what: BTreeMap<usize, Clearing<'_>> = BTreeMap::new();
+    let (mut cleared, mut gone) = (0, 0);
+    for u in &all[..older] {
+        if s.exclude_tools.iter().any(|x| x == u.name) {
+            continue;
+        }
+        let mut this = false;
+        if let Some((at, r)) = u.result {
+            if is_placeholder(r, &template, u.name) {
+                gone += 1;
+            } else {
+                let chars: usize = r.content.iter().map(text_chars).sum();
+                let text = template.render(u.name, chars);
+                if saves(&t.messages[at], count.messages[at], r, &text, c) {
+                    what.entry(at).or_default().results.insert(u.id, text);
+                    this = true;
+                }
+            }
+        }
+        if s.clear_tool_inputs && c.raw(u.arguments) > c.raw("{}") {
+            what.entry(u.call).or_default().inputs.insert(u.id);
+            this = true;
+        }
+        cleared += usize::from(this);
+    }
+    let changes = what
+        .iter()
+        .filter_map(|(&i, w)| clear(&t.messages[i], t.format, w).map(|m| (i, m)))
+        .collect();
+    (changes, cleared, all.len() - cleared - gone)
+}
+
+/// Whether `text` in place of `r`'s content saves tokens. A message that is
+/// only this result has its count already (memoized across requests), so
+/// only the placeholder is tokenized; otherwise the content is.
+fn saves(m: &Message, tokens: usize, r: &ToolResult, text: &str, c: &Counter<'_>) -> bool {
+    if m.parts.len() == 1 {
+        let after = Message {
+            role: m.role,
+            name: m.name.clone(),
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: r.call_id.clone(),
+                content: vec![Part::Text(text.to_string())],
+                is_error: r.is_error,
+                pointer: String::new(),
+            })],
+            plain: false,
+            iteration: None,
+            raw: Value::Null,
+        };
+        return c.message(&after).tokens < tokens;
+    }
+    c.raw(text) < r.content.iter().map(|p| c.part(p)).sum::<usize>()
+}
+
+fn is_placeholder(r: &ToolResult, template: &Template, tool: &str) -> bool {
+    matches!(&r.content[..], [Part::Text(s)] if template.matches(s, tool))
+}
+
+fn text_chars(p: &Part) -> usize {
+    match p {
+        Part::Text(s) => s.chars().count(),
+        _ => 0,
+    }
+}
+
+/// Assistant messages whose thinking goes: those with thinking, except the
+/// newest `keep` of them, the current turn (every message after the last
+/// user message with text of its own: an in-progress tool loop, whose
+/// thinking the providers require), and a message that is only thinking
+/// (it would be left empty).
+fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Message)> {
+    let thinks = |p: &Part| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_));
+    let current = t
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User && m.parts.iter().any(|p| matches!(p, Part::Text(_))))
+        .unwrap_or(0)
+        .max(pinned);
+    let with: Vec<usize> = (pinned..t.messages.len())
+        .filter(|&i| {
+            let m = &t.messages[i];
+            m.role == Role::Assistant && m.parts.iter().any(thinks)
+        })
+        .collect();
+    let older = with.len().saturating_sub(keep);
+    let what = Clearing {
+        thinking: true,
+        ..Default::default()
+    };
+    with[..older]
+        .iter()
+        .filter(|&&i| i < current && !t.messages[i].parts.iter().all(thinks))
+        .filter_map(|&i| clear(&t.messages[i], t.format, &what).map(|m| (i, m)))
+        .collect()
+}
+
+/// A rewritten message, its index and its count.
+struct Change {
+    at: usize,
+    message: Message,
+    tokens: usize,
+}
+
+fn measure(changes: Vec<(usize, Message)>, c: &Counter<'_>) -> Vec<Change> {
+    changes
+        .into_iter()
+        .map(|(at, message)| Change {
+            tokens: c.message(&message).tokens,
+            at,
+            message,
+        })
+        .collect()
+}
+
+/// Tokens the changes save, counted as the thread is counted.
+fn saving(count: &ThreadCount, changes: &[Change]) -> usize {
+    changes
+        .iter()
+        .map(|ch| count.messages[ch.at].saturating_sub(ch.tokens))
+        .sum()
+}
+
+fn commit(t: &mut Thread, count: &mut ThreadCount, changes: Vec<Change>) {
+    for ch in changes {
+        count.total = count.total - count.messages[ch.at] + ch.tokens;
+        count.messages[ch.at] = ch.tokens;
+        t.messages[ch.at] = ch.message;
+    }
+}
+
+/// `outcome` as the answer to the request it came from: counted from the
+/// thread before clearing, with the edits, and reported as compressed when
+/// clearing alone changed the thread.
+pub(super) fn report(
+    mut outcome: Outcome,
+    tokens_before: usize,
+    edits: Vec<AppliedEdit>,
+) -> Outcome {
+    outcome.tokens_before = tokens_before;
+    if !edits.is_empty() {
+        outcome.compressed = true;
+        if matches!(outcome.reason, None | Some(Reason::Rules)) {
+            outcome.reason = Some(Reason::ToolResultsCleared);
+        }
+    }
+    outcome.applied_edits = edits;
+    outcome
+}
