@@ -1,5 +1,5 @@
 //! Heuristic compression of the largest fixture thread (large-04, ~320
-//! messages, ~140k tokens), in both wire formats: what `/v1/compress` does
+//! messages, ~140k tokens), in every wire format: what `/v1/compress` does
 //! per request minus HTTP and JSON (de)serialization. Beside it, tool-result
 //! clearing (`clear_tool_results` with the default `clear` settings) on the
 //! same thread; before measuring, each case prints its tokens before and
@@ -21,22 +21,36 @@ fn bench(c: &mut Criterion) {
     group
         .measurement_time(Duration::from_secs(8))
         .sample_size(20);
-    for (name, format) in [
-        ("large-04.openai", WireFormat::OpenAi),
-        ("large-04.anthropic", WireFormat::Anthropic),
+    // The fixture, its format, and its fields for the thread and its instructions.
+    for (name, format, (key, system)) in [
+        (
+            "threads/large-04.openai",
+            WireFormat::OpenAi,
+            ("messages", "system"),
+        ),
+        (
+            "threads/large-04.anthropic",
+            WireFormat::Anthropic,
+            ("messages", "system"),
+        ),
+        (
+            "responses/large-04.responses",
+            WireFormat::Responses,
+            ("input", "instructions"),
+        ),
     ] {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("tests/fixtures/threads/{name}.json"));
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
         let bytes = std::fs::read(&path).expect("fixture readable");
         let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
         let model = body["model"].as_str().unwrap().to_string();
         group.throughput(Throughput::Bytes(bytes.len() as u64));
         let run = |strategy: Strategy| -> Outcome {
-            let messages = body["messages"].as_array().unwrap();
+            let messages = body[key].as_array().unwrap();
             let t = thread::parse(RawThread {
                 format: Some(format),
                 messages,
-                system: body.get("system"),
+                system: body.get(system),
                 tools: body.get("tools"),
             })
             .unwrap();
@@ -58,7 +72,7 @@ fn bench(c: &mut Criterion) {
                 strategy.as_str(),
                 out.tokens_before,
                 out.tokens_after,
-                body["messages"].as_array().unwrap().len(),
+                body[key].as_array().unwrap().len(),
                 out.thread.messages.len(),
                 out.applied_edits
             );
