@@ -92,9 +92,10 @@ fn openai(raw: &mut Value, what: &Clearing<'_>) -> bool {
 }
 
 /// A Responses item: a call's output becomes the placeholder, a call's
-/// `arguments` `{}` (a custom tool's `input` empty text). Reasoning items
-/// are items of their own, which clearing never removes (see
-/// `compress::clear`), so `thinking` changes nothing here.
+/// `arguments` `{}` (a custom tool's `input` empty text). A reasoning item
+/// is never removed: OpenAI refuses an output item (a `function_call` or
+/// `message` with its `fc_`/`msg_` id) sent without the reasoning item
+/// that produced it, so `thinking` changes nothing here.
 fn responses(raw: &mut Value, what: &Clearing<'_>) -> bool {
     let id = raw
         .get("call_id")
