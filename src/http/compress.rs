@@ -204,14 +204,10 @@ fn respond(outcome: compress::Outcome) -> CompressResponse {
     let format = outcome.thread.format;
     let messages: Vec<Value> = outcome.thread.messages.into_iter().map(|m| m.raw).collect();
     let system = outcome.thread.system.map(|s| s.raw);
-    let responses = format == WireFormat::Responses;
-    let (messages, input) = match responses {
-        true => (None, Some(messages)),
-        false => (Some(messages), None),
-    };
-    let (system, instructions) = match responses {
-        true => (None, system),
-        false => (system, None),
+    // A Responses thread goes back under its own names.
+    let (messages, system, input, instructions) = match format {
+        WireFormat::Responses => (None, None, Some(messages), system),
+        _ => (Some(messages), system, None, None),
     };
     CompressResponse {
         compressed: outcome.compressed,

@@ -74,23 +74,25 @@ impl ThreadFields {
     /// Parses the thread into the internal model (the messages move into
     /// it), within the configured limits (413 naming the field and the
     /// limit): the count of messages before parsing, their characters after.
-    pub fn parse(mut self, limits: &Limits) -> Result<Thread, ApiError> {
-        let (format, messages, system) = self.carrier()?;
-        limits.check_messages(messages.len())?;
-        let thread = thread::parse_owned(OwnedThread {
-            format,
-            messages,
-            system,
-            tools: self.tools,
-        })?;
+    pub fn parse(self, limits: &Limits) -> Result<Thread, ApiError> {
+        let owned = self.owned()?;
+        limits.check_messages(owned.messages.len())?;
+        let thread = thread::parse_owned(owned)?;
         limits.check_thread(&thread)?;
         Ok(thread)
     }
 
-    /// Which field carries the thread, and the format it implies.
-    #[allow(clippy::type_complexity)]
-    fn carrier(&mut self) -> Result<(Option<WireFormat>, Vec<Value>, Option<Value>), ApiError> {
+    /// The thread's parts from the field that carries them, in the format
+    /// that field implies.
+    fn owned(mut self) -> Result<OwnedThread, ApiError> {
         let responses = self.format == Some(WireFormat::Responses);
+        let tools = self.tools.take();
+        let owned = |format, messages, system| OwnedThread {
+            format,
+            messages,
+            system,
+            tools,
+        };
         match (self.messages.take(), self.input.take()) {
             (Some(_), Some(_)) => Err(ApiError::field(
                 "/input",
@@ -112,7 +114,7 @@ impl ThreadFields {
                 "/instructions",
                 "belongs to the Responses format (with `input`); a Chat Completions thread takes a system message, an Anthropic thread `system`",
             )),
-            (Some(messages), None) => Ok((self.format, messages, self.system.take())),
+            (Some(messages), None) => Ok(owned(self.format, messages, self.system.take())),
             (None, Some(_)) if self.format.is_some() && !responses => Err(ApiError::field(
                 "/format",
                 "`input` is a Responses API thread; send `format: \"responses\"` or none",
@@ -136,7 +138,11 @@ impl ThreadFields {
                         ));
                     }
                 };
-                Ok((Some(WireFormat::Responses), items, self.instructions.take()))
+                Ok(owned(
+                    Some(WireFormat::Responses),
+                    items,
+                    self.instructions.take(),
+                ))
             }
         }
     }

@@ -52,8 +52,8 @@ pub fn parse_thread(
 /// `instructions`: a string (an array of input items is also accepted by
 /// the API and kept as text parts).
 fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
-    let (parts, plain) = match source.as_ref() {
-        Value::String(text) => (vec![Part::Text(text.clone())], false),
+    let parts = match source.as_ref() {
+        Value::String(text) => vec![Part::Text(text.clone())],
         Value::Array(items) => {
             let mut parts = Vec::new();
             for (j, item) in items.iter().enumerate() {
@@ -64,12 +64,15 @@ fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Opt
                     errs,
                 );
             }
-            (parts, false)
+            parts
         }
         other => {
             errs.push(FieldError::new(
                 "/instructions",
-                format!("must be a string, not {}", type_name(other)),
+                format!(
+                    "must be a string or an array of input items, not {}",
+                    type_name(other)
+                ),
             ));
             return None;
         }
@@ -78,7 +81,7 @@ fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Opt
         role: Role::System,
         name: None,
         parts,
-        plain,
+        plain: false,
         iteration: None,
         raw: source.into_owned(),
     })
@@ -96,28 +99,26 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
     }
     let before = errs.len();
     let kind = opt_string(m, "type", at, errs);
-    let (role, parts, plain) = match kind.as_deref() {
+    let (role, parts) = match kind.as_deref() {
         None | Some("message") => {
             let role = message_role(m, at, errs)?;
             let mut parts = Vec::new();
-            // Never exact: the API publishes no per-item formula.
-            let plain = false;
             let content = m.get("content");
             if content.is_none_or(Value::is_null) {
                 errs.push(FieldError::new(format!("{at}/content"), "is required"));
             }
             content_parts(content, &format!("{at}/content"), &mut parts, errs);
-            (role, parts, plain)
+            (role, parts)
         }
-        Some("reasoning") => (Role::Assistant, reasoning(m), false),
-        Some("compaction") => (Role::Assistant, vec![compaction(m)], false),
+        Some("reasoning") => (Role::Assistant, reasoning(m)),
+        Some("compaction") => (Role::Assistant, vec![compaction(m)]),
         Some(k) if CALL_ITEMS.contains(&k) => {
             let call = call(m, k, at, errs)?;
-            (Role::Assistant, vec![Part::ToolCall(call)], false)
+            (Role::Assistant, vec![Part::ToolCall(call)])
         }
         Some(k) if is_call_output(k) => {
             let result = output(m, at, errs)?;
-            (Role::Tool, vec![Part::ToolResult(result)], false)
+            (Role::Tool, vec![Part::ToolResult(result)])
         }
         Some(k) => {
             // Outputs of server-side calls read as the tool's side of the turn.
@@ -125,7 +126,7 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
                 true => Role::Tool,
                 false => Role::Assistant,
             };
-            (role, vec![opaque(k, m)], false)
+            (role, vec![opaque(k, m)])
         }
     };
     let iteration = iteration(m, at, errs);
@@ -133,7 +134,8 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
         role,
         name: None,
         parts,
-        plain,
+        // Never exact: the API publishes no per-item formula.
+        plain: false,
         iteration,
         raw: source.into_owned(),
     })
