@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{compaction, iteration, opaque, string, type_name};
+use super::wire::{compaction, iteration, opaque, parse_all, string, type_name};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
@@ -29,15 +29,7 @@ pub fn parse_thread(
         .filter(|s| !s.is_null())
         .and_then(|s| parse_system(s, &mut scratch));
     errs.absorb(&mut scratch);
-    let parsed: Vec<Message> = messages
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            let parsed = parse_message(m, &format!("/messages/{i}"), &mut scratch);
-            errs.absorb(&mut scratch);
-            parsed
-        })
-        .collect();
+    let parsed = parse_all(messages, "messages", &mut errs, parse_message);
     if errs.is_empty() {
         Ok((system, parsed))
     } else {

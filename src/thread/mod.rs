@@ -278,8 +278,33 @@ impl Thread {
 
 /// Shared helpers for the wire parsers.
 mod wire {
-    use super::{FieldError, Opaque, Part};
+    use std::borrow::Cow;
+
+    use super::{Bounded, FieldError, Message, Opaque, Part};
     use serde_json::Value;
+
+    /// A message parser: the source, its JSON pointer, where errors go.
+    pub type ParseOne<'a> = fn(Cow<'a, Value>, &str, &mut Vec<FieldError>) -> Option<Message>;
+
+    /// Every item of `/{field}` parsed by `parse`, its errors added to
+    /// `errs` (which keeps a bounded number of them).
+    pub fn parse_all<'a>(
+        items: Vec<Cow<'a, Value>>,
+        field: &str,
+        errs: &mut Bounded,
+        parse: ParseOne<'a>,
+    ) -> Vec<Message> {
+        let mut scratch = Vec::new();
+        items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let parsed = parse(m, &format!("/{field}/{i}"), &mut scratch);
+                errs.absorb(&mut scratch);
+                parsed
+            })
+            .collect()
+    }
 
     /// A block or item kept verbatim, estimated from its compact JSON.
     pub fn opaque(kind: &str, v: &Value) -> Part {

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{iteration, opt_string, string, type_name};
+use super::wire::{iteration, opt_string, parse_all, string, type_name};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: &str = "system, developer, user, assistant, tool, function";
@@ -12,16 +12,7 @@ const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
 
 pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec<FieldError>> {
     let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    let parsed: Vec<Message> = messages
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            let parsed = parse_message(m, &format!("/messages/{i}"), &mut scratch);
-            errs.absorb(&mut scratch);
-            parsed
-        })
-        .collect();
+    let parsed = parse_all(messages, "messages", &mut errs, parse_message);
     if errs.is_empty() {
         Ok(parsed)
     } else {

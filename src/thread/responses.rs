@@ -15,7 +15,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{compaction, iteration, opaque, opt_string, string, type_name};
+use super::wire::{compaction, iteration, opaque, opt_string, parse_all, string, type_name};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: &str = "user, assistant, system, developer";
@@ -33,15 +33,7 @@ pub fn parse_thread(
         .filter(|s| !s.is_null())
         .and_then(|s| parse_instructions(s, &mut scratch));
     errs.absorb(&mut scratch);
-    let parsed: Vec<Message> = items
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            let parsed = parse_item(m, &format!("/input/{i}"), &mut scratch);
-            errs.absorb(&mut scratch);
-            parsed
-        })
-        .collect();
+    let parsed = parse_all(items, "input", &mut errs, parse_item);
     if errs.is_empty() {
         Ok((system, parsed))
     } else {
