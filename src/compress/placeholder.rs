@@ -59,32 +59,74 @@ impl Template {
 
     /// Whether `text` is this template rendered for `tool` (any count).
     pub fn matches(&self, text: &str, tool: &str) -> bool {
-        matches_from(&self.0, text, tool)
+        // A rendering is short: its literals, the tool's name, and at most
+        // `MAX_COUNT` characters a count. Anything longer (a tool's real
+        // output) is not one, and the search below stays small.
+        let longest: usize = self
+            .0
+            .iter()
+            .map(|p| match p {
+                Piece::Literal(s) => s.len(),
+                Piece::Tool => tool.len(),
+                Piece::Chars => MAX_COUNT,
+            })
+            .sum();
+        text.len() <= longest && Search::new(&self.0, text, tool).from(0, 0)
     }
 }
 
-/// Backtracking over the length of each `{chars}` run, so a literal that
-/// starts with a digit after `{chars}` still matches.
-fn matches_from(pieces: &[Piece], text: &str, tool: &str) -> bool {
-    let Some((first, rest)) = pieces.split_first() else {
-        return text.is_empty();
-    };
-    match first {
-        Piece::Literal(s) => text
-            .strip_prefix(s.as_str())
-            .is_some_and(|t| matches_from(rest, t, tool)),
-        Piece::Tool => text
-            .strip_prefix(tool)
-            .is_some_and(|t| matches_from(rest, t, tool)),
-        Piece::Chars => {
-            let run = text
-                .bytes()
-                .take_while(|b| b.is_ascii_digit() || *b == b',')
-                .count();
-            (1..=run).any(|n| {
-                text.as_bytes()[0].is_ascii_digit() && matches_from(rest, &text[n..], tool)
-            })
+/// The longest count a rendering holds: `usize::MAX` with its commas.
+const MAX_COUNT: usize = 26;
+
+/// Matching a rendering, trying each length of each `{chars}` run (a
+/// literal after it may start with a digit). Every (piece, offset) is
+/// tried once, so a template of many `{chars}` costs pieces x length x
+/// [`MAX_COUNT`] steps at most, never an exponential search.
+struct Search<'a> {
+    pieces: &'a [Piece],
+    text: &'a str,
+    tool: &'a str,
+    failed: std::collections::HashSet<(usize, usize)>,
+}
+
+impl<'a> Search<'a> {
+    fn new(pieces: &'a [Piece], text: &'a str, tool: &'a str) -> Self {
+        Self {
+            pieces,
+            text,
+            tool,
+            failed: Default::default(),
         }
+    }
+
+    /// Whether `pieces[piece..]` match `text[at..]`.
+    fn from(&mut self, piece: usize, at: usize) -> bool {
+        let Some(first) = self.pieces.get(piece) else {
+            return at == self.text.len();
+        };
+        if self.failed.contains(&(piece, at)) {
+            return false;
+        }
+        let rest = &self.text[at..];
+        let found = match first {
+            Piece::Literal(s) => rest.starts_with(s.as_str()) && self.from(piece + 1, at + s.len()),
+            Piece::Tool => {
+                rest.starts_with(self.tool) && self.from(piece + 1, at + self.tool.len())
+            }
+            Piece::Chars => {
+                let run = rest
+                    .bytes()
+                    .take(MAX_COUNT)
+                    .take_while(|b| b.is_ascii_digit() || *b == b',')
+                    .count();
+                rest.as_bytes().first().is_some_and(u8::is_ascii_digit)
+                    && (1..=run).any(|n| self.from(piece + 1, at + n))
+            }
+        };
+        if !found {
+            self.failed.insert((piece, at));
+        }
+        found
     }
 }
 
@@ -118,5 +160,16 @@ mod tests {
         assert!(t.matches(&s, "a{chars}b"));
         let plain = Template::new("cleared");
         assert!(plain.matches(&plain.render("t", 9), "t"));
+    }
+
+    #[test]
+    fn many_counts_against_a_run_of_digits_is_a_small_search() {
+        // Backtracking over every split of the digits would never end.
+        let t = Template::new(&("{chars}".repeat(140) + "x"));
+        let digits = "1".repeat(140 * MAX_COUNT);
+        assert!(!t.matches(&digits, "t"));
+        assert!(t.matches(&t.render("t", 1), "t"));
+        // A tool's real output is longer than any rendering: not one.
+        assert!(!Template::new("{chars}").matches(&"9".repeat(MAX_COUNT + 1), "t"));
     }
 }
