@@ -15,7 +15,7 @@
 //! and a placeholder is recognized, so clearing an output again changes
 //! nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -139,10 +139,11 @@ fn tool_changes(
     let template = Template::new(&s.placeholder);
     let all = uses(t, pinned);
     let older = all.len().saturating_sub(s.keep as usize);
+    let excluded: HashSet<&str> = s.exclude_tools.iter().map(String::as_str).collect();
     let mut what: BTreeMap<usize, Clearing<'_>> = BTreeMap::new();
     let (mut cleared, mut gone) = (0, 0);
     for u in &all[..older] {
-        if s.exclude_tools.iter().any(|x| x == u.name) {
+        if excluded.contains(u.name) {
             continue;
         }
         let mut this = false;
