@@ -128,9 +128,16 @@ fn message_items(m: &Value, out: &mut Vec<Value>) -> Result<(), String> {
                 .into_iter()
                 .flatten()
             {
+                // A call without a `type` is a function call, as the thread
+                // parser reads it.
                 let f = call
                     .get("function")
-                    .filter(|_| call.get("type").and_then(Value::as_str) == Some("function"))
+                    .filter(|_| {
+                        matches!(
+                            call.get("type").and_then(Value::as_str),
+                            None | Some("function")
+                        )
+                    })
                     .ok_or("a tool call that is not a function call")?;
                 out.push(json!({
                     "type": "function_call",
@@ -265,7 +272,7 @@ mod tests {
             json!([
                 {"role": "assistant", "content": null, "tool_calls": [
                     {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{\"p\":\".\"}"}},
-                    {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{}"}},
+                    {"id": "c2", "function": {"name": "cat", "arguments": "{}"}},
                 ]},
                 {"role": "tool", "tool_call_id": "c1", "content": "a b"},
                 {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]},
