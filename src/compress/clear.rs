@@ -44,6 +44,12 @@ pub enum AppliedEdit {
         cleared_thinking_turns: usize,
         cleared_input_tokens: usize,
     },
+    /// Thinking removed because a summary written now precedes it: its
+    /// signature is bound to a prefix that is gone (see `binding`).
+    RemoveStaleThinking {
+        removed_thinking_turns: usize,
+        cleared_input_tokens: usize,
+    },
 }
 
 /// A tool use of the thread: the message holding the call, and the one
@@ -82,14 +88,15 @@ fn uses(t: &Thread, from: usize) -> Vec<Use<'_>> {
 }
 
 /// Clears `t` by `s` when due (always when `force`), keeping `count` in
-/// step; the edits made (none when not due or not worth it).
+/// step; the edits made (none when not due or not worth it) and the first
+/// message they changed.
 pub(super) fn apply(
     t: &mut Thread,
     count: &mut ThreadCount,
     s: &ClearSettings,
     force: bool,
     c: &Counter<'_>,
-) -> Vec<AppliedEdit> {
+) -> (Vec<AppliedEdit>, Option<usize>) {
     let pinned = t.pinned_len();
     let total_uses = uses(t, pinned).len();
     let due = force
@@ -98,13 +105,19 @@ pub(super) fn apply(
             .is_some_and(|n| count.total as u64 >= n)
         || s.trigger.tool_uses.is_some_and(|n| total_uses as u64 >= n);
     if !due {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let mut edits = Vec::new();
+    let mut first: Option<usize> = None;
+    let mut note = |changes: &[Change]| {
+        let at = changes.iter().map(|ch| ch.at).min();
+        first = first.into_iter().chain(at).min();
+    };
     let (changes, cleared, kept) = tool_changes(t, count, pinned, s, c);
     let changes = measure(changes, c);
     let saved = saving(count, &changes);
     if saved > 0 && saved as u64 >= s.clear_at_least {
+        note(&changes);
         commit(t, count, changes);
         edits.push(AppliedEdit::ClearToolUses {
             cleared_tool_uses: cleared,
@@ -117,6 +130,7 @@ pub(super) fn apply(
         let turns = changes.len();
         let saved = saving(count, &changes);
         if saved > 0 {
+            note(&changes);
             commit(t, count, changes);
             edits.push(AppliedEdit::ClearThinking {
                 cleared_thinking_turns: turns,
@@ -124,7 +138,7 @@ pub(super) fn apply(
             });
         }
     }
-    edits
+    (edits, first)
 }
 
 /// The rewritten messages by index, how many tool uses they clear, and how

@@ -1,6 +1,7 @@
 //! Finishing a compression: assemble the thread around the written summary,
 //! fit it into the budget, validate it.
 
+use super::binding::{self, Prefix};
 use super::fit::{Draft, Kept};
 use super::plan::{Decision, Plan};
 use super::rules::{self, Rules};
@@ -32,6 +33,7 @@ impl Outcome {
             degraded: false,
             usage: None,
             applied_edits: Vec::new(),
+            thinking_drop_block: false,
             warnings,
         }
     }
@@ -42,9 +44,11 @@ impl Plan {
     /// job (None when it had none).
     pub(super) fn finish(mut self, written: Option<Written>) -> Result<Outcome, Error> {
         let before = self.tokens_before;
-        let edits = std::mem::take(&mut self.applied_edits);
-        self.assemble(written)
-            .map(|outcome| clear::report(outcome, before, edits))
+        let mut edits = std::mem::take(&mut self.applied_edits);
+        self.assemble(written).map(|mut outcome| {
+            edits.append(&mut outcome.applied_edits);
+            clear::report(outcome, before, edits)
+        })
     }
 
     fn assemble(self, written: Option<Written>) -> Result<Outcome, Error> {
@@ -110,6 +114,7 @@ impl Plan {
             ));
         }
 
+        let final_thinking = binding::final_thinking(&t);
         let Thread {
             format,
             system,
@@ -125,6 +130,18 @@ impl Plan {
         let mut head = head.into_iter();
         let pinned_messages: Vec<Message> = head.by_ref().take(pinned).collect();
         let kept_summary = if reused { head.next() } else { None };
+        // Mid-conversation instructions of the summarized span: verbatim,
+        // after the summary, in their order (see `Message::is_instruction`).
+        let first_span = pinned + usize::from(reused);
+        let instructions: Vec<Kept> = head
+            .enumerate()
+            .filter(|(_, m)| m.is_instruction())
+            .map(|(i, message)| Kept {
+                index: first_span + i,
+                tokens: self.count.messages[first_span + i],
+                message,
+            })
+            .collect();
         let tail = messages
             .enumerate()
             .map(|(i, message)| Kept {
@@ -134,14 +151,19 @@ impl Plan {
             })
             .collect();
         let mut draft = Draft::new(fixed, pinned_messages, tail);
+        draft.keep_instructions(instructions);
         if let Some(rules) = Rules::of(&self.profile) {
             draft.apply_rules(&rules, format, &c);
         }
+        let inserted = summary_message.is_some();
         if let Some(m) = summary_message.or(kept_summary) {
             draft.set_summary(m, &c);
         }
         if matches!(self.decision, Decision::Truncate) {
-            draft.dropped.extend(start..cut);
+            let kept = &draft.instructions;
+            draft
+                .dropped
+                .extend((start..cut).filter(|i| !kept.iter().any(|k| k.index == *i)));
         }
         let tail_units: Vec<usize> = self
             .units
@@ -161,6 +183,29 @@ impl Plan {
                 grouped: listed,
             },
         )?;
+        // Thinking after what changed (see `binding`): a summary written now
+        // certainly invalidates it; anything else may.
+        let new_summary = object.is_some();
+        let changed = draft
+            .truncated
+            .first()
+            .copied()
+            .into_iter()
+            .chain(self.cleared_from)
+            .min();
+        let unbound = binding::unbind(
+            &mut draft,
+            |position, index| match () {
+                _ if new_summary => Prefix::New,
+                _ if !inserted && position == index && changed.is_none_or(|c| c >= index) => {
+                    Prefix::Same
+                }
+                _ => Prefix::Unknown,
+            },
+            final_thinking,
+            self.thinking_required,
+            &c,
+        );
         // Read back after fitting: a tighter budget may have left some out.
         let iterations = object
             .as_ref()
@@ -169,6 +214,12 @@ impl Plan {
 
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
+        if unbound.removed_turns > 0 {
+            warnings.push(format!(
+                "removed the thinking of {} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix",
+                unbound.removed_turns
+            ));
+        }
         let out = Thread {
             format,
             system,
@@ -192,7 +243,8 @@ impl Plan {
                 .map(|_| iterations.unwrap_or_default()),
             degraded,
             usage,
-            applied_edits: Vec::new(),
+            applied_edits: unbound.edit().into_iter().collect(),
+            thinking_drop_block: unbound.drop_block,
             warnings,
         })
     }
@@ -244,9 +296,7 @@ fn fit(
         return Ok(());
     }
     if let Some(obj) = summary.as_mut() {
-        let room = budget
-            .saturating_sub(draft.fixed + draft.tail_tokens() + 24)
-            .max(16);
+        let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
         match grouped {
             true => iterations::shrink(obj, room, c),
             false => obj.shrink(room, c),

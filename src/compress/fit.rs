@@ -31,6 +31,10 @@ pub struct Draft {
     pub pinned: Vec<Message>,
     /// The summary message and its tokens.
     pub summary: Option<(Message, usize)>,
+    /// Instruction messages of the summarized span (and of tail units
+    /// dropped to fit): kept after the summary, never cut.
+    pub instructions: Vec<Kept>,
+    instruction_tokens: usize,
     pub tail: Vec<Kept>,
     tail_tokens: usize,
     pub truncated: BTreeSet<usize>,
@@ -44,10 +48,19 @@ impl Draft {
             fixed,
             pinned,
             summary: None,
+            instructions: Vec::new(),
+            instruction_tokens: 0,
             tail,
             tail_tokens,
             truncated: BTreeSet::new(),
             dropped: Vec::new(),
+        }
+    }
+
+    pub fn keep_instructions(&mut self, kept: impl IntoIterator<Item = Kept>) {
+        for k in kept {
+            self.instruction_tokens += k.tokens;
+            self.instructions.push(k);
         }
     }
 
@@ -61,12 +74,16 @@ impl Draft {
         self.tail_tokens = self.tail_tokens - before + after;
     }
 
-    pub fn tail_tokens(&self) -> usize {
-        self.tail_tokens
+    /// Tokens of everything but the summary.
+    pub fn without_summary(&self) -> usize {
+        self.fixed + self.instruction_tokens + self.tail_tokens
     }
 
     pub fn total(&self) -> usize {
-        self.fixed + self.summary.as_ref().map_or(0, |(_, n)| *n) + self.tail_tokens
+        self.fixed
+            + self.instruction_tokens
+            + self.summary.as_ref().map_or(0, |(_, n)| *n)
+            + self.tail_tokens
     }
 
     /// Cuts texts of the tail (tool results only, or any) to ever shorter
@@ -82,7 +99,8 @@ impl Draft {
             if self.total() <= budget {
                 return true;
             }
-            for k in &mut self.tail {
+            // Instructions are kept verbatim, like the pinned prefix.
+            for k in self.tail.iter_mut().filter(|k| !k.message.is_instruction()) {
                 if let Some(short) = truncate(&k.message, format, cut, keep) {
                     let tokens = c.message(&short).tokens;
                     self.tail_tokens = self.tail_tokens - k.tokens + tokens;
@@ -101,11 +119,17 @@ impl Draft {
         if unit_len >= self.tail.len() {
             return false;
         }
+        let mut kept = Vec::new();
         for k in self.tail.drain(..unit_len) {
             self.tail_tokens -= k.tokens;
+            if k.message.is_instruction() && !self.truncated.contains(&k.index) {
+                kept.push(k);
+                continue;
+            }
             self.truncated.remove(&k.index);
             self.dropped.push(k.index);
         }
+        self.keep_instructions(kept);
         true
     }
 
@@ -115,6 +139,7 @@ impl Draft {
             .pinned
             .into_iter()
             .chain(self.summary.map(|(m, _)| m))
+            .chain(self.instructions.into_iter().map(|k| k.message))
             .chain(self.tail.into_iter().map(|k| k.message))
             .collect();
         (messages, self.truncated, self.dropped)

@@ -9,6 +9,7 @@
 //! Imports point down: `compress` → `summarize` → `upstream`/`cache` →
 //! `tokens` → `thread`.
 
+mod binding;
 mod clear;
 mod continuity;
 mod finish;
@@ -94,6 +95,10 @@ pub struct Compression {
     /// is marked `llm`, or access control is off). When not, `llm` and
     /// `hybrid` are refused and `auto` writes a heuristic summary.
     pub upstream_allowed: bool,
+    /// An active tool loop's final assistant message must keep the
+    /// thinking block it starts with (thinking is on, or may be: the
+    /// default). The proxy reads the request's `thinking` setting.
+    pub thinking_required: bool,
 }
 
 impl Compression {
@@ -114,6 +119,7 @@ impl Compression {
             keep_recent_iterations: None,
             continuity: false,
             upstream_allowed: true,
+            thinking_required: true,
         }
     }
 }
@@ -177,6 +183,9 @@ pub struct Outcome {
     pub usage: Option<Usage>,
     /// What clearing did (empty when it did nothing).
     pub applied_edits: Vec<AppliedEdit>,
+    /// Kept thinking blocks whose prefix changed, or may have: the request
+    /// must opt into Anthropic's `drop_block` (see [`binding`]).
+    pub thinking_drop_block: bool,
     pub warnings: Vec<String>,
 }
 

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::continuity::summary_limit;
 use super::{
-    Compression, Error, Outcome, Previous, Reason, Setup, clear, iterations, rules, split,
+    Compression, Error, Outcome, Previous, Reason, Setup, binding, clear, iterations, rules, split,
 };
 use crate::policy::{self, OnUpstreamError, Profile};
 use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
@@ -59,6 +59,10 @@ pub(super) struct Plan {
     pub tokens_before: usize,
     /// What clearing did before planning (`count` is of the cleared thread).
     pub applied_edits: Vec<clear::AppliedEdit>,
+    /// The first message clearing changed.
+    pub cleared_from: Option<usize>,
+    /// An active loop's final thinking must stay (see [`binding`]).
+    pub thinking_required: bool,
 }
 
 pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
@@ -71,6 +75,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         force,
         keep_recent_iterations,
         upstream_allowed,
+        thinking_required,
         ..
     } = req;
     let c = setup.counter;
@@ -84,12 +89,25 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     let clearing = p.clear.clone().or_else(|| {
         (strategy == Strategy::ClearToolResults).then(crate::policy::ClearSettings::default)
     });
-    let applied_edits = match &clearing {
+    // Clearing in an active loop would invalidate the thinking its final
+    // assistant message must start with: it waits while the thread fits.
+    let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
+    let clearing = clearing.filter(|_| {
+        let wait = binding::defer(&t, thinking_required, count.total <= budget, force);
+        if wait {
+            warnings.push(DEFERRED.into());
+        }
+        !wait
+    });
+    let (applied_edits, cleared_from) = match &clearing {
         Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
-        None => Vec::new(),
+        None => (Vec::new(), None),
     };
     let done = |t: Thread, count: &_, warnings, edits| {
-        let outcome = rules::unchanged(t, count, setup.context_window, warnings, &p, &c);
+        let mut outcome = rules::unchanged(t, count, setup.context_window, warnings, &p, &c);
+        let cut = outcome.messages_truncated.iter().copied().min();
+        let first = cut.into_iter().chain(cleared_from).min();
+        outcome.thinking_drop_block = binding::changed_before_thinking(&outcome.thread, first);
         Ok(Planned::Done(Box::new(clear::report(
             outcome,
             tokens_before,
@@ -120,8 +138,17 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     assessed.total_tokens += summary_tokens as u64;
     let verdict = policy::decide(&p, assessed, setup.context_window);
     let continued = setup.continued && previous.as_ref().is_some_and(|p| !p.in_thread);
-    let Some(reason) = verdict
-        .trigger
+    // A new summary in an active loop waits while the thread fits (see
+    // `binding`): the previous summary, if any, stays as it was.
+    let fits = verdict.trigger != Some(crate::policy::Trigger::ContextWindow);
+    let trigger = verdict.trigger.filter(|_| {
+        let wait = binding::defer(&t, thinking_required, fits, force);
+        if wait {
+            warnings.push(DEFERRED.into());
+        }
+        !wait
+    });
+    let Some(reason) = trigger
         .map(Reason::from)
         .or(force.then_some(Reason::Forced))
         .or(continued.then_some(Reason::Continued))
@@ -129,12 +156,19 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         return done(t, &count, warnings, applied_edits);
     };
 
-    let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
     let n = t.messages.len();
     let units = split::units(&t.messages, start);
     let mut cut = match keep_recent_iterations {
         Some(keep) => split::iteration_tail_start(&t.messages, &units, start, keep),
         None => split::tail_start(&units, n, start, p.min_recent_messages as usize),
+    };
+    // Instructions in the span stay beside the summary: their tokens are
+    // kept whatever the cut.
+    let kept_tokens = |from: usize, to: usize| {
+        (from..to)
+            .filter(|&i| t.messages[i].is_instruction())
+            .map(|i| count.messages[i])
+            .sum::<usize>()
     };
     let fixed = count.system.unwrap_or(0)
         + count.messages[..pinned].iter().sum::<usize>()
@@ -181,15 +215,17 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
             Decision::Write(_) => summary_limit + 16,
         };
         let mut tail = span_tokens(cut, n);
+        let mut kept = kept_tokens(pinned, cut);
         let first = units.partition_point(|u| u.start < cut);
         for u in &units[first..] {
-            if fixed + reserve + tail <= budget
+            if fixed + kept + reserve + tail <= budget
                 || u.end >= n
                 || n - u.end < p.min_recent_messages as usize
             {
                 break;
             }
             tail -= span_tokens(u.start, u.end);
+            kept += kept_tokens(u.start, u.end);
             cut = u.end;
         }
     }
@@ -243,8 +279,13 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         warnings,
         tokens_before,
         applied_edits,
+        cleared_from,
+        thinking_required,
     })))
 }
+
+/// Why a due summary (or clearing) was not done this turn.
+const DEFERRED: &str = "a summary or clearing is due, but the agent is inside a tool loop whose final assistant message must start with its thinking block, which a change before it would invalidate (Anthropic binds thinking to its prefix); deferred while the thread fits its window";
 
 /// The span a summarizer must write and who writes it, if anyone:
 /// truncation writes none, and a continued summary stays as it is

@@ -98,6 +98,10 @@ pub struct CompressResponse {
     pub messages_truncated: Vec<usize>,
     /// What tool-result (and thinking) clearing did; empty when nothing.
     pub applied_edits: Vec<AppliedEdit>,
+    /// Anthropic: kept thinking blocks follow a changed prefix (or may):
+    /// send the thread with `thinking.block_binding.prefix_mismatch_behavior:
+    /// "drop_block"` and the beta `thinking-binding-controls-2026-08-01`.
+    pub thinking_drop_block: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summaries: Option<Vec<IterationSummary>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +196,7 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
         keep_recent_iterations,
         continuity: false,
         upstream_allowed,
+        thinking_required: true,
     })
 }
 
@@ -227,6 +232,7 @@ fn respond(outcome: compress::Outcome) -> CompressResponse {
         messages_dropped: outcome.messages_dropped,
         messages_truncated: outcome.messages_truncated,
         applied_edits: outcome.applied_edits,
+        thinking_drop_block: outcome.thinking_drop_block,
         summaries: outcome.iterations,
         warnings: outcome.warnings,
     }

@@ -142,6 +142,13 @@ fn report_headers(r: &Report, h: &mut HeaderMap) {
     if let Some(c) = r.summary_cached {
         set("x-condense-summary-cached", c.to_string());
     }
+    if r.thinking_removed > 0 || r.drop_block {
+        let mut v = format!("removed={}", r.thinking_removed);
+        if r.drop_block {
+            v.push_str("; drop_block");
+        }
+        set("x-condense-thinking", v);
+    }
     if let Some(note) = &r.note {
         set("x-condense-note", note.clone());
     }

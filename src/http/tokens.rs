@@ -54,6 +54,9 @@ pub struct MessageTokens {
     pub role: Role,
     /// The message's tokens including its per-message overhead.
     pub tokens: usize,
+    /// A system or developer message: an instruction, never summarized
+    /// (pinned at the head, or kept verbatim beside a summary mid-conversation).
+    pub instruction: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -197,6 +200,7 @@ fn count_request(
                 index: None,
                 role: Role::System,
                 tokens,
+                instruction: true,
             });
             response.messages = system
                 .into_iter()
@@ -205,6 +209,7 @@ fn count_request(
                         index: Some(i),
                         role: m.role,
                         tokens,
+                        instruction: m.is_instruction(),
                     },
                 ))
                 .collect();

@@ -25,6 +25,8 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Prepared {
     pub body: Bytes,
+    /// An `anthropic-beta` the forwarded request needs (`drop_block`).
+    pub beta: Option<&'static str>,
     pub report: Report,
 }
 
@@ -43,6 +45,10 @@ pub struct Report {
     /// Why the request went unchanged, when something on condense's side
     /// stopped it (never an upstream's or a database's text).
     pub note: Option<String>,
+    /// Kept turns whose stale thinking was removed (Anthropic).
+    pub thinking_removed: usize,
+    /// The request opted into Anthropic's `drop_block`.
+    pub drop_block: bool,
 }
 
 impl Prepared {
@@ -50,6 +56,7 @@ impl Prepared {
     pub fn unchanged(body: Bytes, note: impl Into<String>) -> Self {
         Self {
             body,
+            beta: None,
             report: Report {
                 note: Some(note.into()),
                 ..Report::default()
@@ -92,6 +99,7 @@ impl Proxy {
             model,
             continuity: true,
             upstream_allowed: options.upstream_allowed,
+            thinking_required: thinking_on(&json),
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
@@ -113,25 +121,74 @@ impl Proxy {
                 (None, _) => None,
             },
             note: None,
+            thinking_removed: removed_thinking(&out.applied_edits),
+            drop_block: out.thinking_drop_block,
         };
         if !report.compressed {
-            return Ok(Prepared { body, report });
+            return Ok(Prepared {
+                body,
+                beta: None,
+                report,
+            });
         }
+        let drop_block = out.thinking_drop_block;
         let written = cpu(move || {
             let mut json = json;
             json[provider.fields().0] =
                 Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
+            if drop_block {
+                opt_into_drop_block(&mut json);
+            }
             serde_json::to_vec(&json)
         })
         .await;
         Ok(match written {
             Ok(bytes) => Prepared {
                 body: bytes.into(),
+                beta: drop_block.then_some(DROP_BLOCK_BETA),
                 report,
             },
             Err(_) => Prepared::unchanged(body, "the compressed body could not be written"),
         })
     }
+}
+
+/// The beta that lets a request set `thinking.block_binding`.
+pub const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
+
+/// Thinking is on for this request (`thinking.type` `enabled` or
+/// `adaptive`): an active loop's final thinking block must then stay.
+fn thinking_on(json: &Value) -> bool {
+    matches!(
+        json.pointer("/thinking/type").and_then(Value::as_str),
+        Some("enabled" | "adaptive")
+    )
+}
+
+/// Kept thinking blocks may follow a changed prefix: the API drops the
+/// invalid ones instead of refusing the request (see `compress::binding`).
+fn opt_into_drop_block(json: &mut Value) {
+    if let Some(thinking) = json.get_mut("thinking").and_then(Value::as_object_mut) {
+        let binding = thinking
+            .entry("block_binding")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(b) = binding.as_object_mut() {
+            b.insert("prefix_mismatch_behavior".into(), "drop_block".into());
+        }
+    }
+}
+
+fn removed_thinking(edits: &[compress::AppliedEdit]) -> usize {
+    edits
+        .iter()
+        .map(|e| match e {
+            compress::AppliedEdit::RemoveStaleThinking {
+                removed_thinking_turns,
+                ..
+            } => *removed_thinking_turns,
+            _ => 0,
+        })
+        .sum()
 }
 
 /// Why a body was not read: a reason to forward it unchanged, or a thread

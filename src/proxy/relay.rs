@@ -38,6 +38,31 @@ fn dropped(name: &HeaderName) -> bool {
         || name.as_str().starts_with("x-condense-")
 }
 
+/// Adds `beta` to the request's `anthropic-beta` list (one header,
+/// comma-separated, as the SDKs send it), unless it is already there.
+fn add_beta(headers: &mut HeaderMap, beta: &str) {
+    let name = HeaderName::from_static("anthropic-beta");
+    let present: Vec<String> = headers
+        .get_all(&name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty())
+        .collect();
+    if present.iter().any(|b| b == beta) {
+        return;
+    }
+    let joined = present
+        .into_iter()
+        .chain([beta.to_string()])
+        .collect::<Vec<_>>()
+        .join(",");
+    if let Ok(v) = joined.parse() {
+        headers.insert(name, v);
+    }
+}
+
 impl Proxy {
     /// Sends a prepared request: the caller's headers (less those of one
     /// hop and condense's own), the operator's key when it brings none.
@@ -53,12 +78,15 @@ impl Proxy {
             Provider::Responses => format!("{base}/responses"),
             Provider::Anthropic => format!("{base}/v1/messages"),
         };
-        let Prepared { body, report } = prepared;
+        let Prepared { body, beta, report } = prepared;
         let mut out = HeaderMap::new();
         for (name, value) in headers {
             if !dropped(name) {
                 out.append(name.clone(), value.clone());
             }
+        }
+        if let Some(beta) = beta {
+            add_beta(&mut out, beta);
         }
         self.inject_key(provider, &mut out);
         let response = self

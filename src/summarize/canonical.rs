@@ -13,7 +13,9 @@
 //! - tool results are messages of their own, whether the wire grouped them
 //!   into one `user` message (Anthropic) or not (OpenAI);
 //! - tool-call arguments are JSON with sorted keys and no whitespace;
-//! - the raw JSON, JSON pointers, `name`, and the exactness flag are dropped.
+//! - the raw JSON, JSON pointers, `name`, and the exactness flag are dropped;
+//! - instruction messages (a mid-conversation system or developer message)
+//!   are left out: compression keeps them verbatim beside the summary.
 
 use std::collections::HashMap;
 
@@ -23,8 +25,9 @@ use sha2::{Digest, Sha256};
 use crate::thread::{Message, Part, Role, ToolResult};
 
 /// Bumped whenever the canonical form, the hashed settings, or what a
-/// summarizer reads of them change (v3: thinking is no longer read).
-pub const KEY_VERSION: &str = "condense-summary-v3";
+/// summarizer reads of them change (v3: thinking is no longer read; v4:
+/// nor are instruction messages, which stay beside the summary).
+pub const KEY_VERSION: &str = "condense-summary-v4";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {
@@ -40,6 +43,14 @@ pub fn canonical_with_ends(span: &[Message]) -> (Vec<Message>, Vec<usize>) {
     let mut out = Vec::with_capacity(span.len());
     let mut ends = Vec::with_capacity(span.len());
     for (i, m) in span.iter().enumerate() {
+        // Instructions are kept verbatim beside a summary, never read into
+        // one: a prefix that ends on one ends where the message before it does.
+        if m.is_instruction() {
+            if let Some(end) = ends.last_mut() {
+                *end = i + 1;
+            }
+            continue;
+        }
         let mut own: Vec<Part> = Vec::new();
         for p in &m.parts {
             match p {

@@ -93,14 +93,18 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
     let role = match string(m, "role", at, errs)?.as_str() {
         "user" => Role::User,
         "assistant" => Role::Assistant,
-        "system" => {
-            errs.push(FieldError::new(format!("{at}/role"), "the Anthropic format takes system instructions in the top-level `system` field, not as a message"));
-            return None;
-        }
+        // A mid-conversation system message (beta
+        // `mid-conversation-system-2026-04-07`): an instruction that changed
+        // during the session, placed where it applies so the cached prefix
+        // before it stays as it was.
+        "system" => Role::System,
         other => {
             errs.push(FieldError::new(
                 format!("{at}/role"),
-                format!("unknown role `{}`; expected user or assistant", echo(other)),
+                format!(
+                    "unknown role `{}`; expected user, assistant or system",
+                    echo(other)
+                ),
             ));
             return None;
         }
@@ -124,6 +128,12 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             (Vec::new(), false)
         }
     };
+    if role == Role::System && parts.iter().any(|p| !matches!(p, Part::Text(_))) {
+        errs.push(FieldError::new(
+            &content_at,
+            "a system message holds text blocks only",
+        ));
+    }
     if role == Role::User && parts.iter().any(|p| matches!(p, Part::ToolCall(_))) {
         errs.push(FieldError::new(
             &content_at,

@@ -232,6 +232,21 @@ impl Message {
             .is_some_and(|t| t != "message")
     }
 
+    /// An instruction message (system or developer) that condense did not
+    /// write: never summarized. At the head of a thread it is pinned; later
+    /// (a mid-conversation system message) it is kept verbatim, in its
+    /// order, wherever the span around it is summarized.
+    pub fn is_instruction(&self) -> bool {
+        self.role.is_instruction() && self.summary_marker().is_none()
+    }
+
+    /// Holds a thinking or redacted thinking block.
+    pub fn has_thinking(&self) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)))
+    }
+
     /// Holds the provider's own compaction (an Anthropic `compaction` block
     /// or an OpenAI `compaction` item).
     pub fn is_compaction(&self) -> bool {
@@ -265,7 +280,7 @@ impl Thread {
             .iter()
             // A summary message condense wrote (even with the system role) is
             // not pinned: the next summary replaces it.
-            .take_while(|m| m.role.is_instruction() && m.summary_marker().is_none())
+            .take_while(|m| m.is_instruction())
             .count();
         let compacted = self
             .messages

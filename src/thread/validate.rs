@@ -64,14 +64,13 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
         }
     }
     // Calls still open here are trailing: the agent is mid-loop, which is valid.
+    // System messages may come first; the conversation itself opens with a user turn.
+    let first = thread.messages.iter().position(|m| m.role != Role::System);
     if thread.format == WireFormat::Anthropic
-        && thread
-            .messages
-            .first()
-            .is_some_and(|m| m.role != Role::User)
+        && let Some(i) = first.filter(|&i| thread.messages[i].role != Role::User)
     {
         errs.push(FieldError::new(
-            "/messages/0/role",
+            format!("/messages/{i}/role"),
             "an Anthropic thread must start with a user message",
         ));
     }

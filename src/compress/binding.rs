@@ -1,0 +1,165 @@
+//! Anthropic's preserved thinking: what a compression may do to a thread
+//! whose assistant turns carry thinking blocks.
+//!
+//! On Anthropic's newer models a thinking (or redacted thinking) block's
+//! signature is bound to its prefix: the top-level `system`, the `tools`
+//! and every message before the block. If anything in that prefix changed
+//! since the block was produced, the block and every later one are invalid,
+//! and the API rejects the request (400, "The block is bound to a different
+//! conversation") unless the request opts into `drop_block`
+//! (`thinking.block_binding.prefix_mismatch_behavior`, beta
+//! `thinking-binding-controls-2026-08-01`), in which case the API drops the
+//! invalid blocks itself. Condense promises never to turn a request the
+//! provider would accept into an error, so every compression that changes
+//! what precedes a thinking block follows this rule:
+//!
+//! 1. **Defer** (in [`defer`]): in an active tool loop, the final assistant
+//!    message must start with its thinking block when thinking is on, and
+//!    a new summary (or new clearing) before it would invalidate that block.
+//!    While the thread still fits its window, no new summary is written and
+//!    nothing new is cleared: the previous summary (or none) stays, byte for
+//!    byte, and the summary is written once the loop ends.
+//! 2. **Remove** (in [`unbind`]): when a new summary is written, every kept
+//!    turn was produced before it, so its thinking is certainly bound to a
+//!    prefix that is gone: condense removes those blocks (reported as an
+//!    applied edit).
+//! 3. **drop_block** only where nothing else is valid: a block condense may
+//!    not remove (the final assistant message of an active loop, a message
+//!    that is only thinking) or whose validity it cannot know (turns after
+//!    a summary reused from the cache: those produced since the summary came
+//!    into use are valid and must stay, older ones are not) is kept, and
+//!    the request must carry `drop_block` (the proxy adds it and its beta;
+//!    `/v1/compress` says so in `thinking_drop_block`). The API then drops
+//!    exactly the invalid blocks, which is what removing them would do.
+
+use super::AppliedEdit;
+use super::fit::Draft;
+use crate::thread::{Clearing, Part, Role, Thread, WireFormat, clear};
+use crate::tokens::Counter;
+
+/// The index of the final assistant message of an active tool loop whose
+/// content starts with a thinking block: the thread ends with the results
+/// of that message's calls. None when there is no such loop, or the thread
+/// is not Anthropic's (only Anthropic binds thinking to its prefix).
+pub(super) fn final_thinking(t: &Thread) -> Option<usize> {
+    if t.format != WireFormat::Anthropic {
+        return None;
+    }
+    let last = t.messages.len().checked_sub(1)?;
+    let results = &t.messages[last];
+    if results.role != Role::User || results.tool_results().next().is_none() {
+        return None;
+    }
+    let a = last.checked_sub(1)?;
+    let m = &t.messages[a];
+    let leads = matches!(
+        m.parts.first(),
+        Some(Part::Thinking(_) | Part::RedactedThinking(_))
+    );
+    (m.role == Role::Assistant && m.tool_calls().next().is_some() && leads).then_some(a)
+}
+
+/// Whether a compression that would change the prefix of the final
+/// thinking block should wait: an active loop needs that block, and the
+/// thread still fits (`fits`). Forced compressions and an overflowing
+/// window never wait.
+pub(super) fn defer(t: &Thread, required: bool, fits: bool, force: bool) -> bool {
+    required && fits && !force && final_thinking(t).is_some()
+}
+
+/// What [`unbind`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Unbound {
+    /// Assistant turns whose thinking blocks were removed.
+    pub removed_turns: usize,
+    /// Tokens their removal saved.
+    pub saved: usize,
+    /// Blocks kept although their prefix changed (or may have): the request
+    /// needs `drop_block`.
+    pub drop_block: bool,
+}
+
+impl Unbound {
+    /// The applied edit that reports the removal, if anything was removed.
+    pub fn edit(&self) -> Option<AppliedEdit> {
+        (self.removed_turns > 0).then_some(AppliedEdit::RemoveStaleThinking {
+            removed_thinking_turns: self.removed_turns,
+            cleared_input_tokens: self.saved,
+        })
+    }
+}
+
+/// Whether `t`, changed at message `from` (a cleared or cut text), keeps
+/// thinking after the change: such blocks may be bound to the old prefix,
+/// so the request needs `drop_block`.
+pub(super) fn changed_before_thinking(t: &Thread, from: Option<usize>) -> bool {
+    let Some(from) = from.filter(|_| t.format == WireFormat::Anthropic) else {
+        return false;
+    };
+    t.messages.iter().skip(from + 1).any(|m| m.has_thinking())
+}
+
+/// How a kept message's thinking relates to the forwarded prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Prefix {
+    /// Everything before it is what it was produced after.
+    Same,
+    /// A summary written now precedes it: it is certainly invalid.
+    New,
+    /// A reused summary, a cut or a cleared text precedes it: valid only if
+    /// it was produced after the same change.
+    Unknown,
+}
+
+/// Removes the thinking of the draft's kept turns whose prefix is `New`
+/// (`prefix_of(output position, request index)`), keeping token counts in
+/// step, and says whether any kept block needs `drop_block`. `final_index`
+/// is the request index of an active loop's final thinking turn, kept
+/// when `required` (thinking is on, or may be).
+pub(super) fn unbind(
+    draft: &mut Draft,
+    prefix_of: impl Fn(usize, usize) -> Prefix,
+    final_index: Option<usize>,
+    required: bool,
+    c: &Counter<'_>,
+) -> Unbound {
+    let mut out = Unbound::default();
+    let strip = Clearing {
+        thinking: true,
+        ..Default::default()
+    };
+    let before =
+        draft.pinned.len() + usize::from(draft.summary.is_some()) + draft.instructions.len();
+    let mut changes = Vec::new();
+    for (p, k) in draft.tail.iter_mut().enumerate() {
+        let prefix = prefix_of(before + p, k.index);
+        if prefix == Prefix::Same || !k.message.has_thinking() {
+            continue;
+        }
+        let only_thinking = k
+            .message
+            .parts
+            .iter()
+            .all(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)));
+        // Without thinking on, no block is required and none is produced:
+        // a block of unknown validity can go as well.
+        let unknown_kept = prefix == Prefix::Unknown && required;
+        let keep = unknown_kept || only_thinking || (required && final_index == Some(k.index));
+        if keep {
+            out.drop_block = true;
+            continue;
+        }
+        if let Some(stripped) = clear(&k.message, WireFormat::Anthropic, &strip) {
+            let tokens = c.message(&stripped).tokens;
+            changes.push((k.tokens, tokens));
+            out.saved += k.tokens.saturating_sub(tokens);
+            k.message = stripped;
+            k.tokens = tokens;
+            out.removed_turns += 1;
+        }
+    }
+    for (was, is) in changes {
+        draft.adjust_tail(was, is);
+    }
+    out
+}
