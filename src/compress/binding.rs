@@ -32,8 +32,8 @@
 //!    `/v1/compress` says so in `thinking_drop_block`). The API then drops
 //!    exactly the invalid blocks, which is what removing them would do.
 
-use super::AppliedEdit;
 use super::fit::Draft;
+use super::{AppliedEdit, Outcome};
 use crate::thread::{Clearing, Part, Role, Thread, WireFormat, clear};
 use crate::tokens::Counter;
 
@@ -89,14 +89,22 @@ impl Unbound {
     }
 }
 
-/// Whether `t`, changed at message `from` (a cleared or cut text), keeps
-/// thinking after the change: such blocks may be bound to the old prefix,
-/// so the request needs `drop_block`.
-pub(super) fn changed_before_thinking(t: &Thread, from: Option<usize>) -> bool {
-    let Some(from) = from.filter(|_| t.format == WireFormat::Anthropic) else {
-        return false;
+/// Marks an outcome that kept every message in place (cleared or cut
+/// texts at most, from `cleared_from` and its truncated messages on): its
+/// thinking after a change may be bound to the old prefix, so the request
+/// needs `drop_block`.
+pub(super) fn mark_in_place(outcome: &mut Outcome, cleared_from: Option<usize>) {
+    let t = &outcome.thread;
+    let cut = outcome.messages_truncated.iter().copied().min();
+    let Some(from) = cut
+        .into_iter()
+        .chain(cleared_from)
+        .min()
+        .filter(|_| t.format == WireFormat::Anthropic)
+    else {
+        return;
     };
-    t.messages.iter().skip(from + 1).any(|m| m.has_thinking())
+    outcome.thinking_drop_block = t.messages.iter().skip(from + 1).any(|m| m.has_thinking());
 }
 
 /// How a kept message's thinking relates to the forwarded prefix.

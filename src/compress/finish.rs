@@ -104,14 +104,16 @@ impl Plan {
         let identity = summary_message.is_none() && cut == if reused { pinned + 1 } else { pinned };
         if identity && self.count.total <= self.budget {
             warnings.push("nothing older than the recent messages to summarize; the thread is returned unchanged".into());
-            return Ok(rules::unchanged(
+            let mut outcome = rules::unchanged(
                 t,
                 &self.count,
                 self.context_window,
                 warnings,
                 &self.profile,
                 &c,
-            ));
+            );
+            binding::mark_in_place(&mut outcome, self.cleared_from);
+            return Ok(outcome);
         }
 
         let final_thinking = binding::final_thinking(&t);

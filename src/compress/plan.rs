@@ -105,9 +105,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     };
     let done = |t: Thread, count: &_, warnings, edits| {
         let mut outcome = rules::unchanged(t, count, setup.context_window, warnings, &p, &c);
-        let cut = outcome.messages_truncated.iter().copied().min();
-        let first = cut.into_iter().chain(cleared_from).min();
-        outcome.thinking_drop_block = binding::changed_before_thinking(&outcome.thread, first);
+        binding::mark_in_place(&mut outcome, cleared_from);
         Ok(Planned::Done(Box::new(clear::report(
             outcome,
             tokens_before,

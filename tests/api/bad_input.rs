@@ -206,8 +206,9 @@ async fn anthropic_shapes_name_their_field() {
             "/system/0/type",
         ),
         (
-            json!({"system": "s", "messages": [{"role": "system", "content": "x"}]}),
-            "/messages/0/role",
+            // A mid-conversation system message is read, but holds text only.
+            json!({"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}]}),
+            "/messages/1/content",
         ),
         (
             json!({"system": "s", "messages": [{"role": "tool", "content": "x"}]}),

@@ -162,6 +162,10 @@ fn check(wire: &dyn Wire, c: &Conversation, s: &ClearSettings) -> Result<bool, T
             | AppliedEdit::ClearThinking {
                 cleared_input_tokens,
                 ..
+            }
+            | AppliedEdit::RemoveStaleThinking {
+                cleared_input_tokens,
+                ..
             } => *cleared_input_tokens,
         })
         .sum();

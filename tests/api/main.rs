@@ -28,6 +28,7 @@ mod prometheus;
 mod properties;
 mod responses;
 mod stub;
+mod thinking_props;
 mod tokens;
 mod upstream;
 mod verdict;
