@@ -1767,9 +1767,9 @@ fn invalid_requests() -> Vec<Invalid> {
             Rejects,
         ),
         bad(
-            "anthropic system message",
+            "anthropic system message with an image",
             "/v1/tokens",
-            json!({"system": "s", "messages": [{"role": "system", "content": "hi"}]}),
+            json!({"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}]}),
             Rejects,
         ),
         bad(

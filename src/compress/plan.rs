@@ -132,9 +132,12 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         }
         None => 0,
     };
-    let mut assessed = policy::assess(&t, &count, previous.as_ref().map(|s| s.last), 0);
+    let recent = p.min_recent_messages as usize;
+    let mut assessed = policy::assess(&t, &count, previous.as_ref().map(|s| s.last), 0, recent);
     assessed.total_tokens += summary_tokens as u64;
+    assessed.compressible_tokens += summary_tokens as u64;
     let verdict = policy::decide(&p, assessed, setup.context_window);
+    warnings.extend(verdict.held_back.clone());
     let continued = setup.continued && previous.as_ref().is_some_and(|p| !p.in_thread);
     // A new summary in an active loop waits while the thread fits (see
     // `binding`): the previous summary, if any, stays as it was.

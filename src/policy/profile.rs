@@ -59,7 +59,17 @@ pub struct Profile {
     /// Tool-result clearing before any summary; off when not set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub clear: Option<ClearSettings>,
+    /// A summary due by N, K or iterations is written only when it would
+    /// summarize at least this share of what can be compressed (the
+    /// summary and the conversation since it); otherwise the previous
+    /// summary, and the byte-identical prefix the provider caches, stay.
+    /// 0 writes one whenever a trigger fires (the seed designs).
+    pub min_summary_gain: f64,
 }
+
+/// The default `min_summary_gain`: a new summary must take a fifth of
+/// what it could compress, or the provider's cache is rewritten for little.
+pub const MIN_SUMMARY_GAIN: f64 = 0.2;
 
 /// Which part of a long text a per-message truncation rule keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,6 +124,7 @@ impl Default for Profile {
             truncate_keep: TruncateKeep::Both,
             count: CountSource::Local,
             clear: None,
+            min_summary_gain: MIN_SUMMARY_GAIN,
         }
     }
 }
@@ -140,6 +151,7 @@ pub struct ProfileOverrides {
     pub count: Option<CountSource>,
     /// Merged field by field over the profile's `clear` (or the defaults).
     pub clear: Option<ClearOverrides>,
+    pub min_summary_gain: Option<f64>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -194,6 +206,14 @@ impl ProfileOverrides {
                 ));
             }
         }
+        if let Some(g) = self.min_summary_gain
+            && !(g.is_finite() && (0.0..=1.0).contains(&g))
+        {
+            errs.push(FieldError::new(
+                format!("{at}/min_summary_gain"),
+                format!("must be between 0 and 1 (a share), got {g}"),
+            ));
+        }
         let clear = match &self.clear {
             Some(c) => match c.apply(base.clear.as_ref(), &format!("{at}/clear")) {
                 Ok(c) => Some(c),
@@ -233,6 +253,7 @@ impl ProfileOverrides {
             truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
             count: self.count.unwrap_or(base.count),
             clear,
+            min_summary_gain: self.min_summary_gain.unwrap_or(base.min_summary_gain),
         })
     }
 }

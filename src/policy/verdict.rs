@@ -86,7 +86,8 @@ pub fn verdict(
         }),
         None => None,
     };
-    let a = assess(thread, &count, last, summary_tokens);
+    let recent = profile.min_recent_messages as usize;
+    let a = assess(thread, &count, last, summary_tokens, recent);
     Verdict {
         last_summary,
         ..decide(profile, a, context_window)
@@ -101,6 +102,17 @@ pub struct LastSummary {
     pub tokens: u64,
     /// When it was written (only known from a summary object that says so).
     pub created_at: Option<String>,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Messages => "messages",
+            Trigger::Tokens => "tokens",
+            Trigger::ContextWindow => "context_window",
+            Trigger::Iterations => "iterations",
+        }
+    }
 }
 
 /// Why summarization is due.
@@ -128,6 +140,11 @@ pub struct Assessment {
     pub total_tokens: u64,
     /// Every part of the count is the provider's own figure.
     pub exact: bool,
+    /// What a new summary would take in: the messages after the last
+    /// summary but the newest `min_recent_messages`.
+    pub gain_tokens: u64,
+    /// What can be compressed at all: the summary and every message after it.
+    pub compressible_tokens: u64,
 }
 
 /// Measures a thread given its count, the index the last summary covers up
@@ -140,6 +157,7 @@ pub fn assess(
     count: &ThreadCount,
     last_summarized: Option<usize>,
     summary_tokens: u64,
+    min_recent: usize,
 ) -> Assessment {
     let pinned = thread.pinned_len();
     let start = last_summarized.map_or(pinned, |i| (i + 1).max(pinned));
@@ -154,7 +172,12 @@ pub fn assess(
         .collect();
     iterations.sort_unstable();
     iterations.dedup();
+    let since = &count.messages[start..];
+    let since_tokens: usize = since.iter().sum();
+    let recent: usize = since.iter().rev().take(min_recent).sum();
     Assessment {
+        gain_tokens: (since_tokens - recent) as u64,
+        compressible_tokens: since_tokens as u64 + summary_tokens,
         messages_since_summary: (thread.messages.len() - start) as u64,
         iterations_since_summary: iterations.len() as u64,
         total_tokens: (kept + other) as u64 + summary_tokens,
@@ -184,6 +207,13 @@ pub struct Verdict {
     pub exact: bool,
     /// The summary the request carries (a summary message or object), if any.
     pub last_summary: Option<LastSummary>,
+    /// Tokens a new summary would take in, and of what can be compressed
+    /// (see `min_summary_gain`).
+    pub gain_tokens: u64,
+    pub compressible_tokens: u64,
+    /// Why a trigger that fired writes no summary: it would take in too
+    /// little (`min_summary_gain`); the previous summary stays.
+    pub held_back: Option<String>,
 }
 
 /// Applies the rules, in this order:
@@ -210,7 +240,25 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     } else {
         None
     };
+    // No churn: a trigger that fires on a span too small to be worth a new
+    // prefix (a K below the pinned prefix fires every turn) writes nothing.
+    let gain = profile.min_summary_gain;
+    let held_back = trigger
+        .filter(|t| *t != Trigger::ContextWindow)
+        .filter(|_| gain > 0.0 && (a.gain_tokens as f64) < gain * a.compressible_tokens as f64)
+        .map(|t| {
+            format!(
+                "a summary is due ({}), but it would take in only {} of the {} compressible tokens (under min_summary_gain {gain}): the previous summary stays",
+                t.as_str(),
+                a.gain_tokens,
+                a.compressible_tokens
+            )
+        });
+    let trigger = trigger.filter(|_| held_back.is_none());
     Verdict {
+        gain_tokens: a.gain_tokens,
+        compressible_tokens: a.compressible_tokens,
+        held_back,
         should_summarize: trigger.is_some(),
         trigger,
         messages_since_summary: a.messages_since_summary,
@@ -251,6 +299,8 @@ pub fn with_provider_total(
         iterations_since_summary: v.iterations_since_summary,
         total_tokens,
         exact: whole_thread.is_none(),
+        gain_tokens: v.gain_tokens,
+        compressible_tokens: v.compressible_tokens,
     };
     Verdict {
         last_summary: v.last_summary.clone(),
@@ -282,6 +332,8 @@ mod tests {
                 iterations_since_summary: 0,
                 total_tokens: total,
                 exact: true,
+                gain_tokens: total,
+                compressible_tokens: total,
             },
             2000,
         )
