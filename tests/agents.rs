@@ -16,6 +16,8 @@ mod harness;
 #[path = "support/live.rs"]
 #[allow(dead_code)]
 mod live;
+#[path = "agents/refusals.rs"]
+mod refusals;
 #[path = "support/server.rs"]
 mod server;
 #[path = "agents/session.rs"]

@@ -28,8 +28,14 @@ pub struct Provider {
 
 impl Provider {
     pub fn start() -> Provider {
+        Self::start_with(&[])
+    }
+
+    /// With extra environment (`PROVIDER_MID_CONVERSATION_SYSTEM=beta`).
+    pub fn start_with(env: &[(&str, &str)]) -> Provider {
         let mut child = Command::new("python3")
             .arg(dir().join("provider.py"))
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
