@@ -139,15 +139,18 @@ def check_binding(headers, body):
 
 def check_thinking_first(body, messages, transformations):
     """With thinking on, the assistant message of an active tool loop must
-    open with its thinking block (unless drop_block dropped it)."""
-    if not thinking_enabled(body) or len(messages) < 2:
+    open with its thinking block (unless drop_block dropped it). System
+    messages after the tool results (Claude Code appends reminders there)
+    do not end the loop."""
+    turns = [n for n, m in enumerate(messages) if m.get("role") != "system"]
+    if not thinking_enabled(body) or len(turns) < 2:
         return
-    last, prev = messages[-1], messages[-2]
+    n = turns[-2]
+    last, prev = messages[turns[-1]], messages[n]
     results = {b.get("tool_use_id") for b in blocks(last) if b.get("type") == "tool_result"}
     calls = {b.get("id") for b in blocks(prev) if b.get("type") == "tool_use"}
     if last.get("role") != "user" or prev.get("role") != "assistant" or not results or not results <= calls:
         return
-    n = len(messages) - 2
     if any(t["path"] == f"messages.{n}.content.0" for t in transformations):
         return
     first = (blocks(prev) or [{}])[0].get("type")
