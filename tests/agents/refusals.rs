@@ -21,6 +21,35 @@ async fn post(provider: &Provider, path: &str, beta: &str, body: &Value) -> (u16
     (res.status().as_u16(), res.json().await.expect("JSON"))
 }
 
+/// The `type` of each event of a streamed answer, with its block's or
+/// delta's type (`content_block_delta:thinking_delta`).
+async fn sse_events(provider: &Provider, path: &str, body: &Value) -> Vec<String> {
+    let res = reqwest::Client::new()
+        .post(format!("{}{path}", provider.url))
+        .header("anthropic-beta", BETA)
+        .json(body)
+        .send()
+        .await
+        .expect("the provider answers");
+    assert_eq!(res.status(), 200);
+    let text = res.text().await.unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| {
+            let v: Value = serde_json::from_str(d).unwrap();
+            let inner = v["content_block"]["type"]
+                .as_str()
+                .or(v["delta"]["type"].as_str());
+            match (v["type"].as_str().unwrap(), inner) {
+                (t @ ("content_block_start" | "content_block_delta"), Some(i)) => {
+                    format!("{t}:{i}")
+                }
+                (t, _) => t.to_string(),
+            }
+        })
+        .collect()
+}
+
 fn message_of(v: &Value) -> &str {
     v["error"]["message"].as_str().unwrap_or_default()
 }
@@ -119,6 +148,11 @@ async fn the_provider_holds_anthropic_rules() {
     let (status, refused) = post(&provider, "/v1/messages", BETA, &anthropic("S", bare)).await;
     assert_eq!(status, 400);
     assert!(message_of(&refused).starts_with("messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."), "{refused}");
+    // ... a system message after the results does not end the loop.
+    let note = json!({"role": "system", "content": "note"});
+    let noted = json!([user, without, result(call, 1), note]);
+    let (status, _) = post(&provider, "/v1/messages", BETA, &anthropic("S", noted)).await;
+    assert_eq!(status, 400);
 
     // Tool calls pair up.
     let unanswered = json!([user, turn, {"role": "user", "content": "next"}]);
@@ -132,6 +166,30 @@ async fn the_provider_holds_anthropic_rules() {
     assert!(
         message_of(&refused).contains("unexpected `tool_use_id` found in `tool_result`"),
         "{refused}"
+    );
+
+    // Streamed, the blocks arrive as Anthropic sends them.
+    let mut streamed = anthropic("S", thread.clone());
+    streamed["stream"] = json!(true);
+    let events = sse_events(&provider, "/v1/messages", &streamed).await;
+    assert_eq!(
+        events,
+        [
+            "message_start",
+            "ping",
+            "content_block_start:thinking",
+            "content_block_delta:thinking_delta",
+            "content_block_delta:signature_delta",
+            "content_block_stop",
+            "content_block_start:tool_use",
+            "content_block_delta:input_json_delta",
+            "content_block_delta:input_json_delta",
+            "content_block_delta:input_json_delta",
+            "content_block_delta:input_json_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
     );
 
     // Counting reads the same thread, with the same rules.

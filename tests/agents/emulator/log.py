@@ -25,10 +25,6 @@ class Log:
             self._entries.append(entry)
             return entry["id"]
 
-    def get(self, entry_id):
-        with self._lock:
-            return self._entries[entry_id] if 0 <= entry_id < len(self._entries) else None
-
     def entries(self, session=None):
         with self._lock:
             return [dict(e) for e in self._entries if session in (None, e["session"])]
