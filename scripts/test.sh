@@ -16,6 +16,9 @@ echo "== Python clients: the official SDKs (tests/proxy_sdk.rs), selenium (tests
 python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt \
   -r tests/browser/requirements.txt -r tests/schemathesis/requirements.txt -r tests/lint/requirements.txt
 
+echo "== the pinned agent CLIs, Claude Code and Codex (tests/agents.rs)"
+npm ci --prefix tests/agents --no-audit --no-fund --loglevel=error >/dev/null
+
 echo "== hadolint Dockerfile"
 # The wheel puts the binary in Python's scripts directory, which may not be on PATH.
 hadolint="$(command -v hadolint || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/hadolint")"

@@ -145,3 +145,37 @@ pub fn schemathesis(test: &str) -> Option<()> {
          (`./scripts/test.sh` does this); {SKIP_LIVE}=1 skips such tests"
     );
 }
+
+/// The pinned agent CLIs (`tests/agents/package.json`, installed with
+/// `npm ci --prefix tests/agents`) and python3 for the scripted provider,
+/// or `None` when the run opted out. Panics with instructions when one is
+/// missing.
+pub fn agent_clis(test: &str) -> Option<()> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules");
+    let python = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let missing: Vec<&str> = [
+        (!dir
+            .join("@anthropic-ai/claude-code/bin/claude.exe")
+            .is_file())
+        .then_some("Claude Code"),
+        (!dir.join(".bin/codex").exists()).then_some("Codex CLI"),
+        (!python).then_some("python3"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if missing.is_empty() {
+        return Some(());
+    }
+    if skipping(test, "the agent CLIs") {
+        return None;
+    }
+    panic!(
+        "{test} needs the pinned agent CLIs and python3, and {missing:?} is missing: \
+         `npm ci --prefix tests/agents` (Node.js and npm: `apt-get install nodejs npm`) and \
+         python3; `.ci/run` and `./scripts/test.sh` do this; {SKIP_LIVE}=1 skips such tests"
+    );
+}

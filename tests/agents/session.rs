@@ -1,0 +1,270 @@
+//! What one session's log shows (`provider.py`'s `GET /_log`): each request
+//! as the client sent it (the relay's record, with condense's response
+//! headers and the relay's clock) next to the same request as the provider
+//! received it, and the checks and numbers drawn from them.
+
+use std::collections::BTreeSet;
+use std::fmt::Display;
+
+use serde_json::Value;
+
+use super::harness::Cli;
+
+/// condense's summary message starts with this (`src/thread/marker.rs`).
+const SUMMARY: &str = "[Context Summary - ";
+/// The profile's `min_recent_messages` (`harness::condense`).
+const RECENT: usize = 4;
+/// Headers that belong to one hop (or the relay's own tag), not the client.
+const HOP: [&str; 6] = [
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "x-relay-id",
+];
+
+/// One request: as the client sent it and as the provider received it.
+pub struct Turn<'a> {
+    pub client: &'a Value,
+    pub provider: Option<&'a Value>,
+}
+
+impl Turn<'_> {
+    pub fn condense(&self, name: &str) -> Option<&str> {
+        header(&self.client["response_headers"], name)
+    }
+    pub fn compressed(&self) -> bool {
+        self.condense("x-condense-compressed") == Some("true")
+    }
+    /// Milliseconds from the relay forwarding to the provider receiving.
+    pub fn added_ms(&self) -> Option<f64> {
+        Some(self.provider?["t_received"].as_f64()? - self.client["t_forward"].as_f64()?)
+    }
+}
+
+pub fn header<'a>(pairs: &'a Value, name: &str) -> Option<&'a str> {
+    let pairs = pairs.as_array()?;
+    let found = pairs
+        .iter()
+        .find(|p| p[0].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name)));
+    found?[1].as_str()
+}
+
+pub struct Session {
+    pub cli: Cli,
+    pub entries: Vec<Value>,
+}
+
+impl Session {
+    /// The field that holds the thread.
+    pub fn thread_field(&self) -> &'static str {
+        match self.cli {
+            Cli::ClaudeCode => "messages",
+            Cli::Codex => "input",
+        }
+    }
+
+    fn shell_tool(&self) -> &'static str {
+        match self.cli {
+            Cli::ClaudeCode => "Bash",
+            Cli::Codex => "exec_command",
+        }
+    }
+
+    fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.entries.iter().filter(move |e| e["kind"] == kind)
+    }
+
+    /// The agent loop's requests (those offering the shell tool), in order.
+    pub fn turns(&self) -> Vec<Turn<'_>> {
+        let tool = self.shell_tool();
+        self.of_kind("relay")
+            .filter(|r| {
+                let tools = r["body"]["tools"].as_array();
+                tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool))
+            })
+            .map(|client| Turn {
+                client,
+                provider: self
+                    .of_kind("provider")
+                    .find(|p| p["id"] == client["provider_id"]),
+            })
+            .collect()
+    }
+
+    /// Every request the provider refused, with its reason.
+    pub fn rejections(&self) -> Vec<String> {
+        self.of_kind("provider")
+            .filter_map(|p| Some(format!("{}: {}", p["path"], p["rejected"].as_str()?)))
+            .collect()
+    }
+
+    /// Relayed answers whose bytes differ from what the provider sent.
+    pub fn altered_streams(&self) -> Vec<String> {
+        self.of_kind("relay")
+            .filter(|r| r["provider_id"].is_number() && r["stream_identical"] != true)
+            .map(|r| format!("request {} ({})", r["id"], r["path"]))
+            .collect()
+    }
+
+    /// The summary text a forwarded thread carries, if any.
+    pub fn summary_of<'a>(&self, turn: &Turn<'a>) -> Option<&'a str> {
+        let thread = turn.provider?["body"][self.thread_field()].as_array()?;
+        thread
+            .iter()
+            .find_map(|m| first_text(m).filter(|t| t.starts_with(SUMMARY)))
+    }
+}
+
+/// A message's (or item's) first text.
+fn first_text(m: &Value) -> Option<&str> {
+    m["content"].as_str().or_else(|| {
+        let first = m["content"].as_array()?.first()?;
+        first["text"].as_str()
+    })
+}
+
+/// Equal as written, key order included (`Value`'s own `==` ignores the
+/// order of an object's keys).
+fn same(a: &Value, b: &Value) -> bool {
+    serde_json::to_vec(a).ok() == serde_json::to_vec(b).ok()
+}
+
+fn common_prefix(a: &[Value], b: &[Value]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| same(x, y)).count()
+}
+
+/// Failed checks, collected so one run reports all of them.
+#[derive(Default)]
+pub struct Checks(pub Vec<String>);
+
+impl Checks {
+    pub fn check(&mut self, ok: bool, what: impl Display) {
+        if !ok {
+            self.0.push(what.to_string());
+        }
+    }
+}
+
+impl Session {
+    /// The client's request and the forwarded one differ only where
+    /// condense put its summary: every other field and every other message
+    /// are the client's, value for value and key order included.
+    pub fn check_kept(&self, turn: &Turn<'_>, checks: &mut Checks) {
+        let Some(provider) = turn.provider else {
+            return;
+        };
+        let field = self.thread_field();
+        let (sent, got) = (&turn.client["body"], &provider["body"]);
+        let keys = |v: &Value| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+        checks.check(
+            keys(sent) == keys(got),
+            format!("request {}: the body's fields changed", turn.client["id"]),
+        );
+        for (k, v) in sent.as_object().into_iter().flatten() {
+            checks.check(
+                k == field || same(v, &got[k]),
+                format!("request {}: `{k}` changed", turn.client["id"]),
+            );
+        }
+        let id = &turn.client["id"];
+        let (c, f) = (thread(sent, field), thread(got, field));
+        let summary = f
+            .iter()
+            .position(|m| first_text(m).is_some_and(|t| t.starts_with(SUMMARY)));
+        checks.check(
+            summary.is_some() == turn.compressed(),
+            format!(
+                "request {id}: compressed is {}, a summary {summary:?}",
+                turn.compressed()
+            ),
+        );
+        // Every message but the summary is one of the client's, in the
+        // client's order (pinned system messages may come from the span the
+        // summary replaced), and the newest ones close the thread.
+        let mut rest = c.iter();
+        let kept = f
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| Some(*n) != summary)
+            .all(|(_, m)| rest.any(|x| same(x, m)));
+        checks.check(
+            kept,
+            format!("request {id}: a forwarded message is not the client's, or out of order"),
+        );
+        let recent = RECENT.min(c.len());
+        checks.check(
+            f.len() >= recent && common_prefix(&f[f.len() - recent..], &c[c.len() - recent..]) == recent,
+            format!("request {id}: the client's newest {recent} messages are not the forwarded thread's last"),
+        );
+        checks.check(
+            summary.is_some() || f.len() == c.len(),
+            format!(
+                "request {id}: not compressed, yet {} of {} messages forwarded",
+                f.len(),
+                c.len()
+            ),
+        );
+    }
+
+    /// Two consecutive turns that carry the same summary share the
+    /// forwarded prefix, losing no more of it than the client changed.
+    /// Whether the pair was compared (it carries one summary).
+    pub fn check_prefix(&self, a: &Turn<'_>, b: &Turn<'_>, checks: &mut Checks) -> bool {
+        let (Some(pa), Some(pb)) = (a.provider, b.provider) else {
+            return false;
+        };
+        if self.summary_of(a).is_none() || self.summary_of(a) != self.summary_of(b) {
+            return false;
+        }
+        let field = self.thread_field();
+        let (ca, cb) = (
+            thread(&a.client["body"], field),
+            thread(&b.client["body"], field),
+        );
+        let (fa, fb) = (thread(&pa["body"], field), thread(&pb["body"], field));
+        let client_changed = ca.len() - common_prefix(ca, cb);
+        let forwarded_changed = fa.len() - common_prefix(fa, fb);
+        checks.check(
+            forwarded_changed <= client_changed,
+            format!(
+                "requests {} and {}: same summary, but the forwarded prefix changed {forwarded_changed} \
+                 messages from the end where the client changed {client_changed}",
+                a.client["id"], b.client["id"]
+            ),
+        );
+        true
+    }
+
+    /// The query string and every client header reached the provider.
+    pub fn check_forwarded(&self, turn: &Turn<'_>, checks: &mut Checks) {
+        let Some(provider) = turn.provider else {
+            return;
+        };
+        let id = &turn.client["id"];
+        checks.check(
+            provider["path"] == turn.client["path"],
+            format!(
+                "request {id}: sent to {}, reached the provider as {}",
+                turn.client["path"], provider["path"]
+            ),
+        );
+        let lost: BTreeSet<&str> = turn.client["headers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p[0].as_str())
+            .filter(|n| !HOP.contains(&n.to_ascii_lowercase().as_str()))
+            .filter(|n| header(&provider["headers"], n) != header(&turn.client["headers"], n))
+            .collect();
+        checks.check(
+            lost.is_empty(),
+            format!("request {id}: headers lost or changed: {lost:?}"),
+        );
+    }
+}
+
+fn thread<'a>(body: &'a Value, field: &str) -> &'a [Value] {
+    body[field].as_array().map(Vec::as_slice).unwrap_or(&[])
+}
