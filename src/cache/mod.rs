@@ -51,6 +51,10 @@ pub struct CachedSummary {
     pub model: Option<String>,
     /// RFC 3339 text, stored verbatim so a hit returns identical bytes.
     pub created_at: String,
+    /// Continuity mode: the caller's messages after the pinned prefix in
+    /// the request that first carried this summary (messages from there on
+    /// were produced after it; see `compress::binding`). None otherwise.
+    pub in_use_from: Option<i64>,
 }
 
 /// The outcome of [`Cache::claim`]. The request path uses

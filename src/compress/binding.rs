@@ -39,13 +39,20 @@ use crate::tokens::Counter;
 
 /// The index of the final assistant message of an active tool loop whose
 /// content starts with a thinking block: the thread ends with the results
-/// of that message's calls. None when there is no such loop, or the thread
+/// of that message's calls (system messages after them, such as Claude
+/// Code's reminders, aside). None when there is no such loop, or the thread
 /// is not Anthropic's (only Anthropic binds thinking to its prefix).
 pub(super) fn final_thinking(t: &Thread) -> Option<usize> {
+    final_thinking_in(t, t.messages.len())
+}
+
+/// [`final_thinking`] of the request that held `messages[..end]`.
+pub(super) fn final_thinking_in(t: &Thread, end: usize) -> Option<usize> {
     if t.format != WireFormat::Anthropic {
         return None;
     }
-    let last = t.messages.len().checked_sub(1)?;
+    let messages = t.messages.get(..end)?;
+    let last = messages.iter().rposition(|m| m.role != Role::System)?;
     let results = &t.messages[last];
     if results.role != Role::User || results.tool_results().next().is_none() {
         return None;

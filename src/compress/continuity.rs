@@ -23,6 +23,8 @@ pub(crate) struct Anchor {
     hashes: Vec<String>,
     /// `ends[j]`: the caller's messages (from `pinned`) canonical `j` ends.
     ends: Vec<usize>,
+    /// The caller's messages after the pinned prefix.
+    len: usize,
 }
 
 impl Anchor {
@@ -51,6 +53,7 @@ impl Anchor {
             pinned,
             hashes,
             ends,
+            len: t.messages.len() - pinned,
         }
     }
 
@@ -60,18 +63,24 @@ impl Anchor {
     }
 
     /// The previous summary a found entry stands for, if it covers a prefix
-    /// of this history that ends at one of the caller's messages.
-    pub fn prior(&self, entry: CachedSummary) -> Option<PriorSummary> {
+    /// of this history that ends at one of the caller's messages, and the
+    /// first message produced after it came into use (when recorded).
+    pub fn prior(&self, entry: CachedSummary) -> Option<(PriorSummary, Option<usize>)> {
+        let in_use_from = entry
+            .in_use_from
+            .and_then(|n| usize::try_from(n).ok())
+            .map(|n| self.pinned + n);
         let at = self.hashes.iter().position(|h| *h == entry.prefix_hash)?;
         let covered = self.ends[at];
         let boundary = self.ends.get(at + 1).is_none_or(|&next| next > covered);
-        boundary.then(|| PriorSummary {
+        let prior = PriorSummary {
             last_message_idx: self.pinned + covered - 1,
             content: Some(entry.content),
             token_count: None,
             messages_summarized: Some(entry.messages_summarized.max(0) as u64),
             created_at: None,
-        })
+        };
+        boundary.then_some((prior, in_use_from))
     }
 
     /// Where a summary of the history up to message `cut` (exclusive) is indexed.
@@ -86,6 +95,7 @@ impl Anchor {
             hash: self.hashes[at].clone(),
             span_len: at + 1,
             messages_summarized: covered,
+            in_use_from: self.len,
         })
     }
 }

@@ -117,6 +117,12 @@ impl Plan {
         }
 
         let final_thinking = binding::final_thinking(&t);
+        // The final thinking of the request that first carried a reused
+        // summary was kept with `drop_block` then: kept so again, so the
+        // prefix stays byte-identical (the API drops it each time).
+        let first_final = self
+            .in_use_from
+            .and_then(|from| binding::final_thinking_in(&t, from));
         let Thread {
             format,
             system,
@@ -195,13 +201,21 @@ impl Plan {
             .into_iter()
             .chain(self.cleared_from)
             .min();
+        let in_use_from = self.in_use_from;
         let unbound = binding::unbind(
             &mut draft,
             |position, index| match () {
                 _ if new_summary => Prefix::New,
-                _ if !inserted && position == index && changed.is_none_or(|c| c >= index) => {
-                    Prefix::Same
-                }
+                _ if changed.is_some_and(|c| c < index) => Prefix::Unknown,
+                _ if !inserted && position == index => Prefix::Same,
+                // A reused summary: turns produced since it came into use
+                // saw this very prefix; older ones did not.
+                _ if inserted => match in_use_from {
+                    Some(from) if index >= from => Prefix::Same,
+                    Some(_) if first_final == Some(index) => Prefix::Unknown,
+                    Some(_) => Prefix::New,
+                    None => Prefix::Unknown,
+                },
                 _ => Prefix::Unknown,
             },
             final_thinking,

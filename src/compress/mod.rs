@@ -136,6 +136,9 @@ pub(crate) struct Setup {
     /// Continuity mode found a summary of a prefix: it is the request's
     /// `prior` and stays in place even when nothing is due.
     pub continued: bool,
+    /// ...and the first message produced after it came into use, when the
+    /// cache recorded it (see [`binding`]).
+    pub in_use_from: Option<usize>,
 }
 
 /// Why a compression could not be done. Each variant is its own problem

@@ -63,6 +63,9 @@ pub(super) struct Plan {
     pub cleared_from: Option<usize>,
     /// An active loop's final thinking must stay (see [`binding`]).
     pub thinking_required: bool,
+    /// Continuity: the first message produced after the reused summary
+    /// came into use, when the cache recorded it.
+    pub in_use_from: Option<usize>,
 }
 
 pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
@@ -282,6 +285,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         applied_edits,
         cleared_from,
         thinking_required,
+        in_use_from: setup.in_use_from.filter(|_| reason == Reason::Continued),
     })))
 }
 

@@ -103,9 +103,10 @@ impl Compressor {
         (req, setup) = (req_back, setup_back);
         match self.summarizer.find_prefix(anchor.hashes()).await {
             Ok(Some(entry)) => {
-                if let Some(prior) = anchor.prior(entry) {
+                if let Some((prior, in_use_from)) = anchor.prior(entry) {
                     req.prior = Some(prior);
                     setup.continued = true;
+                    setup.in_use_from = in_use_from;
                 }
             }
             Ok(None) => {}
@@ -165,6 +166,7 @@ impl Compressor {
             warnings,
             anchor: None,
             continued: false,
+            in_use_from: None,
         })
     }
 }

@@ -161,9 +161,12 @@ pub fn assess(
 ) -> Assessment {
     let pinned = thread.pinned_len();
     let start = last_summarized.map_or(pinned, |i| (i + 1).max(pinned));
+    // Instructions the summary's span held are sent beside it, verbatim.
+    let instructions = (pinned..start).filter(|&i| thread.messages[i].is_instruction());
     let kept: usize = count.messages[..pinned]
         .iter()
         .chain(&count.messages[start..])
+        .chain(instructions.map(|i| &count.messages[i]))
         .sum();
     let other = count.total - count.messages.iter().sum::<usize>();
     let mut iterations: Vec<u64> = thread.messages[start..]

@@ -343,5 +343,6 @@ fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
         strategy: w.strategy.as_str().to_string(),
         model: w.model.clone(),
         created_at: w.created_at.clone(),
+        in_use_from: req.index.as_ref().map(|i| i.in_use_from as i64),
     }
 }

@@ -90,12 +90,15 @@ impl Drop for Provider {
 /// the embedded (SQLite) summary cache in `dir`, and a `default` profile
 /// that summarizes every few turns of a session (a turn adds 2 messages
 /// with Claude Code, 3 items with Codex: reasoning, call, output), the
-/// turns between reusing the last summary.
+/// turns between reusing the last summary. Claude Code's turns are all one
+/// active tool loop with thinking, where a summary waits until the thread
+/// no longer fits (README "Preserved thinking"): a 40k window makes that
+/// happen several times in a session.
 pub async fn condense(provider: &str, dir: &Path) -> String {
     let profiles = dir.join("profiles.toml");
     std::fs::write(
         &profiles,
-        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\n",
+        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\n",
     )
     .unwrap();
     super::server::serve(condense::Config {

@@ -135,6 +135,50 @@ fn common_prefix(a: &[Value], b: &[Value]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| same(x, y)).count()
 }
 
+/// The beta condense adds when a request must let the API drop thinking
+/// blocks bound to a changed prefix (README "Preserved thinking").
+const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
+
+/// `m` without its thinking and redacted thinking blocks: what condense
+/// forwards of a kept turn whose thinking follows a summary written after it.
+fn unthought(m: &Value) -> Value {
+    let mut m = m.clone();
+    if let Some(blocks) = m["content"].as_array_mut() {
+        blocks.retain(|b| !matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking")));
+    }
+    m
+}
+
+/// The forwarded `f` is the client's `c`, or `c` with its stale thinking removed.
+fn kept_as(c: &Value, f: &Value) -> bool {
+    same(c, f) || same(&unthought(c), f)
+}
+
+/// The forwarded `thinking` is the client's, with at most condense's
+/// `drop_block` opt-out added.
+fn thinking_as(sent: &Value, got: &Value) -> bool {
+    let mut got = got.clone();
+    let opted = got
+        .as_object_mut()
+        .and_then(|o| o.remove("block_binding"))
+        .is_none_or(|b| {
+            same(
+                &b,
+                &serde_json::json!({"prefix_mismatch_behavior": "drop_block"}),
+            )
+        });
+    opted && same(sent, &got)
+}
+
+/// The `anthropic-beta` list without condense's drop_block beta.
+fn betas(v: Option<&str>) -> Vec<&str> {
+    v.into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|b| !b.is_empty() && *b != DROP_BLOCK_BETA)
+        .collect()
+}
+
 /// Failed checks, collected so one run reports all of them.
 #[derive(Default)]
 pub struct Checks(pub Vec<String>);
@@ -163,8 +207,13 @@ impl Session {
             format!("request {}: the body's fields changed", turn.client["id"]),
         );
         for (k, v) in sent.as_object().into_iter().flatten() {
+            let kept = match k.as_str() {
+                k if k == field => true,
+                "thinking" => thinking_as(v, &got[k]),
+                _ => same(v, &got[k]),
+            };
             checks.check(
-                k == field || same(v, &got[k]),
+                kept,
                 format!("request {}: `{k}` changed", turn.client["id"]),
             );
         }
@@ -188,14 +237,20 @@ impl Session {
             .iter()
             .enumerate()
             .filter(|(n, _)| Some(*n) != summary)
-            .all(|(_, m)| rest.any(|x| same(x, m)));
+            .all(|(_, m)| rest.any(|x| kept_as(x, m)));
         checks.check(
             kept,
             format!("request {id}: a forwarded message is not the client's, or out of order"),
         );
         let recent = RECENT.min(c.len());
+        let newest = |f: &[Value]| {
+            f[f.len() - recent..]
+                .iter()
+                .zip(&c[c.len() - recent..])
+                .all(|(f, c)| kept_as(c, f))
+        };
         checks.check(
-            f.len() >= recent && common_prefix(&f[f.len() - recent..], &c[c.len() - recent..]) == recent,
+            f.len() >= recent && newest(f),
             format!("request {id}: the client's newest {recent} messages are not the forwarded thread's last"),
         );
         checks.check(
@@ -256,7 +311,16 @@ impl Session {
             .flatten()
             .filter_map(|p| p[0].as_str())
             .filter(|n| !HOP.contains(&n.to_ascii_lowercase().as_str()))
-            .filter(|n| header(&provider["headers"], n) != header(&turn.client["headers"], n))
+            .filter(|n| {
+                let (got, sent) = (
+                    header(&provider["headers"], n),
+                    header(&turn.client["headers"], n),
+                );
+                match n.eq_ignore_ascii_case("anthropic-beta") {
+                    true => betas(got) != betas(sent),
+                    false => got != sent,
+                }
+            })
             .collect();
         checks.check(
             lost.is_empty(),
