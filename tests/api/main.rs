@@ -14,6 +14,7 @@ mod designs;
 mod designs_compress;
 mod golden;
 mod hostile;
+mod instructions;
 mod iterations;
 mod limits;
 // Not every live part is needed here (the browser is tests/playground.rs's).
@@ -29,6 +30,7 @@ mod properties;
 mod responses;
 mod stub;
 mod thinking_props;
+mod thinking_turns;
 mod tokens;
 mod upstream;
 mod verdict;

@@ -288,7 +288,18 @@ function structure(messages) {
   });
 }
 
-/** What the compression did to each request index: pinned, span, dropped, truncated or kept. */
+/** A system or developer message condense did not write: never summarized. */
+const isInstruction = (m) => ['system', 'developer'].includes(m.role) && !textOf(m).startsWith('[Context Summary');
+
+const inSpan = (summary, i) => Boolean(summary) && i >= summary.first_message_idx && i <= summary.last_message_idx;
+
+/** Inside the summarized span: summarized, unless an instruction (kept verbatim after the summary). */
+const summarized = (messages, summary, i) => inSpan(summary, i) && !isInstruction(messages[i]);
+
+/**
+ * What the compression did to each request index: pinned, span, instruction
+ * (a mid-conversation system message kept verbatim), dropped, truncated or kept.
+ */
 function fates(messages, compress) {
   const dropped = new Set(compress.messages_dropped);
   const truncated = new Set(compress.messages_truncated);
@@ -297,7 +308,8 @@ function fates(messages, compress) {
   while (pinned < messages.length && ['system', 'developer'].includes(messages[pinned].role)) pinned += 1;
   return messages.map((_, i) => {
     if (i < pinned) return 'pinned';
-    if (summary && i >= summary.first_message_idx && i <= summary.last_message_idx) return 'span';
+    if (isInstruction(messages[i])) return 'instruction';
+    if (summarized(messages, summary, i)) return 'span';
     if (dropped.has(i)) return 'dropped';
     if (truncated.has(i)) return 'truncated';
     return 'recent';
@@ -310,7 +322,7 @@ function origins(messages, compress) {
   const dropped = new Set(compress.messages_dropped);
   const kept = messages
     .map((_, i) => i)
-    .filter((i) => !dropped.has(i) && !(summary && i >= summary.first_message_idx && i <= summary.last_message_idx));
+    .filter((i) => !dropped.has(i) && !summarized(messages, summary, i));
   if (kept.length + (summary ? 1 : 0) !== compress.messages.length) return null;
   const out = [...kept];
   if (summary) out.splice(kept.filter((i) => i < summary.first_message_idx).length, 0, null);
@@ -439,11 +451,19 @@ function renderCompression(thread, tokens, compress, after) {
     facts.push(el('p', {}, num('x-dropped', compress.messages_dropped.length), ' messages dropped, ',
       num('x-truncated', compress.messages_truncated.length), ' cut in the middle to fit.'));
   }
-  (compress.applied_edits || []).forEach((e) => {
-    facts.push(el('p', {}, e.type === 'clear_tool_uses'
-      ? `Cleared ${fmt(e.cleared_tool_uses)} old tool results (${fmt(e.cleared_input_tokens)} tokens); ${fmt(e.kept_tool_uses)} tool uses kept intact.`
-      : `Cleared the thinking of ${fmt(e.cleared_thinking_turns)} older turns (${fmt(e.cleared_input_tokens)} tokens).`));
-  });
+  const edit = (e) => {
+    if (e.type === 'clear_tool_uses') return `Cleared ${fmt(e.cleared_tool_uses)} old tool results (${fmt(e.cleared_input_tokens)} tokens); ${fmt(e.kept_tool_uses)} tool uses kept intact.`;
+    if (e.type === 'remove_stale_thinking') return `Removed the thinking of ${fmt(e.removed_thinking_turns)} kept turns (${fmt(e.cleared_input_tokens)} tokens): the new summary precedes them, and Anthropic binds thinking to its prefix.`;
+    return `Cleared the thinking of ${fmt(e.cleared_thinking_turns)} older turns (${fmt(e.cleared_input_tokens)} tokens).`;
+  };
+  (compress.applied_edits || []).forEach((e) => facts.push(el('p', {}, edit(e))));
+  const instructions = thread.messages.filter((m, i) => isInstruction(m) && inSpan(s, i)).length;
+  if (instructions) {
+    facts.push(el('p', { id: 'x-instructions' }, `${fmt(instructions)} system message(s) inside the summarized span kept verbatim after the summary, in their order.`));
+  }
+  if (compress.thinking_drop_block) {
+    facts.push(el('p', { id: 'x-drop-block' }, 'Kept thinking follows a changed prefix: send this thread with Anthropic\'s drop_block (the proxy adds it).'));
+  }
   if (compress.usage) {
     facts.push(el('p', {}, `Upstream: ${fmt(compress.usage.prompt_tokens)} prompt + ${fmt(compress.usage.completion_tokens)} completion tokens in ${compress.usage.calls} call(s), ${fmt(compress.usage.upstream_ms)} ms.`));
   }
