@@ -91,7 +91,6 @@ async fn compressor(dir: &tempfile::TempDir) -> Compressor {
         ttl: Duration::from_secs(3600),
         max_rows: 10_000,
         claim_lease: Duration::from_secs(60),
-        ..CacheOptions::default()
     };
     let cache = Cache::connect(&url, opts).await.unwrap();
     Compressor::new(
