@@ -2552,7 +2552,7 @@ fn every_route() -> Vec<Request<Body>> {
         .map(|(method, template)| {
             let path = concrete(spec(), template);
             match *method {
-                "POST" if path.starts_with("/v1/chat") || path == "/v1/messages" => post_json(
+                "POST" if PROXIED.contains(&path.as_str()) => post_json(
                     &path,
                     &json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
                 ),
@@ -2565,6 +2565,9 @@ fn every_route() -> Vec<Request<Body>> {
         })
         .collect()
 }
+
+/// The proxy's routes.
+const PROXIED: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/messages"];
 
 fn is_probe(req: &Request<Body>) -> bool {
     // /metrics is open by default (CONDENSE_METRICS_REQUIRE_KEY), never limited.
@@ -2652,9 +2655,7 @@ async fn overloaded_and_over_limit_answers_conform() {
     let full = condense::http::router(state.clone());
     let place = state.overload.try_enter().expect("the one place");
     for req in every_route() {
-        let spared = is_probe(&req)
-            || ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
-                .contains(&req.uri().path());
+        let spared = is_probe(&req) || PROXIED.contains(&req.uri().path());
         let x = send(full.clone(), req).await;
         assert_conforms(&x);
         if !spared {

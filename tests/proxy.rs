@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, Uri, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use http_body_util::BodyExt;
@@ -17,14 +17,21 @@ use tower::ServiceExt;
 #[path = "support/prometheus.rs"]
 mod prometheus;
 
-/// What the stub provider received.
+/// What the stub provider received: the request target, headers and body.
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(HeaderMap, Bytes)>>>);
+struct Seen(Arc<Mutex<Vec<(Uri, HeaderMap, Bytes)>>>);
 
 impl Seen {
     fn last(&self) -> (HeaderMap, Value) {
-        let (h, b) = self.0.lock().unwrap().last().cloned().expect("a request");
+        let (_, h, b) = self.0.lock().unwrap().last().cloned().expect("a request");
         (h, serde_json::from_slice(&b).unwrap())
+    }
+
+    /// The path and query string of the last request.
+    fn last_target(&self) -> String {
+        let seen = self.0.lock().unwrap();
+        let (uri, _, _) = seen.last().expect("a request");
+        uri.path_and_query().unwrap().to_string()
     }
 }
 
@@ -33,10 +40,10 @@ impl Seen {
 async fn provider(status: StatusCode) -> (String, Seen) {
     let seen = Seen::default();
     let s = seen.clone();
-    let answer = move |headers: HeaderMap, body: Bytes| {
+    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
         let s = s.clone();
         async move {
-            s.0.lock().unwrap().push((headers, body));
+            s.0.lock().unwrap().push((uri, headers, body));
             (
                 status,
                 [("x-ratelimit-remaining-requests", "41"), ("connection", "close")],
@@ -89,6 +96,16 @@ async fn send(app: &Router, path: &str, headers: &[(&str, &str)], body: &Value) 
         headers,
         body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
     }
+}
+
+async fn scrape(app: &Router) -> prometheus::Scrape {
+    let res = app
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = res.into_body().collect().await.unwrap().to_bytes();
+    prometheus::parse(std::str::from_utf8(&text).unwrap())
 }
 
 fn chat(n: usize) -> Vec<Value> {
@@ -345,13 +362,7 @@ async fn forwarded_requests_are_counted_by_provider_and_status() {
         429
     );
 
-    let res = app
-        .clone()
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let text = res.into_body().collect().await.unwrap().to_bytes();
-    let s = prometheus::parse(std::str::from_utf8(&text).unwrap());
+    let s = scrape(&app).await;
     let forwarded = "condense_proxy_forwarded_requests_total";
     assert_eq!(
         s.value(forwarded, &[("provider", "openai"), ("status", "200")]),
@@ -531,4 +542,42 @@ async fn a_profile_with_clear_clears_old_tool_results_on_the_way() {
         );
     }
     assert_eq!(sent[6], messages[6], "the newest tool use is kept");
+}
+
+/// An Anthropic thread of `n` messages, a user's first.
+fn anthropic_chat(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("message {i} about src/m{i}.rs")})
+        })
+        .collect()
+}
+
+/// The client's query string goes to the provider as it came, on every
+/// route, whether the thread was compressed or not.
+#[tokio::test]
+async fn the_query_string_reaches_the_provider_as_it_came() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let anthropic =
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": anthropic_chat(2)});
+    let openai = json!({"model": "gpt-4o", "messages": chat(2)});
+    let responses = json!({"model": "gpt-4o", "input": response_items(1)});
+    for (target, body) in [
+        ("/v1/messages?beta=true", &anthropic),
+        ("/v1/messages?beta=true&x=a%20b", &anthropic),
+        ("/v1/chat/completions?api-version=2024-10-21", &openai),
+        ("/v1/responses?api-version=2025-04-01-preview", &responses),
+        ("/v1/messages", &anthropic),
+        ("/v1/chat/completions", &openai),
+    ] {
+        let r = send(&app, target, &[], body).await;
+        assert_eq!(r.status, 200, "{target}");
+        assert_eq!(seen.last_target(), target);
+    }
+    let due = json!({"model": "gpt-4o", "messages": chat(60)});
+    let r = send(&app, "/v1/chat/completions?api-version=1", &[], &due).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/chat/completions?api-version=1");
 }

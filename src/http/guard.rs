@@ -242,8 +242,11 @@ mod tests {
         }
         assert_eq!(gates("/metrics", false).key, Key::Open);
         assert_eq!(gates("/metrics", true).key, Key::Bearer);
-        assert_eq!(gates("/v1/messages", false).key, Key::ProxyHeader);
-        assert!(!gates("/v1/messages", false).shed);
+        for path in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+            let g = gates(path, false);
+            assert_eq!(g.key, Key::ProxyHeader, "{path}");
+            assert!(g.limited && !g.shed, "{path}");
+        }
         assert_eq!(gates("/playground/examples/x", false).key, Key::Open);
         assert_eq!(gates("/v1/nope", false).key, Key::Bearer);
         assert_eq!(gates("/v1/compress", false).key, Key::Bearer);

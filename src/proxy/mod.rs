@@ -23,17 +23,46 @@ use crate::thread::{Limits, WireFormat};
 use crate::upstream::Secret;
 
 pub use prepare::{Options, Prepared, Report};
-pub use relay::{Forwarded, hop_by_hop};
+pub use relay::{Call, Forwarded, hop_by_hop};
 
-/// Which provider API a request speaks.
+/// Which provider API a request speaks: its wire format and base URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
-    /// `POST {base}/chat/completions`.
+    /// OpenAI Chat Completions, on OpenAI's base URL.
     OpenAi,
-    /// `POST {base}/responses` (OpenAI's base URL).
+    /// The OpenAI Responses API, on OpenAI's base URL.
     Responses,
-    /// `POST {base}/v1/messages`.
+    /// Anthropic Messages, on Anthropic's base URL.
     Anthropic,
+}
+
+/// The provider endpoint a proxy route forwards to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    ChatCompletions,
+    Responses,
+    Messages,
+}
+
+impl Endpoint {
+    pub fn provider(self) -> Provider {
+        match self {
+            Endpoint::ChatCompletions => Provider::OpenAi,
+            Endpoint::Responses => Provider::Responses,
+            Endpoint::Messages => Provider::Anthropic,
+        }
+    }
+
+    /// The path after the provider's base URL. OpenAI's base URL ends in
+    /// `/v1` (`https://api.openai.com/v1`, as its SDKs take it), Anthropic's
+    /// does not (`https://api.anthropic.com`, as its SDKs take it).
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "/chat/completions",
+            Endpoint::Responses => "/responses",
+            Endpoint::Messages => "/v1/messages",
+        }
+    }
 }
 
 impl Provider {
