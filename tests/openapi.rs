@@ -24,7 +24,7 @@ use tower::ServiceExt;
 /// Every route the server serves, as `(METHOD, path)`. `routes_in_source`
 /// keeps this list honest against `src/http/*.rs`; the spec must list exactly
 /// these operations.
-const ROUTES: [(&str, &str); 17] = [
+const ROUTES: [(&str, &str); 19] = [
     ("GET", "/"),
     ("GET", "/playground"),
     ("GET", "/playground/app.js"),
@@ -41,7 +41,9 @@ const ROUTES: [(&str, &str); 17] = [
     ("POST", "/v1/compress"),
     ("POST", "/v1/chat/completions"),
     ("POST", "/v1/responses"),
+    ("POST", "/v1/responses/input_tokens"),
     ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
 ];
 
 /// Methods probed on every served path (HEAD follows GET in axum).
@@ -2567,7 +2569,13 @@ fn every_route() -> Vec<Request<Body>> {
 }
 
 /// The proxy's routes.
-const PROXIED: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/messages"];
+const PROXIED: [&str; 5] = [
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/responses/input_tokens",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+];
 
 fn is_probe(req: &Request<Body>) -> bool {
     // /metrics is open by default (CONDENSE_METRICS_REQUIRE_KEY), never limited.
@@ -2604,7 +2612,7 @@ async fn unauthorized_and_forbidden_answers_conform() {
             refused += 1;
         }
     }
-    assert_eq!(refused, 8);
+    assert_eq!(refused, 10);
     let x = send(
         keyed.clone(),
         with_header(

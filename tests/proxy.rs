@@ -55,7 +55,9 @@ async fn provider(status: StatusCode) -> (String, Seen) {
     let app = Router::new()
         .route("/v1/chat/completions", post(answer.clone()))
         .route("/v1/responses", post(answer.clone()))
-        .route("/v1/messages", post(answer));
+        .route("/v1/responses/input_tokens", post(answer.clone()))
+        .route("/v1/messages", post(answer.clone()))
+        .route("/v1/messages/count_tokens", post(answer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -123,7 +125,9 @@ async fn routes_are_off_until_a_provider_is_set() {
     for (path, var) in [
         ("/v1/chat/completions", "CONDENSE_PROXY_OPENAI_URL"),
         ("/v1/responses", "CONDENSE_PROXY_OPENAI_URL"),
+        ("/v1/responses/input_tokens", "CONDENSE_PROXY_OPENAI_URL"),
         ("/v1/messages", "CONDENSE_PROXY_ANTHROPIC_URL"),
+        ("/v1/messages/count_tokens", "CONDENSE_PROXY_ANTHROPIC_URL"),
     ] {
         let r = send(&app, path, &[], &json!({"messages": chat(2)})).await;
         assert_eq!(r.status, 501);
@@ -566,9 +570,10 @@ async fn the_query_string_reaches_the_provider_as_it_came() {
     let responses = json!({"model": "gpt-4o", "input": response_items(1)});
     for (target, body) in [
         ("/v1/messages?beta=true", &anthropic),
-        ("/v1/messages?beta=true&x=a%20b", &anthropic),
+        ("/v1/messages/count_tokens?beta=true&x=a%20b", &anthropic),
         ("/v1/chat/completions?api-version=2024-10-21", &openai),
         ("/v1/responses?api-version=2025-04-01-preview", &responses),
+        ("/v1/responses/input_tokens?beta=true", &responses),
         ("/v1/messages", &anthropic),
         ("/v1/chat/completions", &openai),
     ] {
@@ -580,4 +585,54 @@ async fn the_query_string_reaches_the_provider_as_it_came() {
     let r = send(&app, "/v1/chat/completions?api-version=1", &[], &due).await;
     assert_eq!(r.headers["x-condense-compressed"], "true");
     assert_eq!(seen.last_target(), "/v1/chat/completions?api-version=1");
+}
+
+/// The counting routes prepare a body as the routes that generate do (a
+/// count body has no `max_tokens` nor `stream`): the provider counts the
+/// very thread condense then forwards for the same history.
+#[tokio::test]
+async fn the_counting_routes_count_what_condense_would_forward() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let count = json!({"model": "claude-sonnet-4-5", "system": "be brief",
+                       "messages": anthropic_chat(60)});
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-api-key", "sk-ant"), ("anthropic-version", "2023-06-01")],
+        &count,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/messages/count_tokens");
+    let (h, counted) = seen.last();
+    assert_eq!(h["x-api-key"], "sk-ant");
+    assert_eq!(counted["system"], "be brief");
+    assert!(counted["messages"].as_array().unwrap().len() < 60);
+    let mut create = count.clone();
+    create["max_tokens"] = json!(64);
+    send(&app, "/v1/messages", &[], &create).await;
+    let (_, sent) = seen.last();
+    assert_eq!(sent["messages"], counted["messages"], "counted as sent");
+
+    let count = json!({"model": "gpt-4o", "instructions": "be brief", "input": response_items(20)});
+    let r = send(&app, "/v1/responses/input_tokens", &[], &count).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/responses/input_tokens");
+    let (_, counted) = seen.last();
+    assert!(counted["input"].as_array().unwrap().len() < 80);
+    send(&app, "/v1/responses", &[], &count).await;
+    assert_eq!(seen.last().1["input"], counted["input"], "counted as sent");
+
+    // The profile header counts there too.
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-condense-profile", "nope")],
+        &count,
+    )
+    .await;
+    assert_eq!(r.headers["x-condense-note"], "unknown x-condense-profile");
+    assert_eq!(seen.last().1, count);
 }

@@ -334,6 +334,45 @@ async fn a_session_keeps_its_forwarded_prefix_between_summaries() {
     assert!(continued >= 5, "{continued} continued turns");
 }
 
+/// The SDKs' own counts (`client.messages.count_tokens`,
+/// `client.responses.input_tokens.count`) reach the provider's counting
+/// endpoint with the thread condense would forward: a due thread counts
+/// fewer tokens through condense than at the provider, and the thread
+/// counted is the one the next request forwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdks_count_what_condense_would_forward() {
+    let Some((url, provider, seen)) =
+        through_a_recorder("the_sdks_count_what_condense_would_forward").await
+    else {
+        return;
+    };
+    for (sdk, endpoint, thread) in [
+        ("anthropic", "/v1/messages/count_tokens", "messages"),
+        ("responses", "/v1/responses/input_tokens", "input"),
+    ] {
+        let before = seen.bodies().len();
+        let out = scenario("count", sdk, &url, &provider);
+        assert_eq!(
+            out["headers"]["x-condense-compressed"], "true",
+            "{sdk}: {out}"
+        );
+        let (through, direct) = (&out["input_tokens"], &out["direct"]);
+        assert!(
+            through.as_u64().unwrap() < direct.as_u64().unwrap(),
+            "{sdk}: {through} tokens through condense, {direct} at the provider"
+        );
+        let targets = &seen.targets()[before..];
+        assert_eq!(targets[..2], [endpoint, endpoint], "{sdk}: {targets:?}");
+        let bodies = &seen.bodies()[before..];
+        assert!(bodies[0].get("max_tokens").is_none(), "{sdk}: a count body");
+        assert_eq!(
+            bodies[0][thread], bodies[2][thread],
+            "{sdk}: the thread counted is the thread then sent"
+        );
+        assert_ne!(bodies[0][thread], bodies[1][thread], "{sdk}: compressed");
+    }
+}
+
 /// A query string the SDK adds (`extra_query`; Claude Code sends
 /// `?beta=true`) reaches the provider as it came.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,5 +1,6 @@
 //! The drop-in proxy's routes: `POST /v1/chat/completions`,
-//! `POST /v1/responses` and `POST /v1/messages`.
+//! `POST /v1/responses`, `POST /v1/messages`, and the counting ones,
+//! `POST /v1/responses/input_tokens` and `POST /v1/messages/count_tokens`.
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
@@ -28,11 +29,18 @@ const SHADOW: &str = "x-condense-shadow";
 pub fn router() -> Router<AppState> {
     let chat = Extension(Endpoint::ChatCompletions);
     let responses = Extension(Endpoint::Responses);
+    let input_tokens = Extension(Endpoint::ResponsesInputTokens);
     let messages = Extension(Endpoint::Messages);
+    let count_tokens = Extension(Endpoint::MessagesCountTokens);
     Router::new()
         .route("/v1/chat/completions", post(proxy).layer(chat))
         .route("/v1/responses", post(proxy).layer(responses))
+        .route(
+            "/v1/responses/input_tokens",
+            post(proxy).layer(input_tokens),
+        )
         .route("/v1/messages", post(proxy).layer(messages))
+        .route("/v1/messages/count_tokens", post(proxy).layer(count_tokens))
 }
 
 /// The note of a request forwarded unchanged because every place among

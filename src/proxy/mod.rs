@@ -10,6 +10,10 @@
 //! would have accepted into an error of its own: whatever goes wrong on its
 //! side (a thread it cannot read, a summary that fails, a thread that cannot
 //! fit) forwards the request unchanged and says why in a header.
+//!
+//! The counting endpoints (Anthropic's `count_tokens`, the Responses API's
+//! `input_tokens`) get the same preparation as the ones that generate: a
+//! client that counts before it sends must count what condense forwards.
 
 mod prepare;
 mod relay;
@@ -41,15 +45,19 @@ pub enum Provider {
 pub enum Endpoint {
     ChatCompletions,
     Responses,
+    /// Counts a Responses request's input tokens.
+    ResponsesInputTokens,
     Messages,
+    /// Counts a Messages request's input tokens.
+    MessagesCountTokens,
 }
 
 impl Endpoint {
     pub fn provider(self) -> Provider {
         match self {
             Endpoint::ChatCompletions => Provider::OpenAi,
-            Endpoint::Responses => Provider::Responses,
-            Endpoint::Messages => Provider::Anthropic,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens => Provider::Responses,
+            Endpoint::Messages | Endpoint::MessagesCountTokens => Provider::Anthropic,
         }
     }
 
@@ -60,7 +68,9 @@ impl Endpoint {
         match self {
             Endpoint::ChatCompletions => "/chat/completions",
             Endpoint::Responses => "/responses",
+            Endpoint::ResponsesInputTokens => "/responses/input_tokens",
             Endpoint::Messages => "/v1/messages",
+            Endpoint::MessagesCountTokens => "/v1/messages/count_tokens",
         }
     }
 }

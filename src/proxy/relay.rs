@@ -139,16 +139,19 @@ mod tests {
             "https://api.anthropic.com/v1/messages?beta=true"
         );
         assert_eq!(
-            url(anthropic, &call(Endpoint::Messages, None)),
-            "https://api.anthropic.com/v1/messages"
+            url(anthropic, &call(Endpoint::MessagesCountTokens, None)),
+            "https://api.anthropic.com/v1/messages/count_tokens"
         );
         let openai = "https://gw.example/openai/v1";
         assert_eq!(
             url(
                 openai,
-                &call(Endpoint::Responses, Some("api-version=2025-04-01"))
+                &call(
+                    Endpoint::ResponsesInputTokens,
+                    Some("api-version=2025-04-01")
+                )
             ),
-            "https://gw.example/openai/v1/responses?api-version=2025-04-01"
+            "https://gw.example/openai/v1/responses/input_tokens?api-version=2025-04-01"
         );
         assert_eq!(
             url(openai, &call(Endpoint::ChatCompletions, Some(""))),

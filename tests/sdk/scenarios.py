@@ -163,6 +163,28 @@ def session(sdk, url, _):
     return {"turns": turns}
 
 
+def count_tokens(sdk, c, messages, headers=None):
+    """The SDK's own token count (`anthropic` or `responses`); the count and condense's headers."""
+    if sdk == "anthropic":
+        raw = c.messages.with_raw_response.count_tokens(
+            model="claude-sonnet-4-5", system=SYSTEM, messages=messages, tools=TOOLS_ANTHROPIC,
+            extra_headers=headers or {})
+    else:
+        raw = c.responses.input_tokens.with_raw_response.count(
+            model="gpt-4o", instructions=SYSTEM, input=messages, tools=TOOLS_RESPONSES,
+            extra_headers=headers or {})
+    return {"input_tokens": raw.parse().input_tokens, "headers": condense_headers(raw.headers)}
+
+
+def count(sdk, url, provider):
+    """A due thread counted through condense, then straight at the provider, then sent through condense."""
+    msgs = tool_thread(sdk, 10)
+    through = count_tokens(sdk, client(sdk, url), msgs, headers={"x-condense-profile": "short"})
+    direct = count_tokens(sdk, client(sdk, provider), msgs)
+    ask(sdk, client(sdk, url), msgs, headers={"x-condense-profile": "short"})
+    return {**through, "direct": direct["input_tokens"]}
+
+
 def query(sdk, url, _):
     """A query string of the client's own (`extra_query`), as Claude Code sends `?beta=true`."""
     return ask(sdk, client(sdk, url), tool_thread(sdk, 1), query={"beta": "true", "api-version": "2024-10-21"})
