@@ -636,3 +636,59 @@ async fn the_counting_routes_count_what_condense_would_forward() {
     assert_eq!(r.headers["x-condense-note"], "unknown x-condense-profile");
     assert_eq!(seen.last().1, count);
 }
+
+/// Each request forwarded unchanged because of a problem on condense's
+/// side is counted by provider and reason, its note still in the header;
+/// one condense has nothing to do for is not a problem.
+#[tokio::test]
+async fn requests_forwarded_unchanged_are_counted_by_reason() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let state = condense::AppState::new(condense::Config {
+        max_concurrency: 1,
+        ..with_provider(&url)
+    })
+    .expect("state builds");
+    let app = condense::http::router(state.clone());
+    let orphan = json!({"model": "gpt-4o",
+                        "messages": [{"role": "tool", "tool_call_id": "nope", "content": "x"}]});
+    for _ in 0..2 {
+        let r = send(&app, "/v1/chat/completions", &[], &orphan).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.headers["x-condense-note"],
+            "the thread is not one condense can read"
+        );
+        assert_eq!(seen.last().1, orphan);
+    }
+    let anthropic = json!({"model": "claude-sonnet-4-5", "messages": anthropic_chat(2)});
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-condense-profile", "nope")],
+        &anthropic,
+    )
+    .await;
+    assert!(r.headers.contains_key("x-condense-note"));
+    let place = state.overload.try_enter().expect("the one place");
+    let r = send(&app, "/v1/messages", &[], &anthropic).await;
+    assert_eq!(r.status, 200);
+    let note = r.headers["x-condense-note"].to_str().unwrap();
+    assert!(note.contains("concurrency limit"), "{note}");
+    drop(place);
+    let kept =
+        json!({"model": "gpt-4o", "previous_response_id": "resp_1", "input": response_items(2)});
+    let r = send(&app, "/v1/responses", &[], &kept).await;
+    assert!(r.headers.contains_key("x-condense-note"));
+
+    let s = scrape(&app).await;
+    let unchanged = "condense_proxy_unchanged_requests_total";
+    for (provider, reason, n) in [
+        ("openai", "unreadable", 2.0),
+        ("anthropic", "unknown_profile", 1.0),
+        ("anthropic", "overloaded", 1.0),
+    ] {
+        let labels = [("provider", provider), ("reason", reason)];
+        assert_eq!(s.value(unchanged, &labels), n, "{provider} {reason}");
+    }
+    assert_eq!(s.matching(unchanged, &[]).count(), 3, "nothing else");
+}

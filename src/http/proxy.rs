@@ -14,9 +14,10 @@ use axum::routing::post;
 use axum::{Extension, Router};
 
 use super::extract::RawBody;
+use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
-use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, hop_by_hop};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, hop_by_hop};
 use crate::state::AppState;
 
 /// Names the profile for this request (default: `default`).
@@ -62,7 +63,11 @@ async fn proxy(
     let (headers, body) = read(&app, req).await?;
     let provider = endpoint.provider();
     app.proxy.target(provider)?;
-    let call = Call { endpoint, query };
+    let call = Call {
+        endpoint,
+        query,
+        request_id: header(&headers, REQUEST_ID.as_str()).map(str::to_string),
+    };
     let options = Options {
         profile: header(&headers, PROFILE).map(str::to_string),
         shadow: header(&headers, SHADOW)
@@ -72,7 +77,7 @@ async fn proxy(
     };
     let prepared = match app.overload.try_enter() {
         Some(_place) => app.proxy.prepare(provider, &options, body).await?,
-        None => Prepared::unchanged(body, OVERLOADED),
+        None => Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
     };
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());

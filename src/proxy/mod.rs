@@ -9,7 +9,8 @@
 //! prompt cache keeps hitting. Condense never turns a request the provider
 //! would have accepted into an error of its own: whatever goes wrong on its
 //! side (a thread it cannot read, a summary that fails, a thread that cannot
-//! fit) forwards the request unchanged and says why in a header.
+//! fit) forwards the request unchanged, says why in a header, and logs and
+//! counts it (see [`Unchanged`]).
 //!
 //! The counting endpoints (Anthropic's `count_tokens`, the Responses API's
 //! `input_tokens`) get the same preparation as the ones that generate: a
@@ -17,6 +18,7 @@
 
 mod prepare;
 mod relay;
+mod unchanged;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +30,7 @@ use crate::upstream::Secret;
 
 pub use prepare::{Options, Prepared, Report};
 pub use relay::{Call, Forwarded, hop_by_hop};
+pub use unchanged::Unchanged;
 
 /// Which provider API a request speaks: its wire format and base URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

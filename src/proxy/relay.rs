@@ -12,6 +12,9 @@ pub struct Call {
     /// The client's query string, forwarded as it came: Claude Code sends
     /// `?beta=true`, a gateway may need `?api-version=`.
     pub query: Option<String>,
+    /// The request's `x-request-id`, for the log line of a request
+    /// forwarded unchanged.
+    pub request_id: Option<String>,
 }
 
 /// The provider's answer, not yet read (a stream is relayed as it comes),
@@ -50,6 +53,8 @@ fn dropped(name: &HeaderName) -> bool {
 impl Proxy {
     /// Sends a prepared request: the caller's headers (less those of one
     /// hop and condense's own), the operator's key when it brings none.
+    /// A request that goes unchanged because of a problem is logged and
+    /// counted here, where every forwarded request passes.
     pub async fn send(
         &self,
         call: &Call,
@@ -59,6 +64,9 @@ impl Proxy {
         let provider = call.endpoint.provider();
         let url = url(self.target(provider)?, call);
         let Prepared { body, report } = prepared;
+        if let Some(why) = report.unchanged {
+            why.record(self.compressor.metrics(), call, report.note.as_deref());
+        }
         let mut out = HeaderMap::new();
         for (name, value) in headers {
             if !dropped(name) {
@@ -132,6 +140,7 @@ mod tests {
         let call = |endpoint, query: Option<&str>| Call {
             endpoint,
             query: query.map(str::to_string),
+            request_id: None,
         };
         let anthropic = "https://api.anthropic.com";
         assert_eq!(
