@@ -209,13 +209,13 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW", default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW)]
     pub upstream_context_window: usize,
 
-    /// Proxy `POST /v1/chat/completions` and `POST /v1/responses` to this OpenAI-compatible base URL
-    /// (e.g. `https://api.openai.com/v1`); unset: the route is off.
+    /// Proxy `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/responses/input_tokens`
+    /// to this OpenAI-compatible base URL (e.g. `https://api.openai.com/v1`); unset: the routes are off.
     #[arg(long, env = "CONDENSE_PROXY_OPENAI_URL", hide_env_values = true)]
     pub proxy_openai_url: Option<String>,
 
-    /// Proxy `POST /v1/messages` to this Anthropic base URL (e.g.
-    /// `https://api.anthropic.com`); unset: the route is off.
+    /// Proxy `POST /v1/messages` and `POST /v1/messages/count_tokens` to this Anthropic base URL
+    /// (e.g. `https://api.anthropic.com`); unset: the routes are off.
     #[arg(long, env = "CONDENSE_PROXY_ANTHROPIC_URL", hide_env_values = true)]
     pub proxy_anthropic_url: Option<String>,
 

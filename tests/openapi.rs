@@ -24,7 +24,7 @@ use tower::ServiceExt;
 /// Every route the server serves, as `(METHOD, path)`. `routes_in_source`
 /// keeps this list honest against `src/http/*.rs`; the spec must list exactly
 /// these operations.
-const ROUTES: [(&str, &str); 17] = [
+const ROUTES: [(&str, &str); 19] = [
     ("GET", "/"),
     ("GET", "/playground"),
     ("GET", "/playground/app.js"),
@@ -41,7 +41,9 @@ const ROUTES: [(&str, &str); 17] = [
     ("POST", "/v1/compress"),
     ("POST", "/v1/chat/completions"),
     ("POST", "/v1/responses"),
+    ("POST", "/v1/responses/input_tokens"),
     ("POST", "/v1/messages"),
+    ("POST", "/v1/messages/count_tokens"),
 ];
 
 /// Methods probed on every served path (HEAD follows GET in axum).
@@ -2552,7 +2554,7 @@ fn every_route() -> Vec<Request<Body>> {
         .map(|(method, template)| {
             let path = concrete(spec(), template);
             match *method {
-                "POST" if path.starts_with("/v1/chat") || path == "/v1/messages" => post_json(
+                "POST" if PROXIED.contains(&path.as_str()) => post_json(
                     &path,
                     &json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
                 ),
@@ -2565,6 +2567,15 @@ fn every_route() -> Vec<Request<Body>> {
         })
         .collect()
 }
+
+/// The proxy's routes.
+const PROXIED: [&str; 5] = [
+    "/v1/chat/completions",
+    "/v1/responses",
+    "/v1/responses/input_tokens",
+    "/v1/messages",
+    "/v1/messages/count_tokens",
+];
 
 fn is_probe(req: &Request<Body>) -> bool {
     // /metrics is open by default (CONDENSE_METRICS_REQUIRE_KEY), never limited.
@@ -2601,7 +2612,7 @@ async fn unauthorized_and_forbidden_answers_conform() {
             refused += 1;
         }
     }
-    assert_eq!(refused, 8);
+    assert_eq!(refused, 10);
     let x = send(
         keyed.clone(),
         with_header(
@@ -2652,9 +2663,7 @@ async fn overloaded_and_over_limit_answers_conform() {
     let full = condense::http::router(state.clone());
     let place = state.overload.try_enter().expect("the one place");
     for req in every_route() {
-        let spared = is_probe(&req)
-            || ["/v1/messages", "/v1/chat/completions", "/v1/responses"]
-                .contains(&req.uri().path());
+        let spared = is_probe(&req) || PROXIED.contains(&req.uri().path());
         let x = send(full.clone(), req).await;
         assert_conforms(&x);
         if !spared {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Request, StatusCode, header};
+use axum::http::{HeaderMap, Request, StatusCode, Uri, header};
 use axum::response::IntoResponse;
 use axum::routing::post;
 use http_body_util::BodyExt;
@@ -17,14 +17,21 @@ use tower::ServiceExt;
 #[path = "support/prometheus.rs"]
 mod prometheus;
 
-/// What the stub provider received.
+/// What the stub provider received: the request target, headers and body.
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(HeaderMap, Bytes)>>>);
+struct Seen(Arc<Mutex<Vec<(Uri, HeaderMap, Bytes)>>>);
 
 impl Seen {
     fn last(&self) -> (HeaderMap, Value) {
-        let (h, b) = self.0.lock().unwrap().last().cloned().expect("a request");
+        let (_, h, b) = self.0.lock().unwrap().last().cloned().expect("a request");
         (h, serde_json::from_slice(&b).unwrap())
+    }
+
+    /// The path and query string of the last request.
+    fn last_target(&self) -> String {
+        let seen = self.0.lock().unwrap();
+        let (uri, _, _) = seen.last().expect("a request");
+        uri.path_and_query().unwrap().to_string()
     }
 }
 
@@ -33,10 +40,10 @@ impl Seen {
 async fn provider(status: StatusCode) -> (String, Seen) {
     let seen = Seen::default();
     let s = seen.clone();
-    let answer = move |headers: HeaderMap, body: Bytes| {
+    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
         let s = s.clone();
         async move {
-            s.0.lock().unwrap().push((headers, body));
+            s.0.lock().unwrap().push((uri, headers, body));
             (
                 status,
                 [("x-ratelimit-remaining-requests", "41"), ("connection", "close")],
@@ -48,7 +55,9 @@ async fn provider(status: StatusCode) -> (String, Seen) {
     let app = Router::new()
         .route("/v1/chat/completions", post(answer.clone()))
         .route("/v1/responses", post(answer.clone()))
-        .route("/v1/messages", post(answer));
+        .route("/v1/responses/input_tokens", post(answer.clone()))
+        .route("/v1/messages", post(answer.clone()))
+        .route("/v1/messages/count_tokens", post(answer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });
@@ -91,6 +100,16 @@ async fn send(app: &Router, path: &str, headers: &[(&str, &str)], body: &Value) 
     }
 }
 
+async fn scrape(app: &Router) -> prometheus::Scrape {
+    let res = app
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = res.into_body().collect().await.unwrap().to_bytes();
+    prometheus::parse(std::str::from_utf8(&text).unwrap())
+}
+
 fn chat(n: usize) -> Vec<Value> {
     let mut m = vec![json!({"role": "system", "content": "be brief"})];
     m.extend((0..n).map(|i| {
@@ -106,7 +125,9 @@ async fn routes_are_off_until_a_provider_is_set() {
     for (path, var) in [
         ("/v1/chat/completions", "CONDENSE_PROXY_OPENAI_URL"),
         ("/v1/responses", "CONDENSE_PROXY_OPENAI_URL"),
+        ("/v1/responses/input_tokens", "CONDENSE_PROXY_OPENAI_URL"),
         ("/v1/messages", "CONDENSE_PROXY_ANTHROPIC_URL"),
+        ("/v1/messages/count_tokens", "CONDENSE_PROXY_ANTHROPIC_URL"),
     ] {
         let r = send(&app, path, &[], &json!({"messages": chat(2)})).await;
         assert_eq!(r.status, 501);
@@ -345,13 +366,7 @@ async fn forwarded_requests_are_counted_by_provider_and_status() {
         429
     );
 
-    let res = app
-        .clone()
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let text = res.into_body().collect().await.unwrap().to_bytes();
-    let s = prometheus::parse(std::str::from_utf8(&text).unwrap());
+    let s = scrape(&app).await;
     let forwarded = "condense_proxy_forwarded_requests_total";
     assert_eq!(
         s.value(forwarded, &[("provider", "openai"), ("status", "200")]),
@@ -531,4 +546,149 @@ async fn a_profile_with_clear_clears_old_tool_results_on_the_way() {
         );
     }
     assert_eq!(sent[6], messages[6], "the newest tool use is kept");
+}
+
+/// An Anthropic thread of `n` messages, a user's first.
+fn anthropic_chat(n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("message {i} about src/m{i}.rs")})
+        })
+        .collect()
+}
+
+/// The client's query string goes to the provider as it came, on every
+/// route, whether the thread was compressed or not.
+#[tokio::test]
+async fn the_query_string_reaches_the_provider_as_it_came() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let anthropic =
+        json!({"model": "claude-sonnet-4-5", "max_tokens": 9, "messages": anthropic_chat(2)});
+    let openai = json!({"model": "gpt-4o", "messages": chat(2)});
+    let responses = json!({"model": "gpt-4o", "input": response_items(1)});
+    for (target, body) in [
+        ("/v1/messages?beta=true", &anthropic),
+        ("/v1/messages/count_tokens?beta=true&x=a%20b", &anthropic),
+        ("/v1/chat/completions?api-version=2024-10-21", &openai),
+        ("/v1/responses?api-version=2025-04-01-preview", &responses),
+        ("/v1/responses/input_tokens?beta=true", &responses),
+        ("/v1/messages", &anthropic),
+        ("/v1/chat/completions", &openai),
+    ] {
+        let r = send(&app, target, &[], body).await;
+        assert_eq!(r.status, 200, "{target}");
+        assert_eq!(seen.last_target(), target);
+    }
+    let due = json!({"model": "gpt-4o", "messages": chat(60)});
+    let r = send(&app, "/v1/chat/completions?api-version=1", &[], &due).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/chat/completions?api-version=1");
+}
+
+/// The counting routes prepare a body as the routes that generate do (a
+/// count body has no `max_tokens` nor `stream`): the provider counts the
+/// very thread condense then forwards for the same history.
+#[tokio::test]
+async fn the_counting_routes_count_what_condense_would_forward() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let count = json!({"model": "claude-sonnet-4-5", "system": "be brief",
+                       "messages": anthropic_chat(60)});
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-api-key", "sk-ant"), ("anthropic-version", "2023-06-01")],
+        &count,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/messages/count_tokens");
+    let (h, counted) = seen.last();
+    assert_eq!(h["x-api-key"], "sk-ant");
+    assert_eq!(counted["system"], "be brief");
+    assert!(counted["messages"].as_array().unwrap().len() < 60);
+    let mut create = count.clone();
+    create["max_tokens"] = json!(64);
+    send(&app, "/v1/messages", &[], &create).await;
+    let (_, sent) = seen.last();
+    assert_eq!(sent["messages"], counted["messages"], "counted as sent");
+
+    let count = json!({"model": "gpt-4o", "instructions": "be brief", "input": response_items(20)});
+    let r = send(&app, "/v1/responses/input_tokens", &[], &count).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    assert_eq!(seen.last_target(), "/v1/responses/input_tokens");
+    let (_, counted) = seen.last();
+    assert!(counted["input"].as_array().unwrap().len() < 80);
+    send(&app, "/v1/responses", &[], &count).await;
+    assert_eq!(seen.last().1["input"], counted["input"], "counted as sent");
+
+    // The profile header counts there too.
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-condense-profile", "nope")],
+        &count,
+    )
+    .await;
+    assert_eq!(r.headers["x-condense-note"], "unknown x-condense-profile");
+    assert_eq!(seen.last().1, count);
+}
+
+/// Each request forwarded unchanged because of a problem on condense's
+/// side is counted by provider and reason, its note still in the header;
+/// one condense has nothing to do for is not a problem.
+#[tokio::test]
+async fn requests_forwarded_unchanged_are_counted_by_reason() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let state = condense::AppState::new(condense::Config {
+        max_concurrency: 1,
+        ..with_provider(&url)
+    })
+    .expect("state builds");
+    let app = condense::http::router(state.clone());
+    let orphan = json!({"model": "gpt-4o",
+                        "messages": [{"role": "tool", "tool_call_id": "nope", "content": "x"}]});
+    for _ in 0..2 {
+        let r = send(&app, "/v1/chat/completions", &[], &orphan).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.headers["x-condense-note"],
+            "the thread is not one condense can read"
+        );
+        assert_eq!(seen.last().1, orphan);
+    }
+    let anthropic = json!({"model": "claude-sonnet-4-5", "messages": anthropic_chat(2)});
+    let r = send(
+        &app,
+        "/v1/messages/count_tokens",
+        &[("x-condense-profile", "nope")],
+        &anthropic,
+    )
+    .await;
+    assert!(r.headers.contains_key("x-condense-note"));
+    let place = state.overload.try_enter().expect("the one place");
+    let r = send(&app, "/v1/messages", &[], &anthropic).await;
+    assert_eq!(r.status, 200);
+    let note = r.headers["x-condense-note"].to_str().unwrap();
+    assert!(note.contains("concurrency limit"), "{note}");
+    drop(place);
+    let kept =
+        json!({"model": "gpt-4o", "previous_response_id": "resp_1", "input": response_items(2)});
+    let r = send(&app, "/v1/responses", &[], &kept).await;
+    assert!(r.headers.contains_key("x-condense-note"));
+
+    let s = scrape(&app).await;
+    let unchanged = "condense_proxy_unchanged_requests_total";
+    for (provider, reason, n) in [
+        ("openai", "unreadable", 2.0),
+        ("anthropic", "unknown_profile", 1.0),
+        ("anthropic", "overloaded", 1.0),
+    ] {
+        let labels = [("provider", provider), ("reason", reason)];
+        assert_eq!(s.value(unchanged, &labels), n, "{provider} {reason}");
+    }
+    assert_eq!(s.matching(unchanged, &[]).count(), 3, "nothing else");
 }

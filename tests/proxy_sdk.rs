@@ -21,11 +21,17 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// What reached the provider: path and body bytes, in order.
+/// What reached the provider: path and query, and body bytes, in order.
 #[derive(Clone, Default)]
 struct Recorded(Arc<Mutex<Vec<(String, Bytes)>>>);
 
 impl Recorded {
+    /// The path and query string of each request.
+    fn targets(&self) -> Vec<String> {
+        let seen = self.0.lock().unwrap();
+        seen.iter().map(|(t, _)| t.clone()).collect()
+    }
+
     fn bodies(&self) -> Vec<Value> {
         let seen = self.0.lock().unwrap();
         seen.iter()
@@ -53,11 +59,9 @@ async fn recorder(target: String) -> (String, Recorded) {
              uri: Uri,
              headers: HeaderMap,
              body: Bytes| async move {
-                seen.0
-                    .lock()
-                    .unwrap()
-                    .push((uri.path().to_string(), body.clone()));
-                let mut req = client.post(format!("{target}{}", uri.path())).body(body);
+                let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
+                seen.0.lock().unwrap().push((path.clone(), body.clone()));
+                let mut req = client.post(format!("{target}{path}")).body(body);
                 for (name, value) in &headers {
                     if !matches!(name.as_str(), "host" | "content-length" | "connection") {
                         req = req.header(name, value);
@@ -328,6 +332,68 @@ async fn a_session_keeps_its_forwarded_prefix_between_summaries() {
     assert!(summaries >= 1, "a 53-message session is due at least once");
     assert!(summaries <= 1 + 40 / (10 - 4), "{summaries} summaries");
     assert!(continued >= 5, "{continued} continued turns");
+}
+
+/// The SDKs' own counts (`client.messages.count_tokens`,
+/// `client.responses.input_tokens.count`) reach the provider's counting
+/// endpoint with the thread condense would forward: a due thread counts
+/// fewer tokens through condense than at the provider, and the thread
+/// counted is the one the next request forwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdks_count_what_condense_would_forward() {
+    let Some((url, provider, seen)) =
+        through_a_recorder("the_sdks_count_what_condense_would_forward").await
+    else {
+        return;
+    };
+    for (sdk, endpoint, thread) in [
+        ("anthropic", "/v1/messages/count_tokens", "messages"),
+        ("responses", "/v1/responses/input_tokens", "input"),
+    ] {
+        let before = seen.bodies().len();
+        let out = scenario("count", sdk, &url, &provider);
+        assert_eq!(
+            out["headers"]["x-condense-compressed"], "true",
+            "{sdk}: {out}"
+        );
+        let (through, direct) = (&out["input_tokens"], &out["direct"]);
+        assert!(
+            through.as_u64().unwrap() < direct.as_u64().unwrap(),
+            "{sdk}: {through} tokens through condense, {direct} at the provider"
+        );
+        let targets = &seen.targets()[before..];
+        assert_eq!(targets[..2], [endpoint, endpoint], "{sdk}: {targets:?}");
+        let bodies = &seen.bodies()[before..];
+        assert!(bodies[0].get("max_tokens").is_none(), "{sdk}: a count body");
+        assert_eq!(
+            bodies[0][thread], bodies[2][thread],
+            "{sdk}: the thread counted is the thread then sent"
+        );
+        assert_ne!(bodies[0][thread], bodies[1][thread], "{sdk}: compressed");
+    }
+}
+
+/// A query string the SDK adds (`extra_query`; Claude Code sends
+/// `?beta=true`) reaches the provider as it came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_strings_reach_the_provider() {
+    let Some((url, provider, seen)) = through_a_recorder("query_strings_reach_the_provider").await
+    else {
+        return;
+    };
+    for (sdk, path) in [
+        ("anthropic", "/v1/messages"),
+        ("openai", "/v1/chat/completions"),
+        ("responses", "/v1/responses"),
+    ] {
+        scenario("query", sdk, &url, &provider);
+        let target = seen.targets().pop().unwrap();
+        assert_eq!(
+            target,
+            format!("{path}?beta=true&api-version=2024-10-21"),
+            "{sdk}"
+        );
+    }
 }
 
 /// Every output item answers a function call made earlier in the items,

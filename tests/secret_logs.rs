@@ -163,6 +163,45 @@ async fn the_proxy_key_never_leaves_a_provider_count() {
     assert!(!logs.contains(KEY), "the key is in the logs: {logs}");
 }
 
+/// A request the proxy forwards unchanged because of a problem (here a
+/// thread condense cannot read) is logged at WARN with its request id and
+/// the reason; the client's provider key is not logged.
+#[tokio::test]
+async fn a_request_forwarded_unchanged_is_logged_with_its_request_id() {
+    let buf = logs();
+    let s = stub::start(Fault::Ok, false).await;
+    let app = condense::http::router(
+        condense::AppState::new(condense::Config {
+            proxy_openai_url: Some(s.url.clone()),
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let orphan = json!({"model": "gpt-4o",
+                        "messages": [{"role": "tool", "tool_call_id": "nope", "content": "x"}]});
+    let req = Request::post("/v1/chat/completions")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::AUTHORIZATION, format!("Bearer {KEY}"))
+        .header("x-request-id", "req-unchanged-4242")
+        .body(Body::from(serde_json::to_vec(&orphan).unwrap()))
+        .unwrap();
+    let res = app.oneshot(req).await.unwrap();
+    assert_eq!(res.status(), 200);
+    assert!(res.headers().contains_key("x-condense-note"));
+    assert_eq!(s.calls(), 1, "forwarded");
+    let logs = buf.text();
+    let line = logs
+        .lines()
+        .find(|l| l.contains("forwarded unchanged") && l.contains("req-unchanged-4242"))
+        .unwrap_or_else(|| panic!("no line with the request id: {logs}"));
+    assert!(line.contains("WARN"), "{line}");
+    // In the event's own fields, not only in the request's span: a JSON log
+    // has it at the top level.
+    assert!(line.contains("request_id=\"req-unchanged-4242\""), "{line}");
+    assert!(line.contains("reason=\"unreadable\""), "{line}");
+    assert!(!logs.contains(KEY), "the key is in the logs: {logs}");
+}
+
 #[test]
 fn help_shows_no_configured_secret() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_condense"))

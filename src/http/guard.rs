@@ -63,7 +63,11 @@ fn gates(path: &str, metrics_require_key: bool) -> Gates {
         "/healthz" | "/readyz" => probe(Key::Open),
         "/metrics" if metrics_require_key => probe(Key::Bearer),
         "/metrics" => probe(Key::Open),
-        "/v1/chat/completions" | "/v1/responses" | "/v1/messages" => Gates {
+        "/v1/chat/completions"
+        | "/v1/responses"
+        | "/v1/responses/input_tokens"
+        | "/v1/messages"
+        | "/v1/messages/count_tokens" => Gates {
             key: Key::ProxyHeader,
             limited: true,
             shed: false,
@@ -242,8 +246,17 @@ mod tests {
         }
         assert_eq!(gates("/metrics", false).key, Key::Open);
         assert_eq!(gates("/metrics", true).key, Key::Bearer);
-        assert_eq!(gates("/v1/messages", false).key, Key::ProxyHeader);
-        assert!(!gates("/v1/messages", false).shed);
+        for path in [
+            "/v1/chat/completions",
+            "/v1/responses",
+            "/v1/responses/input_tokens",
+            "/v1/messages",
+            "/v1/messages/count_tokens",
+        ] {
+            let g = gates(path, false);
+            assert_eq!(g.key, Key::ProxyHeader, "{path}");
+            assert!(g.limited && !g.shed, "{path}");
+        }
         assert_eq!(gates("/playground/examples/x", false).key, Key::Open);
         assert_eq!(gates("/v1/nope", false).key, Key::Bearer);
         assert_eq!(gates("/v1/compress", false).key, Key::Bearer);

@@ -1,5 +1,6 @@
-//! `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages`:
-//! the drop-in proxy.
+//! The drop-in proxy's routes: `POST /v1/chat/completions`,
+//! `POST /v1/responses`, `POST /v1/messages`, and the counting ones,
+//! `POST /v1/responses/input_tokens` and `POST /v1/messages/count_tokens`.
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
@@ -13,9 +14,10 @@ use axum::routing::post;
 use axum::{Extension, Router};
 
 use super::extract::RawBody;
+use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
-use crate::proxy::{Forwarded, Options, Prepared, Provider, Report, hop_by_hop};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, hop_by_hop};
 use crate::state::AppState;
 
 /// Names the profile for this request (default: `default`).
@@ -23,42 +25,78 @@ const PROFILE: &str = "x-condense-profile";
 /// `true`: forward unchanged, report what compression would have done.
 const SHADOW: &str = "x-condense-shadow";
 
+/// One handler for every route, told by an extension which provider
+/// endpoint it forwards to.
 pub fn router() -> Router<AppState> {
+    let chat = Extension(Endpoint::ChatCompletions);
+    let responses = Extension(Endpoint::Responses);
+    let input_tokens = Extension(Endpoint::ResponsesInputTokens);
+    let messages = Extension(Endpoint::Messages);
+    let count_tokens = Extension(Endpoint::MessagesCountTokens);
     Router::new()
-        .route("/v1/chat/completions", post(openai))
-        .route("/v1/responses", post(responses))
-        .route("/v1/messages", post(anthropic))
+        .route("/v1/chat/completions", post(proxy).layer(chat))
+        .route("/v1/responses", post(proxy).layer(responses))
+        .route(
+            "/v1/responses/input_tokens",
+            post(proxy).layer(input_tokens),
+        )
+        .route("/v1/messages", post(proxy).layer(messages))
+        .route("/v1/messages/count_tokens", post(proxy).layer(count_tokens))
 }
 
 /// The note of a request forwarded unchanged because every place among
 /// the requests at work was taken.
 const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchanged";
 
-async fn openai(
+/// Compresses while holding a place among the requests at work, then lets
+/// it go before the provider's answer, however long that runs. When no
+/// place is free the request goes through unchanged rather than refused:
+/// the agent's call still reaches its provider, condense only skips its
+/// own work.
+async fn proxy(
     State(app): State<AppState>,
+    Extension(endpoint): Extension<Endpoint>,
     caller: Option<Extension<Caller>>,
     req: Request,
 ) -> Result<Response> {
+    let query = req.uri().query().map(str::to_string);
     let (headers, body) = read(&app, req).await?;
-    proxy(app, Provider::OpenAi, caller, headers, body).await
+    let provider = endpoint.provider();
+    app.proxy.target(provider)?;
+    let call = Call {
+        endpoint,
+        query,
+        request_id: header(&headers, REQUEST_ID.as_str()).map(str::to_string),
+    };
+    let options = Options {
+        profile: header(&headers, PROFILE).map(str::to_string),
+        shadow: header(&headers, SHADOW)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
+        // No caller means the gates did not run: no upstream (fail closed).
+        upstream_allowed: caller.is_some_and(|c| c.llm),
+    };
+    let prepared = match app.overload.try_enter() {
+        Some(_place) => app.proxy.prepare(provider, &options, body).await?,
+        None => Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
+    };
+    let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
+    let mut out = Response::builder().status(response.status());
+    if let Some(h) = out.headers_mut() {
+        for (name, value) in response.headers() {
+            if !hop_by_hop(name) {
+                h.append(name.clone(), value.clone());
+            }
+        }
+        report_headers(&report, h);
+    }
+    // Relayed chunk by chunk: a streamed answer is never buffered whole, and
+    // a client that goes away drops the stream, which ends the provider call.
+    out.body(Body::from_stream(response.bytes_stream()))
+        .map_err(|e| ApiError::Internal(e.into()))
 }
 
-async fn responses(
-    State(app): State<AppState>,
-    caller: Option<Extension<Caller>>,
-    req: Request,
-) -> Result<Response> {
-    let (headers, body) = read(&app, req).await?;
-    proxy(app, Provider::Responses, caller, headers, body).await
-}
-
-async fn anthropic(
-    State(app): State<AppState>,
-    caller: Option<Extension<Caller>>,
-    req: Request,
-) -> Result<Response> {
-    let (headers, body) = read(&app, req).await?;
-    proxy(app, Provider::Anthropic, caller, headers, body).await
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The request's headers and body. The provider's answer may stream for as
@@ -75,51 +113,6 @@ async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
     .await
     .map_err(|_| ApiError::Timeout(secs))??;
     Ok((headers, body.0))
-}
-
-/// Compresses while holding a place among the requests at work, then lets
-/// it go before the provider's answer, however long that runs. When no
-/// place is free the request goes through unchanged rather than refused:
-/// the agent's call still reaches its provider, condense only skips its
-/// own work.
-async fn proxy(
-    app: AppState,
-    provider: Provider,
-    caller: Option<Extension<Caller>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response> {
-    app.proxy.target(provider)?;
-    let options = Options {
-        profile: headers
-            .get(PROFILE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string),
-        shadow: headers
-            .get(SHADOW)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
-        // No caller means the gates did not run: no upstream (fail closed).
-        upstream_allowed: caller.is_some_and(|c| c.llm),
-    };
-    let prepared = match app.overload.try_enter() {
-        Some(_place) => app.proxy.prepare(provider, &options, body).await?,
-        None => Prepared::unchanged(body, OVERLOADED),
-    };
-    let Forwarded { response, report } = app.proxy.send(provider, &headers, prepared).await?;
-    let mut out = Response::builder().status(response.status());
-    if let Some(h) = out.headers_mut() {
-        for (name, value) in response.headers() {
-            if !hop_by_hop(name) {
-                h.append(name.clone(), value.clone());
-            }
-        }
-        report_headers(&report, h);
-    }
-    // Relayed chunk by chunk: a streamed answer is never buffered whole, and
-    // a client that goes away drops the stream, which ends the provider call.
-    out.body(Body::from_stream(response.bytes_stream()))
-        .map_err(|e| ApiError::Internal(e.into()))
 }
 
 fn report_headers(r: &Report, h: &mut HeaderMap) {

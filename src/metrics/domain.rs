@@ -61,6 +61,12 @@ struct ProviderStatus {
     status: u16,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderReason {
+    provider: &'static str,
+    reason: &'static str,
+}
+
 pub(super) struct Domain {
     counted_tokens: Family<Counting, Counter>,
     compressions: Family<Compressed, Counter>,
@@ -76,6 +82,7 @@ pub(super) struct Domain {
     pub(super) upstream_duration: Family<Kind, Histogram, fn() -> Histogram>,
     pub(super) upstream_tokens: Family<KindTokens, Counter>,
     proxied: Family<ProviderStatus, Counter>,
+    unchanged: Family<ProviderReason, Counter>,
 }
 
 impl Domain {
@@ -95,6 +102,7 @@ impl Domain {
             upstream_duration: Family::new_with_constructor(super::latency_histogram),
             upstream_tokens: Family::default(),
             proxied: Family::default(),
+            unchanged: Family::default(),
         };
         r.register(
             "counted_tokens",
@@ -166,6 +174,11 @@ impl Domain {
             "Requests the drop-in proxy forwarded, by provider and the provider's status",
             m.proxied.clone(),
         );
+        r.register(
+            "proxy_unchanged_requests",
+            "Requests the drop-in proxy forwarded unchanged because of a problem on its side, by provider and reason",
+            m.unchanged.clone(),
+        );
         m
     }
 }
@@ -231,6 +244,16 @@ impl Metrics {
             .domain
             .proxied
             .get_or_create(&ProviderStatus { provider, status })
+            .inc();
+    }
+
+    /// A request the proxy forwarded unchanged because of a problem on its
+    /// side, and which (`reason`: a fixed word, see `proxy::Unchanged`).
+    pub fn proxy_unchanged(&self, provider: &'static str, reason: &'static str) {
+        self.0
+            .domain
+            .unchanged
+            .get_or_create(&ProviderReason { provider, reason })
             .inc();
     }
 }

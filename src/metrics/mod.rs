@@ -118,6 +118,7 @@ mod tests {
         m.upstream_attempt("anthropic").failed("status_5xx");
         drop(m.upstream_attempt("openai"));
         m.proxy_forwarded("openai", 200);
+        m.proxy_unchanged("anthropic", "unreadable");
 
         let text = m.render(Format::Text);
         let declared: Vec<&str> = text
@@ -149,6 +150,7 @@ mod tests {
                 "upstream_request_duration_seconds histogram",
                 "upstream_tokens_total counter",
                 "proxy_forwarded_requests_total counter",
+                "proxy_unchanged_requests_total counter",
             ]
         );
         for line in [
@@ -162,6 +164,7 @@ mod tests {
             "condense_http_request_duration_seconds_bucket{le=\"120.0\",route=\"/v1/tokens\"} 4",
             "condense_cache_misses_total{backend=\"postgres\",lookup=\"prefix\"} 1",
             "condense_proxy_forwarded_requests_total{provider=\"openai\",status=\"200\"} 1",
+            "condense_proxy_unchanged_requests_total{provider=\"anthropic\",reason=\"unreadable\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
         }

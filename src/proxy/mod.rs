@@ -9,10 +9,17 @@
 //! prompt cache keeps hitting. Condense never turns a request the provider
 //! would have accepted into an error of its own: whatever goes wrong on its
 //! side (a thread it cannot read, a summary that fails, a thread that cannot
-//! fit) forwards the request unchanged and says why in a header.
+//! fit) forwards the request unchanged, says why in a header, and logs and
+//! counts it (see [`Unchanged`]).
+//!
+//! The counting endpoints (Anthropic's `count_tokens`, the Responses API's
+//! `input_tokens`) get the same preparation as the ones that generate: a
+//! client that counts before it sends must count what condense forwards.
 
 mod prepare;
 mod relay;
+mod thinking;
+mod unchanged;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,17 +30,53 @@ use crate::thread::{Limits, WireFormat};
 use crate::upstream::Secret;
 
 pub use prepare::{Options, Prepared, Report};
-pub use relay::{Forwarded, hop_by_hop};
+pub use relay::{Call, Forwarded, hop_by_hop};
+pub use unchanged::Unchanged;
 
-/// Which provider API a request speaks.
+/// Which provider API a request speaks: its wire format and base URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Provider {
-    /// `POST {base}/chat/completions`.
+    /// OpenAI Chat Completions, on OpenAI's base URL.
     OpenAi,
-    /// `POST {base}/responses` (OpenAI's base URL).
+    /// The OpenAI Responses API, on OpenAI's base URL.
     Responses,
-    /// `POST {base}/v1/messages`.
+    /// Anthropic Messages, on Anthropic's base URL.
     Anthropic,
+}
+
+/// The provider endpoint a proxy route forwards to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    ChatCompletions,
+    Responses,
+    /// Counts a Responses request's input tokens.
+    ResponsesInputTokens,
+    Messages,
+    /// Counts a Messages request's input tokens.
+    MessagesCountTokens,
+}
+
+impl Endpoint {
+    pub fn provider(self) -> Provider {
+        match self {
+            Endpoint::ChatCompletions => Provider::OpenAi,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens => Provider::Responses,
+            Endpoint::Messages | Endpoint::MessagesCountTokens => Provider::Anthropic,
+        }
+    }
+
+    /// The path after the provider's base URL. OpenAI's base URL ends in
+    /// `/v1` (`https://api.openai.com/v1`, as its SDKs take it), Anthropic's
+    /// does not (`https://api.anthropic.com`, as its SDKs take it).
+    pub fn path(self) -> &'static str {
+        match self {
+            Endpoint::ChatCompletions => "/chat/completions",
+            Endpoint::Responses => "/responses",
+            Endpoint::ResponsesInputTokens => "/responses/input_tokens",
+            Endpoint::Messages => "/v1/messages",
+            Endpoint::MessagesCountTokens => "/v1/messages/count_tokens",
+        }
+    }
 }
 
 impl Provider {

@@ -4,8 +4,9 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::{Provider, Proxy, ProxyError};
-use crate::compress::{self, Compression, Reason};
+use super::thinking::{DROP_BLOCK_BETA, opt_into_drop_block, removed_thinking, thinking_on};
+use super::{Provider, Proxy, ProxyError, Unchanged};
+use crate::compress::{Compression, Reason};
 use crate::summarize::cpu;
 use crate::thread::{self, Limits, RawThread, Thread};
 
@@ -42,8 +43,10 @@ pub struct Report {
     pub tokens_after: Option<usize>,
     /// Whether the summary in the thread came from the cache.
     pub summary_cached: Option<bool>,
-    /// Why the request went unchanged, when something on condense's side
-    /// stopped it (never an upstream's or a database's text).
+    /// Why the request went unchanged, when something stopped compression.
+    pub unchanged: Option<Unchanged>,
+    /// The same in words, for the agent (never an upstream's or a
+    /// database's text).
     pub note: Option<String>,
     /// Kept turns whose stale thinking was removed (Anthropic).
     pub thinking_removed: usize,
@@ -53,11 +56,12 @@ pub struct Report {
 
 impl Prepared {
     /// The body as it came, and why it was not compressed.
-    pub fn unchanged(body: Bytes, note: impl Into<String>) -> Self {
+    pub fn unchanged(body: Bytes, why: Unchanged, note: impl Into<String>) -> Self {
         Self {
             body,
             beta: None,
             report: Report {
+                unchanged: Some(why),
                 note: Some(note.into()),
                 ..Report::default()
             },
@@ -76,9 +80,9 @@ impl Proxy {
         body: Bytes,
     ) -> Result<Prepared, ProxyError> {
         let shadow = options.shadow || self.config.shadow;
-        let profile = match self.profiles.resolve(options.profile.as_deref(), None) {
-            Ok(p) => p,
-            Err(_) => return Ok(Prepared::unchanged(body, "unknown x-condense-profile")),
+        let Ok(profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
+            let note = "unknown x-condense-profile";
+            return Ok(Prepared::unchanged(body, Unchanged::UnknownProfile, note));
         };
         // Reading a long body is CPU work: on the blocking pool.
         let read = {
@@ -89,7 +93,7 @@ impl Proxy {
         let (json, thread) = match read {
             Ok(read) => read,
             Err(Unread::TooLarge(detail)) => return Err(ProxyError::TooLarge(detail)),
-            Err(Unread::Note(note)) => return Ok(Prepared::unchanged(body, note)),
+            Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
         let model = json
             .get("model")
@@ -105,8 +109,14 @@ impl Proxy {
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
         let out = match run.await {
             Ok(Ok(out)) => out,
-            Ok(Err(e)) => return Ok(Prepared::unchanged(body, note(&e))),
-            Err(_) => return Ok(Prepared::unchanged(body, "compression took too long")),
+            Ok(Err(e)) => {
+                let (why, note) = Unchanged::of(&e);
+                return Ok(Prepared::unchanged(body, why, note));
+            }
+            Err(_) => {
+                let note = "compression took too long";
+                return Ok(Prepared::unchanged(body, Unchanged::Timeout, note));
+            }
         };
         let report = Report {
             compressed: out.compressed && !shadow,
@@ -120,6 +130,7 @@ impl Proxy {
                 (None, Some(Reason::Continued)) => Some(true),
                 (None, _) => None,
             },
+            unchanged: None,
             note: None,
             thinking_removed: removed_thinking(&out.applied_edits),
             drop_block: out.thinking_drop_block,
@@ -148,59 +159,25 @@ impl Proxy {
                 beta: drop_block.then_some(DROP_BLOCK_BETA),
                 report,
             },
-            Err(_) => Prepared::unchanged(body, "the compressed body could not be written"),
+            Err(_) => {
+                let note = "the compressed body could not be written";
+                Prepared::unchanged(body, Unchanged::Internal, note)
+            }
         })
     }
-}
-
-/// The beta that lets a request set `thinking.block_binding`.
-pub const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
-
-/// Thinking is on for this request (`thinking.type` `enabled` or
-/// `adaptive`): an active loop's final thinking block must then stay.
-fn thinking_on(json: &Value) -> bool {
-    matches!(
-        json.pointer("/thinking/type").and_then(Value::as_str),
-        Some("enabled" | "adaptive")
-    )
-}
-
-/// Kept thinking blocks may follow a changed prefix: the API drops the
-/// invalid ones instead of refusing the request (see `compress::binding`).
-fn opt_into_drop_block(json: &mut Value) {
-    if let Some(thinking) = json.get_mut("thinking").and_then(Value::as_object_mut) {
-        let binding = thinking
-            .entry("block_binding")
-            .or_insert_with(|| Value::Object(Default::default()));
-        if let Some(b) = binding.as_object_mut() {
-            b.insert("prefix_mismatch_behavior".into(), "drop_block".into());
-        }
-    }
-}
-
-fn removed_thinking(edits: &[compress::AppliedEdit]) -> usize {
-    edits
-        .iter()
-        .map(|e| match e {
-            compress::AppliedEdit::RemoveStaleThinking {
-                removed_thinking_turns,
-                ..
-            } => *removed_thinking_turns,
-            _ => 0,
-        })
-        .sum()
 }
 
 /// Why a body was not read: a reason to forward it unchanged, or a thread
 /// over the limits.
 enum Unread {
-    Note(&'static str),
+    Skip(Unchanged, &'static str),
     TooLarge(String),
 }
 
+/// A body condense cannot read, and the note that says why.
 impl From<&'static str> for Unread {
     fn from(note: &'static str) -> Self {
-        Unread::Note(note)
+        Unread::Skip(Unchanged::Unreadable, note)
     }
 }
 
@@ -216,10 +193,12 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
             .get("previous_response_id")
             .is_some_and(|v| !v.is_null())
         {
-            return Err("the provider keeps this conversation (previous_response_id)".into());
+            let note = "the provider keeps this conversation (previous_response_id)";
+            return Err(Unread::Skip(Unchanged::NothingToDo, note));
         }
         if json.get(field).is_some_and(Value::is_string) {
-            return Err("the input is a single message".into());
+            let note = "the input is a single message";
+            return Err(Unread::Skip(Unchanged::NothingToDo, note));
         }
     }
     let messages = json
@@ -237,18 +216,4 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
     .map_err(|_| "the thread is not one condense can read")?;
     limits.check_thread(&thread).map_err(too_large)?;
     Ok((json, thread))
-}
-
-/// A short reason for a header: which part stopped compression.
-fn note(e: &compress::Error) -> String {
-    match e {
-        compress::Error::DoesNotFit(_) => "the thread cannot be made to fit its window".into(),
-        compress::Error::Upstream(e) => format!("the summarizer failed ({})", e.short()),
-        compress::Error::StrategyUnavailable(_) => "the profile's strategy is unavailable".into(),
-        compress::Error::Forbidden(_) => "the strategy is not allowed for this API key".into(),
-        compress::Error::Invalid(_) | compress::Error::ModelNotAllowed(_) => {
-            "the request's summary settings are invalid".into()
-        }
-        compress::Error::Bug(_) => "compression failed".into(),
-    }
 }

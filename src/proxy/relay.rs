@@ -3,7 +3,19 @@
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::{Prepared, Provider, Proxy, ProxyError, Report};
+use super::{Endpoint, Prepared, Provider, Proxy, ProxyError, Report};
+
+/// One request on its way to the provider, as the handler read it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub endpoint: Endpoint,
+    /// The client's query string, forwarded as it came: Claude Code sends
+    /// `?beta=true`, a gateway may need `?api-version=`.
+    pub query: Option<String>,
+    /// The request's `x-request-id`, for the log line of a request
+    /// forwarded unchanged.
+    pub request_id: Option<String>,
+}
 
 /// The provider's answer, not yet read (a stream is relayed as it comes),
 /// and what condense did to the request.
@@ -66,19 +78,20 @@ fn add_beta(headers: &mut HeaderMap, beta: &str) {
 impl Proxy {
     /// Sends a prepared request: the caller's headers (less those of one
     /// hop and condense's own), the operator's key when it brings none.
+    /// A request that goes unchanged because of a problem is logged and
+    /// counted here, where every forwarded request passes.
     pub async fn send(
         &self,
-        provider: Provider,
+        call: &Call,
         headers: &HeaderMap,
         prepared: Prepared,
     ) -> Result<Forwarded, ProxyError> {
-        let base = self.target(provider)?;
-        let url = match provider {
-            Provider::OpenAi => format!("{base}/chat/completions"),
-            Provider::Responses => format!("{base}/responses"),
-            Provider::Anthropic => format!("{base}/v1/messages"),
-        };
+        let provider = call.endpoint.provider();
+        let url = url(self.target(provider)?, call);
         let Prepared { body, beta, report } = prepared;
+        if let Some(why) = report.unchanged {
+            why.record(self.compressor.metrics(), call, report.note.as_deref());
+        }
         let mut out = HeaderMap::new();
         for (name, value) in headers {
             if !dropped(name) {
@@ -133,5 +146,53 @@ impl Proxy {
             v.set_sensitive(true);
             headers.insert(name, v);
         }
+    }
+}
+
+/// The provider's URL for a call: its base URL, the endpoint's path, and
+/// the client's query string as it came.
+fn url(base: &str, call: &Call) -> String {
+    let path = call.endpoint.path();
+    match &call.query {
+        Some(query) => format!("{base}{path}?{query}"),
+        None => format!("{base}{path}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_string_follows_the_endpoint_path() {
+        let call = |endpoint, query: Option<&str>| Call {
+            endpoint,
+            query: query.map(str::to_string),
+            request_id: None,
+        };
+        let anthropic = "https://api.anthropic.com";
+        assert_eq!(
+            url(anthropic, &call(Endpoint::Messages, Some("beta=true"))),
+            "https://api.anthropic.com/v1/messages?beta=true"
+        );
+        assert_eq!(
+            url(anthropic, &call(Endpoint::MessagesCountTokens, None)),
+            "https://api.anthropic.com/v1/messages/count_tokens"
+        );
+        let openai = "https://gw.example/openai/v1";
+        assert_eq!(
+            url(
+                openai,
+                &call(
+                    Endpoint::ResponsesInputTokens,
+                    Some("api-version=2025-04-01")
+                )
+            ),
+            "https://gw.example/openai/v1/responses/input_tokens?api-version=2025-04-01"
+        );
+        assert_eq!(
+            url(openai, &call(Endpoint::ChatCompletions, Some(""))),
+            "https://gw.example/openai/v1/chat/completions?"
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::prometheus::{Scrape, parse};
 use crate::stub::{self, Fault};
 
 /// Every metric family `/metrics` declares, with its type.
-const FAMILIES: [(&str, &str); 22] = [
+const FAMILIES: [(&str, &str); 23] = [
     ("condense_http_requests_total", "counter"),
     ("condense_http_request_duration_seconds", "histogram"),
     ("condense_http_requests_in_flight", "gauge"),
@@ -37,6 +37,7 @@ const FAMILIES: [(&str, &str); 22] = [
     ("condense_upstream_request_duration_seconds", "histogram"),
     ("condense_upstream_tokens_total", "counter"),
     ("condense_proxy_forwarded_requests_total", "counter"),
+    ("condense_proxy_unchanged_requests_total", "counter"),
 ];
 
 async fn scrape(app: &Router) -> Scrape {

@@ -79,12 +79,12 @@ def client(sdk, url):
     return openai.OpenAI(base_url=url + "/v1", api_key="sk-test", max_retries=0, timeout=600)
 
 
-def ask(sdk, c, messages, headers=None, stream=False, max_tokens=16):
+def ask(sdk, c, messages, headers=None, stream=False, max_tokens=16, query=None):
     """One call; the answer's text and condense's headers."""
     headers = headers or {}
     if sdk == "responses":
         kw = dict(model="gpt-4o", max_output_tokens=max_tokens, instructions=SYSTEM, input=messages,
-                  tools=TOOLS_RESPONSES, extra_headers=headers)
+                  tools=TOOLS_RESPONSES, extra_headers=headers, extra_query=query)
         if stream:
             chunks, text = 0, ""
             with c.responses.with_streaming_response.create(stream=True, **kw) as raw:
@@ -98,7 +98,7 @@ def ask(sdk, c, messages, headers=None, stream=False, max_tokens=16):
         return {"text": raw.parse().output_text or "", "headers": condense_headers(raw.headers)}
     if sdk == "anthropic":
         kw = dict(model="claude-sonnet-4-5", max_tokens=max_tokens, system=SYSTEM, messages=messages,
-                  tools=TOOLS_ANTHROPIC, extra_headers=headers)
+                  tools=TOOLS_ANTHROPIC, extra_headers=headers, extra_query=query)
         if stream:
             chunks, text = 0, ""
             with c.messages.with_streaming_response.create(stream=True, **kw) as raw:
@@ -112,7 +112,8 @@ def ask(sdk, c, messages, headers=None, stream=False, max_tokens=16):
         msg = raw.parse()
         text = "".join(b.text for b in msg.content if b.type == "text")
         return {"text": text, "headers": condense_headers(raw.headers)}
-    kw = dict(model="gpt-4o", max_tokens=max_tokens, messages=messages, tools=TOOLS_OPENAI, extra_headers=headers)
+    kw = dict(model="gpt-4o", max_tokens=max_tokens, messages=messages, tools=TOOLS_OPENAI, extra_headers=headers,
+              extra_query=query)
     if stream:
         chunks, text = 0, ""
         with c.chat.completions.with_streaming_response.create(stream=True, **kw) as raw:
@@ -160,6 +161,33 @@ def session(sdk, url, _):
         msgs.append({"role": "assistant", "content": answer["text"] or "ok"})
         msgs.append({"role": "user", "content": f"Turn {i}: now look at src/t{i}.rs too."})
     return {"turns": turns}
+
+
+def count_tokens(sdk, c, messages, headers=None):
+    """The SDK's own token count (`anthropic` or `responses`); the count and condense's headers."""
+    if sdk == "anthropic":
+        raw = c.messages.with_raw_response.count_tokens(
+            model="claude-sonnet-4-5", system=SYSTEM, messages=messages, tools=TOOLS_ANTHROPIC,
+            extra_headers=headers or {})
+    else:
+        raw = c.responses.input_tokens.with_raw_response.count(
+            model="gpt-4o", instructions=SYSTEM, input=messages, tools=TOOLS_RESPONSES,
+            extra_headers=headers or {})
+    return {"input_tokens": raw.parse().input_tokens, "headers": condense_headers(raw.headers)}
+
+
+def count(sdk, url, provider):
+    """A due thread counted through condense, then straight at the provider, then sent through condense."""
+    msgs = tool_thread(sdk, 10)
+    through = count_tokens(sdk, client(sdk, url), msgs, headers={"x-condense-profile": "short"})
+    direct = count_tokens(sdk, client(sdk, provider), msgs)
+    ask(sdk, client(sdk, url), msgs, headers={"x-condense-profile": "short"})
+    return {**through, "direct": direct["input_tokens"]}
+
+
+def query(sdk, url, _):
+    """A query string of the client's own (`extra_query`), as Claude Code sends `?beta=true`."""
+    return ask(sdk, client(sdk, url), tool_thread(sdk, 1), query={"beta": "true", "api-version": "2024-10-21"})
 
 
 def errors(sdk, url, _):

@@ -1,0 +1,46 @@
+//! Anthropic's preserved thinking on the way to the provider: whether the
+//! request has thinking on (an active loop's final thinking must then
+//! stay), and the `drop_block` opt-out when compression kept thinking whose
+//! prefix changed (see `compress::binding` and README "Preserved thinking").
+
+use serde_json::Value;
+
+use crate::compress::AppliedEdit;
+
+/// The beta that lets a request set `thinking.block_binding`.
+pub const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
+
+/// Thinking is on for this request (`thinking.type` `enabled` or
+/// `adaptive`): an active loop's final thinking block must then stay.
+pub(super) fn thinking_on(json: &Value) -> bool {
+    matches!(
+        json.pointer("/thinking/type").and_then(Value::as_str),
+        Some("enabled" | "adaptive")
+    )
+}
+
+/// Kept thinking blocks may follow a changed prefix: the API drops the
+/// invalid ones instead of refusing the request (see `compress::binding`).
+pub(super) fn opt_into_drop_block(json: &mut Value) {
+    if let Some(thinking) = json.get_mut("thinking").and_then(Value::as_object_mut) {
+        let binding = thinking
+            .entry("block_binding")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(b) = binding.as_object_mut() {
+            b.insert("prefix_mismatch_behavior".into(), "drop_block".into());
+        }
+    }
+}
+
+pub(super) fn removed_thinking(edits: &[AppliedEdit]) -> usize {
+    edits
+        .iter()
+        .map(|e| match e {
+            AppliedEdit::RemoveStaleThinking {
+                removed_thinking_turns,
+                ..
+            } => *removed_thinking_turns,
+            _ => 0,
+        })
+        .sum()
+}
