@@ -373,6 +373,36 @@ async fn the_sdks_count_what_condense_would_forward() {
     }
 }
 
+/// A mid-conversation system message (Claude Code sends them inside
+/// Anthropic's `messages`) is read, kept verbatim right after the summary,
+/// and the provider accepts the thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mid_conversation_system_messages_stay_beside_the_summary() {
+    let Some((url, provider, seen)) =
+        through_a_recorder("mid_conversation_system_messages_stay_beside_the_summary").await
+    else {
+        return;
+    };
+    for sdk in ["anthropic", "openai"] {
+        let out = scenario("instructions", sdk, &url, &provider);
+        assert_eq!(
+            out["headers"]["x-condense-compressed"], "true",
+            "{sdk}: {out}"
+        );
+        let body = seen.bodies().pop().unwrap();
+        let msgs = messages(&body);
+        let at = msgs.iter().position(is_summary).expect("a summary");
+        assert_eq!(
+            msgs[at + 1],
+            serde_json::json!({"role": "system", "content": "From now on, run the tests before every commit."}),
+            "{sdk}: the instruction, verbatim, right after the summary"
+        );
+        let summary = msgs[at].to_string();
+        assert!(!summary.contains("run the tests"), "{sdk}: not summarized");
+        assert!(tool_pairs_intact(msgs), "{sdk}");
+    }
+}
+
 /// A query string the SDK adds (`extra_query`; Claude Code sends
 /// `?beta=true`) reaches the provider as it came.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

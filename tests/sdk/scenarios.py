@@ -132,6 +132,17 @@ def due(sdk, url, _):
     return ask(sdk, client(sdk, url), tool_thread(sdk, 10), headers={"x-condense-profile": "short"})
 
 
+NOTE = "From now on, run the tests before every commit."
+
+
+def instructions(sdk, url, _):
+    """A due thread with a mid-conversation system message (as Claude Code
+    sends them) inside the span a summary replaces."""
+    msgs = tool_thread(sdk, 10)
+    msgs.insert(5, {"role": "system", "content": NOTE})
+    return ask(sdk, client(sdk, url), msgs, headers={"x-condense-profile": "short"})
+
+
 def shadow(sdk, url, provider):
     """The same thread in shadow mode through condense, then straight to the provider."""
     msgs = tool_thread(sdk, 10)
