@@ -2,6 +2,7 @@
 
 mod access;
 mod bad_input;
+mod binding;
 mod blocks;
 mod cache_e2e;
 mod clear_model;

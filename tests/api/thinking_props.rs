@@ -11,12 +11,13 @@ use std::sync::LazyLock;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use condense::compress::{Compression, Compressor};
 use condense::policy::{ClearSettings, Profile};
 use condense::summarize::Strategy as Summarizer;
-use condense::thread::{self, RawThread, Thread, WireFormat};
+use condense::thread;
+
+use crate::binding::{parse, prefix};
 
 static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 
@@ -39,34 +40,8 @@ fn turn() -> impl Strategy<Value = Turn> {
     ]
 }
 
-fn strip_cache_control(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| *k != "cache_control")
-                .map(|(k, v)| (k.clone(), strip_cache_control(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(strip_cache_control).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The prefix a block at the head of message `i` is bound to.
-fn prefix(system: &Value, tools: &Value, messages: &[Value]) -> String {
-    let p = strip_cache_control(&json!({"system": system, "tools": tools, "messages": messages}));
-    format!("{:x}", Sha256::digest(p.to_string().as_bytes()))
-}
-
-const SYSTEM: &str = "You are a coding agent.";
-
-fn tools() -> Value {
-    json!([{"name": "bash", "description": "run", "input_schema": {"type": "object"}}])
-}
-
 /// The thread as the provider produced it; `active` ends it in a tool loop.
 fn build(turns: &[Turn], active: bool) -> Vec<Value> {
-    let (system, tools) = (json!(SYSTEM), tools());
     let mut m: Vec<Value> =
         vec![json!({"role": "user", "content": "start", "cache_control": {"type": "ephemeral"}})];
     let mut turns = turns.to_vec();
@@ -83,7 +58,7 @@ fn build(turns: &[Turn], active: bool) -> Vec<Value> {
                 if last_assistant {
                     m.push(json!({"role": "user", "content": "go on"}));
                 }
-                let sig = prefix(&system, &tools, &m);
+                let sig = prefix(&m);
                 let mut content =
                     vec![json!({"type": "thinking", "thinking": s, "signature": sig})];
                 if let Turn::Tool(_, n) = t {
@@ -105,7 +80,6 @@ fn build(turns: &[Turn], active: bool) -> Vec<Value> {
 
 /// What the provider would refuse: `Err` names the first problem.
 fn provider_accepts(messages: &[Value], drop_block: bool, active: bool) -> Result<(), String> {
-    let (system, tools) = (json!(SYSTEM), tools());
     let mut invalid_final = false;
     for (i, m) in messages.iter().enumerate() {
         let Some(blocks) = m["content"].as_array() else {
@@ -116,7 +90,7 @@ fn provider_accepts(messages: &[Value], drop_block: bool, active: bool) -> Resul
                 continue;
             }
             assert_eq!(j, 0, "the generator puts thinking first");
-            if b["signature"].as_str() != Some(&prefix(&system, &tools, &messages[..i])) {
+            if b["signature"].as_str() != Some(&prefix(&messages[..i])) {
                 if !drop_block {
                     return Err(format!(
                         "messages.{i}.content.{j}: The block is bound to a different conversation"
@@ -134,16 +108,6 @@ fn provider_accepts(messages: &[Value], drop_block: bool, active: bool) -> Resul
         }
     }
     Ok(())
-}
-
-fn parse(messages: &[Value]) -> Thread {
-    thread::parse(RawThread {
-        format: Some(WireFormat::Anthropic),
-        messages,
-        system: Some(&json!(SYSTEM)),
-        tools: Some(&tools()),
-    })
-    .expect("the generated thread is valid")
 }
 
 proptest! {

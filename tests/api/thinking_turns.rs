@@ -11,42 +11,13 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
+use crate::binding::{is_thinking, parse, prefix};
 use condense::cache::{Cache, CacheOptions};
 use condense::compress::{Compression, Compressor};
 use condense::policy::Profile;
 use condense::summarize::{Strategy as Summarizer, SummaryService};
-use condense::thread::{self, RawThread, WireFormat};
 use condense::tokens::{Encoders, ModelRegistry};
-
-const SYSTEM: &str = "You are a coding agent.";
-
-fn tools() -> Value {
-    json!([{"name": "bash", "description": "run", "input_schema": {"type": "object"}}])
-}
-
-fn strip(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| *k != "cache_control")
-                .map(|(k, v)| (k.clone(), strip(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
-        other => other.clone(),
-    }
-}
-
-fn prefix(messages: &[Value]) -> String {
-    let p = strip(&json!({"system": SYSTEM, "tools": tools(), "messages": messages}));
-    format!("{:x}", Sha256::digest(p.to_string().as_bytes()))
-}
-
-fn is_thinking(b: &Value) -> bool {
-    matches!(b["type"].as_str(), Some("thinking" | "redacted_thinking"))
-}
 
 /// The provider's check of a forwarded thread: the messages as the model
 /// reads them (invalid blocks dropped when the request opted in), or the
@@ -109,13 +80,7 @@ async fn session(profile: Profile, sizes: &[usize], task_every: usize) -> Result
     let mut history = vec![json!({"role": "user", "content": "start the task"})];
     let (mut compressed, mut last): (usize, Option<(String, Vec<Value>)>) = (0, None);
     for (k, size) in sizes.iter().enumerate() {
-        let t = thread::parse(RawThread {
-            format: Some(WireFormat::Anthropic),
-            messages: &history,
-            system: Some(&json!(SYSTEM)),
-            tools: Some(&tools()),
-        })
-        .map_err(|e| format!("turn {k}: {e:?}"))?;
+        let t = parse(&history);
         let out = c
             .run(Compression {
                 continuity: true,
