@@ -28,26 +28,30 @@ use std::process::Command;
 /// Examples generated per operation in the fuzzing phase (the coverage
 /// phase adds its own edge cases, some 3,000 in all): a few minutes on two cores.
 const EXAMPLES: &str = "50";
-const SEED: &str = "20260423";
+const SEED: &str = "20261124";
 
 /// The seed: [`SEED`], or `CONDENSE_TEST_SCHEMATHESIS_SEED` to explore others.
 fn seed() -> String {
     std::env::var("CONDENSE_TEST_SCHEMATHESIS_SEED").unwrap_or_else(|_| SEED.to_string())
 }
 
-/// A provider behind both proxy routes that answers every request 200.
+/// A provider behind every proxy route (the counting ones too) that
+/// answers every request 200.
 async fn provider() -> String {
     let answer = || async {
         axum::Json(serde_json::json!({
             "id": "stub", "type": "message", "role": "assistant",
             "content": [{"type": "text", "text": "ok"}],
-            "choices": [{"message": {"role": "assistant", "content": "ok"}}]
+            "choices": [{"message": {"role": "assistant", "content": "ok"}}],
+            "input_tokens": 1
         }))
     };
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(answer))
         .route("/v1/responses", axum::routing::post(answer))
-        .route("/v1/messages", axum::routing::post(answer));
+        .route("/v1/messages", axum::routing::post(answer))
+        .route("/v1/messages/count_tokens", axum::routing::post(answer))
+        .route("/v1/responses/input_tokens", axum::routing::post(answer));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await });

@@ -295,6 +295,18 @@ def main():
         assert not driver.find_element(By.ID, "results").is_displayed(), "stale results stay shown"
         assert severe(driver, allowed=["status of 422"]) == [], severe(driver)
 
+        # A mid-conversation system message inside the summarized span: drawn
+        # as an instruction, and kept verbatim right after the summary.
+        turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message number {i}"} for i in range(40)]
+        turns.insert(9, {"role": "system", "content": "From now on, run the tests before every commit."})
+        textarea.clear()
+        textarea.send_keys(json.dumps({"system": "You are an agent.", "messages": turns}))
+        assert settle(driver, lambda: driver.find_element(By.ID, "analyse").click()) == "done"
+        assert driver.find_elements(By.CSS_SELECTOR, "#chart li.instruction[data-index='9']"), "no instruction row"
+        assert "kept verbatim" in driver.find_element(By.ID, "x-instructions").text
+        shots.append(str(OUT / "instruction.png"))
+        driver.save_screenshot(shots[-1])
+
         # A file opened from disk: the same numbers as the same example.
         opened = FIXTURES / "small-01.anthropic.json"
         assert settle(driver, lambda: driver.find_element(By.ID, "file").send_keys(str(opened))) == "done"
