@@ -1230,3 +1230,34 @@ async fn pump(
     }
     let _ = to.shutdown().await;
 }
+
+// ------------------------------------------ where a summary came into use
+
+/// The first forwarded request that carried a summary is recorded once and
+/// comes back with the entry, by key and by prefix; a later request cannot
+/// move it, and an unknown key is no error.
+async fn in_use_is_recorded_once(cache: &Cache) {
+    cache.put(&entry("u", "hu", 3, "in use")).await.unwrap();
+    assert_eq!(cache.get("u").await.unwrap().unwrap().in_use_from, None);
+    cache.mark_in_use("u", 12).await.unwrap();
+    cache.mark_in_use("u", 20).await.unwrap();
+    cache.mark_in_use("nobody", 1).await.unwrap();
+    assert_eq!(cache.get("u").await.unwrap().unwrap().in_use_from, Some(12));
+    let found = cache.find_prefix(&["hu".into()]).await.unwrap().unwrap();
+    assert_eq!(found.in_use_from, Some(12));
+}
+
+#[tokio::test]
+async fn pg_in_use_is_recorded_once() {
+    let Some(db) = TestDb::create("pg_in_use_is_recorded_once").await else {
+        return;
+    };
+    in_use_is_recorded_once(&db.cache(opts())).await;
+}
+
+#[tokio::test]
+async fn sqlite_in_use_is_recorded_once() {
+    let dir = TempDir::new();
+    let cache = Cache::connect(&sqlite_url(&dir), opts()).await.unwrap();
+    in_use_is_recorded_once(&cache).await;
+}

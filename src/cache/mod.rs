@@ -52,8 +52,9 @@ pub struct CachedSummary {
     /// RFC 3339 text, stored verbatim so a hit returns identical bytes.
     pub created_at: String,
     /// Continuity mode: the caller's messages after the pinned prefix in
-    /// the request that first carried this summary (messages from there on
-    /// were produced after it; see `compress::binding`). None otherwise.
+    /// the first forwarded request that carried this summary (messages from
+    /// there on were produced after it; see `compress::binding`). Set by
+    /// [`Cache::mark_in_use`] once such a request is forwarded; None before.
     pub in_use_from: Option<i64>,
 }
 
@@ -132,6 +133,14 @@ pub trait CacheBackend: Send + Sync {
         &self,
         hashes: &[String],
     ) -> impl Future<Output = Result<Option<CachedSummary>, CacheError>> + Send;
+    /// Records that a forwarded request of `in_use_from` messages (after the
+    /// pinned prefix) carried the summary under `key`, unless an earlier one
+    /// did: the first request to carry it wins.
+    fn mark_in_use(
+        &self,
+        key: &str,
+        in_use_from: i64,
+    ) -> impl Future<Output = Result<(), CacheError>> + Send;
     /// Takes the claim on `key` for `lease`, or reports that someone else holds it.
     fn claim(
         &self,
@@ -278,6 +287,10 @@ impl Cache {
 
     pub async fn release(&self, key: &str) -> Result<(), CacheError> {
         dispatch!(self, Ok(()), c => c.release(key))
+    }
+
+    pub async fn mark_in_use(&self, key: &str, in_use_from: i64) -> Result<(), CacheError> {
+        dispatch!(self, Ok(()), c => c.mark_in_use(key, in_use_from))
     }
 
     pub async fn claim_active(&self, key: &str) -> Result<bool, CacheError> {

@@ -212,6 +212,15 @@ impl CacheBackend for SqliteCache {
         Ok(self.call(q.fetch_optional(&self.pool)).await?.is_some())
     }
 
+    async fn mark_in_use(&self, key: &str, in_use_from: i64) -> Result<(), CacheError> {
+        let q = sqlx::query(
+            "UPDATE summary_cache SET in_use_from = ?2 WHERE key = ?1 AND in_use_from IS NULL",
+        )
+        .bind(key)
+        .bind(in_use_from);
+        self.call(q.execute(&self.pool)).await.map(|_| ())
+    }
+
     async fn release(&self, key: &str) -> Result<(), CacheError> {
         let q = sqlx::query("DELETE FROM summary_claims WHERE key = ?1 AND holder = ?2")
             .bind(key)

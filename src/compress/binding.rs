@@ -84,6 +84,10 @@ pub struct Unbound {
     /// Blocks kept although their prefix changed (or may have): the request
     /// needs `drop_block`.
     pub drop_block: bool,
+    /// Turns kept with thinking of unknown validity (the final thinking of
+    /// an active loop aside): the forward is not one later turns can
+    /// trust as where a summary came into use.
+    pub unknown: usize,
 }
 
 impl Unbound {
@@ -126,6 +130,46 @@ pub(super) enum Prefix {
     Unknown,
 }
 
+/// What precedes the kept turns of a compressed thread, to judge each
+/// one's thinking by.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Provenance {
+    /// A summary written now stands before every kept turn.
+    pub new_summary: bool,
+    /// A summary message condense put in (not the caller's own).
+    pub inserted: bool,
+    /// The first message cut or cleared (request index).
+    pub changed: Option<usize>,
+    /// A reused summary's first message produced after a forwarded request
+    /// carried it (request index), when recorded.
+    pub in_use_from: Option<usize>,
+    /// The final thinking of that request, kept (with `drop_block`) then.
+    pub first_final: Option<usize>,
+}
+
+impl Provenance {
+    /// The prefix of the kept turn at `position` in the output, `index` in
+    /// the request.
+    pub fn prefix(&self, position: usize, index: usize) -> Prefix {
+        let reused_from = self.in_use_from.filter(|_| self.inserted);
+        match () {
+            _ if self.new_summary => Prefix::New,
+            // Produced before the reused summary came into use: stale,
+            // whatever else changed (the writing turn removed it too).
+            _ if reused_from.is_some_and(|from| index < from)
+                && self.first_final != Some(index) =>
+            {
+                Prefix::New
+            }
+            _ if self.changed.is_some_and(|c| c < index) => Prefix::Unknown,
+            _ if !self.inserted && position == index => Prefix::Same,
+            // Produced since: it saw this very prefix.
+            _ if reused_from.is_some() && self.first_final != Some(index) => Prefix::Same,
+            _ => Prefix::Unknown,
+        }
+    }
+}
+
 /// Removes the thinking of the draft's kept turns whose prefix is `New`
 /// (`prefix_of(output position, request index)`), keeping token counts in
 /// step, and says whether any kept block needs `drop_block`. `final_index`
@@ -133,12 +177,18 @@ pub(super) enum Prefix {
 /// when `required` (thinking is on, or may be).
 pub(super) fn unbind(
     draft: &mut Draft,
+    format: WireFormat,
     prefix_of: impl Fn(usize, usize) -> Prefix,
     final_index: Option<usize>,
     required: bool,
     c: &Counter<'_>,
 ) -> Unbound {
     let mut out = Unbound::default();
+    // Only Anthropic binds thinking to its prefix (a Responses reasoning
+    // item travels with its call, see `compress::split`).
+    if format != WireFormat::Anthropic {
+        return out;
+    }
     let strip = Clearing {
         thinking: true,
         ..Default::default()
@@ -159,9 +209,10 @@ pub(super) fn unbind(
         // Without thinking on, no block is required and none is produced:
         // a block of unknown validity can go as well.
         let unknown_kept = prefix == Prefix::Unknown && required;
-        let keep = unknown_kept || only_thinking || (required && final_index == Some(k.index));
-        if keep {
+        let required_final = required && final_index == Some(k.index);
+        if unknown_kept || only_thinking || required_final {
             out.drop_block = true;
+            out.unknown += usize::from(prefix == Prefix::Unknown && !required_final);
             continue;
         }
         if let Some(stripped) = clear(&k.message, WireFormat::Anthropic, &strip) {

@@ -25,6 +25,8 @@ pub(crate) struct Anchor {
     ends: Vec<usize>,
     /// The caller's messages after the pinned prefix.
     len: usize,
+    /// Which of those are instructions (no canonical form of their own).
+    instruction: Vec<bool>,
 }
 
 impl Anchor {
@@ -54,7 +56,17 @@ impl Anchor {
             hashes,
             ends,
             len: t.messages.len() - pinned,
+            instruction: t.messages[pinned..]
+                .iter()
+                .map(|m| m.is_instruction())
+                .collect(),
         }
+    }
+
+    /// The caller's messages after the pinned prefix: where a summary this
+    /// request carries comes into use.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
     /// What the cache is asked for: every prefix of the history.
@@ -63,16 +75,26 @@ impl Anchor {
     }
 
     /// The previous summary a found entry stands for, if it covers a prefix
-    /// of this history that ends at one of the caller's messages, and the
-    /// first message produced after it came into use (when recorded).
-    pub fn prior(&self, entry: CachedSummary) -> Option<(PriorSummary, Option<usize>)> {
-        let in_use_from = entry
-            .in_use_from
-            .and_then(|n| usize::try_from(n).ok())
-            .map(|n| self.pinned + n);
+    /// of this history that ends at one of the caller's messages, and where
+    /// it is in use.
+    pub fn prior(&self, entry: CachedSummary) -> Option<(PriorSummary, InUse)> {
+        let in_use = InUse {
+            key: entry.key.clone(),
+            from: entry
+                .in_use_from
+                .and_then(|n| usize::try_from(n).ok())
+                .map(|n| self.pinned + n),
+        };
         let at = self.hashes.iter().position(|h| *h == entry.prefix_hash)?;
-        let covered = self.ends[at];
+        let mut covered = self.ends[at];
         let boundary = self.ends.get(at + 1).is_none_or(|&next| next > covered);
+        // It was written over the instructions after that message too (see
+        // `index`): it covers them again, so its turns are cut as they were.
+        let written = usize::try_from(entry.messages_summarized).unwrap_or(0);
+        let gap = self.instruction.get(covered..written);
+        if gap.is_some_and(|g| g.iter().all(|&i| i)) {
+            covered = written;
+        }
         let prior = PriorSummary {
             last_message_idx: self.pinned + covered - 1,
             content: Some(entry.content),
@@ -80,24 +102,45 @@ impl Anchor {
             messages_summarized: Some(entry.messages_summarized.max(0) as u64),
             created_at: None,
         };
-        boundary.then_some((prior, in_use_from))
+        boundary.then_some((prior, in_use))
     }
 
-    /// Where a summary of the history up to message `cut` (exclusive) is indexed.
+    /// Where a summary of the history up to message `cut` (exclusive) is
+    /// indexed: under the last canonical message before it, when only
+    /// instructions (which summaries never read) stand between the two. A
+    /// later turn finds it as covering up to that message, and keeps the
+    /// instructions after it as they were: the same messages, in order.
     pub fn index(&self, cut: usize) -> Option<Index> {
         let covered = cut.checked_sub(self.pinned).filter(|&c| c > 0)?;
-        // The last canonical message of the caller's message `cut - 1`.
         let at = self
             .ends
             .partition_point(|&e| e <= covered)
             .checked_sub(1)?;
-        (self.ends[at] == covered).then(|| Index {
+        let between = self.instruction.get(self.ends[at]..covered)?;
+        between.iter().all(|&i| i).then(|| Index {
             hash: self.hashes[at].clone(),
             span_len: at + 1,
             messages_summarized: covered,
-            in_use_from: self.len,
         })
     }
+}
+
+/// A reused summary's place in the conversation: its cache key, and the
+/// first message produced after a forwarded request carried it (None until
+/// one did).
+#[derive(Debug, Clone)]
+pub(crate) struct InUse {
+    pub key: String,
+    pub from: Option<usize>,
+}
+
+/// What a forwarded request carries, to record with
+/// [`Compressor::mark_carried`](super::Compressor::mark_carried): the
+/// summary's cache key and the request's messages after the pinned prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carried {
+    pub key: String,
+    pub in_use_from: usize,
 }
 
 /// The most tokens a summary may take: `max_summary_tokens`, and never more

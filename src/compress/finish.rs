@@ -1,7 +1,8 @@
 //! Finishing a compression: assemble the thread around the written summary,
 //! fit it into the budget, validate it.
 
-use super::binding::{self, Prefix};
+use super::binding::{self, Provenance};
+use super::continuity::Carried;
 use super::fit::{Draft, Kept};
 use super::plan::{Decision, Plan};
 use super::rules::{self, Rules};
@@ -34,6 +35,7 @@ impl Outcome {
             usage: None,
             applied_edits: Vec::new(),
             thinking_drop_block: false,
+            carried: None,
             warnings,
         }
     }
@@ -120,9 +122,8 @@ impl Plan {
         // The final thinking of the request that first carried a reused
         // summary was kept with `drop_block` then: kept so again, so the
         // prefix stays byte-identical (the API drops it each time).
-        let first_final = self
-            .in_use_from
-            .and_then(|from| binding::final_thinking_in(&t, from));
+        let in_use_from = self.in_use.as_ref().and_then(|u| u.from);
+        let first_final = in_use_from.and_then(|from| binding::final_thinking_in(&t, from));
         let Thread {
             format,
             system,
@@ -193,35 +194,44 @@ impl Plan {
         )?;
         // Thinking after what changed (see `binding`): a summary written now
         // certainly invalidates it; anything else may.
-        let new_summary = object.is_some();
-        let changed = draft
-            .truncated
-            .first()
-            .copied()
-            .into_iter()
-            .chain(self.cleared_from)
-            .min();
-        let in_use_from = self.in_use_from;
+        let provenance = Provenance {
+            new_summary: object.is_some(),
+            inserted,
+            changed: draft
+                .truncated
+                .first()
+                .copied()
+                .into_iter()
+                .chain(self.cleared_from)
+                .min(),
+            in_use_from,
+            first_final,
+        };
         let unbound = binding::unbind(
             &mut draft,
-            |position, index| match () {
-                _ if new_summary => Prefix::New,
-                _ if changed.is_some_and(|c| c < index) => Prefix::Unknown,
-                _ if !inserted && position == index => Prefix::Same,
-                // A reused summary: turns produced since it came into use
-                // saw this very prefix; older ones did not.
-                _ if inserted => match in_use_from {
-                    Some(from) if index >= from => Prefix::Same,
-                    Some(_) if first_final == Some(index) => Prefix::Unknown,
-                    Some(_) => Prefix::New,
-                    None => Prefix::Unknown,
-                },
-                _ => Prefix::Unknown,
-            },
+            format,
+            |position, index| provenance.prefix(position, index),
             final_thinking,
             self.thinking_required,
             &c,
         );
+        // Continuity: the summary this output carries, recorded by the
+        // caller once forwarded; not while it keeps thinking of unknown
+        // validity (later turns keep it so too, and the prefix holds).
+        let trusted = unbound.unknown == 0;
+        let carried = self
+            .continuity_len
+            .filter(|_| inserted && trusted)
+            .and_then(|len| {
+                let key = match &object {
+                    Some(o) => o.content_hash.clone(),
+                    None => self.in_use.as_ref()?.key.clone(),
+                };
+                Some(Carried {
+                    key,
+                    in_use_from: len,
+                })
+            });
         // Read back after fitting: a tighter budget may have left some out.
         let iterations = object
             .as_ref()
@@ -261,6 +271,7 @@ impl Plan {
             usage,
             applied_edits: unbound.edit().into_iter().collect(),
             thinking_drop_block: unbound.drop_block,
+            carried,
             warnings,
         })
     }

@@ -31,6 +31,7 @@ use crate::tokens::{Counter, Encoding, Method};
 use crate::upstream::UpstreamError;
 
 pub use clear::AppliedEdit;
+pub use continuity::Carried;
 pub use iterations::IterationSummary;
 pub use service::Compressor;
 pub use summary::SummaryObject;
@@ -136,9 +137,11 @@ pub(crate) struct Setup {
     /// Continuity mode found a summary of a prefix: it is the request's
     /// `prior` and stays in place even when nothing is due.
     pub continued: bool,
-    /// ...and the first message produced after it came into use, when the
-    /// cache recorded it (see [`binding`]).
-    pub in_use_from: Option<usize>,
+    /// ...and where it is in use (see [`binding`]).
+    pub in_use: Option<continuity::InUse>,
+    /// What was forwarded before is known: not continuity mode, or a
+    /// continuity cache that answered. Only then may a summary wait.
+    pub history_known: bool,
 }
 
 /// Why a compression could not be done. Each variant is its own problem
@@ -189,6 +192,9 @@ pub struct Outcome {
     /// Kept thinking blocks whose prefix changed, or may have: the request
     /// must opt into Anthropic's `drop_block` (see [`binding`]).
     pub thinking_drop_block: bool,
+    /// Continuity mode: the summary the output carries, for the caller to
+    /// record once it has forwarded it ([`Compressor::mark_carried`]).
+    pub carried: Option<Carried>,
     pub warnings: Vec<String>,
 }
 

@@ -63,9 +63,11 @@ pub(super) struct Plan {
     pub cleared_from: Option<usize>,
     /// An active loop's final thinking must stay (see [`binding`]).
     pub thinking_required: bool,
-    /// Continuity: the first message produced after the reused summary
-    /// came into use, when the cache recorded it.
-    pub in_use_from: Option<usize>,
+    /// Continuity: where the reused summary is in use (see [`binding`]).
+    pub in_use: Option<super::continuity::InUse>,
+    /// Continuity: the caller's messages after the pinned prefix (where a
+    /// summary this request carries comes into use).
+    pub continuity_len: Option<usize>,
 }
 
 pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
@@ -92,16 +94,9 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     let clearing = p.clear.clone().or_else(|| {
         (strategy == Strategy::ClearToolResults).then(crate::policy::ClearSettings::default)
     });
-    // Clearing in an active loop would invalidate the thinking its final
-    // assistant message must start with: it waits while the thread fits.
-    let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
-    let clearing = clearing.filter(|_| {
-        let wait = binding::defer(&t, thinking_required, count.total <= budget, force);
-        if wait {
-            warnings.push(DEFERRED.into());
-        }
-        !wait
-    });
+    // Clearing is not deferred in a tool loop: once it has cleared a result
+    // it must go on clearing it, or the prefix the thinking saw changes
+    // back. Thinking after what it clears needs `drop_block` (`binding`).
     let (applied_edits, cleared_from) = match &clearing {
         Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
         None => (Vec::new(), None),
@@ -141,25 +136,31 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     assessed.compressible_tokens += summary_tokens as u64;
     let verdict = policy::decide(&p, assessed, setup.context_window);
     warnings.extend(verdict.held_back.clone());
-    let continued = setup.continued && previous.as_ref().is_some_and(|p| !p.in_thread);
+    // A summary that stands outside the thread (found in the cache, or the
+    // request's `summary` object) and stays in place when nothing new is due.
+    let outside = previous.as_ref().is_some_and(|p| !p.in_thread);
+    let continued = setup.continued && outside;
     // A new summary in an active loop waits while the thread fits (see
-    // `binding`): the previous summary, if any, stays as it was.
+    // `binding`), the previous summary staying as it was; only when what
+    // was forwarded before is known (a continuity cache that answered).
     let fits = verdict.trigger != Some(crate::policy::Trigger::ContextWindow);
-    let trigger = verdict.trigger.filter(|_| {
-        let wait = binding::defer(&t, thinking_required, fits, force);
-        if wait {
-            warnings.push(DEFERRED.into());
-        }
-        !wait
-    });
-    let Some(reason) = trigger
+    let wait = verdict.trigger.is_some()
+        && setup.history_known
+        && binding::defer(&t, thinking_required, fits, force);
+    if wait {
+        warnings.push(DEFERRED.into());
+    }
+    let Some(reason) = verdict
+        .trigger
+        .filter(|_| !wait)
         .map(Reason::from)
         .or(force.then_some(Reason::Forced))
-        .or(continued.then_some(Reason::Continued))
+        .or((continued || (wait && outside)).then_some(Reason::Continued))
     else {
         return done(t, &count, warnings, applied_edits);
     };
 
+    let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
     let n = t.messages.len();
     let units = split::units(&t.messages, start);
     let mut cut = match keep_recent_iterations {
@@ -285,12 +286,13 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         applied_edits,
         cleared_from,
         thinking_required,
-        in_use_from: setup.in_use_from.filter(|_| reason == Reason::Continued),
+        in_use: setup.in_use.filter(|_| reason == Reason::Continued),
+        continuity_len: setup.anchor.as_ref().map(|a| a.len()),
     })))
 }
 
-/// Why a due summary (or clearing) was not done this turn.
-const DEFERRED: &str = "a summary or clearing is due, but the agent is inside a tool loop whose final assistant message must start with its thinking block, which a change before it would invalidate (Anthropic binds thinking to its prefix); deferred while the thread fits its window";
+/// Why a due summary was not written this turn.
+const DEFERRED: &str = "a summary is due, but the agent is inside a tool loop whose final assistant message must start with its thinking block, which a new summary before it would invalidate (Anthropic binds thinking to its prefix); deferred while the thread fits its window";
 
 /// The span a summarizer must write and who writes it, if anyone:
 /// truncation writes none, and a continued summary stays as it is

@@ -101,16 +101,19 @@ impl Compressor {
         })
         .await;
         (req, setup) = (req_back, setup_back);
+        // Without a cache, what earlier turns forwarded is unknown.
+        setup.history_known = self.summarizer.caches();
         match self.summarizer.find_prefix(anchor.hashes()).await {
             Ok(Some(entry)) => {
-                if let Some((prior, in_use_from)) = anchor.prior(entry) {
+                if let Some((prior, in_use)) = anchor.prior(entry) {
                     req.prior = Some(prior);
                     setup.continued = true;
-                    setup.in_use_from = in_use_from;
+                    setup.in_use = Some(in_use);
                 }
             }
             Ok(None) => {}
             Err(e) => {
+                setup.history_known = false;
                 tracing::warn!(error = %e, "summary cache unavailable for continuity");
                 setup.warnings.push(
                     "the summary cache is unavailable; earlier summaries were not reused".into(),
@@ -119,6 +122,19 @@ impl Compressor {
         }
         setup.anchor = Some(anchor);
         (req, setup)
+    }
+
+    /// Records that a forwarded request carried `carried` (continuity mode):
+    /// later turns then know which of their thinking blocks saw it (see
+    /// [`binding`](super::binding)). A cache that fails costs only that.
+    pub async fn mark_carried(&self, carried: &super::Carried) {
+        let marked = self
+            .summarizer
+            .mark_in_use(&carried.key, carried.in_use_from)
+            .await;
+        if let Err(e) = marked {
+            tracing::warn!(error = %e, "could not record where a summary came into use");
+        }
     }
 
     /// The same on the calling thread, uncached, for strategies that need no
@@ -166,7 +182,8 @@ impl Compressor {
             warnings,
             anchor: None,
             continued: false,
-            in_use_from: None,
+            in_use: None,
+            history_known: true,
         })
     }
 }

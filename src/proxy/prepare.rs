@@ -4,7 +4,7 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{DROP_BLOCK_BETA, opt_into_drop_block, removed_thinking, thinking_on};
+use super::thinking::{Binding, DROP_BLOCK_BETA, removed_thinking, thinking_on};
 use super::{Provider, Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Reason};
 use crate::summarize::cpu;
@@ -118,7 +118,7 @@ impl Proxy {
                 return Ok(Prepared::unchanged(body, Unchanged::Timeout, note));
             }
         };
-        let report = Report {
+        let mut report = Report {
             compressed: out.compressed && !shadow,
             would_compress: out.compressed,
             shadow,
@@ -133,7 +133,7 @@ impl Proxy {
             unchanged: None,
             note: None,
             thinking_removed: removed_thinking(&out.applied_edits),
-            drop_block: out.thinking_drop_block,
+            drop_block: false,
         };
         if !report.compressed {
             return Ok(Prepared {
@@ -142,23 +142,31 @@ impl Proxy {
                 report,
             });
         }
-        let drop_block = out.thinking_drop_block;
+        let binding = Binding::of(provider, &json, out.thinking_drop_block);
+        let carried = out.carried;
         let written = cpu(move || {
             let mut json = json;
-            json[provider.fields().0] =
-                Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
-            if drop_block {
-                opt_into_drop_block(&mut json);
-            }
-            serde_json::to_vec(&json)
+            let field = provider.fields().0;
+            json[field] = Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
+            let removed = binding.apply(&mut json, field);
+            serde_json::to_vec(&json).map(|bytes| (bytes, removed))
         })
         .await;
         Ok(match written {
-            Ok(bytes) => Prepared {
-                body: bytes.into(),
-                beta: drop_block.then_some(DROP_BLOCK_BETA),
-                report,
-            },
+            Ok((bytes, removed)) => {
+                // Forwarded from here on: later turns may trust the thinking
+                // produced after this request (see `compress::binding`).
+                if let Some(c) = &carried {
+                    self.compressor.mark_carried(c).await;
+                }
+                report.thinking_removed += removed;
+                report.drop_block = binding == Binding::OptIn;
+                Prepared {
+                    body: bytes.into(),
+                    beta: report.drop_block.then_some(DROP_BLOCK_BETA),
+                    report,
+                }
+            }
             Err(_) => {
                 let note = "the compressed body could not be written";
                 Prepared::unchanged(body, Unchanged::Internal, note)

@@ -44,11 +44,8 @@ pub fn canonical_with_ends(span: &[Message]) -> (Vec<Message>, Vec<usize>) {
     let mut ends = Vec::with_capacity(span.len());
     for (i, m) in span.iter().enumerate() {
         // Instructions are kept verbatim beside a summary, never read into
-        // one: a prefix that ends on one ends where the message before it does.
+        // one: they have no canonical form (and no end of their own).
         if m.is_instruction() {
-            if let Some(end) = ends.last_mut() {
-                *end = i + 1;
-            }
             continue;
         }
         let mut own: Vec<Part> = Vec::new();

@@ -78,9 +78,6 @@ pub struct Index {
     pub span_len: usize,
     /// The caller's messages the summary stands for.
     pub messages_summarized: usize,
-    /// The caller's messages (after the pinned prefix) of the request that
-    /// writes it: the first to carry it.
-    pub in_use_from: usize,
 }
 
 /// Everything besides the span that a caller chooses.

@@ -242,6 +242,18 @@ impl SummaryService {
 
     /// The latest summary of the longest of `hashes` the cache holds (see
     /// [`Cache::find_prefix`]), the lookup counted.
+    /// Whether summaries are stored at all (the cache is not `off`).
+    pub fn caches(&self) -> bool {
+        !matches!(self.cache, Cache::Off)
+    }
+
+    /// Records that a forwarded request carried the summary under `key`
+    /// (see [`CachedSummary::in_use_from`]).
+    pub async fn mark_in_use(&self, key: &str, in_use_from: usize) -> Result<(), CacheError> {
+        let n = i64::try_from(in_use_from).unwrap_or(i64::MAX);
+        self.cache.mark_in_use(key, n).await
+    }
+
     pub async fn find_prefix(
         &self,
         hashes: &[String],
@@ -343,6 +355,7 @@ fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
         strategy: w.strategy.as_str().to_string(),
         model: w.model.clone(),
         created_at: w.created_at.clone(),
-        in_use_from: req.index.as_ref().map(|i| i.in_use_from as i64),
+        // Set once a forwarded request carries it (`mark_in_use`).
+        in_use_from: None,
     }
 }

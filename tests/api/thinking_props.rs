@@ -139,9 +139,11 @@ proptest! {
             force,
             ..Compression::new(parse(&input), profile)
         };
-        let Ok(out) = COMPRESSOR.run_offline(req) else {
-            // Refusing (cannot fit) is allowed: the caller keeps its thread.
-            return Ok(());
+        let out = match COMPRESSOR.run_offline(req) {
+            Ok(out) => out,
+            // Refusing a thread that cannot fit is allowed: the caller keeps it.
+            Err(condense::compress::Error::DoesNotFit(_)) => return Ok(()),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
         };
         let messages: Vec<Value> = out.thread.messages.iter().map(|m| m.raw.clone()).collect();
         thread::validate(&parse(&messages)).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
