@@ -15,22 +15,25 @@
 //!
 //! 1. **Defer** (in [`defer`]): in an active tool loop, the final assistant
 //!    message must start with its thinking block when thinking is on, and
-//!    a new summary (or new clearing) before it would invalidate that block.
-//!    While the thread still fits its window, no new summary is written and
-//!    nothing new is cleared: the previous summary (or none) stays, byte for
-//!    byte, and the summary is written once the loop ends.
-//! 2. **Remove** (in [`unbind`]): when a new summary is written, every kept
-//!    turn was produced before it, so its thinking is certainly bound to a
-//!    prefix that is gone: condense removes those blocks (reported as an
-//!    applied edit).
+//!    a new summary before it would invalidate that block. While the thread
+//!    still fits its window and what was forwarded before is known, no new
+//!    summary is written: the previous one (or none) stays, byte for byte,
+//!    and the summary is written once the loop ends. Clearing is never
+//!    deferred: a result it cleared must stay cleared.
+//! 2. **Remove** (in [`unbind`], by [`Provenance`]): when a new summary is
+//!    written, every kept turn was produced before it, so its thinking is
+//!    bound to a prefix that is gone; the same holds, on later turns, for
+//!    the turns produced before a forwarded request first carried the
+//!    summary (recorded in the cache, `in_use_from`). Condense removes those
+//!    blocks (reported as an applied edit).
 //! 3. **drop_block** only where nothing else is valid: a block condense may
 //!    not remove (the final assistant message of an active loop, a message
-//!    that is only thinking) or whose validity it cannot know (turns after
-//!    a summary reused from the cache: those produced since the summary came
-//!    into use are valid and must stay, older ones are not) is kept, and
-//!    the request must carry `drop_block` (the proxy adds it and its beta;
-//!    `/v1/compress` says so in `thinking_drop_block`). The API then drops
-//!    exactly the invalid blocks, which is what removing them would do.
+//!    that is only thinking) or whose validity it cannot know (after a cut
+//!    or cleared text, after a summary whose first use is not recorded) is
+//!    kept, and the request must carry `drop_block` (the proxy adds it and
+//!    its beta; `/v1/compress` says so in `thinking_drop_block`). The API
+//!    then drops exactly the invalid blocks, which is what removing them
+//!    would do.
 
 use super::fit::Draft;
 use super::{AppliedEdit, Outcome};

@@ -3,14 +3,13 @@
 
 use super::binding::{self, Provenance};
 use super::continuity::Carried;
-use super::fit::{Draft, Kept};
+use super::fit::{Draft, Kept, Shrinkable, fit};
 use super::plan::{Decision, Plan};
 use super::rules::{self, Rules};
-use super::{Error, Outcome, clear, iterations, split, summary};
-use crate::policy::SummaryRole;
+use super::summary::{self, summary_message};
+use super::{Error, Outcome, clear, iterations};
 use crate::summarize::Written;
-use crate::thread::{Cut, Message, Role, Thread, WireFormat, summary_text, text_message, validate};
-use crate::tokens::Counter;
+use crate::thread::{Message, Thread, validate};
 
 impl Outcome {
     /// The answer when nothing is due: the caller's thread, value for value.
@@ -275,82 +274,4 @@ impl Plan {
             warnings,
         })
     }
-}
-
-pub(crate) fn summary_message(
-    format: WireFormat,
-    role: SummaryRole,
-    covered: usize,
-    content: &str,
-) -> Message {
-    // Anthropic takes system text only at the top level, and its first message must be a user turn.
-    let role = match (format, role) {
-        (WireFormat::OpenAi | WireFormat::Responses, SummaryRole::System) => Role::System,
-        _ => Role::User,
-    };
-    text_message(format, role, summary_text(covered, content))
-}
-
-/// The summary `fit` may shrink: its object, the role its message takes,
-/// and whether it is a per-iteration injection (shrunk by its own rules, so
-/// it stays a list).
-struct Shrinkable<'a> {
-    object: &'a mut Option<summary::SummaryObject>,
-    role: SummaryRole,
-    grouped: bool,
-}
-
-/// Fits the draft into the budget: cut tool results, then any text, then
-/// shrink the summary, then drop the oldest tail units (`tail_units` are
-/// their lengths, oldest first).
-fn fit(
-    draft: &mut Draft,
-    format: WireFormat,
-    c: &Counter<'_>,
-    budget: usize,
-    tail_units: &[usize],
-    summary: Shrinkable<'_>,
-) -> Result<(), Error> {
-    let Shrinkable {
-        object: summary,
-        role,
-        grouped,
-    } = summary;
-    if draft.total() <= budget
-        || draft.cut_texts(c, format, Cut::ToolResults, budget)
-        || draft.cut_texts(c, format, Cut::AnyText, budget)
-    {
-        return Ok(());
-    }
-    if let Some(obj) = summary.as_mut() {
-        let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
-        match grouped {
-            true => iterations::shrink(obj, room, c),
-            false => obj.shrink(room, c),
-        }
-        draft.set_summary(
-            summary_message(format, role, obj.messages_summarized, &obj.content),
-            c,
-        );
-    }
-    // Without a summary message the kept conversation must still open with
-    // a user turn, so keep dropping until it does.
-    let opens = |d: &Draft| {
-        d.summary.is_some()
-            || d.tail
-                .first()
-                .is_some_and(|k| split::opens_user_turn(&k.message))
-    };
-    for &len in tail_units {
-        if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(len) {
-            break;
-        }
-    }
-    if opens(draft) && draft.total() <= budget {
-        return Ok(());
-    }
-    Err(Error::DoesNotFit(format!(
-        "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
-        draft.total()
-    )))
 }

@@ -10,6 +10,9 @@
 
 use std::collections::BTreeSet;
 
+use super::summary::{self, summary_message};
+use super::{Error, iterations, split};
+use crate::policy::SummaryRole;
 use crate::thread::{Cut, Message, WireFormat, truncate};
 use crate::tokens::Counter;
 
@@ -144,4 +147,68 @@ impl Draft {
             .collect();
         (messages, self.truncated, self.dropped)
     }
+}
+
+/// The summary `fit` may shrink: its object, the role its message takes,
+/// and whether it is a per-iteration injection (shrunk by its own rules, so
+/// it stays a list).
+pub(super) struct Shrinkable<'a> {
+    pub object: &'a mut Option<summary::SummaryObject>,
+    pub role: SummaryRole,
+    pub grouped: bool,
+}
+
+/// Fits the draft into the budget: cut tool results, then any text, then
+/// shrink the summary, then drop the oldest tail units (`tail_units` are
+/// their lengths, oldest first).
+pub(super) fn fit(
+    draft: &mut Draft,
+    format: WireFormat,
+    c: &Counter<'_>,
+    budget: usize,
+    tail_units: &[usize],
+    summary: Shrinkable<'_>,
+) -> Result<(), Error> {
+    let Shrinkable {
+        object: summary,
+        role,
+        grouped,
+    } = summary;
+    if draft.total() <= budget
+        || draft.cut_texts(c, format, Cut::ToolResults, budget)
+        || draft.cut_texts(c, format, Cut::AnyText, budget)
+    {
+        return Ok(());
+    }
+    if let Some(obj) = summary.as_mut() {
+        let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
+        match grouped {
+            true => iterations::shrink(obj, room, c),
+            false => obj.shrink(room, c),
+        }
+        draft.set_summary(
+            summary_message(format, role, obj.messages_summarized, &obj.content),
+            c,
+        );
+    }
+    // Without a summary message the kept conversation must still open with
+    // a user turn, so keep dropping until it does.
+    let opens = |d: &Draft| {
+        d.summary.is_some()
+            || d.tail
+                .first()
+                .is_some_and(|k| split::opens_user_turn(&k.message))
+    };
+    for &len in tail_units {
+        if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(len) {
+            break;
+        }
+    }
+    if opens(draft) && draft.total() <= budget {
+        return Ok(());
+    }
+    Err(Error::DoesNotFit(format!(
+        "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
+        draft.total()
+    )))
 }

@@ -17,10 +17,12 @@ mod fit;
 mod iterations;
 mod placeholder;
 mod plan;
+mod previous;
 mod rules;
 mod service;
 mod split;
 mod summary;
+mod writer;
 
 use serde::Serialize;
 

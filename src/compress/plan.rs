@@ -9,12 +9,14 @@
 use std::ops::Range;
 
 use super::continuity::summary_limit;
+use super::previous::previous_summary;
+use super::writer::{Upstream, decide};
 use super::{
     Compression, Error, Outcome, Previous, Reason, Setup, binding, clear, iterations, rules, split,
 };
 use crate::policy::{self, OnUpstreamError, Profile};
-use crate::summarize::{Strategy, SummaryRequest, SummarySettings, UpstreamModel, Writer};
-use crate::thread::{FieldError, Message, Thread};
+use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Writer};
+use crate::thread::{Message, Thread};
 use crate::tokens::{Counter, ThreadCount};
 
 /// A plan, or the answer when there is nothing to do.
@@ -313,112 +315,4 @@ fn job<'t>(
         Decision::Write(w) => Some((span, w.clone())),
         Decision::Truncate => None,
     }
-}
-
-/// The upstream model (None without an upstream), and whether this caller
-/// may use it.
-struct Upstream {
-    model: Option<UpstreamModel>,
-    allowed: bool,
-}
-
-/// `auto` is `llm` when an upstream is configured, the caller may use it,
-/// the span has at least `llm_min_tokens` and the whole thread at least
-/// `llm_min_total_tokens`, else `heuristic` (with a warning when only the
-/// missing upstream or permission stood in the way); `llm` and `hybrid`
-/// need an upstream and the permission.
-fn decide(
-    s: Strategy,
-    upstream: Upstream,
-    (span_tokens, total_tokens): (u64, u64),
-    p: &Profile,
-    warnings: &mut Vec<String>,
-) -> Result<Decision, Error> {
-    let worth_an_llm = span_tokens >= p.llm_min_tokens && total_tokens >= p.llm_min_total_tokens;
-    let Upstream { model, allowed } = upstream;
-    let would = || {
-        format!(
-            "strategy `auto` would have the upstream LLM write this summary (span {span_tokens} tokens, thread {total_tokens})"
-        )
-    };
-    Ok(match (s, model) {
-        (Strategy::Truncate, _) => Decision::Truncate,
-        (Strategy::ClearToolResults, _) => {
-            unreachable!("`clear_tool_results` is answered before a writer is decided")
-        }
-        (Strategy::Heuristic, _) => Decision::Write(Writer::Heuristic),
-        (Strategy::Auto, Some(_)) if worth_an_llm && !allowed => {
-            warnings.push(format!(
-                "{}, but this API key may not use it (it is not marked `llm`): the heuristic wrote it",
-                would()
-            ));
-            Decision::Write(Writer::Heuristic)
-        }
-        (Strategy::Auto, Some(m)) if worth_an_llm => Decision::Write(Writer::Llm(m)),
-        (Strategy::Auto, None) if worth_an_llm => {
-            warnings.push(format!(
-                "{}, but none is configured (CONDENSE_UPSTREAM_URL): the heuristic wrote it",
-                would()
-            ));
-            Decision::Write(Writer::Heuristic)
-        }
-        (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
-        (Strategy::Llm | Strategy::Hybrid, Some(_)) if !allowed => {
-            return Err(Error::Forbidden(format!(
-                "strategy `{}` has the upstream LLM write the summary, and this API key may not use it (the operator marks such keys `llm`); use `heuristic`, `truncate` or `auto`",
-                s.as_str()
-            )));
-        }
-        (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),
-        (Strategy::Hybrid, Some(m)) => Decision::Write(Writer::Hybrid(m)),
-        (Strategy::Llm | Strategy::Hybrid, None) => {
-            return Err(Error::StrategyUnavailable(format!(
-                "strategy `{}` needs an upstream LLM and none is configured (set CONDENSE_UPSTREAM_URL); use `heuristic`, `truncate` or `auto`",
-                s.as_str()
-            )));
-        }
-    })
-}
-
-/// The summary a compression extends: a summary message at the head of the
-/// conversation wins over a `summary` object (whose indices would refer to
-/// an older request).
-fn previous_summary(
-    t: &Thread,
-    prior: Option<policy::PriorSummary>,
-    pinned: usize,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Previous>, Error> {
-    if let Some(marker) = t.messages.get(pinned).and_then(Message::summary_marker) {
-        if prior.is_some() {
-            warnings.push(
-                "the thread holds a summary message; the `summary` object was ignored".into(),
-            );
-        }
-        return Ok(Some(Previous {
-            last: pinned,
-            content: marker.content,
-            messages_summarized: marker.messages_summarized,
-            in_thread: true,
-        }));
-    }
-    let Some(prior) = prior else {
-        return Ok(None);
-    };
-    let content = prior.content.ok_or_else(|| {
-        Error::Invalid(vec![FieldError::new(
-            "/summary/content",
-            "is required to extend a previous summary",
-        )])
-    })?;
-    let last = prior.last_message_idx.max(pinned.saturating_sub(1));
-    let covered = prior
-        .messages_summarized
-        .map_or((last + 1).saturating_sub(pinned), |n| n as usize);
-    Ok(Some(Previous {
-        last,
-        content,
-        messages_summarized: covered,
-        in_thread: false,
-    }))
 }

@@ -2,7 +2,9 @@
 
 use serde::Serialize;
 
+use crate::policy::SummaryRole;
 use crate::summarize::{Strategy, Written};
+use crate::thread::{Message, Role, WireFormat, summary_text, text_message};
 use crate::tokens::Counter;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,4 +56,20 @@ impl SummaryObject {
         self.content = crate::summarize::shrink(&self.content, self.strategy, max_tokens, c);
         self.token_count = c.text(&self.content).tokens;
     }
+}
+
+/// The summary as a message of the thread: `[Context Summary - N previous
+/// messages]` and the content.
+pub(crate) fn summary_message(
+    format: WireFormat,
+    role: SummaryRole,
+    covered: usize,
+    content: &str,
+) -> Message {
+    // Anthropic takes system text only at the top level, and its first message must be a user turn.
+    let role = match (format, role) {
+        (WireFormat::OpenAi | WireFormat::Responses, SummaryRole::System) => Role::System,
+        _ => Role::User,
+    };
+    text_message(format, role, summary_text(covered, content))
 }

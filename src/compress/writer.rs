@@ -1,0 +1,72 @@
+//! Who writes the summary: the strategy, the upstream model and the
+//! caller's permission decided once, as a [`Decision`].
+
+use super::Error;
+use super::plan::Decision;
+use crate::policy::Profile;
+use crate::summarize::{Strategy, UpstreamModel, Writer};
+
+/// The upstream model (None without an upstream), and whether this caller
+/// may use it.
+pub(super) struct Upstream {
+    pub model: Option<UpstreamModel>,
+    pub allowed: bool,
+}
+
+/// `auto` is `llm` when an upstream is configured, the caller may use it,
+/// the span has at least `llm_min_tokens` and the whole thread at least
+/// `llm_min_total_tokens`, else `heuristic` (with a warning when only the
+/// missing upstream or permission stood in the way); `llm` and `hybrid`
+/// need an upstream and the permission.
+pub(super) fn decide(
+    s: Strategy,
+    upstream: Upstream,
+    (span_tokens, total_tokens): (u64, u64),
+    p: &Profile,
+    warnings: &mut Vec<String>,
+) -> Result<Decision, Error> {
+    let worth_an_llm = span_tokens >= p.llm_min_tokens && total_tokens >= p.llm_min_total_tokens;
+    let Upstream { model, allowed } = upstream;
+    let would = || {
+        format!(
+            "strategy `auto` would have the upstream LLM write this summary (span {span_tokens} tokens, thread {total_tokens})"
+        )
+    };
+    Ok(match (s, model) {
+        (Strategy::Truncate, _) => Decision::Truncate,
+        (Strategy::ClearToolResults, _) => {
+            unreachable!("`clear_tool_results` is answered before a writer is decided")
+        }
+        (Strategy::Heuristic, _) => Decision::Write(Writer::Heuristic),
+        (Strategy::Auto, Some(_)) if worth_an_llm && !allowed => {
+            warnings.push(format!(
+                "{}, but this API key may not use it (it is not marked `llm`): the heuristic wrote it",
+                would()
+            ));
+            Decision::Write(Writer::Heuristic)
+        }
+        (Strategy::Auto, Some(m)) if worth_an_llm => Decision::Write(Writer::Llm(m)),
+        (Strategy::Auto, None) if worth_an_llm => {
+            warnings.push(format!(
+                "{}, but none is configured (CONDENSE_UPSTREAM_URL): the heuristic wrote it",
+                would()
+            ));
+            Decision::Write(Writer::Heuristic)
+        }
+        (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
+        (Strategy::Llm | Strategy::Hybrid, Some(_)) if !allowed => {
+            return Err(Error::Forbidden(format!(
+                "strategy `{}` has the upstream LLM write the summary, and this API key may not use it (the operator marks such keys `llm`); use `heuristic`, `truncate` or `auto`",
+                s.as_str()
+            )));
+        }
+        (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),
+        (Strategy::Hybrid, Some(m)) => Decision::Write(Writer::Hybrid(m)),
+        (Strategy::Llm | Strategy::Hybrid, None) => {
+            return Err(Error::StrategyUnavailable(format!(
+                "strategy `{}` needs an upstream LLM and none is configured (set CONDENSE_UPSTREAM_URL); use `heuristic`, `truncate` or `auto`",
+                s.as_str()
+            )));
+        }
+    })
+}
