@@ -51,7 +51,7 @@ pub(super) fn final_thinking(t: &Thread) -> Option<usize> {
 
 /// [`final_thinking`] of the request that held `messages[..end]`.
 pub(super) fn final_thinking_in(t: &Thread, end: usize) -> Option<usize> {
-    if t.format != WireFormat::Anthropic {
+    if !t.format.binds_thinking() {
         return None;
     }
     let messages = t.messages.get(..end)?;
@@ -114,7 +114,7 @@ pub(super) fn mark_in_place(outcome: &mut Outcome, cleared_from: Option<usize>) 
         .into_iter()
         .chain(cleared_from)
         .min()
-        .filter(|_| t.format == WireFormat::Anthropic)
+        .filter(|_| t.format.binds_thinking())
     else {
         return;
     };
@@ -189,7 +189,7 @@ pub(super) fn unbind(
     let mut out = Unbound::default();
     // Only Anthropic binds thinking to its prefix (a Responses reasoning
     // item travels with its call, see `compress::split`).
-    if format != WireFormat::Anthropic {
+    if !format.binds_thinking() {
         return out;
     }
     let strip = Clearing {
@@ -218,7 +218,7 @@ pub(super) fn unbind(
             out.unknown += usize::from(prefix == Prefix::Unknown && !required_final);
             continue;
         }
-        if let Some(stripped) = clear(&k.message, WireFormat::Anthropic, &strip) {
+        if let Some(stripped) = clear(&k.message, format, &strip) {
             let tokens = c.message(&stripped).tokens;
             changes.push((k.tokens, tokens));
             out.saved += k.tokens.saturating_sub(tokens);
@@ -231,4 +231,58 @@ pub(super) fn unbind(
         draft.adjust_tail(was, is);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Prefix, Provenance};
+
+    #[test]
+    fn a_summary_written_now_makes_every_kept_turn_stale() {
+        let p = Provenance {
+            new_summary: true,
+            inserted: true,
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(3, 40), Prefix::New);
+    }
+
+    #[test]
+    fn a_reused_summary_trusts_turns_since_its_first_use() {
+        let p = Provenance {
+            inserted: true,
+            in_use_from: Some(20),
+            first_final: Some(18),
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(5, 25), Prefix::Same);
+        assert_eq!(p.prefix(4, 19), Prefix::New);
+        // The final thinking of the first request was kept with drop_block then.
+        assert_eq!(p.prefix(3, 18), Prefix::Unknown);
+        // Stale stays stale after a cut; a cut makes the newer ones unknown.
+        let cut = Provenance {
+            changed: Some(21),
+            ..p
+        };
+        assert_eq!(cut.prefix(4, 19), Prefix::New);
+        assert_eq!(cut.prefix(6, 25), Prefix::Unknown);
+        // Not recorded: nothing after the summary can be trusted.
+        let unknown = Provenance {
+            in_use_from: None,
+            ..p
+        };
+        assert_eq!(unknown.prefix(5, 25), Prefix::Unknown);
+    }
+
+    #[test]
+    fn the_callers_own_thread_keeps_its_prefix_until_a_change() {
+        let p = Provenance {
+            changed: Some(7),
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(5, 5), Prefix::Same);
+        assert_eq!(p.prefix(9, 9), Prefix::Unknown);
+        // A message left out before it: its prefix is not the one it saw.
+        assert_eq!(Provenance::default().prefix(4, 6), Prefix::Unknown);
+    }
 }

@@ -42,6 +42,13 @@ pub enum WireFormat {
 }
 
 impl WireFormat {
+    /// The provider binds a thinking block's signature to everything before
+    /// it (Anthropic's preserved thinking; see `compress::binding`). An
+    /// OpenAI reasoning item is not: it only travels with its call.
+    pub fn binds_thinking(self) -> bool {
+        self == WireFormat::Anthropic
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",
