@@ -235,3 +235,90 @@ fn the_claude_counter_is_not_the_gpt_counter() {
     assert_eq!(g.encoding, Encoding::O200kBase);
     assert!(c.calibration != 1.0 || c.encoding != g.encoding, "{c:?}");
 }
+
+/// A tagged, length-prefixed field, as `src/summarize/encode.rs` frames one.
+fn framed(tag: &str, value: &str) -> Vec<u8> {
+    let mut out = tag.as_bytes().to_vec();
+    out.extend((value.len() as u64).to_le_bytes());
+    out.extend(value.as_bytes());
+    out
+}
+
+fn settings() -> condense::summarize::KeySettings<'static> {
+    condense::summarize::KeySettings {
+        writer: "heuristic",
+        model: None,
+        prior: None,
+        limit: 2000,
+        counting: "o200k_base/bpe/1".into(),
+        instructions: None,
+        extra: String::new(),
+    }
+}
+
+/// The key is the documented encoding (named, tagged, length-prefixed
+/// fields; no `Debug` text), derived here independently of the code.
+#[test]
+fn the_key_is_the_documented_encoding() {
+    use sha2::{Digest, Sha256};
+    let messages = vec![json!({"role": "user", "content": "fix src/lib.rs"})];
+    let t = thread::parse(RawThread {
+        messages: &messages,
+        ..Default::default()
+    })
+    .unwrap();
+    let span = condense::summarize::canonical(&t.messages);
+    let (key, prefixes) = condense::summarize::hashes(&span, &settings());
+    let mut bytes = Vec::new();
+    for (tag, value) in [
+        ("v", condense::summarize::KEY_VERSION),
+        ("prompt", &condense::summarize::PROMPT_VERSION.to_string()),
+        ("writer", "heuristic"),
+        ("model", ""),
+        ("limit", "2000"),
+        ("counting", "o200k_base/bpe/1"),
+        ("instructions", ""),
+        ("extra", ""),
+        ("prior", ""),
+        ("message", "user"),
+        ("name", ""),
+        ("iteration", ""),
+        ("parts", "1"),
+        ("text", "fix src/lib.rs"),
+    ] {
+        bytes.extend(framed(tag, value));
+    }
+    let expected: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(key, expected);
+    assert_eq!(prefixes, [expected]);
+}
+
+/// Known keys, pinned: a key may change only with `KEY_VERSION` (a new
+/// field of the thread model or another toolchain must not re-key the
+/// cache, or replicas of two builds disagree). After a deliberate change
+/// of what a summary reads, bump `KEY_VERSION` and pin the new value.
+#[test]
+fn known_keys_are_pinned() {
+    let messages = vec![
+        json!({"role": "user", "content": "fix src/lib.rs"}),
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_x", "type": "function", "function": {"name": "run", "arguments": "{\"cmd\": \"cargo test\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_x", "content": "error[E0308]: mismatched types"}),
+        json!({"role": "assistant", "content": "Fixed."}),
+    ];
+    let t = thread::parse(RawThread {
+        messages: &messages,
+        ..Default::default()
+    })
+    .unwrap();
+    let span = condense::summarize::canonical(&t.messages);
+    let (key, _) = condense::summarize::hashes(&span, &settings());
+    assert_eq!(condense::summarize::KEY_VERSION, "condense-summary-v5");
+    assert_eq!(
+        key,
+        "f1b43b3b5ae7d59bbb4869361fbbaf5ce5e6ffa590793ac668b4df58ce8ac324"
+    );
+}

@@ -48,7 +48,13 @@ impl Anchor {
                 instructions: req.instructions.as_deref(),
                 // A summary written under one profile stands in only under
                 // the same one: another's thresholds may not have made it due.
-                extra: format!("{}|{:?}", req.strategy.as_str(), req.profile),
+                // By name (JSON of its fields), not `Debug`: stable across
+                // builds; a setting added unset changes no key.
+                extra: format!(
+                    "{}|{}",
+                    req.strategy.as_str(),
+                    serde_json::to_string(&req.profile).unwrap_or_default()
+                ),
             },
         );
         Self {

@@ -22,12 +22,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::encode::{self, field};
+
 use crate::thread::{Message, Part, Role, ToolResult};
 
 /// Bumped whenever the canonical form, the hashed settings, or what a
 /// summarizer reads of them change (v3: thinking is no longer read; v4:
-/// nor are instruction messages, which stay beside the summary).
-pub const KEY_VERSION: &str = "condense-summary-v4";
+/// nor are instruction messages, which stay beside the summary; v5: an
+/// explicit encoding of each message and setting, not `Debug`).
+pub const KEY_VERSION: &str = "condense-summary-v5";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {
@@ -142,12 +145,11 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     field(&mut h, "extra", &k.extra);
     field(&mut h, "prior", k.prior.unwrap_or(""));
     let seed = h.clone();
-    // Debug of a canonical message names every field a summarizer can read,
-    // with strings escaped: an unambiguous, complete encoding.
+    // Every field a summarizer can read, by name (see `encode`).
     let prefixes: Vec<String> = span
         .iter()
         .map(|m| {
-            field(&mut h, "m", &format!("{m:?}"));
+            encode::message(&mut h, m);
             hex(h.clone().finalize().as_slice())
         })
         .collect();
@@ -156,13 +158,6 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
         .cloned()
         .unwrap_or_else(|| hex(seed.finalize().as_slice()));
     (key, prefixes)
-}
-
-/// A tagged, length-prefixed field: no two sequences of fields hash alike.
-fn field(h: &mut Sha256, tag: &str, value: &str) {
-    h.update(tag.as_bytes());
-    h.update((value.len() as u64).to_le_bytes());
-    h.update(value.as_bytes());
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -10,6 +10,7 @@
 //! owns the summary types both sides share ([`Written`], [`Usage`]).
 
 mod canonical;
+mod encode;
 mod extract;
 mod heuristic;
 mod hybrid;

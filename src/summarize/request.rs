@@ -160,7 +160,8 @@ impl SummaryRequest {
         // Per-iteration: another writer (and output) than a plain summary's.
         let writer = match &self.iterations {
             Some(its) => {
-                extra.push_str(&format!(";iterations={its:?}"));
+                let its: Vec<String> = its.iter().map(u64::to_string).collect();
+                extra.push_str(&format!(";iterations={}", its.join(",")));
                 format!("iterations/{}", s.writer.strategy().as_str())
             }
             None => s.writer.strategy().as_str().to_string(),
@@ -185,7 +186,7 @@ impl SummaryRequest {
 /// How a counter measures, for the key: a summary fitted under one
 /// tokenizer may not fit under another.
 pub fn counting(c: &Counter<'_>) -> String {
-    format!("{}/{:?}/{}", c.encoding, c.method, c.calibration)
+    format!("{}/{}/{}", c.encoding, c.method.as_str(), c.calibration)
 }
 
 #[cfg(test)]
