@@ -692,3 +692,75 @@ async fn requests_forwarded_unchanged_are_counted_by_reason() {
     }
     assert_eq!(s.matching(unchanged, &[]).count(), 3, "nothing else");
 }
+
+/// A provider that answers with headers a proxy must not pass on as they
+/// are: its own request id, a made-up `x-condense-*`, a header its
+/// `Connection` names.
+async fn chatty_provider() -> (String, Seen) {
+    let seen = Seen::default();
+    let s = seen.clone();
+    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
+        let s = s.clone();
+        async move {
+            s.0.lock().unwrap().push((uri, headers, body));
+            (
+                [
+                    ("x-request-id", "prov-1"),
+                    ("request-id", "req_1"),
+                    ("x-condense-compressed", "evil"),
+                    ("connection", "x-secret"),
+                    ("x-secret", "1"),
+                ],
+                axum::Json(json!({"id": "x"})),
+            )
+                .into_response()
+        }
+    };
+    let app = Router::new().route("/v1/messages", post(answer));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// RFC 9110 §7.6.1 both ways (a header a `Connection` lists is of one hop),
+/// the client's cookies and forwarding chain stay here, the answer's
+/// `x-request-id` is condense's (the provider's goes back under another
+/// name), and a provider cannot speak as condense.
+#[tokio::test]
+async fn headers_cross_the_proxy_as_a_proxy_should() {
+    let (url, seen) = chatty_provider().await;
+    let app = condense(with_provider(&url));
+    let r = send(
+        &app,
+        "/v1/messages",
+        &[
+            ("x-api-key", "sk-ant"),
+            ("cookie", "session=1"),
+            ("connection", "x-private"),
+            ("x-private", "1"),
+            ("x-forwarded-for", "10.1.2.3"),
+            ("forwarded", "for=10.1.2.3"),
+            ("x-request-id", "client-7"),
+        ],
+        &json!({"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let (h, _) = seen.last();
+    assert_eq!(h["x-api-key"], "sk-ant");
+    assert_eq!(h["x-request-id"], "client-7", "the request id goes along");
+    for gone in ["cookie", "x-private", "x-forwarded-for", "forwarded"] {
+        assert!(!h.contains_key(gone), "{gone} reached the provider");
+    }
+    assert_eq!(r.headers["x-provider-request-id"], "prov-1");
+    assert_eq!(r.headers["request-id"], "req_1");
+    assert_ne!(
+        r.headers.get("x-request-id").map(|v| v.as_bytes()),
+        Some(&b"prov-1"[..])
+    );
+    assert_eq!(r.headers["x-condense-compressed"], "false");
+    assert_eq!(r.headers.get_all("x-condense-compressed").iter().count(), 1);
+    assert!(!r.headers.contains_key("x-secret"));
+    assert!(!r.headers.contains_key("connection"));
+}

@@ -17,7 +17,7 @@ use super::extract::RawBody;
 use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
-use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, hop_by_hop};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
 use crate::state::AppState;
 
 /// Names the profile for this request (default: `default`).
@@ -82,11 +82,7 @@ async fn proxy(
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
-        for (name, value) in response.headers() {
-            if !hop_by_hop(name) {
-                h.append(name.clone(), value.clone());
-            }
-        }
+        *h = to_client(response.headers());
         report_headers(&report, h);
     }
     // Relayed chunk by chunk: a streamed answer is never buffered whole, and

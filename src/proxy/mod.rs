@@ -16,6 +16,7 @@
 //! `input_tokens`) get the same preparation as the ones that generate: a
 //! client that counts before it sends must count what condense forwards.
 
+mod headers;
 mod prepare;
 mod relay;
 mod thinking;
@@ -29,8 +30,9 @@ use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
 use crate::upstream::Secret;
 
+pub use headers::{PROVIDER_REQUEST_ID, to_client};
 pub use prepare::{Options, Prepared, Report};
-pub use relay::{Call, Forwarded, hop_by_hop};
+pub use relay::{Call, Forwarded};
 pub use unchanged::Unchanged;
 
 /// Which provider API a request speaks: its wire format and base URL.

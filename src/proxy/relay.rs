@@ -3,7 +3,7 @@
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::{Endpoint, Prepared, Provider, Proxy, ProxyError, Report};
+use super::{Endpoint, Prepared, Provider, Proxy, ProxyError, Report, headers};
 
 /// One request on its way to the provider, as the handler read it.
 #[derive(Debug, Clone)]
@@ -24,57 +24,6 @@ pub struct Forwarded {
     pub report: Report,
 }
 
-/// Headers that describe one connection, not the message: never relayed
-/// (RFC 9110 §7.6.1), in either direction.
-pub fn hop_by_hop(name: &HeaderName) -> bool {
-    matches!(
-        name.as_str(),
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "proxy-authenticate"
-            | "proxy-authorization"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-    )
-}
-
-/// Request headers that are not forwarded: hop-by-hop ones, the ones the
-/// forwarding client sets itself, and condense's own (`x-condense-api-key`
-/// among them: a condense key never reaches a provider).
-fn dropped(name: &HeaderName) -> bool {
-    hop_by_hop(name)
-        || matches!(name.as_str(), "host" | "content-length")
-        || name.as_str().starts_with("x-condense-")
-}
-
-/// Adds `beta` to the request's `anthropic-beta` list (one header,
-/// comma-separated, as the SDKs send it), unless it is already there.
-fn add_beta(headers: &mut HeaderMap, beta: &str) {
-    let name = HeaderName::from_static("anthropic-beta");
-    let present: Vec<String> = headers
-        .get_all(&name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|b| b.trim().to_string())
-        .filter(|b| !b.is_empty())
-        .collect();
-    if present.iter().any(|b| b == beta) {
-        return;
-    }
-    let joined = present
-        .into_iter()
-        .chain([beta.to_string()])
-        .collect::<Vec<_>>()
-        .join(",");
-    if let Ok(v) = joined.parse() {
-        headers.insert(name, v);
-    }
-}
-
 impl Proxy {
     /// Sends a prepared request: the caller's headers (less those of one
     /// hop and condense's own), the operator's key when it brings none.
@@ -92,14 +41,9 @@ impl Proxy {
         if let Some(why) = report.unchanged {
             why.record(self.compressor.metrics(), call, report.note.as_deref());
         }
-        let mut out = HeaderMap::new();
-        for (name, value) in headers {
-            if !dropped(name) {
-                out.append(name.clone(), value.clone());
-            }
-        }
+        let mut out = headers::to_provider(headers);
         if let Some(beta) = beta {
-            add_beta(&mut out, beta);
+            headers::add_beta(&mut out, beta);
         }
         self.inject_key(provider, &mut out);
         let response = self
