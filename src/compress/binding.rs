@@ -62,10 +62,7 @@ pub(super) fn final_thinking_in(t: &Thread, end: usize) -> Option<usize> {
     }
     let a = last.checked_sub(1)?;
     let m = &t.messages[a];
-    let leads = matches!(
-        m.parts.first(),
-        Some(Part::Thinking(_) | Part::RedactedThinking(_))
-    );
+    let leads = m.parts.first().is_some_and(Part::is_thinking);
     (m.role == Role::Assistant && m.tool_calls().next().is_some() && leads).then_some(a)
 }
 
@@ -204,11 +201,7 @@ pub(super) fn unbind(
         if prefix == Prefix::Same || !k.message.has_thinking() {
             continue;
         }
-        let only_thinking = k
-            .message
-            .parts
-            .iter()
-            .all(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)));
+        let only_thinking = k.message.parts.iter().all(Part::is_thinking);
         // Without thinking on, no block is required and none is produced:
         // a block of unknown validity can go as well.
         let unknown_kept = prefix == Prefix::Unknown && required;

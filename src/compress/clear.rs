@@ -226,7 +226,6 @@ fn text_chars(p: &Part) -> usize {
 /// thinking the providers require), and a message that is only thinking
 /// (it would be left empty).
 fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Message)> {
-    let thinks = |p: &Part| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_));
     let current = t
         .messages
         .iter()
@@ -236,7 +235,7 @@ fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Messa
     let with: Vec<usize> = (pinned..t.messages.len())
         .filter(|&i| {
             let m = &t.messages[i];
-            m.role == Role::Assistant && m.parts.iter().any(thinks)
+            m.role == Role::Assistant && m.has_thinking()
         })
         .collect();
     let older = with.len().saturating_sub(keep);
@@ -246,7 +245,7 @@ fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Messa
     };
     with[..older]
         .iter()
-        .filter(|&&i| i < current && !t.messages[i].parts.iter().all(thinks))
+        .filter(|&&i| i < current && !t.messages[i].parts.iter().all(Part::is_thinking))
         .filter_map(|&i| clear(&t.messages[i], t.format, &what).map(|m| (i, m)))
         .collect()
 }

@@ -136,10 +136,9 @@ pub(crate) struct Setup {
     pub warnings: Vec<String>,
     /// Continuity mode: the history's hashes.
     pub anchor: Option<continuity::Anchor>,
-    /// Continuity mode found a summary of a prefix: it is the request's
-    /// `prior` and stays in place even when nothing is due.
-    pub continued: bool,
-    /// ...and where it is in use (see [`binding`]).
+    /// Continuity mode found a summary of a prefix (it is the request's
+    /// `prior` and stays in place even when nothing is due), and where it is
+    /// in use (see [`binding`]).
     pub in_use: Option<continuity::InUse>,
     /// What was forwarded before is known: not continuity mode, or a
     /// continuity cache that answered. Only then may a summary wait.

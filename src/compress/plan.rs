@@ -141,7 +141,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     // A summary that stands outside the thread (found in the cache, or the
     // request's `summary` object) and stays in place when nothing new is due.
     let outside = previous.as_ref().is_some_and(|p| !p.in_thread);
-    let continued = setup.continued && outside;
+    let continued = setup.in_use.is_some() && outside;
     // A new summary in an active loop waits while the thread fits (see
     // `binding`), the previous summary staying as it was; only when what
     // was forwarded before is known (a continuity cache that answered).

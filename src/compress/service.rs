@@ -107,7 +107,6 @@ impl Compressor {
             Ok(Some(entry)) => {
                 if let Some((prior, in_use)) = anchor.prior(entry) {
                     req.prior = Some(prior);
-                    setup.continued = true;
                     setup.in_use = Some(in_use);
                 }
             }
@@ -181,7 +180,6 @@ impl Compressor {
             model,
             warnings,
             anchor: None,
-            continued: false,
             in_use: None,
             history_known: true,
         })

@@ -186,6 +186,11 @@ pub struct Opaque {
 }
 
 impl Part {
+    /// A thinking or redacted thinking block.
+    pub fn is_thinking(&self) -> bool {
+        matches!(self, Part::Thinking(_) | Part::RedactedThinking(_))
+    }
+
     /// Every text of the part a tokenizer reads: text, refusal, thinking,
     /// tool-call arguments, and (recursively) tool-result content.
     pub fn texts<'a>(&'a self, out: &mut Vec<&'a str>) {
@@ -250,9 +255,7 @@ impl Message {
 
     /// Holds a thinking or redacted thinking block.
     pub fn has_thinking(&self) -> bool {
-        self.parts
-            .iter()
-            .any(|p| matches!(p, Part::Thinking(_) | Part::RedactedThinking(_)))
+        self.parts.iter().any(Part::is_thinking)
     }
 
     /// Holds the provider's own compaction (an Anthropic `compaction` block
