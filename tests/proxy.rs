@@ -38,18 +38,34 @@ impl Seen {
 /// A provider that records requests and answers 200 (or `status`) with a
 /// fixed body and a rate-limit header.
 async fn provider(status: StatusCode) -> (String, Seen) {
+    let headers = &[
+        ("x-ratelimit-remaining-requests", "41"),
+        ("connection", "close"),
+    ];
+    provider_answering(status, headers).await
+}
+
+/// A provider that records requests and answers `status` with a fixed body
+/// and `answer_headers`, on every proxy route.
+async fn provider_answering(
+    status: StatusCode,
+    answer_headers: &'static [(&'static str, &'static str)],
+) -> (String, Seen) {
     let seen = Seen::default();
     let s = seen.clone();
     let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
         let s = s.clone();
         async move {
             s.0.lock().unwrap().push((uri, headers, body));
-            (
+            let mut res = (
                 status,
-                [("x-ratelimit-remaining-requests", "41"), ("connection", "close")],
                 axum::Json(json!({"id": "x", "choices": [{"message": {"role": "assistant", "content": "ok"}}]})),
             )
-                .into_response()
+                .into_response();
+            for (k, v) in answer_headers {
+                res.headers_mut().append(*k, v.parse().unwrap());
+            }
+            res
         }
     };
     let app = Router::new()
@@ -693,43 +709,25 @@ async fn requests_forwarded_unchanged_are_counted_by_reason() {
     assert_eq!(s.matching(unchanged, &[]).count(), 3, "nothing else");
 }
 
-/// A provider that answers with headers a proxy must not pass on as they
-/// are: its own request id, a made-up `x-condense-*`, a header its
-/// `Connection` names.
-async fn chatty_provider() -> (String, Seen) {
-    let seen = Seen::default();
-    let s = seen.clone();
-    let answer = move |uri: Uri, headers: HeaderMap, body: Bytes| {
-        let s = s.clone();
-        async move {
-            s.0.lock().unwrap().push((uri, headers, body));
-            (
-                [
-                    ("x-request-id", "prov-1"),
-                    ("request-id", "req_1"),
-                    ("x-condense-compressed", "evil"),
-                    ("connection", "x-secret"),
-                    ("x-secret", "1"),
-                ],
-                axum::Json(json!({"id": "x"})),
-            )
-                .into_response()
-        }
-    };
-    let app = Router::new().route("/v1/messages", post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
-}
-
 /// RFC 9110 §7.6.1 both ways (a header a `Connection` lists is of one hop),
 /// the client's cookies and forwarding chain stay here, the answer's
 /// `x-request-id` is condense's (the provider's goes back under another
 /// name), and a provider cannot speak as condense.
 #[tokio::test]
 async fn headers_cross_the_proxy_as_a_proxy_should() {
-    let (url, seen) = chatty_provider().await;
+    // Headers a proxy must not pass on as they are: the provider's own
+    // request id, a made-up `x-condense-*`, a header its `Connection` names.
+    let (url, seen) = provider_answering(
+        StatusCode::OK,
+        &[
+            ("x-request-id", "prov-1"),
+            ("request-id", "req_1"),
+            ("x-condense-compressed", "evil"),
+            ("connection", "x-secret"),
+            ("x-secret", "1"),
+        ],
+    )
+    .await;
     let app = condense(with_provider(&url));
     let r = send(
         &app,
