@@ -232,15 +232,32 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_PROXY_IDLE_TIMEOUT", default_value_t = defaults::PROXY_IDLE_TIMEOUT_SECS)]
     pub proxy_idle_timeout: u64,
 
-    /// Seconds a provider-exact count (`count: "provider"`, asked of the
-    /// proxy's provider URLs with its key) may take before the local
-    /// estimate is answered instead.
+    /// Provider-exact counts (`count: "provider"`) of OpenAI threads ask
+    /// this base URL's `/responses/input_tokens` (e.g. `https://api.openai.com/v1`);
+    /// unset: they are local estimates. Apart from the proxy's URL, so
+    /// that switching counts on does not switch the proxy on.
+    #[arg(long, env = "CONDENSE_COUNT_OPENAI_URL", hide_env_values = true)]
+    pub count_openai_url: Option<String>,
+
+    /// Provider-exact counts of Anthropic threads ask this base URL's
+    /// `/v1/messages/count_tokens` (e.g. `https://api.anthropic.com`).
+    #[arg(long, env = "CONDENSE_COUNT_ANTHROPIC_URL", hide_env_values = true)]
+    pub count_anthropic_url: Option<String>,
+
+    /// Provider API key of the counting calls; never logged.
+    #[arg(long, env = "CONDENSE_COUNT_API_KEY", hide_env_values = true, default_value = defaults::UPSTREAM_API_KEY)]
+    pub count_api_key: Secret,
+
+    /// Seconds a provider-exact count may take before the local estimate
+    /// is answered instead.
     #[arg(long, env = "CONDENSE_PROVIDER_COUNT_TIMEOUT_SECS", default_value_t = defaults::PROVIDER_COUNT_TIMEOUT_SECS)]
     pub provider_count_timeout_secs: u64,
 
-    /// API keys, comma-separated; each `KEY` or `KEY llm` (`llm`: may have
-    /// the upstream LLM write summaries). Unset, and no keys file: no
-    /// access control. Prefer the environment or the file to the flag.
+    /// API keys, comma-separated; each a key and its permissions:
+    /// `KEY`, `KEY llm`, `KEY provider`, `KEY llm provider` (`llm`: may
+    /// have the upstream LLM write summaries; `provider`: may spend the
+    /// operator's provider key). Unset, and no keys file: no access
+    /// control. Prefer the environment or the file to the flag.
     #[arg(
         long,
         env = "CONDENSE_API_KEYS",
@@ -249,7 +266,7 @@ pub struct Config {
     )]
     pub api_keys: Vec<Secret>,
 
-    /// File of API keys, one `KEY` or `KEY llm` per line (`#` comments);
+    /// File of API keys, one key and its permissions per line (`#` comments);
     /// re-read on SIGHUP and when it changes.
     #[arg(long, env = "CONDENSE_API_KEYS_FILE")]
     pub api_keys_file: Option<PathBuf>,
@@ -274,6 +291,12 @@ pub struct Config {
     /// origins, or `*`); unset: no CORS.
     #[arg(long, env = "CONDENSE_CORS_ORIGINS", value_delimiter = ',')]
     pub cors_origins: Vec<String>,
+
+    /// Host names a request's `Host` may carry (comma-separated, no port;
+    /// `*`: any). Unset: the names of loopback when listening on loopback,
+    /// any name otherwise. Stops DNS rebinding from a web page.
+    #[arg(long, env = "CONDENSE_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
 
     /// Most messages a thread may hold (413 above); 0: no limit.
     #[arg(long, env = "CONDENSE_MAX_MESSAGES", default_value_t = defaults::MAX_MESSAGES)]
@@ -337,6 +360,9 @@ impl Default for Config {
             proxy_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
             proxy_shadow: false,
             proxy_idle_timeout: defaults::PROXY_IDLE_TIMEOUT_SECS,
+            count_openai_url: None,
+            count_anthropic_url: None,
+            count_api_key: Secret::new(defaults::UPSTREAM_API_KEY),
             provider_count_timeout_secs: defaults::PROVIDER_COUNT_TIMEOUT_SECS,
             api_keys: Vec::new(),
             api_keys_file: None,
@@ -345,6 +371,7 @@ impl Default for Config {
             rate_limit_per_sec: defaults::RATE_LIMIT_PER_SEC,
             rate_limit_burst: defaults::RATE_LIMIT_BURST,
             cors_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_messages: defaults::MAX_MESSAGES,
             max_total_chars: defaults::MAX_TOTAL_CHARS,
             max_concurrency: defaults::MAX_CONCURRENCY,
@@ -410,9 +437,9 @@ impl Config {
     /// Where provider-exact counts are asked: the proxy's providers.
     pub fn provider_count(&self) -> ProviderCountConfig {
         ProviderCountConfig {
-            openai_url: self.proxy_openai_url.clone(),
-            anthropic_url: self.proxy_anthropic_url.clone(),
-            api_key: self.proxy_api_key.clone(),
+            openai_url: self.count_openai_url.clone(),
+            anthropic_url: self.count_anthropic_url.clone(),
+            api_key: self.count_api_key.clone(),
             timeout: Duration::from_secs(self.provider_count_timeout_secs.max(1)),
         }
     }

@@ -112,6 +112,7 @@ impl From<crate::proxy::ProxyError> for ApiError {
             E::Disabled(_) => ApiError::ProxyDisabled(e.to_string()),
             E::Unreachable(_) => ApiError::ProviderUnreachable(e.to_string()),
             E::TooLarge(detail) => ApiError::ThreadTooLarge(detail),
+            E::Forbidden(detail) => ApiError::Forbidden(detail),
         }
     }
 }

@@ -46,7 +46,7 @@ impl Application {
         state.access.watch();
         state.access.warn_if_open(
             state.summarizer.upstream().is_some(),
-            !state.config.proxy_api_key.is_empty(),
+            !state.config.proxy_api_key.is_empty() || !state.config.count_api_key.is_empty(),
         );
         let listener = TcpListener::bind(listen)
             .await

@@ -87,9 +87,9 @@ async fn start_relay(llm: &str) -> (String, Seen) {
 /// base is the origin, the OpenAI base `…/v1`).
 fn app_for(base: &str) -> axum::Router {
     app_with(Config {
-        proxy_anthropic_url: Some(base.to_string()),
-        proxy_openai_url: Some(format!("{base}/v1")),
-        proxy_api_key: KEY.parse().unwrap(),
+        count_anthropic_url: Some(base.to_string()),
+        count_openai_url: Some(format!("{base}/v1")),
+        count_api_key: KEY.parse().unwrap(),
         provider_count_timeout_secs: 1,
         ..Config::default()
     })
@@ -384,8 +384,8 @@ fn small() -> Value {
 async fn faulty(fault: Fault) -> (axum::Router, stub::Stub) {
     let stub = stub::start_on(fault, true, "/v1/messages/count_tokens").await;
     let app = app_with(Config {
-        proxy_anthropic_url: Some(stub.url.clone()),
-        proxy_api_key: KEY.parse().unwrap(),
+        count_anthropic_url: Some(stub.url.clone()),
+        count_api_key: KEY.parse().unwrap(),
         provider_count_timeout_secs: 1,
         ..Config::default()
     });
@@ -461,8 +461,8 @@ async fn redirects_are_not_followed() {
     let target = stub::start_on(Fault::Ok, true, "/v1/messages/count_tokens").await;
     let redirect = stub::start_redirect(&target.url).await;
     let app = app_with(Config {
-        proxy_anthropic_url: Some(redirect.url.clone()),
-        proxy_api_key: KEY.parse().unwrap(),
+        count_anthropic_url: Some(redirect.url.clone()),
+        count_api_key: KEY.parse().unwrap(),
         ..Config::default()
     });
     falls_back(&app, &small(), "HTTP 307").await;
@@ -473,10 +473,10 @@ async fn redirects_are_not_followed() {
 #[tokio::test]
 async fn a_route_without_a_url_names_the_setting() {
     let app = app_with(Config::default());
-    falls_back(&app, &small(), "CONDENSE_PROXY_ANTHROPIC_URL is not set").await;
+    falls_back(&app, &small(), "CONDENSE_COUNT_ANTHROPIC_URL is not set").await;
     let mut chat = thread("small-00.openai");
     chat["count"] = json!("provider");
-    falls_back(&app, &chat, "CONDENSE_PROXY_OPENAI_URL is not set").await;
+    falls_back(&app, &chat, "CONDENSE_COUNT_OPENAI_URL is not set").await;
 }
 
 #[tokio::test]

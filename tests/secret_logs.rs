@@ -129,15 +129,15 @@ async fn the_api_key_never_reaches_the_logs() {
 }
 
 /// A provider-exact count (`count: "provider"`) whose endpoint echoes the
-/// proxy key in a 401: neither the answer nor the logs carry it.
+/// counting key in a 401: neither the answer nor the logs carry it.
 #[tokio::test]
-async fn the_proxy_key_never_leaves_a_provider_count() {
+async fn the_count_key_never_leaves_a_provider_count() {
     let buf = logs();
     let s = stub::start_on(Fault::EchoKey, true, "/v1/messages/count_tokens").await;
     let app = condense::http::router(
         condense::AppState::new(condense::Config {
-            proxy_anthropic_url: Some(s.url.clone()),
-            proxy_api_key: condense::upstream::Secret::new(KEY),
+            count_anthropic_url: Some(s.url.clone()),
+            count_api_key: condense::upstream::Secret::new(KEY),
             ..Default::default()
         })
         .unwrap(),
@@ -220,6 +220,11 @@ fn help_shows_no_configured_secret() {
             format!("https://bob:{PASSWORD}@b.internal"),
         )
         .env("CONDENSE_PROXY_API_KEY", KEY)
+        .env(
+            "CONDENSE_COUNT_ANTHROPIC_URL",
+            format!("https://bob:{PASSWORD}@c.internal"),
+        )
+        .env("CONDENSE_COUNT_API_KEY", KEY)
         .env(
             "CONDENSE_DATABASE_URL",
             format!("postgres://bob:{PASSWORD}@db/condense"),

@@ -6,9 +6,17 @@
 //! a key was right, nor which key matched. Digests have one length, so the
 //! comparison does not depend on the lengths of the keys either.
 //!
-//! One entry is `KEY` or `KEY llm` (whitespace between): `llm` lets the key
-//! have the upstream LLM write summaries (`llm`, `hybrid`, and `auto` when it
-//! would call the upstream). The same syntax serves `CONDENSE_API_KEYS`
+//! One entry is a key and its permissions, whitespace between:
+//! `KEY`, `KEY llm`, `KEY provider` or `KEY llm provider`. Each permission
+//! lets the key spend one of the operator's credentials:
+//! - `llm`: the upstream LLM writes its summaries (`llm`, `hybrid`, and
+//!   `auto` when it would call the upstream);
+//! - `provider`: the operator's provider key (`CONDENSE_PROXY_API_KEY`) is
+//!   put into its proxied requests that bring none, and the provider counts
+//!   its threads (`count: "provider"`, with `CONDENSE_COUNT_API_KEY`).
+//!
+//! A plain key can count, judge and compress with the heuristic, and use
+//! the proxy with its own provider credentials. The same syntax serves `CONDENSE_API_KEYS`
 //! (entries separated by commas) and the keys file (one entry per line, `#`
 //! comments, blank lines ignored). Errors name the line, never its text: a
 //! line that is wrong may still hold a key.
@@ -22,6 +30,8 @@ pub const MIN_KEY_CHARS: usize = 16;
 pub const MAX_KEY_CHARS: usize = 512;
 /// The permission word that lets a key use the upstream LLM.
 pub const LLM: &str = "llm";
+/// The permission word that lets a key spend the operator's provider key.
+pub const PROVIDER: &str = "provider";
 
 /// Who is calling, once admitted: what the handlers and the rate limiter
 /// need to know, never the key itself.
@@ -32,6 +42,9 @@ pub struct Caller {
     pub key: Option<u64>,
     /// May have the upstream LLM write summaries.
     pub llm: bool,
+    /// May spend the operator's provider key: proxied requests without
+    /// credentials of their own, provider counts.
+    pub provider: bool,
 }
 
 impl Caller {
@@ -40,6 +53,15 @@ impl Caller {
     pub const OPEN: Caller = Caller {
         key: None,
         llm: true,
+        provider: true,
+    };
+
+    /// An unkeyed caller on a route that takes no key while keys are on:
+    /// no permission at all.
+    pub const ANONYMOUS: Caller = Caller {
+        key: None,
+        llm: false,
+        provider: false,
     };
 }
 
@@ -47,6 +69,7 @@ impl Caller {
 struct Entry {
     digest: [u8; 32],
     llm: bool,
+    provider: bool,
 }
 
 /// A set of keys. Debug shows only how many.
@@ -123,20 +146,23 @@ impl KeySet {
         if !key.bytes().all(|b| b.is_ascii_graphic() && b != b',') {
             return Err("a key must be printable ASCII without commas".into());
         }
-        let mut llm = false;
+        let (mut llm, mut provider) = (false, false);
         for word in words {
-            if word == LLM {
-                llm = true;
-            } else {
+            match word {
+                LLM => llm = true,
+                PROVIDER => provider = true,
                 // Not echoed: it may be a second key written on the same line.
-                return Err(format!(
-                    "after the key, only the permission `{LLM}` may follow"
-                ));
+                _ => {
+                    return Err(format!(
+                        "after the key, only the permissions `{LLM}` and `{PROVIDER}` may follow"
+                    ));
+                }
             }
         }
         self.entries.push(Entry {
             digest: Sha256::digest(key.as_bytes()).into(),
             llm,
+            provider,
         });
         Ok(())
     }
@@ -161,14 +187,17 @@ impl KeySet {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
         let mut found = Choice::from(0);
         let mut llm = Choice::from(0);
+        let mut provider = Choice::from(0);
         for e in &self.entries {
             let same = e.digest.ct_eq(&digest);
             found |= same;
             llm |= same & Choice::from(u8::from(e.llm));
+            provider |= same & Choice::from(u8::from(e.provider));
         }
         bool::from(found).then(|| Caller {
             key: Some(u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))),
             llm: bool::from(llm),
+            provider: bool::from(provider),
         })
     }
 }
@@ -181,13 +210,21 @@ mod tests {
     const B: &str = "key-bbbbbbbbbbbbbbbb";
 
     #[test]
-    fn finds_keys_and_their_permission() {
-        let set = KeySet::from_file_text(&format!("# comment\n\n  {A}  \n{B} llm\n")).unwrap();
-        assert_eq!(set.len(), 2);
-        assert!(!set.find(A).unwrap().llm);
-        assert!(set.find(B).unwrap().llm);
+    fn finds_keys_and_their_permissions() {
+        const C: &str = "key-cccccccccccccccc";
+        const D: &str = "key-dddddddddddddddd";
+        let set = KeySet::from_file_text(&format!(
+            "# comment\n\n  {A}  \n{B} llm\n{C} provider\n{D} provider   llm\n"
+        ))
+        .unwrap();
+        assert_eq!(set.len(), 4);
+        let perms = |k| set.find(k).map(|c| (c.llm, c.provider));
+        assert_eq!(perms(A), Some((false, false)));
+        assert_eq!(perms(B), Some((true, false)));
+        assert_eq!(perms(C), Some((false, true)));
+        assert_eq!(perms(D), Some((true, true)));
         assert_ne!(set.find(A).unwrap().key, set.find(B).unwrap().key);
-        assert_eq!(set.find("key-cccccccccccccccc"), None);
+        assert_eq!(set.find("key-eeeeeeeeeeeeeeee"), None);
         // A prefix, or the key with more after it, is another key.
         assert_eq!(set.find(&A[..A.len() - 1]), None);
         assert_eq!(set.find(&format!("{A}x")), None);
@@ -202,6 +239,10 @@ mod tests {
             .unwrap()
             .union(&KeySet::from_file_text(&format!("{A} llm")).unwrap());
         assert!(union.find(A).unwrap().llm);
+        let both =
+            KeySet::from_entries([&format!("{A} llm")[..], &format!("{A} provider")]).unwrap();
+        let c = both.find(A).unwrap();
+        assert!(c.llm && c.provider);
     }
 
     #[test]
@@ -211,7 +252,12 @@ mod tests {
         assert!(!e.to_string().contains("short-secret"), "{e}");
         let e = KeySet::from_file_text(&format!("{A} {B}")).unwrap_err();
         assert!(!e.to_string().contains(B), "{e}");
-        assert!(e.to_string().contains("only the permission `llm`"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("only the permissions `llm` and `provider`"),
+            "{e}"
+        );
+        assert!(KeySet::from_entries([&format!("{A} proxy")[..]]).is_err());
         let e = KeySet::from_entries([A, "", "tiny"]).unwrap_err();
         assert_eq!(
             (e.source_name, e.place.as_str()),

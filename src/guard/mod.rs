@@ -1,13 +1,15 @@
 //! Who may call condense, how often, and how many at once: optional API
 //! keys and their permissions ([`keys`]), a per-caller token bucket
-//! ([`rate`]), the global concurrency limit ([`overload`]), and the origins
-//! a browser may call from ([`cors`]).
+//! ([`rate`]), the global concurrency limit ([`overload`]), the origins
+//! a browser may call from ([`cors`]) and the host names condense answers
+//! to ([`hosts`]).
 //!
 //! Nothing here knows HTTP routes: `http::guard` decides which request
 //! passes which gate. Keys live only as digests; nothing in this module
 //! logs, prints or returns a key.
 
 pub mod cors;
+pub mod hosts;
 pub mod keys;
 pub mod overload;
 pub mod rate;
@@ -21,6 +23,7 @@ use anyhow::Context;
 use sha2::{Digest, Sha256};
 
 pub use cors::Cors;
+pub use hosts::{Hosts, origin_allowed};
 pub use keys::{Caller, KeyError, KeySet};
 pub use overload::{Overload, Permit};
 pub use rate::{Bucket, RateLimiter, Verdict};
@@ -172,15 +175,16 @@ impl Access {
     }
 
     /// The one warning of an open relay: without keys, any caller can have
-    /// the operator's upstream LLM (or proxy key) do its work.
+    /// the operator's upstream LLM (or provider key: the proxy's, the
+    /// counting one) do its work.
     pub fn warn_if_open(&self, upstream: bool, proxy_key: bool) {
         if self.enabled() || !(upstream || proxy_key) {
             return;
         }
         let what = match (upstream, proxy_key) {
-            (true, true) => "an upstream LLM and a proxy API key are",
+            (true, true) => "an upstream LLM and a provider API key are",
             (true, false) => "an upstream LLM is",
-            _ => "a proxy API key is",
+            _ => "a provider API key is",
         };
         tracing::warn!(
             "{what} configured and no API keys are: any caller that reaches condense can use them with the operator's credentials; set CONDENSE_API_KEYS or CONDENSE_API_KEYS_FILE"

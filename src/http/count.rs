@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::error::ApiError;
+use crate::guard::Caller;
 use crate::state::AppState;
 use crate::thread::Thread;
 use crate::upstream::{CountCall, CountError, CountSource};
@@ -10,9 +12,37 @@ use crate::upstream::{CountCall, CountError, CountSource};
 /// A provider count to ask for, prepared on the CPU pool with the thread.
 pub type Ask = Result<CountCall, CountError>;
 
-/// The request for `thread` when `source` asks the provider.
-pub fn prepare(app: &AppState, source: CountSource, thread: &Thread, model: &str) -> Option<Ask> {
-    (source == CountSource::Provider).then(|| app.provider_count.prepare(thread, model))
+/// Who asked for the provider's count: the request's own `count`, or the
+/// profile's (the operator's choice, so a caller is not refused for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AskedBy {
+    Request,
+    Profile,
+}
+
+/// The request for `thread` when `source` asks the provider. The
+/// operator's provider key pays for it, so the caller needs the `provider`
+/// permission: a request that asks without it is refused (403), a
+/// profile's ask falls back to the local estimate with a warning.
+pub fn prepare(
+    app: &AppState,
+    (source, by): (CountSource, AskedBy),
+    caller: Caller,
+    thread: &Thread,
+    model: &str,
+) -> Result<Option<Ask>, ApiError> {
+    if source != CountSource::Provider {
+        return Ok(None);
+    }
+    if !caller.provider {
+        return match by {
+            AskedBy::Request => Err(ApiError::Forbidden(
+                "`count: \"provider\"` needs an API key with the `provider` permission (the operator's provider key pays for the count); leave `count` out for the local count".into(),
+            )),
+            AskedBy::Profile => Ok(Some(Err(CountError::NotPermitted))),
+        };
+    }
+    Ok(Some(app.provider_count.prepare(thread, model)))
 }
 
 /// The provider's total, or the warning that goes with the local one.

@@ -149,12 +149,7 @@ fn authenticate(app: &AppState, key: Key, headers: &HeaderMap) -> Result<Caller,
         return Ok(Caller::OPEN);
     }
     let presented = match key {
-        Key::Open => {
-            return Ok(Caller {
-                key: None,
-                llm: false,
-            });
-        }
+        Key::Open => return Ok(Caller::ANONYMOUS),
         Key::Bearer => headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())

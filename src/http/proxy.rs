@@ -13,7 +13,7 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::{Extension, Router};
 
-use super::extract::RawBody;
+use super::extract::{RawBody, require_json};
 use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
@@ -60,9 +60,15 @@ async fn proxy(
     req: Request,
 ) -> Result<Response> {
     let query = req.uri().query().map(str::to_string);
-    let (headers, body) = read(&app, req).await?;
     let provider = endpoint.provider();
+    // Every refusal before the body is read.
+    require_json(req.headers())?;
     app.proxy.target(provider)?;
+    // No caller means the gates did not run: no permission (fail closed).
+    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
+    app.proxy
+        .authorize(provider, req.headers(), caller.provider)?;
+    let (headers, body) = read(&app, req).await?;
     let call = Call {
         endpoint,
         query,
@@ -72,8 +78,7 @@ async fn proxy(
         profile: header(&headers, PROFILE).map(str::to_string),
         shadow: header(&headers, SHADOW)
             .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
-        // No caller means the gates did not run: no upstream (fail closed).
-        upstream_allowed: caller.is_some_and(|c| c.llm),
+        upstream_allowed: caller.llm,
     };
     let prepared = match app.overload.try_enter() {
         Some(_place) => app.proxy.prepare(provider, &options, body).await?,

@@ -2,14 +2,15 @@
 
 use axum::extract::State;
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::count::{self, Ask, Provenance};
+use super::count::{self, Ask, AskedBy, Provenance};
 use super::extract::ApiJson;
 use super::input::{MethodName, ThreadFields, method};
 use crate::error::{ApiError, Result};
+use crate::guard::Caller;
 use crate::state::AppState;
 use crate::thread::{Role, WireFormat};
 use crate::tokens::{CountSpec, Encoding};
@@ -81,8 +82,11 @@ pub struct TokensResponse {
 
 async fn count(
     State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
     ApiJson(req): ApiJson<TokensRequest>,
 ) -> Result<Json<TokensResponse>> {
+    // No caller means the gates did not run: no permission (fail closed).
+    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     let method = method(req.method, req.chars_per_token)?;
     let spec = CountSpec::resolve(
         &app.models,
@@ -91,7 +95,9 @@ async fn count(
         req.encoding,
         method,
     );
-    let (mut response, ask) = app.cpu(move |app| count_request(app, req, spec)).await?;
+    let (mut response, ask) = app
+        .cpu(move |app| count_request(app, req, spec, caller))
+        .await?;
     if let Some(ask) = ask {
         match count::ask(&app, ask).await {
             Ok(total) => {
@@ -114,6 +120,7 @@ fn count_request(
     app: &AppState,
     req: TokensRequest,
     spec: CountSpec,
+    caller: Caller,
 ) -> Result<(TokensResponse, Option<Ask>)> {
     let source = req.count.unwrap_or_default();
     let counter = spec.counter(app.encoders);
@@ -213,7 +220,13 @@ fn count_request(
                     },
                 ))
                 .collect();
-            let ask = count::prepare(app, source, &thread, &spec.model);
+            let ask = count::prepare(
+                app,
+                (source, AskedBy::Request),
+                caller,
+                &thread,
+                &spec.model,
+            )?;
             Ok((response, ask))
         }
     }

@@ -4,14 +4,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::count::{self, Ask, Provenance};
+use super::count::{self, Ask, AskedBy, Provenance};
 use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, ThreadFields, holds_summary, method_or_profile};
 use crate::error::Result;
+use crate::guard::Caller;
 use crate::policy::{self, Profile, ProfileOverrides, Verdict};
 use crate::state::AppState;
 use crate::thread::WireFormat;
@@ -63,15 +64,18 @@ pub struct VerdictResponse {
 
 async fn verdict(
     State(app): State<AppState>,
+    caller: Option<Extension<Caller>>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<VerdictRequest>,
 ) -> Result<Response> {
+    // No caller means the gates did not run: no permission (fail closed).
+    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     let Decided {
         mut response,
         profile,
         whole_thread,
         ask,
-    } = app.cpu(move |app| decide(app, req)).await?;
+    } = app.cpu(move |app| decide(app, req, caller)).await?;
     if let Some(ask) = ask {
         match count::ask(&app, ask).await {
             Ok(total) => provider_total(&mut response, &profile, whole_thread, total),
@@ -118,7 +122,8 @@ fn provider_total(
     }
 }
 
-fn decide(app: &AppState, req: VerdictRequest) -> Result<Decided> {
+fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided> {
+    let count_overridden = req.config.as_ref().is_some_and(|c| c.count.is_some());
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
@@ -154,8 +159,12 @@ fn decide(app: &AppState, req: VerdictRequest) -> Result<Decided> {
         spec.method.as_str(),
         verdict.total_tokens as usize,
     );
-    let source = req.count.unwrap_or(profile.count);
-    let ask = count::prepare(app, source, &thread, &spec.model);
+    let source = match req.count {
+        Some(source) => (source, AskedBy::Request),
+        None if count_overridden => (profile.count, AskedBy::Request),
+        None => (profile.count, AskedBy::Profile),
+    };
+    let ask = count::prepare(app, source, caller, &thread, &spec.model)?;
     // Only a `summary` object makes what the verdict measures differ from
     // the whole thread (a summary message in the thread is what is sent).
     let whole_thread = (ask.is_some() && prior.is_some() && !holds_summary(&thread))

@@ -120,7 +120,8 @@ pub struct ProxyConfig {
     pub openai_url: Option<String>,
     /// Anthropic base URL (`https://api.anthropic.com`).
     pub anthropic_url: Option<String>,
-    /// Sent when a request carries no credentials of its own.
+    /// Sent when a request carries no credentials of its own, for callers
+    /// with the `provider` permission.
     pub api_key: Secret,
     /// Forward every thread unchanged; only report.
     pub shadow: bool,
@@ -144,6 +145,9 @@ pub enum ProxyError {
     /// The thread is over the configured limits; says which and the limit.
     #[error("{0}")]
     TooLarge(String),
+    /// The caller may not spend the operator's provider key.
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 /// The proxy service. Cheap to share (`Arc`s inside).

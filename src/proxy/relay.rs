@@ -68,10 +68,34 @@ impl Proxy {
         Ok(Forwarded { response, report })
     }
 
-    /// The operator's key, for requests that bring no credentials.
+    /// Refuses, before any work, a request that would go with the
+    /// operator's provider key for a caller without the `provider`
+    /// permission: one that brings no credentials of its own while an
+    /// operator key is configured. Without that key the request goes on
+    /// as it is, and the provider answers its own 401.
+    pub fn authorize(
+        &self,
+        provider: Provider,
+        headers: &HeaderMap,
+        may_spend: bool,
+    ) -> Result<(), ProxyError> {
+        if may_spend || self.config.api_key.is_empty() || brings_credentials(provider, headers) {
+            return Ok(());
+        }
+        Err(ProxyError::Forbidden(format!(
+            "this API key may not use the operator's provider key (it lacks the `provider` permission); send your own provider key in {}",
+            match provider {
+                Provider::Anthropic => "`x-api-key`",
+                Provider::OpenAi | Provider::Responses => "`Authorization`",
+            }
+        )))
+    }
+
+    /// The operator's key, for requests that bring no credentials
+    /// ([`Proxy::authorize`] has refused those whose caller may not spend it).
     fn inject_key(&self, provider: Provider, headers: &mut HeaderMap) {
         let key = &self.config.api_key;
-        if key.is_empty() {
+        if key.is_empty() || brings_credentials(provider, headers) {
             return;
         }
         let (name, value) = match provider {
@@ -79,19 +103,25 @@ impl Proxy {
                 (AUTHORIZATION, format!("Bearer {}", key.expose()))
             }
             Provider::Anthropic => (
-                HeaderName::from_static("x-api-key"),
+                HeaderName::from_static(ANTHROPIC_KEY),
                 key.expose().to_string(),
             ),
         };
-        if headers.contains_key(&name) || headers.contains_key(AUTHORIZATION) {
-            return;
-        }
         if let Ok(mut v) = value.parse::<reqwest::header::HeaderValue>() {
             v.set_sensitive(true);
             headers.insert(name, v);
         }
     }
 }
+
+/// A request carries a provider credential of its own: `Authorization`,
+/// or Anthropic's `x-api-key`.
+fn brings_credentials(provider: Provider, headers: &HeaderMap) -> bool {
+    headers.contains_key(AUTHORIZATION)
+        || (provider == Provider::Anthropic && headers.contains_key(ANTHROPIC_KEY))
+}
+
+const ANTHROPIC_KEY: &str = "x-api-key";
 
 /// The provider's URL for a call: its base URL, the endpoint's path, and
 /// the client's query string as it came.

@@ -1,5 +1,6 @@
 //! Access control through the router: one 401 whatever was wrong, the open
-//! paths, the proxy's own key header, and the `llm` permission.
+//! paths, the proxy's own key header, and the `llm` and `provider`
+//! permissions.
 
 use axum::Router;
 use axum::body::Body;
@@ -9,15 +10,17 @@ use serde_json::{Value, json};
 use crate::common::{Reply, app_with, chat, send, thread};
 use crate::stub::{self, Fault};
 
-/// A key without the `llm` permission, and one with it.
+/// A key without permissions, one with `llm`, one with `provider`.
 const PLAIN: &str = "plain-key-0123456789abcdef";
 const LLM: &str = "llm-key-0123456789abcdef";
+const PROVIDER: &str = "provider-key-0123456789abcdef";
 
 fn keyed(config: condense::Config) -> condense::Config {
     condense::Config {
         api_keys: vec![
             condense::upstream::Secret::new(PLAIN),
             condense::upstream::Secret::new(format!("{LLM} llm")),
+            condense::upstream::Secret::new(format!("{PROVIDER} provider")),
         ],
         ..config
     }
@@ -316,4 +319,168 @@ async fn the_proxy_of_a_key_without_llm_writes_heuristic_summaries() {
     );
     assert_eq!(llm.calls(), 0, "the summary was not the upstream's");
     assert_eq!(provider.calls(), 1);
+}
+
+/// The operator's provider key is spent only for keys marked `provider`:
+/// put into a proxied request that brings no key of its own, or used for
+/// a provider count. Anyone may use the proxy with their own provider key.
+#[tokio::test]
+async fn only_keys_marked_provider_spend_the_operators_provider_key() {
+    let openai = stub::start(Fault::Ok, false).await;
+    let anthropic = stub::start(Fault::Ok, true).await;
+    let counts = stub::start_on(Fault::Ok, true, "/v1/messages/count_tokens").await;
+    let app = app_with(keyed(condense::Config {
+        proxy_openai_url: Some(openai.url.clone()),
+        proxy_anthropic_url: Some(anthropic.url.clone()),
+        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
+        count_anthropic_url: Some(counts.url.clone()),
+        count_api_key: condense::upstream::Secret::new("sk-counting"),
+        ..Default::default()
+    }));
+    let chat_body = json!({"model": "gpt-4o", "messages": chat(2)});
+    let messages_body = json!({"model": "claude-sonnet-4-5", "max_tokens": 16,
+                               "messages": [{"role": "user", "content": "hi"}]});
+    let proxied =
+        |path: &'static str, key: &'static str, own: Option<(&'static str, &'static str)>| {
+            let app = app.clone();
+            let body = if path == "/v1/messages" {
+                messages_body.clone()
+            } else {
+                chat_body.clone()
+            };
+            async move {
+                let mut headers = vec![("x-condense-api-key", key)];
+                headers.extend(own);
+                send(&app, request("POST", path, &headers, Some(&body))).await
+            }
+        };
+    for key in [PLAIN, LLM] {
+        for path in ["/v1/chat/completions", "/v1/messages"] {
+            let r = proxied(path, key, None).await;
+            let p = r.problem(403);
+            assert_eq!(p["type"], "urn:condense:problem:forbidden");
+            let detail = p["detail"].as_str().unwrap();
+            assert!(detail.contains("`provider` permission"), "{detail}");
+            assert!(!detail.contains("sk-operator") && !detail.contains(key));
+        }
+    }
+    assert_eq!(
+        openai.calls() + anthropic.calls(),
+        0,
+        "nothing was sent with or without the operator's key"
+    );
+    // Their own provider key: forwarded as it came.
+    let r = proxied(
+        "/v1/chat/completions",
+        PLAIN,
+        Some(("authorization", "Bearer sk-own")),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        openai.headers.lock().unwrap()[0]["authorization"],
+        "Bearer sk-own"
+    );
+    let r = proxied("/v1/messages", PLAIN, Some(("x-api-key", "sk-own"))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(anthropic.headers.lock().unwrap()[0]["x-api-key"], "sk-own");
+    // A key marked `provider`: the operator's key fills in.
+    let r = proxied("/v1/chat/completions", PROVIDER, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        openai.headers.lock().unwrap()[1]["authorization"],
+        "Bearer sk-operator"
+    );
+    let r = proxied("/v1/messages", PROVIDER, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        anthropic.headers.lock().unwrap()[1]["x-api-key"],
+        "sk-operator"
+    );
+
+    // Provider counts: refused when the request asks, the local estimate
+    // with a warning when the profile does.
+    let thread = json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hi"}]});
+    let counted = |path: &'static str, key: &'static str, extra: Value| {
+        let app = app.clone();
+        let mut body = thread.clone();
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        async move {
+            let auth = format!("Bearer {key}");
+            send(
+                &app,
+                request("POST", path, &[("authorization", &auth)], Some(&body)),
+            )
+            .await
+        }
+    };
+    for (path, extra) in [
+        ("/v1/tokens", json!({"count": "provider"})),
+        ("/v1/verdict", json!({"count": "provider"})),
+        ("/v1/verdict", json!({"config": {"count": "provider"}})),
+    ] {
+        for key in [PLAIN, LLM] {
+            let r = counted(path, key, extra.clone()).await;
+            let detail = r.problem(403)["detail"].as_str().unwrap().to_string();
+            assert!(
+                detail.contains("`provider` permission"),
+                "{path} {extra}: {detail}"
+            );
+        }
+    }
+    assert_eq!(
+        counts.calls(),
+        0,
+        "no count was asked for a key without `provider`"
+    );
+    let r = counted("/v1/tokens", PROVIDER, json!({"count": "provider"})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(counts.calls(), 1, "the provider was asked");
+    assert_eq!(
+        counts.headers.lock().unwrap()[0]["x-api-key"],
+        "sk-counting"
+    );
+}
+
+/// A profile that counts with the provider does not refuse a caller
+/// without the permission: its verdict stands on the local count and says why.
+#[tokio::test]
+async fn a_profile_count_without_the_permission_is_the_local_estimate() {
+    let counts = stub::start_on(Fault::Ok, true, "/v1/messages/count_tokens").await;
+    let dir = std::env::temp_dir().join(format!(
+        "condense-profiles-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("profiles.toml");
+    std::fs::write(&file, "[profiles.exact]\ncount = \"provider\"\n").unwrap();
+    let app = app_with(keyed(condense::Config {
+        count_anthropic_url: Some(counts.url.clone()),
+        profiles_file: Some(file),
+        ..Default::default()
+    }));
+    let body = json!({"profile": "exact", "system": "Be brief.",
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let auth = format!("Bearer {PLAIN}");
+    let r = send(
+        &app,
+        request(
+            "POST",
+            "/v1/verdict",
+            &[("authorization", &auth)],
+            Some(&body),
+        ),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["source"], "local");
+    assert!(
+        v["warnings"].to_string().contains("`provider` permission"),
+        "{v}"
+    );
+    assert_eq!(counts.calls(), 0);
+    std::fs::remove_dir_all(dir).unwrap();
 }

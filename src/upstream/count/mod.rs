@@ -2,8 +2,10 @@
 //! counting endpoint (Anthropic `POST /v1/messages/count_tokens`, OpenAI
 //! `POST /responses/input_tokens`) asked for a thread's total.
 //!
-//! The providers are the proxy's (`CONDENSE_PROXY_*_URL` and its key): the
-//! ones the caller's agent talks to. A count is only ever an improvement on
+//! The providers are configured apart from the proxy's
+//! (`CONDENSE_COUNT_*_URL`, `CONDENSE_COUNT_API_KEY`): counting does not
+//! switch the proxy on, and only callers with the `provider` permission may
+//! ask (the operator's key pays; `http::count` checks). A count is only ever an improvement on
 //! the local estimate, so nothing here is an error to the caller: a route
 //! that is off, a thread the endpoint cannot take, or a call that fails
 //! leaves the local estimate in place with a warning ([`CountError::warning`]).
@@ -52,6 +54,8 @@ pub struct ProviderCountConfig {
 pub enum CountError {
     /// The route's base URL is not set: the setting that would switch it on.
     NotConfigured(&'static str),
+    /// The caller's key lacks the `provider` permission (a profile asked).
+    NotPermitted,
     /// The thread has no exact form for the endpoint: what, and where.
     Unconvertible(String),
     /// The call failed.
@@ -63,6 +67,9 @@ impl CountError {
     pub fn warning(&self) -> String {
         let why = match self {
             CountError::NotConfigured(setting) => format!("{setting} is not set"),
+            CountError::NotPermitted => {
+                "the API key lacks the `provider` permission its profile's `count` needs".into()
+            }
             CountError::Unconvertible(what) => {
                 format!("the thread has no exact form for its counting endpoint ({what})")
             }
@@ -131,12 +138,12 @@ impl ProviderCounter {
         let (base, setting, path) = match endpoint {
             Endpoint::Anthropic => (
                 &self.config.anthropic_url,
-                "CONDENSE_PROXY_ANTHROPIC_URL",
+                "CONDENSE_COUNT_ANTHROPIC_URL",
                 "/v1/messages/count_tokens",
             ),
             Endpoint::OpenAi => (
                 &self.config.openai_url,
-                "CONDENSE_PROXY_OPENAI_URL",
+                "CONDENSE_COUNT_OPENAI_URL",
                 "/responses/input_tokens",
             ),
         };
@@ -206,7 +213,8 @@ impl ProviderCounter {
                 excerpt: String::new(),
             });
         }
-        let bytes = res.bytes().await.map_err(transport)?;
+        // `{"input_tokens": N}`: anything longer than an error body is not a count.
+        let bytes = super::answer::read_capped(res, super::answer::MAX_ERROR_BYTES).await?;
         input_tokens(&bytes)
     }
 }
@@ -256,9 +264,9 @@ mod tests {
         });
         let w = status.warning();
         assert!(w.contains("HTTP 429") && !w.contains("secret body"), "{w}");
-        let off = CountError::NotConfigured("CONDENSE_PROXY_OPENAI_URL").warning();
+        let off = CountError::NotConfigured("CONDENSE_COUNT_OPENAI_URL").warning();
         assert!(
-            off.contains("CONDENSE_PROXY_OPENAI_URL is not set"),
+            off.contains("CONDENSE_COUNT_OPENAI_URL is not set"),
             "{off}"
         );
         let down = CountError::Failed(UpstreamError::Connect("10.1.2.3:443".into())).warning();
