@@ -7,7 +7,7 @@ use crate::cache::Cache;
 use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::guard::{Access, Cors, Overload, RateLimiter};
+use crate::guard::{Access, Cors, Hosts, Overload, RateLimiter};
 use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
@@ -45,6 +45,8 @@ pub struct Inner {
     pub overload: Overload,
     /// The origins browsers may call from (None: no CORS).
     pub cors: Option<Cors>,
+    /// The names a request's `Host` may carry.
+    pub hosts: Hosts,
     /// The registry `GET /metrics` renders; the summary service (and through
     /// it the compressor, the upstream client and the proxy) records into it.
     pub metrics: Metrics,
@@ -112,11 +114,13 @@ impl AppState {
         let rate = RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
         let overload = Overload::new(config.max_concurrency);
         let cors = Cors::parse(&config.cors_origins)?;
+        let hosts = Hosts::parse(&config.allowed_hosts, config.listen)?;
         Ok(Self(Arc::new(Inner {
             access,
             rate,
             overload,
             cors,
+            hosts,
             config,
             encoders,
             models,

@@ -149,7 +149,15 @@ fn escape(key: &str) -> String {
 }
 
 fn check_content_type(req: &Request) -> Result<(), ApiError> {
-    let Some(ct) = req.headers().get(header::CONTENT_TYPE) else {
+    require_json(req.headers())
+}
+
+/// A JSON body (`application/json`, or `application/<x>+json`), else 415.
+/// Besides saying what condense reads, it keeps web pages out: the types
+/// a page may send without a CORS preflight (`text/plain`, forms) are
+/// refused before the body is read.
+pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
         return Err(ApiError::UnsupportedMediaType(
             "send the body as `Content-Type: application/json`".into(),
         ));

@@ -12,6 +12,7 @@ mod middleware;
 mod playground;
 mod proxy;
 mod scrape;
+mod screen;
 mod tokens;
 mod verdict;
 
@@ -38,6 +39,10 @@ use middleware::REQUEST_ID;
 /// Every route condense serves, with its middleware: the `Router` that the
 /// binary serves and the tests drive.
 pub fn router(state: AppState) -> Router {
+    let screen = std::sync::Arc::new(screen::Screen {
+        hosts: state.hosts.clone(),
+        cors: state.cors.clone(),
+    });
     let limit = state.config.body_limit;
     let timeout = state.config.request_timeout;
     let cors = guard::cors_layer(state.cors.as_ref());
@@ -82,6 +87,7 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
+                .layer(axum::middleware::from_fn_with_state(screen, screen::screen))
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
                     guard::admit,

@@ -240,17 +240,21 @@ fn from(origin: &str, req: Request<Body>) -> Request<Body> {
 #[tokio::test]
 async fn cors_is_off_by_default_and_exact_when_configured() {
     const SITE: &str = "https://agents.example.com";
+    // Off: a page elsewhere gets no CORS headers, and its request is
+    // refused outright (a simple request would otherwise run unread).
     let r = send(
         &app(),
         from(SITE, post_as(KEY_A, "/v1/tokens", &json!({"text": "a"}))),
     )
     .await;
-    assert_eq!(r.status, 200);
+    r.problem(403);
     assert!(r.headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
     if let Some(vary) = r.headers.get(header::VARY) {
         assert!(!vary.to_str().unwrap().contains("origin"), "{vary:?}");
     }
-    assert_eq!(send(&app(), preflight(SITE)).await.status, 405);
+    let r = send(&app(), preflight(SITE)).await;
+    assert!(r.headers.get(header::ACCESS_CONTROL_ALLOW_ORIGIN).is_none());
+    assert_eq!(r.status, 403);
 
     let app = app_with(condense::Config {
         cors_origins: vec![SITE.into(), "http://localhost:3000".into()],

@@ -4,6 +4,7 @@ mod access;
 mod bad_input;
 mod binding;
 mod blocks;
+mod browsers;
 mod cache_e2e;
 mod clear_model;
 mod clear_props;
