@@ -2,6 +2,7 @@
 //! OpenAI Chat Completions or the Anthropic Messages API, with retries inside
 //! a time budget and a cap on concurrent calls.
 
+mod answer;
 mod anthropic;
 pub mod count;
 mod openai;
@@ -225,16 +226,11 @@ impl Upstream {
         }
     }
 
-    /// One completion, retried per the policy, under the concurrency cap.
+    /// One completion, retried per the policy. Each attempt holds a place
+    /// under the concurrency cap; the back-off between attempts does not
+    /// (a call waiting out a 429 must not keep others from the upstream).
     pub async fn complete(&self, req: &ChatRequest) -> Called {
         let started = Instant::now();
-        let Ok(_permit) = self.permits.acquire().await else {
-            return Called {
-                result: Err(UpstreamError::Connect("client closed".into())),
-                attempts: 0,
-                elapsed: started.elapsed(),
-            };
-        };
         let (result, attempts) = self.config.retry.run(|| self.observed(req)).await;
         Called {
             result,
@@ -243,8 +239,14 @@ impl Upstream {
         }
     }
 
-    /// One attempt, recorded in the metrics however it ends.
+    /// One attempt, recorded in the metrics however it ends, once it has
+    /// a place under the concurrency cap.
     async fn observed(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| UpstreamError::Connect("client closed".into()))?;
         let attempt = self.metrics.upstream_attempt(self.config.kind.as_str());
         let result = self.once(req).await;
         match &result {
@@ -279,20 +281,15 @@ impl Upstream {
         let res = builder.send().await.map_err(transport)?;
         let status = res.status();
         if !status.is_success() {
-            let retry_after = res
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let body = res.text().await.unwrap_or_default();
+            let retry_after = answer::retry_after(res.headers());
+            let body = answer::error_text(res).await;
             return Err(UpstreamError::Status {
                 status: status.as_u16(),
                 retry_after,
                 excerpt: excerpt(&body, &self.scrubber),
             });
         }
-        let body = res.bytes().await.map_err(transport)?;
+        let body = answer::read_capped(res, answer::MAX_ANSWER_BYTES).await?;
         let parsed = match c.kind {
             Kind::OpenAi => openai::parse(&body),
             Kind::Anthropic => anthropic::parse(&body),
@@ -344,6 +341,9 @@ fn check_answer(r: ChatResponse) -> Result<ChatResponse, UpstreamError> {
         ..r
     })
 }
+
+#[cfg(test)]
+mod client_tests;
 
 #[cfg(test)]
 mod tests {
