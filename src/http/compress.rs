@@ -34,6 +34,7 @@ pub struct CompressRequest {
     pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
+    #[serde(default, deserialize_with = "super::input::model_name")]
     pub model: Option<String>,
     pub encoding: Option<Encoding>,
     /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
@@ -56,6 +57,7 @@ pub struct CompressRequest {
 pub struct SummarizerInput {
     #[serde(default)]
     pub strategy: Strategy,
+    #[serde(default, deserialize_with = "super::input::model_name")]
     pub model: Option<String>,
     pub instructions: Option<String>,
 }

@@ -18,6 +18,25 @@ pub enum MethodName {
 
 /// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`
 /// alone implies `chars`.
+/// Longest model name a request may carry: the longest real ones are some
+/// 60 characters, and a model name is echoed in the answer.
+pub const MAX_MODEL_CHARS: usize = 256;
+
+/// A `model` field, at most [`MAX_MODEL_CHARS`] characters (a 422 naming
+/// the field otherwise, rather than megabytes echoed in a 200).
+pub fn model_name<'de, D>(de: D) -> Result<Option<String>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let name = Option::<String>::deserialize(de)?;
+    match name {
+        Some(n) if n.chars().count() > MAX_MODEL_CHARS => Err(serde::de::Error::custom(format!(
+            "a model name has at most {MAX_MODEL_CHARS} characters"
+        ))),
+        name => Ok(name),
+    }
+}
+
 pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<Method, ApiError> {
     match (name, chars_per_token) {
         (Some(MethodName::Bpe), Some(_)) => Err(ApiError::field(
@@ -76,7 +95,9 @@ impl ThreadFields {
     /// limit): the count of messages before parsing, their characters after.
     pub fn parse(self, limits: &Limits) -> Result<Thread, ApiError> {
         let owned = self.owned()?;
-        limits.check_messages(owned.messages.len())?;
+        // Without a format the items are `messages` (Responses is told by `input`).
+        let format = owned.format.unwrap_or(WireFormat::OpenAi);
+        limits.check_messages(format, owned.messages.len())?;
         let thread = thread::parse_owned(owned)?;
         limits.check_thread(&thread)?;
         Ok(thread)

@@ -28,6 +28,7 @@ use tracing::Level;
 pub use catalog::{ModelsResponse, ProfilesResponse};
 pub use compress::{CompressRequest, CompressResponse};
 pub use guard::PROXY_KEY;
+pub use input::MAX_MODEL_CHARS;
 pub use tokens::{TokensRequest, TokensResponse};
 pub use verdict::{VerdictRequest, VerdictResponse};
 

@@ -27,6 +27,7 @@ pub fn router() -> Router<AppState> {
 #[serde(deny_unknown_fields)]
 pub struct TokensRequest {
     /// Model whose tokenizer and window apply (default from configuration).
+    #[serde(default, deserialize_with = "super::input::model_name")]
     pub model: Option<String>,
     /// Overrides the model's encoding.
     pub encoding: Option<Encoding>,

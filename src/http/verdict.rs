@@ -33,6 +33,7 @@ pub struct VerdictRequest {
     pub instructions: Option<Value>,
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
+    #[serde(default, deserialize_with = "super::input::model_name")]
     pub model: Option<String>,
     pub encoding: Option<Encoding>,
     /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).

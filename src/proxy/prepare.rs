@@ -214,7 +214,9 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
         .and_then(Value::as_array)
         .ok_or("the body has no messages")?;
     let too_large = |e: thread::OverLimit| Unread::TooLarge(e.detail);
-    limits.check_messages(messages.len()).map_err(too_large)?;
+    limits
+        .check_messages(provider.format(), messages.len())
+        .map_err(too_large)?;
     let thread = thread::parse(RawThread {
         format: Some(provider.format()),
         messages,

@@ -2,7 +2,7 @@
 //! bytes before any parsing, and the size of its thread (messages and
 //! characters of text), which the operator configures.
 
-use super::Thread;
+use super::{Thread, WireFormat};
 
 /// Most JSON objects and arrays a body may hold. Realistic threads hold
 /// about one per 500 bytes (the largest fixture: about 1,000 in 560 KB), so
@@ -86,13 +86,15 @@ impl Limits {
         max_chars: 0,
     };
 
-    /// Checked before parsing: the count of `messages`.
-    pub fn check_messages(&self, n: usize) -> Result<(), OverLimit> {
+    /// Checked before parsing: the count of `messages` (a Responses
+    /// thread's `input` items, named as such).
+    pub fn check_messages(&self, format: WireFormat, n: usize) -> Result<(), OverLimit> {
         if self.max_messages > 0 && n > self.max_messages {
+            let pointer = format.items_pointer();
             return Err(OverLimit {
-                pointer: "/messages",
+                pointer,
                 detail: format!(
-                    "/messages holds {n} messages; the limit is {} (CONDENSE_MAX_MESSAGES): summarize or drop older ones first",
+                    "{pointer} holds {n} messages; the limit is {} (CONDENSE_MAX_MESSAGES): summarize or drop older ones first",
                     self.max_messages
                 ),
             });
@@ -102,7 +104,7 @@ impl Limits {
 
     /// Checked on the parsed thread: its characters of text.
     pub fn check_thread(&self, thread: &Thread) -> Result<(), OverLimit> {
-        self.check_messages(thread.messages.len())?;
+        self.check_messages(thread.format, thread.messages.len())?;
         if self.max_chars == 0 {
             return Ok(());
         }
@@ -110,7 +112,8 @@ impl Limits {
         for m in thread.system.iter().chain(&thread.messages) {
             m.parts.iter().for_each(|p| p.texts(&mut texts));
         }
-        self.check_chars("/messages", texts.iter().map(|t| t.chars().count()).sum())
+        let chars = texts.iter().map(|t| t.chars().count()).sum();
+        self.check_chars(thread.format.items_pointer(), chars)
     }
 
     /// Checked on a bare text.
@@ -139,7 +142,7 @@ impl Limits {
 #[cfg(test)]
 mod tests {
     use super::{Limits, MAX_JSON_VALUES, json_shape, too_many_nodes};
-    use crate::thread::{RawThread, parse};
+    use crate::thread::{RawThread, WireFormat, parse};
     use serde_json::json;
 
     #[test]
@@ -179,6 +182,9 @@ mod tests {
         .unwrap_err();
         assert!(e.detail.contains("2 messages") && e.detail.contains("CONDENSE_MAX_MESSAGES"));
         assert_eq!(Limits::NONE.check_thread(&t), Ok(()));
+        let e = fits.check_messages(WireFormat::Responses, 3).unwrap_err();
+        assert_eq!(e.pointer, "/input");
+        assert!(e.detail.starts_with("/input holds 3"), "{}", e.detail);
         // Characters, not bytes: "é" is one.
         assert!(
             Limits {

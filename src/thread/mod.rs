@@ -50,6 +50,14 @@ impl WireFormat {
         self == WireFormat::Anthropic
     }
 
+    /// The JSON pointer of the thread's messages in a request body.
+    pub fn items_pointer(self) -> &'static str {
+        match self {
+            WireFormat::Responses => "/input",
+            WireFormat::OpenAi | WireFormat::Anthropic => "/messages",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             WireFormat::OpenAi => "openai",

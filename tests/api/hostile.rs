@@ -329,3 +329,41 @@ async fn an_encoded_body_is_refused_on_every_route_that_reads_one() {
     // Only the identity requests were forwarded.
     assert_eq!((openai.calls(), anthropic.calls()), (1, 1));
 }
+
+/// A model name of megabytes is a 422 naming `/model`, not an echo in a
+/// 200; a long real one (256 characters) is still answered.
+#[tokio::test]
+async fn a_huge_model_name_is_refused_not_echoed() {
+    let app = app();
+    let thread = json!([{"role": "user", "content": "hi"}]);
+    for path in ["/v1/tokens", "/v1/verdict", "/v1/compress"] {
+        let r = post(&app, path, &json!({"model": long(), "messages": thread})).await;
+        let p = r.problem(422);
+        assert_eq!(p["errors"][0]["pointer"], "/model", "{path}: {p}");
+        assert_clipped(path, r.text().as_bytes());
+        let fine = "m".repeat(condense::http::MAX_MODEL_CHARS);
+        let r = post(&app, path, &json!({"model": fine, "messages": thread})).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    }
+    let r = post(
+        &app,
+        "/v1/compress",
+        &json!({"messages": thread, "summarizer": {"model": long()}}),
+    )
+    .await;
+    assert_clipped("summarizer.model", r.text().as_bytes());
+}
+
+/// A Responses thread over the message limit is named by its own field.
+#[tokio::test]
+async fn a_responses_thread_over_the_limit_is_named_input() {
+    let app = app_with(condense::Config {
+        max_messages: 2,
+        ..Default::default()
+    });
+    let item = json!({"role": "user", "content": "hi"});
+    let r = post(&app, "/v1/tokens", &json!({"input": [item, item, item]})).await;
+    let p = r.problem(413);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.starts_with("/input holds 3"), "{detail}");
+}
