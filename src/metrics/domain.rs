@@ -58,7 +58,7 @@ struct CacheOperation {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ProviderStatus {
     provider: &'static str,
-    status: u16,
+    status: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -243,7 +243,10 @@ impl Metrics {
         self.0
             .domain
             .proxied
-            .get_or_create(&ProviderStatus { provider, status })
+            .get_or_create(&ProviderStatus {
+                provider,
+                status: super::status_label(status),
+            })
             .inc();
     }
 

@@ -26,7 +26,7 @@ pub const UNAUTHORIZED: &str = "unauthorized";
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteStatus {
     route: String,
-    status: u16,
+    status: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -139,7 +139,7 @@ impl Metrics {
         m.requests
             .get_or_create(&RouteStatus {
                 route: route.route.clone(),
-                status,
+                status: super::status_label(status),
             })
             .inc();
         m.duration
