@@ -116,6 +116,12 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         if instructions.is_some() {
             warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
         }
+        if count.total as u64 > setup.context_window {
+            warnings.push(format!(
+                "after clearing, the thread holds {} tokens, over the {}-token window: clearing alone cannot make it fit; use a summarizing strategy (`auto`)",
+                count.total, setup.context_window
+            ));
+        }
         return done(t, &count, warnings, applied_edits);
     }
 

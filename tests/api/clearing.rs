@@ -401,3 +401,37 @@ async fn a_bad_clear_object_is_a_422_naming_the_field() {
     let p = r.problem(422);
     assert!(p.to_string().contains("keeep"), "{p}");
 }
+
+/// Clearing alone over the window: the thread comes back cleared, and the
+/// answer says it still does not fit rather than a silent 200.
+#[tokio::test]
+async fn clearing_alone_that_cannot_fit_says_so() {
+    let app = app();
+    // One kept result of 20,000 characters: more than a 2,048-token window.
+    let c = agent(4, 20_000);
+    for wire in wires() {
+        let mut input = body(
+            wire,
+            &c,
+            json!({"summarizer": {"strategy": "clear_tool_results"}, "force": true,
+                   "config": {"context_window": 2048}}),
+        );
+        input["force"] = json!(true);
+        let r = post(&app, "/v1/compress", &input).await.json();
+        let warnings = r["warnings"].to_string();
+        assert!(r["tokens_after"].as_u64().unwrap() > 2048, "{r}");
+        assert!(
+            warnings.contains("over the 2048-token window"),
+            "{warnings}"
+        );
+        // Under the window: no such warning.
+        let mut small = body(
+            wire,
+            &agent(2, 100),
+            json!({"summarizer": {"strategy": "clear_tool_results"}}),
+        );
+        small["force"] = json!(true);
+        let r = post(&app, "/v1/compress", &small).await.json();
+        assert!(!r["warnings"].to_string().contains("window"), "{r}");
+    }
+}
