@@ -28,14 +28,21 @@ thread_local! {
     static PIECES: RefCell<[FxHashMap<Key, u32>; 2]> = RefCell::default();
 }
 
+/// Pieces counted between two looks at the cancellation flag: a text of
+/// megabytes is millions of pieces, and its request may be gone.
+const PIECES_PER_LOOK: usize = 4096;
+
 /// `tokenizer.count(text)`, with short pieces memoized in map `slot`
-/// (one slot per encoding).
+/// (one slot per encoding). Stops early, with a partial count nobody will
+/// read, when the work is cancelled (see `cancel`).
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
     PIECES.with_borrow_mut(|maps| {
         let map = &mut maps[slot];
         tokenizer
             .split(text)
-            .map(|piece| {
+            .enumerate()
+            .take_while(|(i, _)| i % PIECES_PER_LOOK != 0 || *i == 0 || !super::cancel::cancelled())
+            .map(|(_, piece)| {
                 let bytes = piece.as_bytes();
                 if bytes.len() > MAX_PIECE {
                     return tokenizer.bpe.count(bytes);
@@ -62,6 +69,21 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    #[test]
+    fn a_cancelled_count_stops_inside_one_long_text() {
+        use std::sync::atomic::AtomicBool;
+        let tokenizer = bpe_openai::o200k_base();
+        let text = "word ".repeat(1_000_000);
+        let whole = super::count(tokenizer, 0, &text);
+        assert_eq!(whole, tokenizer.count(text.as_str()));
+        let gone = std::sync::Arc::new(AtomicBool::new(true));
+        let partial = crate::tokens::cancel::scope(gone, || super::count(tokenizer, 0, &text));
+        assert!(
+            partial <= super::PIECES_PER_LOOK * 2,
+            "{partial} of {whole}"
+        );
+    }
 
     proptest! {
         #[test]
