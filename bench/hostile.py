@@ -4,8 +4,9 @@
     bench/hostile.py [--no-build] [--condense target/release/condense]
 
 Each case is one request (after one warm-up request of another size), timed
-end to end on loopback; the server runs with no cache and a 600 s request
-limit so that a slow case shows its time instead of a 503. Linear work means
+end to end on loopback; the server runs with no cache, a 600 s request
+limit so that a slow case shows its time instead of a 503, and no message
+limit (the node limit still bounds a body). Linear work means
 the 3 MB time is about 3 times the 1 MB time. A body of more than 100,000 JSON
 objects and arrays is refused (413) before it is parsed: that is what bounds
 the many-small-parts cases at 8 MB. Prints one table.
@@ -81,6 +82,19 @@ def long_tail(n):
     return body
 
 
+def iterations(n):
+    """n agent iterations, all summarized per iteration (group_by) and the
+    kept ones fitted: over the message limit, which this server lifts."""
+    msgs = [{"role": "system", "content": "You are an agent."}]
+    for i in range(n):
+        msgs.append({"role": "user", "content": f"Iteration {i}: please fix bug #{i} in src/file{i}.rs"})
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function",
+                     "function": {"name": "bash", "arguments": json.dumps({"cmd": f"cargo test t{i}"})}}]})
+        msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"error: test t{i} failed at line {i}"})
+        msgs.append({"role": "assistant", "content": f"Fixed bug {i} by editing src/file{i}.rs."})
+    return {"messages": msgs, "group_by": "iteration", "force": True, "summarizer": {"strategy": "heuristic"}}
+
+
 CASES = [
     ("one run of `-` (tokens)", "/v1/tokens", dashes),
     ("random Unicode (tokens)", "/v1/tokens", unicode_text),
@@ -88,6 +102,7 @@ CASES = [
     ("tool calls in one message, answered in reverse (tokens)", "/v1/tokens", tool_calls),
     ("distinct failing tool units (compress, heuristic)", "/v1/compress", failing_units),
     ("a tail far over the window (compress, fitting)", "/v1/compress", long_tail),
+    ("iterations past the message limit (compress, group_by)", "/v1/compress", iterations),
 ]
 
 
@@ -114,7 +129,8 @@ def main():
         subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
     port = 18000 + os.getpid() % 1000
     server = subprocess.Popen(
-        [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "600"],
+        [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "600",
+         "--max-messages", "0"],
         env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"

@@ -8,7 +8,7 @@
 //! the plan's count; only a message that changes (a cut text, the summary) is
 //! counted again, so fitting is linear in the thread, not quadratic.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use super::summary::{self, summary_message};
 use super::{Error, iterations, split};
@@ -38,7 +38,9 @@ pub struct Draft {
     /// dropped to fit): kept after the summary, never cut.
     pub instructions: Vec<Kept>,
     instruction_tokens: usize,
-    pub tail: Vec<Kept>,
+    /// A deque: fitting drops whole units from its front, one at a time,
+    /// and a `Vec` would move the rest each time (quadratic in the tail).
+    pub tail: VecDeque<Kept>,
     tail_tokens: usize,
     pub truncated: BTreeSet<usize>,
     pub dropped: Vec<usize>,
@@ -53,7 +55,7 @@ impl Draft {
             summary: None,
             instructions: Vec::new(),
             instruction_tokens: 0,
-            tail,
+            tail: tail.into(),
             tail_tokens,
             truncated: BTreeSet::new(),
             dropped: Vec::new(),
@@ -196,7 +198,7 @@ pub(super) fn fit(
     let opens = |d: &Draft| {
         d.summary.is_some()
             || d.tail
-                .first()
+                .front()
                 .is_some_and(|k| split::opens_user_turn(&k.message))
     };
     for &len in tail_units {
