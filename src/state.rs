@@ -144,10 +144,13 @@ impl AppState {
         let state = self.clone();
         // Dropped with this future (a timeout, a client gone): the task stops.
         let (_cancel, flag) = Cancel::new();
-        tokio::task::spawn_blocking(move || cancel::scope(flag, || work(&state)))
-            .await
-            .map_err(|e| {
-                ApiError::Internal(anyhow::Error::new(e).context("a counting task failed"))
-            })?
+        // The request's place stays taken until the work has stopped.
+        let place = cancel::held();
+        tokio::task::spawn_blocking(move || {
+            let _place = place;
+            cancel::scope(flag, || work(&state))
+        })
+        .await
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("a counting task failed")))?
     }
 }

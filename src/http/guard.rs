@@ -21,6 +21,7 @@
 //! of them when no keys are configured) takes from its client address's.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -31,6 +32,7 @@ use tower_http::cors::{AllowOrigin, CorsLayer};
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
 use crate::guard::{Bucket, Caller, Cors, Verdict};
 use crate::state::AppState;
+use crate::tokens::cancel;
 
 /// Where a proxy route's caller puts its condense key.
 pub const PROXY_KEY: &str = "x-condense-api-key";
@@ -126,15 +128,15 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         rate_headers(res.headers_mut(), &v);
         return res;
     }
-    // Held until the answer is ready (dropped when a time limit drops the handler).
-    let _place = match gates.shed {
+    // Held until the answer is ready and every CPU task of the request has
+    // stopped (a time limit drops the handler before its tasks notice).
+    let mut res = match gates.shed {
         true => match app.overload.try_enter() {
-            Some(place) => Some(place),
+            Some(place) => cancel::holding(Arc::new(place), next.run(req)).await,
             None => return ApiError::Overloaded(app.overload.max()).into_response(),
         },
-        false => None,
+        false => next.run(req).await,
     };
-    let mut res = next.run(req).await;
     // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
     // to read: condense's do not replace them.
     if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {

@@ -56,7 +56,13 @@ where
     T: Send + 'static,
 {
     let (_cancel, flag) = Cancel::new();
-    match tokio::task::spawn_blocking(move || cancel::scope(flag, work)).await {
+    // The request's place stays taken until the work has stopped.
+    let place = cancel::held();
+    let task = tokio::task::spawn_blocking(move || {
+        let _place = place;
+        cancel::scope(flag, work)
+    });
+    match task.await {
         Ok(v) => v,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
         Err(e) => panic!("a blocking task was cancelled: {e}"),

@@ -8,13 +8,37 @@
 //! (tokenizing each string, extracting each message) look at [`cancelled`]
 //! and stop. What a cancelled task still returns is never seen: its
 //! receiver is gone.
+//!
+//! Until it notices, the task still holds memory and a core, so the
+//! request's place among the requests at work must not be freed before it
+//! ends: the gates run the request [`holding`] its place, and every CPU
+//! task it starts keeps a share of it ([`held`]).
 
+use std::any::Any;
 use std::cell::RefCell;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 thread_local! {
     static FLAG: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+tokio::task_local! {
+    static HELD: Arc<dyn Any + Send + Sync>;
+}
+
+/// Runs `request` holding `place` (a place among the requests at work),
+/// which every CPU task the request starts shares: the place is free when
+/// the request and all its tasks are done, not when the request is dropped.
+pub async fn holding<F: Future>(place: Arc<dyn Any + Send + Sync>, request: F) -> F::Output {
+    HELD.scope(place, request).await
+}
+
+/// A share of the place the current request holds, for a CPU task it
+/// starts to keep until the task ends (None outside [`holding`]).
+pub fn held() -> Option<Arc<dyn Any + Send + Sync>> {
+    HELD.try_with(Arc::clone).ok()
 }
 
 /// Tasks inside a [`scope`] right now, for tests that wait for the pool to drain.
@@ -65,4 +89,51 @@ pub fn cancelled() -> bool {
 /// How many cancellable tasks are running now.
 pub fn running() -> usize {
     RUNNING.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::{held, holding};
+
+    #[tokio::test]
+    async fn a_place_is_free_only_when_the_tasks_of_a_dropped_request_end() {
+        let place: Arc<dyn std::any::Any + Send + Sync> = Arc::new(());
+        let weak = Arc::downgrade(&place);
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let request = holding(place, async move {
+            let share = held().expect("inside `holding`");
+            tokio::task::spawn_blocking(move || {
+                let _share = share;
+                // Work that has not yet looked at its flag.
+                wait.recv().ok();
+            })
+            .await
+        });
+        // The request is dropped (its time limit) while its task still runs.
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), request)
+                .await
+                .is_err()
+        );
+        assert!(
+            weak.upgrade().is_some(),
+            "the place was freed while its work ran"
+        );
+        go.send(()).unwrap();
+        for _ in 0..6000 {
+            if weak.upgrade().is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the place was never freed");
+    }
+
+    #[test]
+    fn outside_a_request_nothing_is_held() {
+        assert!(held().is_none());
+    }
 }
