@@ -399,3 +399,24 @@ async fn a_proxied_body_that_stops_coming_gets_the_request_time_limit() {
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(answer.contains("urn:condense:problem:timeout"), "{answer}");
 }
+
+#[tokio::test]
+async fn a_request_whose_client_shut_its_write_side_is_answered() {
+    // RFC 9112 §9.6: a client may half-close after its request and still
+    // expects the answer. A body, so the request is more than a head.
+    let addr = start(config(30, 30, 64)).await;
+    let mut s = connect(addr).await;
+    let body = br#"{"text": "hello"}"#;
+    let head = format!(
+        "POST /v1/tokens HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    s.shutdown().await.unwrap();
+    let got = closed_by_server(&mut s).await;
+    let answer = String::from_utf8_lossy(&got);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    assert!(answer.ends_with("]}"), "the whole body: {answer:?}");
+}
