@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::cache::CacheOptions;
+use crate::cache::{CacheOptions, HealthCheck};
 use crate::guard::AccessConfig;
 use crate::serve::ServeOptions;
 use crate::thread::Limits;
@@ -89,6 +89,13 @@ pub mod defaults {
     /// Each may also hold a proxied provider connection: 1024 connections
     /// fit in 2,304 open files (see `serve::connection_budget`).
     pub const MAX_CONNECTIONS: usize = 1024;
+
+    // Probes and connection fairness (`cache::health`, `serve`).
+    /// Often enough for a readiness probe every 10 s to see a change within
+    /// one period; one `SELECT 1` per 5 s is nothing to the database.
+    pub const CACHE_CHECK_SECS: u64 = 5;
+    /// As long as `/readyz` used to wait for its own ping.
+    pub const CACHE_CHECK_TIMEOUT_SECS: u64 = 2;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -301,6 +308,15 @@ pub struct Config {
     /// Lowered at start-up if the open-files limit cannot hold them.
     #[arg(long, env = "CONDENSE_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
+
+    /// Seconds between background pings of the summary cache; `/readyz`
+    /// reports what the last ping (or request) found, without a ping of its own.
+    #[arg(long, env = "CONDENSE_CACHE_CHECK_SECS", default_value_t = defaults::CACHE_CHECK_SECS)]
+    pub cache_check_secs: u64,
+
+    /// Seconds a background ping may take before the cache counts as down.
+    #[arg(long, env = "CONDENSE_CACHE_CHECK_TIMEOUT_SECS", default_value_t = defaults::CACHE_CHECK_TIMEOUT_SECS)]
+    pub cache_check_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -351,6 +367,8 @@ impl Default for Config {
             header_read_timeout_secs: defaults::HEADER_READ_TIMEOUT_SECS,
             idle_timeout_secs: defaults::IDLE_TIMEOUT_SECS,
             max_connections: defaults::MAX_CONNECTIONS,
+            cache_check_secs: defaults::CACHE_CHECK_SECS,
+            cache_check_timeout_secs: defaults::CACHE_CHECK_TIMEOUT_SECS,
         }
     }
 }
@@ -377,6 +395,14 @@ impl Config {
             ttl: Duration::from_secs(self.cache_ttl_days.max(1) * 86_400),
             max_rows: self.cache_max_rows,
             claim_lease: Duration::from_secs(self.cache_claim_lease_secs),
+        }
+    }
+
+    /// How the cache's background check runs.
+    pub fn cache_check(&self) -> HealthCheck {
+        HealthCheck {
+            every: Duration::from_secs(self.cache_check_secs.max(1)),
+            timeout: Duration::from_secs(self.cache_check_timeout_secs.max(1)),
         }
     }
 
