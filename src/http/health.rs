@@ -4,18 +4,36 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::cache::{Cache, HealthStatus};
+use crate::error::ApiError;
 use crate::state::AppState;
+use crate::thread::echo;
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+}
+
+/// The paths the probe listener serves (`CONDENSE_PROBE_LISTEN`).
+const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Lets only [`PROBE_PATHS`] through: the probe listener's connections are
+/// few and kept for probes, so nothing else may be served on them.
+pub async fn only_probes(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if PROBE_PATHS.contains(&path) {
+        next.run(req).await
+    } else {
+        ApiError::NotFound(echo(path).into_owned()).into_response()
+    }
 }
 
 #[derive(Serialize)]
