@@ -40,15 +40,18 @@ pub struct HealthcheckArgs {
 }
 
 impl HealthcheckArgs {
-    /// Runs the check against `config.listen` and says what it found on
-    /// stderr (a container runtime keeps that output with the check's result).
+    /// Runs the check against the probe listener when there is one (it
+    /// answers however busy the main one is), else `config.listen`, and says
+    /// what it found on stderr (a container runtime keeps that output with
+    /// the check's result).
     pub fn run(&self, config: &Config) -> ExitCode {
         let timeout = Duration::from_secs(self.timeout.max(1));
-        match healthcheck::check(config.listen, timeout) {
+        let listen = config.probe_listen.unwrap_or(config.listen);
+        match healthcheck::check(listen, timeout) {
             Ok(status) => {
                 eprintln!(
                     "healthy: {} answered /healthz with {status}",
-                    healthcheck::target(config.listen)
+                    healthcheck::target(listen)
                 );
                 ExitCode::SUCCESS
             }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use crate::cache::CacheOptions;
+use crate::cache::{CacheOptions, HealthCheck};
 use crate::guard::AccessConfig;
 use crate::serve::ServeOptions;
 use crate::thread::Limits;
@@ -87,8 +87,23 @@ pub mod defaults {
     /// they, not condense, close a kept-alive connection first (nginx: 75 s).
     pub const IDLE_TIMEOUT_SECS: u64 = 75;
     /// Each may also hold a proxied provider connection: 1024 connections
-    /// fit in 2,304 open files (see `serve::connection_budget`).
+    /// fit in about 2,100 open files (see `serve::connection_budget`).
     pub const MAX_CONNECTIONS: usize = 1024;
+
+    // Probes and connection fairness (`cache::health`, `serve`).
+    /// Often enough for a readiness probe every 10 s to see a change within
+    /// one period; one `SELECT 1` per 5 s is nothing to the database.
+    pub const CACHE_CHECK_SECS: u64 = 5;
+    /// As long as `/readyz` used to wait for its own ping.
+    pub const CACHE_CHECK_TIMEOUT_SECS: u64 = 2;
+    /// A quarter of the default connection cap: one address cannot take the
+    /// other three quarters, yet a host running many agents (all of them
+    /// 127.0.0.1 to a local condense, each holding a few pooled
+    /// connections: 20 agents are well under 100) never meets it.
+    pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 256;
+    /// The probe listener serves an orchestrator's few probes and a metrics
+    /// scraper, not clients.
+    pub const PROBE_MAX_CONNECTIONS: usize = 16;
 }
 
 #[derive(Debug, Clone, PartialEq, Parser)]
@@ -324,6 +339,30 @@ pub struct Config {
     /// Lowered at start-up if the open-files limit cannot hold them.
     #[arg(long, env = "CONDENSE_MAX_CONNECTIONS", default_value_t = defaults::MAX_CONNECTIONS)]
     pub max_connections: usize,
+
+    /// Most connections one client address may hold open (an IPv6 address
+    /// counts by its /64); past it a new one is answered 503 and closed. 0: no limit.
+    #[arg(long, env = "CONDENSE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = defaults::MAX_CONNECTIONS_PER_ADDRESS)]
+    pub max_connections_per_address: usize,
+
+    /// A second address serving only `/healthz`, `/readyz` and `/metrics`,
+    /// with connections of its own: probes answered however busy the main
+    /// listener is. Unset: none.
+    #[arg(long, env = "CONDENSE_PROBE_LISTEN")]
+    pub probe_listen: Option<SocketAddr>,
+
+    /// Most connections open at once on the probe listener.
+    #[arg(long, env = "CONDENSE_PROBE_MAX_CONNECTIONS", default_value_t = defaults::PROBE_MAX_CONNECTIONS)]
+    pub probe_max_connections: usize,
+
+    /// Seconds between background pings of the summary cache; `/readyz`
+    /// reports what the last ping (or request) found, without a ping of its own.
+    #[arg(long, env = "CONDENSE_CACHE_CHECK_SECS", default_value_t = defaults::CACHE_CHECK_SECS)]
+    pub cache_check_secs: u64,
+
+    /// Seconds a background ping may take before the cache counts as down.
+    #[arg(long, env = "CONDENSE_CACHE_CHECK_TIMEOUT_SECS", default_value_t = defaults::CACHE_CHECK_TIMEOUT_SECS)]
+    pub cache_check_timeout_secs: u64,
 }
 
 impl Default for Config {
@@ -378,6 +417,11 @@ impl Default for Config {
             header_read_timeout_secs: defaults::HEADER_READ_TIMEOUT_SECS,
             idle_timeout_secs: defaults::IDLE_TIMEOUT_SECS,
             max_connections: defaults::MAX_CONNECTIONS,
+            max_connections_per_address: defaults::MAX_CONNECTIONS_PER_ADDRESS,
+            probe_listen: None,
+            probe_max_connections: defaults::PROBE_MAX_CONNECTIONS,
+            cache_check_secs: defaults::CACHE_CHECK_SECS,
+            cache_check_timeout_secs: defaults::CACHE_CHECK_TIMEOUT_SECS,
         }
     }
 }
@@ -407,6 +451,14 @@ impl Config {
         }
     }
 
+    /// How the cache's background check runs.
+    pub fn cache_check(&self) -> HealthCheck {
+        HealthCheck {
+            every: Duration::from_secs(self.cache_check_secs.max(1)),
+            timeout: Duration::from_secs(self.cache_check_timeout_secs.max(1)),
+        }
+    }
+
     /// The access settings: the keys and their file.
     pub fn access(&self) -> AccessConfig {
         AccessConfig {
@@ -431,7 +483,26 @@ impl Config {
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
             idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
             max_connections: self.max_connections.max(1),
+            max_connections_per_address: self.max_connections_per_address,
         }
+    }
+
+    /// How the probe listener serves: the same timeouts, its own small cap,
+    /// no cap per address (its clients are the orchestrator's few probes).
+    pub fn probe_serve_options(&self) -> ServeOptions {
+        ServeOptions {
+            max_connections: self.probe_max_connections.max(1),
+            max_connections_per_address: 0,
+            ..self.serve_options()
+        }
+    }
+
+    /// Open files the settings need besides client connections (see
+    /// [`crate::serve::reserved_fds`]).
+    pub fn reserved_fds(&self) -> u64 {
+        let upstream = self.upstream().map_or(0, |u| u.max_concurrency);
+        let probes = self.probe_listen.map_or(0, |_| self.probe_max_connections);
+        crate::serve::reserved_fds(self.db_max_connections, upstream, probes)
     }
 
     /// Where provider-exact counts are asked: the proxy's providers.

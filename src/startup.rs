@@ -9,21 +9,52 @@ use crate::config::Config;
 use crate::serve::{ServeOptions, connection_budget, serve};
 use crate::state::AppState;
 
-/// A bound listener and the router it serves. Tests build it with port 0
-/// and read the real port from [`Application::local_addr`].
+/// A bound listener and the router it serves, and the probe listener's
+/// when configured. Tests build it with port 0 and read the real port from
+/// [`Application::local_addr`].
 pub struct Application {
+    main: Site,
+    probe: Option<Site>,
+}
+
+/// One listening address and what it serves.
+struct Site {
     listener: TcpListener,
     router: axum::Router,
-    serve: ServeOptions,
+    options: ServeOptions,
+}
+
+impl Site {
+    async fn bind(
+        addr: SocketAddr,
+        router: axum::Router,
+        options: ServeOptions,
+    ) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        Ok(Self {
+            listener,
+            router,
+            options,
+        })
+    }
+
+    async fn serve(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
+        serve(self.listener, self.router, self.options, stop).await
+    }
 }
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let listen = config.listen;
         let serve = ServeOptions {
-            max_connections: connection_budget(config.max_connections),
+            max_connections: connection_budget(config.max_connections, config.reserved_fds()),
             ..config.serve_options()
         };
+        let probe = config
+            .probe_listen
+            .map(|addr| (addr, config.probe_serve_options()));
         if let Some(url) = config
             .upstream_url
             .as_deref()
@@ -48,20 +79,33 @@ impl Application {
             state.summarizer.upstream().is_some(),
             !state.config.proxy_api_key.is_empty() || !state.config.count_api_key.is_empty(),
         );
-        let listener = TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("binding {listen}"))?;
-        Ok(Self {
-            listener,
-            router: crate::http::router(state),
-            serve,
-        })
+        let probe = match probe {
+            Some((addr, options)) => {
+                let router = crate::http::probe_router(state.clone());
+                Some(Site::bind(addr, router, options).await?)
+            }
+            None => None,
+        };
+        let main = Site::bind(listen, crate::http::router(state), serve).await?;
+        Ok(Self { main, probe })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
+        self.main
+            .listener
             .local_addr()
             .expect("a bound listener has an address")
+    }
+
+    /// The probe listener's address, when one is configured.
+    pub fn probe_addr(&self) -> Option<SocketAddr> {
+        let probe = self.probe.as_ref()?;
+        Some(
+            probe
+                .listener
+                .local_addr()
+                .expect("a bound listener has an address"),
+        )
     }
 
     /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
@@ -70,8 +114,26 @@ impl Application {
     }
 
     /// Serves until `stop` completes, then lets in-flight requests finish.
+    /// Both listeners stop together. Background work tied to the state (the
+    /// cache's health check) stops when the routers holding it are dropped,
+    /// as they are once serving ends.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
-        serve(self.listener, self.router, self.serve, stop).await
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        };
+        let signal = async {
+            stop.await;
+            let _ = tx.send(true);
+        };
+        let probe = async {
+            match self.probe {
+                Some(site) => site.serve(stopped(rx.clone())).await,
+                None => Ok(()),
+            }
+        };
+        let ((), main, probe) = tokio::join!(signal, self.main.serve(stopped(rx.clone())), probe);
+        main.and(probe)
     }
 }
 

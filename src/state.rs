@@ -61,11 +61,16 @@ impl std::ops::Deref for AppState {
 
 impl AppState {
     /// The state with the summary cache `config` names (PostgreSQL, SQLite or
-    /// off). PostgreSQL is connected lazily: a database that is down at start
-    /// does not stop the service.
+    /// off), checked in the background for as long as the state lives.
+    /// PostgreSQL is connected lazily: a database that is down at start does
+    /// not stop the service.
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
         let cache = Cache::connect(&config.cache_url(), config.cache_options()).await?;
-        Self::with_cache(config, cache)
+        let check = config.cache_check();
+        let state = Self::with_cache(config, cache)?;
+        // `/readyz` reads what this finds (see `cache::health`).
+        state.summarizer.watch_cache(check);
+        Ok(state)
     }
 
     /// The state without a summary cache (tests, embedding): every summary is

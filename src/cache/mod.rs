@@ -22,6 +22,7 @@
 
 mod claim;
 mod error;
+mod health;
 mod postgres;
 mod prune;
 mod sqlite;
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 pub use claim::ClaimGuard;
 pub use error::{CacheError, redact_url};
+pub use health::{CacheHealth, HealthCheck, Status as HealthStatus};
 pub use postgres::PgCache;
 pub use prune::spawn_pruner;
 pub use sqlite::SqliteCache;

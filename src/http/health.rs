@@ -1,16 +1,20 @@
-//! Liveness and readiness probes.
+//! Liveness and readiness probes. Neither does I/O: probes come often and
+//! from anyone allowed to reach the port, so what they cost must not grow
+//! with how many there are.
 
 use std::collections::BTreeMap;
 
-use std::time::Duration;
-
-use axum::extract::State;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
-use crate::cache::Cache;
+use crate::cache::{Cache, HealthStatus};
+use crate::error::ApiError;
 use crate::state::AppState;
+use crate::thread::echo;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -18,11 +22,29 @@ pub fn router() -> Router<AppState> {
         .route("/readyz", get(readyz))
 }
 
+/// The paths the probe listener serves (`CONDENSE_PROBE_LISTEN`).
+const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Lets only [`PROBE_PATHS`] through: the probe listener's connections are
+/// few and kept for probes, so nothing else may be served on them.
+pub async fn only_probes(req: Request, next: Next) -> Response {
+    let path = req.uri().path();
+    if PROBE_PATHS.contains(&path) {
+        next.run(req).await
+    } else {
+        ApiError::NotFound(echo(path).into_owned()).into_response()
+    }
+}
+
 #[derive(Serialize)]
 pub struct Health {
     pub status: &'static str,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub checks: BTreeMap<&'static str, &'static str>,
+    /// When the cache's state was last learned (RFC 3339), by the
+    /// background ping or by a request's cache call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_checked_at: Option<String>,
 }
 
 /// Alive: the process answers.
@@ -30,43 +52,45 @@ async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
         checks: BTreeMap::new(),
+        cache_checked_at: None,
     })
 }
 
 /// Ready: the encoders and registry are loaded (before the listener opens)
 /// and the dependencies answer. A summary cache that is down does not make
 /// the service unready, since every request is still answered (uncached); it
-/// shows as `cache: down` and `status: degraded`.
+/// shows as `cache: down` and `status: degraded`. The cache's state is the
+/// one last found by its background check or a request (`cache::health`):
+/// this handler never pings it.
 async fn readyz(State(app): State<AppState>) -> Json<Health> {
     let tokenizer = if app.models.models().is_empty() {
         "empty"
     } else {
         "ok"
     };
-    let cache = app.summarizer.cache();
-    let cache_state = match cache {
-        Cache::Off => "off",
-        _ => match tokio::time::timeout(Duration::from_secs(2), cache.ping()).await {
-            Ok(Ok(())) => "ok",
-            _ => "down",
-        },
+    let health = app.summarizer.cache_health();
+    let cache = match (app.summarizer.cache(), health.status()) {
+        (Cache::Off, _) => "off",
+        (_, HealthStatus::Unknown) => "unknown",
+        (_, HealthStatus::Up) => "ok",
+        (_, HealthStatus::Down) => "down",
     };
     let upstream = if app.summarizer.upstream().is_some() {
         "configured"
     } else {
         "off"
     };
-    let status = if cache_state == "down" {
-        "degraded"
-    } else {
-        "ready"
-    };
+    let status = if cache == "down" { "degraded" } else { "ready" };
     Json(Health {
         status,
         checks: BTreeMap::from([
             ("tokenizer", tokenizer),
-            ("cache", cache_state),
+            ("cache", cache),
             ("upstream", upstream),
         ]),
+        cache_checked_at: health
+            .learned_at()
+            .filter(|_| cache != "off")
+            .map(|t| humantime::format_rfc3339_millis(t).to_string()),
     })
 }

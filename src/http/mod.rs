@@ -102,6 +102,13 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// What the probe listener (`CONDENSE_PROBE_LISTEN`) serves: the probes and
+/// `/metrics`, through the same middleware as on the main listener (request
+/// ids, logs, the metrics key); any other path is 404.
+pub fn probe_router(state: AppState) -> Router {
+    router(state).layer(axum::middleware::from_fn(health::only_probes))
+}
+
 async fn not_found(uri: Uri) -> ApiError {
     ApiError::NotFound(echo(uri.path()).into_owned())
 }

@@ -56,7 +56,15 @@ pub async fn serve(
             }))
         }
     });
-    let conn = hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+    // A client may shut its write side once its request is sent (RFC 9112
+    // §9.6): without `half_close` hyper takes that end of input for the end
+    // of the connection and drops the request unanswered. With it, the
+    // answer is written and the connection closes after it. The watchdog
+    // still covers such a client: it sends nothing more, so only the
+    // request in flight and an unread answer keep the connection open.
+    let conn = hyper::server::conn::http1::Builder::new()
+        .half_close(true)
+        .serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let mut stopping = false;
     loop {

@@ -8,10 +8,12 @@
 //! ones wait in the kernel's accept queue until one closes. Each
 //! connection has a watchdog ([`conn`]) that closes it when its client is
 //! too slow to send a request head or to read a response, or idles too
-//! long between requests.
+//! long between requests. Each client address may hold only part of the
+//! cap ([`peers`]), so one client cannot shut out the others.
 
 mod conn;
 mod fds;
+mod peers;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,7 +23,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-pub use fds::connection_budget;
+pub use fds::{connection_budget, reserved_fds};
+use peers::Peers;
 
 /// How connections are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +38,8 @@ pub struct ServeOptions {
     pub idle_timeout: Duration,
     /// Most connections open at once.
     pub max_connections: usize,
+    /// Most connections one client address may hold (0: no limit).
+    pub max_connections_per_address: usize,
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops
@@ -49,6 +54,7 @@ pub async fn serve(
     // `acquire_many` counts in u32.
     let max = options.max_connections.clamp(1, u32::MAX as usize >> 3);
     let slots = Arc::new(Semaphore::new(max));
+    let peers = Peers::new(options.max_connections_per_address);
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -68,11 +74,16 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        // Turned away, it gives its slot back at once.
+        let Some(counted) = peers.admit(peer.ip()) else {
+            turn_away(stream, peer);
+            continue;
+        };
         let router = router.clone();
         let stop = stop_rx.clone();
         tokio::spawn(async move {
             conn::serve(stream, peer, router, options, stop).await;
-            drop(slot);
+            drop((counted, slot));
         });
     }
     drop(listener);
@@ -80,6 +91,25 @@ pub async fn serve(
     // Every slot back means every connection closed.
     let _all = slots.acquire_many(max as u32).await;
     Ok(())
+}
+
+/// What an address past its connection cap is told before the connection
+/// closes: the problem the API answers when it sheds load.
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
+content-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\n\
+content-length: 134\r\n\r\n\
+{\"type\":\"urn:condense:problem:overloaded\",\"title\":\"Service overloaded\",\
+\"status\":503,\"detail\":\"too many connections from this address\"}";
+
+/// Answers a connection past its address's cap with [`TOO_MANY`] and
+/// closes it, without reading its request: a head may never come, and
+/// waiting for it is what the cap is there to stop. The write is one
+/// non-blocking try into an empty socket buffer; a client that already
+/// sent its request may see a reset instead (its unread bytes make the
+/// close abortive), which tells it the same.
+fn turn_away(stream: tokio::net::TcpStream, peer: std::net::SocketAddr) {
+    tracing::debug!(%peer, "turning away a connection: its address holds its cap");
+    let _ = stream.try_write(TOO_MANY);
 }
 
 /// A failed accept: a connection that went away before we took it is
@@ -111,4 +141,16 @@ fn call(
     req.extensions_mut()
         .insert(axum::extract::ConnectInfo(peer));
     router.oneshot(req)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_turn_away_answer_is_well_formed() {
+        let text = std::str::from_utf8(super::TOO_MANY).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        let problem: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(problem["status"], 503);
+    }
 }

@@ -3,14 +3,14 @@
 //! through the cache's claims), and the heuristic fallback.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
 use super::request::{SummaryRequest, UpstreamModel, Writer};
 use super::{Strategy, Written};
-use crate::cache::{Cache, CacheError, CachedSummary};
+use crate::cache::{Cache, CacheError, CacheHealth, CachedSummary, HealthCheck};
 use crate::metrics::{Lookup, Metrics};
 use crate::upstream::{Upstream, UpstreamError};
 
@@ -33,6 +33,19 @@ pub struct SummaryService {
     flights: Mutex<HashMap<String, Flight>>,
     /// Summaries written, cache lookups (and, through the client, upstream calls).
     metrics: Metrics,
+    /// What the cache calls and the background check last found (`/readyz`).
+    health: CacheHealth,
+    /// The background check, stopped when this service is dropped.
+    checker: OnceLock<Checker>,
+}
+
+/// Aborts the cache's background check when dropped.
+struct Checker(tokio::task::JoinHandle<()>);
+
+impl Drop for Checker {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl SummaryService {
@@ -42,6 +55,8 @@ impl SummaryService {
             cache,
             flights: Mutex::default(),
             metrics: Metrics::default(),
+            health: CacheHealth::default(),
+            checker: OnceLock::new(),
         }
     }
 
@@ -65,6 +80,19 @@ impl SummaryService {
 
     pub fn cache(&self) -> &Cache {
         &self.cache
+    }
+
+    /// The cache's last known state: what `/readyz` reports.
+    pub fn cache_health(&self) -> &CacheHealth {
+        &self.health
+    }
+
+    /// Starts pinging the cache in the background (once; later calls do
+    /// nothing), for as long as this service lives. Must run inside a Tokio
+    /// runtime.
+    pub fn watch_cache(&self, check: HealthCheck) {
+        self.checker
+            .get_or_init(|| Checker(self.health.spawn_checker(self.cache.clone(), check)));
     }
 
     /// The upstream model a request gets (its own choice when allowed, else
@@ -251,7 +279,8 @@ impl SummaryService {
     /// (see [`CachedSummary::in_use_from`]).
     pub async fn mark_in_use(&self, key: &str, in_use_from: usize) -> Result<(), CacheError> {
         let n = i64::try_from(in_use_from).unwrap_or(i64::MAX);
-        self.cache.mark_in_use(key, n).await
+        let marked = self.cache.mark_in_use(key, n).await;
+        self.observed(marked)
     }
 
     pub async fn find_prefix(
@@ -268,6 +297,7 @@ impl SummaryService {
         result: Result<Option<T>, CacheError>,
     ) -> Result<Option<T>, CacheError> {
         let backend = self.cache.backend();
+        let result = self.observed(result);
         match &result {
             _ if matches!(self.cache, Cache::Off) => {}
             Ok(found) => self.metrics.cache_lookup(backend, lookup, found.is_some()),
@@ -285,7 +315,16 @@ impl SummaryService {
     /// Counts a failed cache call; the error goes on.
     fn failed(&self, operation: &'static str, e: CacheError) -> CacheError {
         self.metrics.cache_error(self.cache.backend(), operation);
+        self.health.failed(&e);
         e
+    }
+
+    /// Tells the cache's health what a call found (nothing when it is off).
+    fn observed<T>(&self, result: Result<T, CacheError>) -> Result<T, CacheError> {
+        if !matches!(self.cache, Cache::Off) {
+            self.health.observe(&result);
+        }
+        result
     }
 
     /// Runs `work` once per key among concurrent callers; all get its
