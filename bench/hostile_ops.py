@@ -49,7 +49,7 @@ async def http(host, port, method, path, body=None, source=None, timeout=60.0, c
             conn = await asyncio.open_connection(host, port, local_addr=(source, 0) if source else None)
         reader, writer = conn
         data = json.dumps(body).encode() if body is not None else b""
-        head = f"{method} {path} HTTP/1.1\r\nHost: condense\r\nContent-Length: {len(data)}\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(data)}\r\n"
         if body is not None:
             head += "Content-Type: application/json\r\n"
         writer.write(head.encode() + b"\r\n" + data)
@@ -255,7 +255,7 @@ async def slow_headers(port, sockets, stop):
                 continue
             held["open"] += 1
             try:
-                writer.write(b"GET /healthz HTTP/1.1\r\nHost: condense\r\n")
+                writer.write(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n")
                 await writer.drain()
                 while not stop.is_set():
                     await asyncio.sleep(5)

@@ -103,7 +103,7 @@ async fn response_within(s: &mut TcpStream, limit: Duration) -> String {
     String::from_utf8_lossy(&got).into_owned()
 }
 
-const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: condense\r\n\r\n";
+const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
 
 #[tokio::test]
 async fn a_silent_connection_is_closed_after_the_header_timeout() {
@@ -192,7 +192,7 @@ async fn a_client_that_stops_reading_is_cut_after_the_idle_timeout() {
     socket.set_recv_buffer_size(4096).unwrap();
     let mut reader = socket.connect(addr).await.unwrap();
     // Some 20 MB of answers, far more than the socket buffers hold.
-    let one = b"GET /playground/examples/large-04.openai HTTP/1.1\r\nHost: condense\r\n\r\n";
+    let one = b"GET /playground/examples/large-04.openai HTTP/1.1\r\nHost: localhost\r\n\r\n";
     for _ in 0..40 {
         reader.write_all(one).await.unwrap();
     }
@@ -217,7 +217,7 @@ async fn an_oversized_upload_is_refused_from_its_headers_with_no_100_continue() 
     for path in ["/v1/tokens", "/v1/compress", "/v1/messages"] {
         let mut s = connect(addr).await;
         let head = format!(
-            "POST {path} HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
              Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
             limit + 1
         );
@@ -240,7 +240,7 @@ async fn a_body_within_the_limit_still_gets_100_continue() {
     let mut s = connect(addr).await;
     let body = br#"{"text": "hello"}"#;
     let head = format!(
-        "POST /v1/tokens HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+        "POST /v1/tokens HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
         body.len()
     );
@@ -297,7 +297,7 @@ async fn shutdown_finishes_the_request_in_flight_and_closes_idle_connections() {
     let body =
         br#"{"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}"#;
     let head = format!(
-        "POST /v1/messages HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     busy.write_all(head.as_bytes()).await.unwrap();
@@ -401,7 +401,7 @@ async fn a_proxied_body_that_stops_coming_gets_the_request_time_limit() {
     .await;
     let mut s = connect(addr).await;
     s.write_all(
-        b"POST /v1/messages HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+        b"POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
           Content-Length: 100\r\n\r\n{\"model\":",
     )
     .await
@@ -419,7 +419,7 @@ async fn a_request_whose_client_shut_its_write_side_is_answered() {
     let mut s = connect(addr).await;
     let body = br#"{"text": "hello"}"#;
     let head = format!(
-        "POST /v1/tokens HTTP/1.1\r\nHost: condense\r\nContent-Type: application/json\r\n\
+        "POST /v1/tokens HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n\r\n",
         body.len()
     );
@@ -535,7 +535,7 @@ async fn the_probe_listener_answers_probes_when_the_main_one_is_full() {
         ("/v1/models", "404"),
     ] {
         let mut s = connect(probes).await;
-        let req = format!("GET {path} HTTP/1.1\r\nHost: condense\r\n\r\n");
+        let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
         s.write_all(req.as_bytes()).await.unwrap();
         let answer = response(&mut s).await;
         assert!(
