@@ -47,8 +47,8 @@ unsafe impl GlobalAlloc for Counting {
         let q = unsafe { System.realloc(p, layout, new) };
         if !q.is_null() {
             if new >= layout.size() {
-                let now = LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new
-                    - layout.size();
+                let now =
+                    LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new - layout.size();
                 PEAK.fetch_max(now, Ordering::Relaxed);
             } else {
                 LIVE.fetch_sub(layout.size() - new, Ordering::Relaxed);
@@ -144,7 +144,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 fn stages(bytes: &[u8]) -> serde_json::Value {
     let base = LIVE.load(Ordering::Relaxed);
     let live = || ratio(LIVE.load(Ordering::Relaxed) - base, bytes.len());
-    let mut value: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    let mut value = condense::thread::compact::from_slice(bytes).unwrap();
     let tree = live();
     let messages = match value["messages"].take() {
         serde_json::Value::Array(m) => m,
