@@ -1,7 +1,7 @@
 //! Who may call condense, how often, and how many at once: optional API
 //! keys and their permissions ([`keys`]), a per-caller token bucket
-//! ([`rate`]), the global concurrency limit ([`overload`]), and the origins
-//! a browser may call from ([`cors`]).
+//! ([`rate`]), the global concurrency limit ([`overload`]), the memory
+//! budget ([`memory`]), and the origins a browser may call from ([`cors`]).
 //!
 //! Nothing here knows HTTP routes: `http::guard` decides which request
 //! passes which gate. Keys live only as digests; nothing in this module
@@ -9,6 +9,7 @@
 
 pub mod cors;
 pub mod keys;
+pub mod memory;
 pub mod overload;
 pub mod rate;
 mod reload;
@@ -22,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 pub use cors::Cors;
 pub use keys::{Caller, KeyError, KeySet};
+pub use memory::{Held, MemoryBudget};
 pub use overload::{Overload, Permit};
 pub use rate::{Bucket, RateLimiter, Verdict};
 

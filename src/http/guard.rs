@@ -1,6 +1,6 @@
 //! The gates in front of the routes, in the order a request meets them:
 //! its API key (401), its rate limit (429), a place among the requests at
-//! work (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
+//! work and room in the memory budget (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
 //! `/metrics` pass every gate but the key one (and that only when
 //! `CONDENSE_METRICS_REQUIRE_KEY` asks for it): an orchestrator must see a
 //! busy replica as alive, and a scraper must see what made it busy.
@@ -22,14 +22,16 @@
 
 use std::net::SocketAddr;
 
+use axum::body::{Body, HttpBody};
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
-use crate::guard::{Bucket, Caller, Cors, Verdict};
+use crate::guard::{Bucket, Caller, Cors, Held, Verdict, memory};
 use crate::state::AppState;
 
 /// Where a proxy route's caller puts its condense key.
@@ -134,13 +136,59 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         },
         false => None,
     };
+    // Held until the answer is sent: see `hold_until_sent`.
+    let held = match worst_case(&app, gates, &req) {
+        None => None,
+        Some(bytes) => match app.memory.try_reserve(bytes) {
+            Some(held) => Some(held),
+            None => return ApiError::OverBudget(app.memory.total()).into_response(),
+        },
+    };
+    if let Some(held) = &held {
+        req.extensions_mut().insert(held.clone());
+    }
     let mut res = next.run(req).await;
+    if let Some(held) = held {
+        res = hold_until_sent(res, held);
+    }
     // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
     // to read: condense's do not replace them.
     if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
         rate_headers(res.headers_mut(), &v);
     }
     res
+}
+
+/// The most memory a request may come to hold (see `guard::memory`), from
+/// its body's declared length (a chunked body counts as one of the body
+/// limit; a longer one is refused by the body limit next); None for the
+/// probes and `/metrics`, which are never refused. The proxy routes reserve
+/// here only for holding the body; their handler reserves the rest while
+/// it compresses.
+fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<u64> {
+    if !gates.limited {
+        return None;
+    }
+    let limit = app.config.body_limit as u64;
+    let body = req.body().size_hint().exact().unwrap_or(limit).min(limit);
+    Some(match gates.shed {
+        true => memory::model_bytes(body),
+        false => memory::body_bytes(body),
+    })
+}
+
+/// Keeps what an answer's body needs reserved until the body is sent (a
+/// compressed thread is as long as the request's, and a slow reader holds
+/// it), and lets go of the rest now.
+fn hold_until_sent(res: Response, held: Held) -> Response {
+    let size = res.body().size_hint().exact().unwrap_or(0);
+    held.shrink_to(memory::body_bytes(size));
+    res.map(|body| {
+        Body::new(body.map_frame(move |frame| {
+            let _held = &held;
+            frame
+        }))
+    })
 }
 
 /// The caller, or the one 401 every wrong credential gets.

@@ -16,7 +16,7 @@ use axum::{Extension, Router};
 use super::extract::RawBody;
 use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
-use crate::guard::Caller;
+use crate::guard::{Caller, Held, memory};
 use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
 use crate::state::AppState;
 
@@ -47,16 +47,20 @@ pub fn router() -> Router<AppState> {
 /// The note of a request forwarded unchanged because every place among
 /// the requests at work was taken.
 const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchanged";
+/// The same when the memory budget has too little free to compress it.
+const OVER_BUDGET: &str = "condense is at its memory budget; forwarded unchanged";
 
-/// Compresses while holding a place among the requests at work, then lets
-/// it go before the provider's answer, however long that runs. When no
-/// place is free the request goes through unchanged rather than refused:
-/// the agent's call still reaches its provider, condense only skips its
-/// own work.
+/// Compresses while holding a place among the requests at work (and the
+/// memory compressing may take), then lets them go before the provider's
+/// answer, however long that runs. When either is short the request goes
+/// through unchanged rather than refused: the agent's call still reaches
+/// its provider, condense only skips its own work. The body itself stays
+/// reserved until the provider answers (the gate refused it if it did not fit).
 async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
     caller: Option<Extension<Caller>>,
+    held: Option<Extension<Held>>,
     req: Request,
 ) -> Result<Response> {
     let query = req.uri().query().map(str::to_string);
@@ -75,10 +79,18 @@ async fn proxy(
         // No caller means the gates did not run: no upstream (fail closed).
         upstream_allowed: caller.is_some_and(|c| c.llm),
     };
+    let held = held.map(|Extension(h)| h);
     let prepared = match app.overload.try_enter() {
-        Some(_place) => app.proxy.prepare(provider, &options, body).await?,
+        Some(_place) if room_to_compress(held.as_ref(), body.len()) => {
+            app.proxy.prepare(provider, &options, body).await?
+        }
+        Some(_) => Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET),
         None => Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
     };
+    // Until the provider answers, the request holds the body it forwards.
+    if let Some(held) = &held {
+        held.shrink_to(memory::body_bytes(prepared.body.len() as u64));
+    }
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
@@ -89,6 +101,12 @@ async fn proxy(
     // a client that goes away drops the stream, which ends the provider call.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// Grows the request's reservation (its body) to what compressing it may
+/// hold; false when the memory budget has not that much free.
+fn room_to_compress(held: Option<&Held>, body: usize) -> bool {
+    held.is_none_or(|h| h.try_grow_to(memory::model_bytes(body as u64)))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
