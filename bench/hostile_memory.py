@@ -11,6 +11,8 @@ provider), then runs each case:
 - compress: 16 concurrent worst-shape bodies of 6.5 MB to /v1/compress: one
   message of ~100,000 small text parts (each part a JSON object, the costliest
   thing per byte the node limit lets through), ASCII text, under every limit;
+- compress1 / proxy1 (not run by default): one such request alone, for a
+  request's own cost (its peak minus the idle RSS);
 - proxy16 / proxy100: 16 / 100 concurrent 7.9 MB bodies of the same shape to
   /v1/chat/completions (the text is CJK, 3 bytes a character, so the thread
   stays under the character limit and is compressed, not refused).
@@ -138,15 +140,41 @@ def reset_hwm(pid):
 # -------------------------------------------------------------------- clients
 
 
+def read_response(sock, buf=b""):
+    """(status, rest of the buffer) of one response with a Content-Length body."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a response")
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+    length = int(m.group(1)) if m else 0
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return status, rest[length:]
+
+
 def post(port, path, body, headers, out, i):
+    """Sends the head with `Expect: 100-continue`, as a careful client of a
+    large upload does: the body goes only after `100 Continue`, so a refusal
+    from the head (503, 413) is read rather than cut off mid-upload."""
     try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
-        c.request("POST", path, body=body, headers=headers)
-        r = c.getresponse()
-        r.read()
-        out[i] = r.status
-        c.close()
-    except Exception as e:  # a refused or reset connection counts as such
+        sock = socket.create_connection(("127.0.0.1", port), timeout=900)
+        head = f"POST {path} HTTP/1.1\r\nHost: condense\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        status, rest = read_response(sock)
+        if status == 100:
+            sock.sendall(body)
+            status, _ = read_response(sock, rest)
+        out[i] = status
+        sock.close()
+    except Exception as e:  # a reset connection counts as such
         out[i] = type(e).__name__
 
 
@@ -241,6 +269,9 @@ def main():
         compress_body = worst_body(6_500_000, cjk=False)
         proxy_body = worst_body(7_900_000, cjk=True)
         cases = {
+            # One alone: a request's own cost, peak minus idle.
+            "compress1": ("/v1/compress", compress_body, 1, False),
+            "proxy1": ("/v1/chat/completions", proxy_body, 1, True),
             "compress": ("/v1/compress", compress_body, 16, False),
             "proxy16": ("/v1/chat/completions", proxy_body, 16, True),
             "proxy100": ("/v1/chat/completions", proxy_body, 100, True),
