@@ -75,11 +75,8 @@ pub mod defaults {
     pub const MAX_TOTAL_CHARS: usize = 4_000_000;
     /// Requests at work at once before the next is refused (503). On two
     /// cores the CPU work runs two at a time anyway; the others wait for the
-    /// upstream LLM (itself 4 at a time) or the database. Memory is the
-    /// bound that matters: an 8 MiB body of an ordinary agent thread costs
-    /// about 60 MB while it is compressed (measured: 4 at once raised the
-    /// peak RSS by 214 MB), the worst body the node limit lets through
-    /// about 130 MB; 16 of them are ~1 GB, ~2 GB at worst.
+    /// upstream LLM (itself 4 at a time) or the database. Memory is
+    /// bounded by [`MEMORY_BUDGET_BYTES`], not by this count.
     pub const MAX_CONCURRENCY: usize = 16;
     /// What the requests at work may hold at once, in bytes: the budget of
     /// `guard::memory`. Derived from the shipped Deployment's 1 GiB limit
