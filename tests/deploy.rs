@@ -390,7 +390,13 @@ fn the_memory_limit_holds_the_budget() {
             .unwrap()
             .iter()
             .find(|e| e["name"] == name)
-            .map(|e| e["value"].as_str().expect("a plain value").parse::<u64>().unwrap())
+            .map(|e| {
+                e["value"]
+                    .as_str()
+                    .expect("a plain value")
+                    .parse::<u64>()
+                    .unwrap()
+            })
     };
     let budget = env("CONDENSE_MEMORY_BUDGET_BYTES").unwrap_or(defaults::MEMORY_BUDGET_BYTES);
     let body_limit = env("CONDENSE_BODY_LIMIT").unwrap_or(defaults::BODY_LIMIT as u64);
@@ -408,6 +414,9 @@ fn the_memory_limit_holds_the_budget() {
         "idle + budget + margin = {} bytes exceeds the memory limit of {limit}",
         limit_for(budget)
     );
-    assert!(request >= IDLE_RSS_BYTES, "the memory request holds an idle replica");
+    assert!(
+        request >= IDLE_RSS_BYTES,
+        "the memory request holds an idle replica"
+    );
     assert_eq!(quantity("1Gi"), 1 << 30);
 }

@@ -158,7 +158,10 @@ async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_e
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     for (path, length) in [("/v1/messages", proxied), ("/v1/compress", api)] {
         let (_s, answer) = head_only(&addr, path, length).await;
-        assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{path}: {answer}");
+        assert!(
+            answer.starts_with("HTTP/1.1 100 Continue"),
+            "{path}: {answer}"
+        );
     }
 }
 

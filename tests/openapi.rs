@@ -2662,13 +2662,21 @@ async fn over_the_memory_budget_answers_conform() {
     })
     .expect("app state");
     let full = condense::http::router(state.clone());
-    let all = state.memory.try_reserve(u64::MAX).expect("the whole budget");
+    let all = state
+        .memory
+        .try_reserve(u64::MAX)
+        .expect("the whole budget");
     for req in every_route() {
         let probe = is_probe(&req);
         let x = send(full.clone(), req).await;
         assert_conforms(&x);
         if !probe {
-            assert_eq!(x.status, StatusCode::SERVICE_UNAVAILABLE, "{}", x.describe());
+            assert_eq!(
+                x.status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{}",
+                x.describe()
+            );
         }
     }
     drop(all);
