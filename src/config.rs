@@ -75,12 +75,14 @@ pub mod defaults {
     pub const MAX_TOTAL_CHARS: usize = 4_000_000;
     /// Requests at work at once before the next is refused (503). On two
     /// cores the CPU work runs two at a time anyway; the others wait for the
-    /// upstream LLM (itself 4 at a time) or the database. Memory is the
-    /// bound that matters: an 8 MiB body of an ordinary agent thread costs
-    /// about 60 MB while it is compressed (measured: 4 at once raised the
-    /// peak RSS by 214 MB), the worst body the node limit lets through
-    /// about 130 MB; 16 of them are ~1 GB, ~2 GB at worst.
+    /// upstream LLM (itself 4 at a time) or the database. Memory is
+    /// bounded by [`MEMORY_BUDGET_BYTES`], not by this count.
     pub const MAX_CONCURRENCY: usize = 16;
+    /// What the requests at work may hold at once, in bytes: the budget of
+    /// `guard::memory`. Derived from the shipped Deployment's 1 GiB limit
+    /// (see `guard::memory::limit_for` and the README's "Memory sizing"):
+    /// 1 GiB = the idle process (96 MiB) + this + a quarter of this.
+    pub const MEMORY_BUDGET_BYTES: u64 = 640 * 1024 * 1024;
     /// hyper's own default for reading a request head.
     pub const HEADER_READ_TIMEOUT_SECS: u64 = 30;
     /// Longer than the 60 s idle timeout of common load balancers, so that
@@ -324,6 +326,13 @@ pub struct Config {
     /// Requests at work at once; the next gets 503 `overloaded` at once; 0: no limit.
     #[arg(long, env = "CONDENSE_MAX_CONCURRENCY", default_value_t = defaults::MAX_CONCURRENCY)]
     pub max_concurrency: usize,
+    /// Bytes of memory the requests at work may hold at once; a request
+    /// whose worst case (from its `Content-Length`, see the README's
+    /// "Memory sizing") does not fit in what is free gets 503 `overloaded`
+    /// before its body is read; 0: no budget.
+    #[arg(long, env = "CONDENSE_MEMORY_BUDGET_BYTES", default_value_t = defaults::MEMORY_BUDGET_BYTES)]
+    pub memory_budget_bytes: u64,
+
     /// Seconds a client has to send a request's headers (from the
     /// connection's start, or from the first byte of a later request);
     /// slower connections are closed.
@@ -414,6 +423,7 @@ impl Default for Config {
             max_messages: defaults::MAX_MESSAGES,
             max_total_chars: defaults::MAX_TOTAL_CHARS,
             max_concurrency: defaults::MAX_CONCURRENCY,
+            memory_budget_bytes: defaults::MEMORY_BUDGET_BYTES,
             header_read_timeout_secs: defaults::HEADER_READ_TIMEOUT_SECS,
             idle_timeout_secs: defaults::IDLE_TIMEOUT_SECS,
             max_connections: defaults::MAX_CONNECTIONS,

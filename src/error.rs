@@ -63,6 +63,12 @@ pub enum ApiError {
     /// Every place among the requests at work is taken: refused, not queued.
     #[error("condense is at its limit of {0} requests at once; retry shortly")]
     Overloaded(usize),
+    /// The memory budget has too little free for what this request may
+    /// hold (see `guard::memory`): refused before its body is read.
+    #[error(
+        "condense has too little of its memory budget ({0} bytes) free for a request of this size; retry shortly"
+    )]
+    OverBudget(u64),
     /// The thread cannot be made to fit its budget.
     #[error("{0}")]
     DoesNotFit(String),
@@ -147,7 +153,7 @@ impl ApiError {
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Overloaded(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Overloaded(_) | ApiError::OverBudget(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
@@ -165,7 +171,7 @@ impl ApiError {
     fn headers(&self, h: &mut HeaderMap) {
         let retry_after = match self {
             ApiError::Timeout(_) => Some(TIMEOUT_RETRY_AFTER_SECS),
-            ApiError::Overloaded(_) => Some(OVERLOADED_RETRY_AFTER_SECS),
+            ApiError::Overloaded(_) | ApiError::OverBudget(_) => Some(OVERLOADED_RETRY_AFTER_SECS),
             ApiError::RateLimited { retry_after, .. } => Some(*retry_after),
             _ => None,
         };
@@ -198,7 +204,9 @@ impl ApiError {
             ApiError::Unauthorized { .. } => ("unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
             ApiError::RateLimited { .. } => ("rate-limited", "Too many requests"),
-            ApiError::Overloaded(_) => ("overloaded", "Service overloaded"),
+            ApiError::Overloaded(_) | ApiError::OverBudget(_) => {
+                ("overloaded", "Service overloaded")
+            }
             ApiError::Invalid(_) => ("validation", "Invalid request"),
             ApiError::DoesNotFit(_) => ("does-not-fit", "Thread does not fit"),
             ApiError::StrategyUnavailable(_) => ("strategy-unavailable", "Strategy unavailable"),

@@ -7,7 +7,7 @@ use crate::cache::Cache;
 use crate::compress::Compressor;
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::guard::{Access, Cors, Hosts, Overload, RateLimiter};
+use crate::guard::{Access, Cors, Hosts, MemoryBudget, Overload, RateLimiter};
 use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
@@ -43,6 +43,8 @@ pub struct Inner {
     pub rate: Option<RateLimiter>,
     /// The places among the requests at work.
     pub overload: Overload,
+    /// The bytes the requests at work may hold (see `guard::memory`).
+    pub memory: MemoryBudget,
     /// The origins browsers may call from (None: no CORS).
     pub cors: Option<Cors>,
     /// The names a request's `Host` may carry.
@@ -120,7 +122,9 @@ impl AppState {
         let overload = Overload::new(config.max_concurrency);
         let cors = Cors::parse(&config.cors_origins)?;
         let hosts = Hosts::parse(&config.allowed_hosts, config.listen)?;
+        let memory = MemoryBudget::new(config.memory_budget_bytes);
         Ok(Self(Arc::new(Inner {
+            memory,
             access,
             rate,
             overload,

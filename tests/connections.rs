@@ -429,6 +429,9 @@ async fn a_request_whose_client_shut_its_write_side_is_answered() {
     let got = closed_by_server(&mut s).await;
     let answer = String::from_utf8_lossy(&got);
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer:?}");
+    // With its length, not chunked: the wrappers that hold a request's
+    // marks until its answer is sent keep the body's size.
+    assert!(answer.contains("content-length: "), "{answer:?}");
     assert!(answer.ends_with("]}"), "the whole body: {answer:?}");
 }
 
@@ -557,5 +560,108 @@ async fn a_low_open_files_limit_still_serves_connections_side_by_side() {
         s.write_all(HEALTHZ).await.unwrap();
         assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
         open.push(s);
+    }
+}
+
+/// Set when dropped: the provider's side of a call that condense ended.
+struct Ended(Arc<Notify>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// A streamed answer that sends one event, then nothing, for ever.
+struct Stalled {
+    first: Option<axum::body::Bytes>,
+    _ended: Ended,
+}
+
+impl hyper::body::Body for Stalled {
+    type Data = axum::body::Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        match self.first.take() {
+            Some(b) => std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+/// A provider whose calls never finish: before its answer's head
+/// (`streams: false`) or after one event of a stream. Says on `arrived`
+/// that a call came in and on `ended` that condense ended it.
+async fn stalling_provider(streams: bool) -> (String, Arc<Notify>, Arc<Notify>) {
+    let (arrived, ended) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (a, e) = (arrived.clone(), ended.clone());
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move || {
+            let (a, e) = (a.clone(), e.clone());
+            async move {
+                let ended = Ended(e);
+                a.notify_one();
+                if !streams {
+                    std::future::pending::<()>().await;
+                }
+                axum::response::Response::builder()
+                    .header("content-type", "text/event-stream")
+                    .body(axum::body::Body::new(Stalled {
+                        first: Some("event: message_start\ndata: {}\n\n".into()),
+                        _ended: ended,
+                    }))
+                    .unwrap()
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, arrived, ended)
+}
+
+/// A client that leaves a proxied call ends the provider's call at once,
+/// whether the provider has answered its head or not: not at the
+/// provider's next byte, nor after the idle timeout (300 s here).
+#[tokio::test]
+async fn a_client_that_leaves_a_proxied_call_ends_the_provider_call() {
+    for streams in [false, true] {
+        let (provider, arrived, ended) = stalling_provider(streams).await;
+        let addr = start(condense::Config {
+            proxy_anthropic_url: Some(provider),
+            proxy_idle_timeout: 300,
+            ..config(300, 300, 64)
+        })
+        .await;
+        let mut s = connect(addr).await;
+        let body = br#"{"model": "m", "max_tokens": 1, "stream": true, "messages": [{"role": "user", "content": "hi"}]}"#;
+        let head = format!(
+            "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body).await.unwrap();
+        timeout(GENEROUS, arrived.notified())
+            .await
+            .expect("the call reached the provider");
+        if streams {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !String::from_utf8_lossy(&got).contains("message_start") {
+                let n = timeout(GENEROUS, s.read(&mut buf)).await.unwrap().unwrap();
+                assert!(n > 0, "closed early: {got:?}");
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        drop(s);
+        assert!(
+            timeout(GENEROUS, ended.notified()).await.is_ok(),
+            "the provider call outlived its client (streams: {streams})"
+        );
     }
 }

@@ -354,3 +354,69 @@ fn the_pieces_fit_together() {
         );
     }
 }
+
+/// Kubernetes' quantity (`1Gi`, `896Mi`, `1G`, `512M`, plain bytes) in bytes.
+fn quantity(q: &str) -> u64 {
+    let units = [
+        ("Gi", 1u64 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+        ("G", 1_000_000_000),
+        ("M", 1_000_000),
+        ("k", 1000),
+    ];
+    for (suffix, factor) in units {
+        if let Some(n) = q.strip_suffix(suffix) {
+            return n.parse::<u64>().expect("a whole quantity") * factor;
+        }
+    }
+    q.parse().expect("a quantity in bytes")
+}
+
+/// The memory limit follows from one documented worst case (README, "Memory
+/// sizing"): no request may need more than the budget (so none is admitted
+/// beyond it), and the idle process plus the budget plus its margin fit
+/// the limit. A default changed on one side only turns this red.
+#[test]
+fn the_memory_limit_holds_the_budget() {
+    use condense::config::defaults;
+    use condense::guard::memory::{IDLE_RSS_BYTES, limit_for, model_bytes};
+
+    let docs = manifests();
+    let c = by_kind(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0].clone();
+    let env = |name: &str| {
+        c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .map(|e| {
+                e["value"]
+                    .as_str()
+                    .expect("a plain value")
+                    .parse::<u64>()
+                    .unwrap()
+            })
+    };
+    let budget = env("CONDENSE_MEMORY_BUDGET_BYTES").unwrap_or(defaults::MEMORY_BUDGET_BYTES);
+    let body_limit = env("CONDENSE_BODY_LIMIT").unwrap_or(defaults::BODY_LIMIT as u64);
+    let limit = quantity(c["resources"]["limits"]["memory"].as_str().unwrap());
+    let request = quantity(c["resources"]["requests"]["memory"].as_str().unwrap());
+
+    assert!(budget > 0, "the budget is on");
+    assert!(
+        model_bytes(body_limit) <= budget,
+        "the largest body parsed ({} bytes) fits the budget ({budget})",
+        model_bytes(body_limit)
+    );
+    assert!(
+        limit_for(budget) <= limit,
+        "idle + budget + margin = {} bytes exceeds the memory limit of {limit}",
+        limit_for(budget)
+    );
+    assert!(
+        request >= IDLE_RSS_BYTES,
+        "the memory request holds an idle replica"
+    );
+    assert_eq!(quantity("1Gi"), 1 << 30);
+}

@@ -2650,6 +2650,38 @@ async fn rate_limited_answers_conform() {
     }
 }
 
+/// With the memory budget all taken, every route but the probes (the
+/// proxy's too) is a documented 503 `overloaded`.
+#[tokio::test]
+async fn over_the_memory_budget_answers_conform() {
+    let state = AppState::new(Config {
+        memory_budget_bytes: 1024 * 1024,
+        proxy_openai_url: Some("http://127.0.0.1:9".into()),
+        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
+        ..Config::default()
+    })
+    .expect("app state");
+    let full = condense::http::router(state.clone());
+    let all = state
+        .memory
+        .try_reserve(u64::MAX)
+        .expect("the whole budget");
+    for req in every_route() {
+        let probe = is_probe(&req);
+        let x = send(full.clone(), req).await;
+        assert_conforms(&x);
+        if !probe {
+            assert_eq!(
+                x.status,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "{}",
+                x.describe()
+            );
+        }
+    }
+    drop(all);
+}
+
 /// With every place taken, every route but the probes and the proxy is a
 /// documented 503 `overloaded`; a thread over a limit is a documented 413.
 #[tokio::test]

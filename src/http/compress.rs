@@ -14,7 +14,7 @@ use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
 use crate::summarize::{Strategy, Usage};
-use crate::thread::WireFormat;
+use crate::thread::{WireFormat, compact};
 use crate::tokens::Encoding;
 
 pub fn router() -> Router<AppState> {
@@ -27,11 +27,16 @@ const MAX_INSTRUCTIONS: usize = 4000;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompressRequest {
+    #[serde(default, deserialize_with = "compact::values")]
     pub messages: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub system: Option<Value>,
     /// A Responses API thread: its items and instructions.
+    #[serde(default, deserialize_with = "compact::value")]
     pub input: Option<Value>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub instructions: Option<Value>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
     #[serde(default, deserialize_with = "super::input::model_name")]

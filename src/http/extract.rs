@@ -6,9 +6,11 @@
 //! body an error quotes (a key, serde's `unknown variant`) is cut to a short
 //! prefix ([`echo`]).
 
-use axum::body::Bytes;
+use axum::RequestExt;
+use axum::body::{Bytes, HttpBody};
 use axum::extract::{FromRequest, Request};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
+use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
@@ -105,18 +107,42 @@ pub struct RawBody(pub Bytes);
 impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
         check_content_encoding(req.headers())?;
         let limit_hint = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge { limit: limit_hint }
-            } else {
-                ApiError::MalformedJson(format!("the body could not be read: {rejection}"))
+        let declared = req.body().size_hint().exact().unwrap_or(0) as usize;
+        // Into one buffer of the declared length: gathering the chunks and
+        // then copying them into one (what `Bytes::from_request` does) holds
+        // the body twice, and the memory budget counts it once.
+        let mut buf = Vec::with_capacity(declared.min(limit_hint.max(1)));
+        let mut body = req.into_limited_body();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                if is_over_limit(&e) {
+                    ApiError::PayloadTooLarge { limit: limit_hint }
+                } else {
+                    ApiError::MalformedJson(format!("the body could not be read: {e}"))
+                }
+            })?;
+            if let Ok(data) = frame.into_data() {
+                buf.extend_from_slice(&data);
             }
-        })?;
-        Ok(RawBody(bytes))
+        }
+        Ok(RawBody(Bytes::from(buf)))
     }
+}
+
+/// The body limit's error, wherever it sits in the chain (as axum's own
+/// body extractors find it).
+fn is_over_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
 }
 
 /// An encoded body (`gzip`, `br`, …) would be read as if it were JSON.

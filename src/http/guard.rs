@@ -1,6 +1,6 @@
 //! The gates in front of the routes, in the order a request meets them:
 //! its API key (401), its rate limit (429), a place among the requests at
-//! work (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
+//! work and room in the memory budget (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
 //! `/metrics` pass every gate but the key one (and that only when
 //! `CONDENSE_METRICS_REQUIRE_KEY` asks for it): an orchestrator must see a
 //! busy replica as alive, and a scraper must see what made it busy.
@@ -20,9 +20,11 @@
 //! The rate limit's bucket is the caller's key; a request without one (all
 //! of them when no keys are configured) takes from its client address's.
 
+use std::any::Any;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::body::HttpBody;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
@@ -30,7 +32,7 @@ use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
-use crate::guard::{Bucket, Caller, Cors, Verdict};
+use crate::guard::{Bucket, Caller, Cors, Held, Verdict, memory};
 use crate::state::AppState;
 use crate::tokens::cancel;
 
@@ -128,21 +130,70 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         rate_headers(res.headers_mut(), &v);
         return res;
     }
-    // Held until the answer is ready and every CPU task of the request has
-    // stopped (a time limit drops the handler before its tasks notice).
-    let mut res = match gates.shed {
+    // Held until the answer is sent: see `hold_until_sent`.
+    let held = match worst_case(&app, gates, &req) {
+        None => None,
+        Some(bytes) => match app.memory.try_reserve(bytes) {
+            Some(held) => Some(held),
+            None => return ApiError::OverBudget(app.memory.total()).into_response(),
+        },
+    };
+    if let Some(held) = &held {
+        req.extensions_mut().insert(held.clone());
+    }
+    // The place and the reservation are held until the answer is ready and
+    // every CPU task of the request has stopped: a time limit drops the
+    // handler before its tasks notice.
+    let (mut res, busy) = match gates.shed {
         true => match app.overload.try_enter() {
-            Some(place) => cancel::holding(Arc::new(place), next.run(req)).await,
+            Some(place) => {
+                let share: Arc<dyn Any + Send + Sync> = Arc::new((place, held.clone()));
+                let res = cancel::holding(share.clone(), next.run(req)).await;
+                (res, Arc::strong_count(&share) > 1)
+            }
             None => return ApiError::Overloaded(app.overload.max()).into_response(),
         },
-        false => next.run(req).await,
+        false => (next.run(req).await, false),
     };
+    if let Some(held) = held {
+        res = hold_until_sent(res, held, busy);
+    }
     // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
     // to read: condense's do not replace them.
     if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
         rate_headers(res.headers_mut(), &v);
     }
     res
+}
+
+/// The most memory a request may come to hold (see `guard::memory`), from
+/// its body's declared length (a chunked body counts as one of the body
+/// limit; a longer one is refused by the body limit next); None for the
+/// probes and `/metrics`, which are never refused. The proxy routes reserve
+/// here only for holding the body; their handler reserves the rest while
+/// it compresses.
+fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<u64> {
+    if !gates.limited {
+        return None;
+    }
+    let limit = app.config.body_limit as u64;
+    let body = req.body().size_hint().exact().unwrap_or(limit).min(limit);
+    Some(match gates.shed {
+        true => memory::model_bytes(body),
+        false => memory::body_bytes(body),
+    })
+}
+
+/// Keeps what an answer's body needs reserved until the body is sent (a
+/// compressed thread is as long as the request's, and a slow reader holds
+/// it), and lets go of the rest now, unless a CPU task of the request is
+/// still at work (`busy`: it holds the whole reservation until it stops).
+fn hold_until_sent(res: Response, held: Held, busy: bool) -> Response {
+    if !busy {
+        let size = res.body().size_hint().exact().unwrap_or(0);
+        held.shrink_to(memory::body_bytes(size));
+    }
+    res.map(|body| crate::serve::guarded(body, held))
 }
 
 /// The caller, or the one 401 every wrong credential gets.

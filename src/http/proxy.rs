@@ -4,6 +4,8 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
+use std::any::Any;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
@@ -16,9 +18,11 @@ use axum::{Extension, Router};
 use super::extract::{RawBody, require_json};
 use super::middleware::REQUEST_ID;
 use crate::error::{ApiError, Result};
-use crate::guard::Caller;
+use crate::guard::{Caller, Held, memory};
 use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
+use crate::serve::EndWithClient;
 use crate::state::AppState;
+use crate::tokens::cancel;
 
 /// Names the profile for this request (default: `default`).
 const PROFILE: &str = "x-condense-profile";
@@ -47,16 +51,21 @@ pub fn router() -> Router<AppState> {
 /// The note of a request forwarded unchanged because every place among
 /// the requests at work was taken.
 const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchanged";
+/// The same when the memory budget has too little free to compress it.
+const OVER_BUDGET: &str = "condense is at its memory budget; forwarded unchanged";
 
-/// Compresses while holding a place among the requests at work, then lets
-/// it go before the provider's answer, however long that runs. When no
-/// place is free the request goes through unchanged rather than refused:
-/// the agent's call still reaches its provider, condense only skips its
-/// own work.
+/// Compresses while holding a place among the requests at work (and the
+/// memory compressing may take), then lets them go before the provider's
+/// answer, however long that runs. When either is short the request goes
+/// through unchanged rather than refused: the agent's call still reaches
+/// its provider, condense only skips its own work. The body itself stays
+/// reserved until the provider answers (the gate refused it if it did not fit).
 async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
     caller: Option<Extension<Caller>>,
+    held: Option<Extension<Held>>,
+    tie: Option<Extension<EndWithClient>>,
     req: Request,
 ) -> Result<Response> {
     let query = req.uri().query().map(str::to_string);
@@ -69,6 +78,11 @@ async fn proxy(
     app.proxy
         .authorize(provider, req.headers(), caller.provider)?;
     let (headers, body) = read(&app, req).await?;
+    // From here the work is the provider's, billed and maybe minutes long:
+    // a client that leaves ends it (the connection closes, dropping this).
+    if let Some(Extension(tie)) = tie {
+        tie.tie();
+    }
     let call = Call {
         endpoint,
         query,
@@ -80,10 +94,21 @@ async fn proxy(
             .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
         upstream_allowed: caller.llm,
     };
+    let held = held.map(|Extension(h)| h);
     let prepared = match app.overload.try_enter() {
-        Some(_place) => app.proxy.prepare(provider, &options, body).await?,
+        Some(place) if room_to_compress(held.as_ref(), body.len()) => {
+            // Held until compressing's CPU tasks have stopped, even if the
+            // client leaves first (see `cancel::holding`).
+            let share: Arc<dyn Any + Send + Sync> = Arc::new((place, held.clone()));
+            cancel::holding(share, app.proxy.prepare(provider, &options, body)).await?
+        }
+        Some(_) => Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET),
         None => Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
     };
+    // Until the provider answers, the request holds the body it forwards.
+    if let Some(held) = &held {
+        held.shrink_to(memory::body_bytes(prepared.body.len() as u64));
+    }
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
@@ -91,9 +116,16 @@ async fn proxy(
         report_headers(&report, h);
     }
     // Relayed chunk by chunk: a streamed answer is never buffered whole, and
-    // a client that goes away drops the stream, which ends the provider call.
+    // a client that goes away drops the stream (`EndWithClient`), which
+    // ends the provider call.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// Grows the request's reservation (its body) to what compressing it may
+/// hold; false when the memory budget has not that much free.
+fn room_to_compress(held: Option<&Held>, body: usize) -> bool {
+    held.is_none_or(|h| h.try_grow_to(memory::model_bytes(body as u64)))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

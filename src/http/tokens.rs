@@ -12,7 +12,7 @@ use super::input::{MethodName, ThreadFields, method};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
-use crate::thread::{Role, WireFormat};
+use crate::thread::{Role, WireFormat, compact};
 use crate::tokens::{CountSpec, Encoding};
 use crate::upstream::CountSource;
 
@@ -35,12 +35,17 @@ pub struct TokensRequest {
     pub chars_per_token: Option<f64>,
     /// A bare text to count, instead of a thread.
     pub text: Option<String>,
+    #[serde(default, deserialize_with = "compact::values")]
     pub messages: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub system: Option<Value>,
     /// A Responses API thread: its items...
+    #[serde(default, deserialize_with = "compact::value")]
     pub input: Option<Value>,
     /// ...and its instructions.
+    #[serde(default, deserialize_with = "compact::value")]
     pub instructions: Option<Value>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
     /// `local` (default): the tokenizer; `provider`: the provider's

@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::guard::Caller;
 use crate::policy::{self, Profile, ProfileOverrides, Verdict};
 use crate::state::AppState;
-use crate::thread::WireFormat;
+use crate::thread::{WireFormat, compact};
 use crate::tokens::{CountSpec, Encoding};
 use crate::upstream::CountSource;
 
@@ -26,11 +26,16 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VerdictRequest {
+    #[serde(default, deserialize_with = "compact::values")]
     pub messages: Option<Vec<Value>>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub system: Option<Value>,
     /// A Responses API thread: its items and instructions.
+    #[serde(default, deserialize_with = "compact::value")]
     pub input: Option<Value>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub instructions: Option<Value>,
+    #[serde(default, deserialize_with = "compact::value")]
     pub tools: Option<Value>,
     pub format: Option<WireFormat>,
     #[serde(default, deserialize_with = "super::input::model_name")]

@@ -194,7 +194,7 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
     if thread::too_many_nodes(body).is_some() {
         return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
-    let json: Value = serde_json::from_slice(body).map_err(|_| "the body is not JSON")?;
+    let json: Value = thread::compact::from_slice(body).map_err(|_| "the body is not JSON")?;
     let (field, system) = provider.fields();
     if provider == Provider::Responses {
         if json

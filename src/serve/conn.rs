@@ -13,20 +13,15 @@
 //! cuts a slow handler (the request time limit does that, with a 503).
 
 use std::convert::Infallible;
-use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
-use axum::body::Body;
-use http_body_util::BodyExt;
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
 use super::ServeOptions;
+use super::socket::{self, Watched};
 
 pub async fn serve(
     stream: TcpStream,
@@ -36,24 +31,18 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Watched {
-        inner: stream,
-        activity: activity.clone(),
-    });
+    let stream = Arc::new(stream);
+    let io = TokioIo::new(Watched::new(stream.clone(), activity.clone()));
     let tracked = activity.clone();
-    let service = hyper::service::service_fn(move |req| {
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
         let guard = InFlight::begin(&tracked);
+        req.extensions_mut().insert(EndWithClient(tracked.clone()));
         let response = super::call(router.clone(), peer, req);
         async move {
             let response = response.await?;
             // The guard lives as long as the body: a streamed answer is in
             // flight until its last chunk is written.
-            Ok::<_, Infallible>(response.map(|body| {
-                Body::new(body.map_frame(move |frame| {
-                    let _held = &guard;
-                    frame
-                }))
-            }))
+            Ok::<_, Infallible>(response.map(|body| super::guarded(body, guard)))
         }
     });
     // A client may shut its write side once its request is sent (RFC 9112
@@ -62,6 +51,9 @@ pub async fn serve(
     // answer is written and the connection closes after it. The watchdog
     // still covers such a client: it sends nothing more, so only the
     // request in flight and an unread answer keep the connection open.
+    // The price: hyper no longer notices a client that leaves mid-request.
+    // A request whose work is worth ending then (a proxied provider call)
+    // says so ([`EndWithClient`]), and the watchdog watches for it.
     let conn = hyper::server::conn::http1::Builder::new()
         .half_close(true)
         .serve_connection(io, service);
@@ -83,6 +75,10 @@ pub async fn serve(
                 }
             }
             () = activity.changed.notified() => {}
+            () = socket::client_left(&stream), if activity.ends_with_client() => {
+                tracing::debug!(%peer, "the client left a request that ends with it; closing");
+                break;
+            }
             _ = stop.changed(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
@@ -99,7 +95,7 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 /// What the watchdog knows of a connection.
-struct Activity {
+pub(super) struct Activity {
     state: Mutex<State>,
     /// Wakes the watchdog when a deadline may have moved earlier.
     changed: Notify,
@@ -117,6 +113,8 @@ struct State {
     head_started: Option<Instant>,
     /// Since when a write has been waiting for the client to read.
     write_blocked: Option<Instant>,
+    /// The request in flight ends when its client leaves ([`EndWithClient`]).
+    tied: bool,
 }
 
 impl Activity {
@@ -130,6 +128,7 @@ impl Activity {
                 idle_since: now,
                 head_started: None,
                 write_blocked: None,
+                tied: false,
             }),
             changed: Notify::new(),
         }
@@ -155,7 +154,12 @@ impl Activity {
         }
     }
 
-    fn read_some(&self) {
+    fn ends_with_client(&self) -> bool {
+        let s = self.lock();
+        s.tied && s.in_flight > 0
+    }
+
+    pub(super) fn read_some(&self) {
         let mut s = self.lock();
         if s.in_flight == 0 && s.served && s.head_started.is_none() {
             s.head_started = Some(Instant::now());
@@ -164,7 +168,7 @@ impl Activity {
         }
     }
 
-    fn write_blocked(&self, blocked: bool) {
+    pub(super) fn write_blocked(&self, blocked: bool) {
         let mut s = self.lock();
         match (blocked, s.write_blocked) {
             (true, None) => {
@@ -194,6 +198,7 @@ impl Drop for InFlight {
         s.in_flight -= 1;
         if s.in_flight == 0 {
             s.served = true;
+            s.tied = false;
             s.idle_since = Instant::now();
             s.head_started = None;
             drop(s);
@@ -202,62 +207,22 @@ impl Drop for InFlight {
     }
 }
 
-/// The socket, reporting reads and stalled writes to [`Activity`].
-struct Watched {
-    inner: TcpStream,
-    activity: Arc<Activity>,
-}
+/// In a request's extensions: the handler of a request whose work is worth
+/// ending when its client leaves (a proxied provider call, which may run
+/// for minutes and is billed) calls [`EndWithClient::tie`], and from then
+/// on the connection is closed as soon as its client's side reads as
+/// closed, dropping the request and whatever it awaits. Others are
+/// answered even after their client shut its write side.
+///
+/// TCP cannot tell a client that left from one that only half-closed: a
+/// tied request is ended in both cases, as a reverse proxy ends its
+/// upstream call (nginx's default). No SDK half-closes.
+#[derive(Clone)]
+pub struct EndWithClient(Arc<Activity>);
 
-impl AsyncRead for Watched {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.read_some();
-        }
-        polled
-    }
-}
-
-impl Watched {
-    fn track<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
-        self.activity.write_blocked(polled.is_pending());
-        polled
-    }
-}
-
-impl AsyncWrite for Watched {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        self.track(polled)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        self.track(polled)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+impl EndWithClient {
+    pub fn tie(&self) {
+        self.0.lock().tied = true;
+        self.0.changed.notify_one();
     }
 }

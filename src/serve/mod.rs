@@ -13,7 +13,9 @@
 
 mod conn;
 mod fds;
+mod guarded;
 mod peers;
+mod socket;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -23,7 +25,9 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
+pub use conn::EndWithClient;
 pub use fds::{connection_budget, reserved_fds};
+pub use guarded::guarded;
 use peers::Peers;
 
 /// How connections are served.

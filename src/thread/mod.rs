@@ -9,6 +9,7 @@
 
 mod anthropic;
 mod clearing;
+pub mod compact;
 mod echo;
 mod edit;
 mod limits;

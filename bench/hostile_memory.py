@@ -1,0 +1,298 @@
+#!/usr/bin/env python3
+"""Peak and after-burst RSS of a release build under hostile-but-legal load.
+
+    bench/hostile_memory.py [--no-build] [--condense target/release/condense]
+                            [--cases compress,proxy16,proxy100] [--env K=V ...]
+
+Starts condense (no cache) with the proxy pointed at a stub provider that
+reads each request and never answers until the bench lets it go (a stalling
+provider), then runs each case:
+
+- compress: 16 concurrent worst-shape bodies of 6.5 MB to /v1/compress: one
+  message of ~100,000 small text parts (each part a JSON object, the costliest
+  thing per byte the node limit lets through), ASCII text, under every limit;
+- compress1 / proxy1 (not run by default): one such request alone, for a
+  request's own cost (its peak minus the idle RSS);
+- proxy16 / proxy100: 16 / 100 concurrent 7.9 MB bodies of the same shape to
+  /v1/chat/completions (the text is CJK, 3 bytes a character, so the thread
+  stays under the character limit and is compressed, not refused).
+
+The server's RSS is sampled from /proc/<pid>/status (VmRSS every 10 ms, and
+VmHWM, reset before each case through /proc/<pid>/clear_refs). "after" is
+VmRSS 3 s after the last answer. The table compares the peak with the memory
+limit of deploy/deployment.yaml. MB are 10^6 bytes; MiB 2^20.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MIB = 1 << 20
+MAX_JSON_NODES = 100_000  # src/thread/limits.rs
+
+
+def worst_body(target_bytes, cjk, model=True):
+    """One message of MAX_JSON_NODES - 4 text parts, about `target_bytes` long."""
+    parts = MAX_JSON_NODES - 4
+    filler = "文" if cjk else "w"
+
+    def make(chars, longer=0):
+        content = []
+        for i in range(parts):
+            text = f"{i} "
+            need = max(0, chars + (i < longer) - len(text))
+            text += (filler * 5 + " ") * (need // 6) + filler * (need % 6)
+            content.append({"type": "text", "text": text})
+        body = {"messages": [{"role": "user", "content": content}]}
+        if model:
+            body["model"] = "gpt-4o"
+        return json.dumps(body, ensure_ascii=False).encode()
+
+    # Linear in the text's length once it is longer than the index prefix.
+    lo, hi = 8, 8
+    while len(make(hi)) < target_bytes:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:  # the longest text that keeps the body under the target
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if len(make(mid)) <= target_bytes else (lo, mid)
+    # The first parts one character longer, to come closer to the target.
+    step = 3 if cjk else 1
+    return make(lo, (target_bytes - len(make(lo))) // step * 5 // 6)
+
+
+# ---------------------------------------------------------------- stub provider
+
+
+class Stall:
+    """The stub provider's state: requests received, and the gate they wait at."""
+
+    def __init__(self):
+        self.received = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+
+
+def stub_handler(stall):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            n = int(self.headers.get("content-length") or 0)
+            remaining = n
+            while remaining > 0:  # read and drop: the stub holds nothing
+                chunk = self.rfile.read(min(remaining, 1 << 20))
+                if not chunk:
+                    return
+                remaining -= len(chunk)
+            with stall.lock:
+                stall.received += 1
+            stall.release.wait(600)
+            body = b'{"id":"x","object":"chat.completion","choices":[]}'
+            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+
+    return Handler
+
+
+# ------------------------------------------------------------------- sampling
+
+
+def status(pid):
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            out[k] = int(v.split()[0]) * 1024
+    return out
+
+
+class Sampler(threading.Thread):
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stop = pid, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, status(self.pid)["VmRSS"])
+            time.sleep(0.01)
+
+
+def reset_hwm(pid):
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+# -------------------------------------------------------------------- clients
+
+
+def read_response(sock, buf=b""):
+    """(status, rest of the buffer) of one response with a Content-Length body."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("closed before a response")
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+    length = int(m.group(1)) if m else 0
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return status, rest[length:]
+
+
+def post(port, path, body, headers, out, i):
+    """Sends the head with `Expect: 100-continue`, as a careful client of a
+    large upload does: the body goes only after `100 Continue`, so a refusal
+    from the head (503, 413) is read rather than cut off mid-upload."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=900)
+        head = f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        sock.sendall(head.encode())
+        status, rest = read_response(sock)
+        if status == 100:
+            sock.sendall(body)
+            status, _ = read_response(sock, rest)
+        out[i] = status
+        sock.close()
+    except Exception as e:  # a reset connection counts as such
+        out[i] = type(e).__name__
+
+
+def run_case(port, pid, stall, path, body, n, hold):
+    """n concurrent posts; with `hold`, the provider stalls until all were received or refused."""
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-test"}
+    stall.release.clear()
+    with stall.lock:
+        stall.received = 0
+    reset_hwm(pid)
+    sampler = Sampler(pid)
+    sampler.start()
+    out = [None] * n
+    threads = [threading.Thread(target=post, args=(port, path, body, headers, out, i)) for i in range(n)]
+    started = time.time()
+    for t in threads:
+        t.start()
+    if hold:
+        # Everyone is either at the provider or answered (a 503, a 413):
+        # then the peak of holding them all is reached; let them go.
+        while time.time() - started < 600:
+            answered = sum(1 for s in out if s is not None)
+            if stall.received + answered >= n:
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
+        stall.release.set()
+    for t in threads:
+        t.join()
+    time.sleep(3.0)
+    sampler.stop.set()
+    sampler.join()
+    peak = max(sampler.peak, status(pid)["VmHWM"])
+    after = status(pid)["VmRSS"]
+    codes = {}
+    for s in out:
+        codes[s] = codes.get(s, 0) + 1
+    return peak, after, codes
+
+
+# ----------------------------------------------------------------------- main
+
+
+def manifest_limit():
+    text = (ROOT / "deploy" / "deployment.yaml").read_text()
+    m = re.search(r"limits:\s*\n(?:\s+cpu:.*\n)?(?:\s*#.*\n)*\s+memory:\s*(\d+)(Mi|Gi)", text)
+    if not m:
+        return None
+    return int(m.group(1)) * (MIB if m.group(2) == "Mi" else 1024 * MIB)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--cases", default="compress,proxy16,proxy100")
+    ap.add_argument("--env", action="append", default=[], help="K=V for condense's environment")
+    args = ap.parse_args()
+    if not args.no_build:
+        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+
+    stall = Stall()
+    stub = ThreadingHTTPServer(("127.0.0.1", 0), stub_handler(stall))
+    stub.daemon_threads = True
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSE_") and k != "DATABASE_URL"}
+    env.update(CONDENSE_LISTEN=f"127.0.0.1:{port}", CONDENSE_DATABASE_URL="off", RUST_LOG="warn",
+               CONDENSE_PROXY_OPENAI_URL=f"http://127.0.0.1:{stub.server_address[1]}/v1")
+    env.update(kv.split("=", 1) for kv in args.env)
+    server = subprocess.Popen([args.condense], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+                c.request("GET", "/readyz")
+                if c.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        time.sleep(1.0)
+        idle = status(server.pid)["VmRSS"]
+        limit = manifest_limit()
+        compress_body = worst_body(6_500_000, cjk=False)
+        proxy_body = worst_body(7_900_000, cjk=True)
+        cases = {
+            # One alone: a request's own cost, peak minus idle.
+            "compress1": ("/v1/compress", compress_body, 1, False),
+            "proxy1": ("/v1/chat/completions", proxy_body, 1, True),
+            "compress": ("/v1/compress", compress_body, 16, False),
+            "proxy16": ("/v1/chat/completions", proxy_body, 16, True),
+            "proxy100": ("/v1/chat/completions", proxy_body, 100, True),
+        }
+        print(f"idle RSS {idle / MIB:.0f} MiB; manifest limit {limit / MIB:.0f} MiB"
+              + (f"; env {' '.join(args.env)}" if args.env else ""))
+        print("| case | body | n | peak RSS | after | answers | peak ≤ limit |")
+        print("|---|---|---|---|---|---|---|")
+        for name in args.cases.split(","):
+            path, body, n, hold = cases[name]
+            peak, after, codes = run_case(port, server.pid, stall, path, body, n, hold)
+            answers = ", ".join(f"{k}: {v}" for k, v in sorted(codes.items(), key=str))
+            ok = "yes" if limit is None or peak <= limit else "**no**"
+            print(f"| {name} | {len(body) / 1e6:.1f} MB | {n} | {peak / MIB:.0f} MiB | {after / MIB:.0f} MiB "
+                  f"| {answers} | {ok} |", flush=True)
+    finally:
+        stall.release.set()
+        server.terminate()
+        server.wait(timeout=30)
+        stub.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

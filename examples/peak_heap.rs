@@ -1,0 +1,162 @@
+//! Peak heap of one `/v1/compress` request, per byte of its body, for the
+//! worst shape the limits let through: one message of ~100,000 small text
+//! parts (each part is a JSON object, the costliest thing a body holds per
+//! byte). This is where `guard::memory::MODEL_BYTES_PER_BODY_BYTE` comes
+//! from; `bench/hostile_memory.py` checks the whole process against it.
+//!
+//! ```text
+//! cargo run --release --example peak_heap -- [BODY_MB] [TEXT]
+//! ```
+//!
+//! `TEXT` is `ascii` (default) or `cjk` (3 bytes a character, so a body
+//! near the byte limit stays under the character limit). Counts every
+//! allocation with a wrapping global allocator: heap bytes live, not RSS
+//! (the allocator's own overhead and fragmentation come on top; the
+//! hostile bench measures those). Prints one JSON object.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use axum::body::Body;
+use axum::http::Request;
+use condense::{AppState, Config};
+use http_body_util::BodyExt;
+use serde_json::json;
+use tower::ServiceExt;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(p, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, layout, new) };
+        if !q.is_null() {
+            if new >= layout.size() {
+                let now =
+                    LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new - layout.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// One message of `parts` text parts, each text `chars` characters long.
+fn body(parts: usize, chars: usize, cjk: bool) -> Vec<u8> {
+    let content: Vec<_> = (0..parts)
+        .map(|i| {
+            let mut text = format!("{i} ");
+            let filler = if cjk { '文' } else { 'w' };
+            while text.chars().count() < chars {
+                text.push(filler);
+                if text.chars().count() % 6 == 5 {
+                    text.push(' ');
+                }
+            }
+            json!({"type": "text", "text": text})
+        })
+        .collect();
+    serde_json::to_vec(&json!({
+        "messages": [{"role": "user", "content": content}],
+        "model": "gpt-4o",
+        "force": true,
+    }))
+    .unwrap()
+}
+
+/// The worst-shape body of about `bytes` bytes.
+fn sized(bytes: usize, cjk: bool) -> Vec<u8> {
+    // Within the node limit: the message, its array, the top object and
+    // the messages array are four of the 100,000.
+    let parts = condense::thread::MAX_JSON_NODES - 4;
+    let per_char = if cjk { 3 } else { 1 };
+    let overhead = body(parts, 1, cjk).len();
+    let chars = 1 + bytes.saturating_sub(overhead) / parts / per_char;
+    body(parts, chars, cjk)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut args = std::env::args().skip(1);
+    let mb: f64 = args.next().map_or(6.5, |a| a.parse().expect("BODY_MB"));
+    let cjk = args.next().as_deref() == Some("cjk");
+    let app = condense::http::router(AppState::new(Config::default()).unwrap());
+    let bytes = sized((mb * 1e6) as usize, cjk);
+    let n = bytes.len();
+    let stages = stages(&bytes);
+    let req = |b: Vec<u8>| {
+        Request::post("/v1/compress")
+            .header("content-type", "application/json")
+            .body(Body::from(b))
+            .unwrap()
+    };
+    // A warm-up of another size, so lazily built tables are not counted.
+    let _ = app.clone().oneshot(req(sized(100_000, cjk))).await;
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let res = app.clone().oneshot(req(bytes)).await.unwrap();
+    let status = res.status().as_u16();
+    let answer = res.into_body().collect().await.unwrap().to_bytes();
+    let out = answer.len();
+    if status != 200 {
+        eprintln!("{}", String::from_utf8_lossy(&answer));
+    }
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    println!(
+        "{}",
+        json!({
+            "body_bytes": n,
+            "status": status,
+            "answer_bytes": out,
+            "peak_heap_bytes": peak,
+            "peak_per_body_byte": ratio(peak, n),
+            "stages_live_per_body_byte": stages,
+        })
+    );
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    (a as f64 / b as f64 * 100.0).round() / 100.0
+}
+
+/// Heap live after each step of reading the body, per body byte: its
+/// `Value` tree, and the thread model built from it.
+fn stages(bytes: &[u8]) -> serde_json::Value {
+    let base = LIVE.load(Ordering::Relaxed);
+    let live = || ratio(LIVE.load(Ordering::Relaxed) - base, bytes.len());
+    let mut value = condense::thread::compact::from_slice(bytes).unwrap();
+    let tree = live();
+    let messages = match value["messages"].take() {
+        serde_json::Value::Array(m) => m,
+        _ => unreachable!(),
+    };
+    drop(value);
+    let thread = condense::thread::parse_owned(condense::thread::OwnedThread {
+        messages,
+        ..Default::default()
+    })
+    .unwrap();
+    let model = live();
+    drop(thread);
+    json!({"value_tree": tree, "thread_model": model})
+}

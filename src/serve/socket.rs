@@ -1,0 +1,124 @@
+//! A connection's socket, shared: hyper reads and writes it through
+//! [`Watched`], which reports to the watchdog what it sees (bytes read,
+//! writes stalled by a client that does not read), while the watchdog
+//! itself can look at it ([`client_left`]) without taking a byte.
+//!
+//! tokio's `TcpStream` reads and writes through `&mut self`; shared by an
+//! `Arc`, it is driven through its readiness (`poll_read_ready`, then
+//! `try_read`), which is what its own `poll_read` does inside. The
+//! watchdog's look waits on readiness through another channel (`peek`'s
+//! own waiter), so the two never take each other's wake-up.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+
+use super::conn::Activity;
+
+/// The socket, reporting reads and stalled writes to [`Activity`].
+pub(super) struct Watched {
+    inner: Arc<TcpStream>,
+    activity: Arc<Activity>,
+}
+
+impl Watched {
+    pub(super) fn new(inner: Arc<TcpStream>, activity: Arc<Activity>) -> Self {
+        Self { inner, activity }
+    }
+
+    fn track<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        self.activity.write_blocked(polled.is_pending());
+        polled
+    }
+
+    fn write_with(
+        &self,
+        cx: &mut Context<'_>,
+        write: impl Fn(&TcpStream) -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.inner.poll_write_ready(cx))?;
+            match write(&self.inner) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.inner.poll_read_ready(cx))?;
+            match self.inner.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    if n > 0 {
+                        self.activity.read_some();
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = self.write_with(cx, |s| s.try_write(buf));
+        self.track(polled)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = self.write_with(cx, |s| s.try_write_vectored(bufs));
+        self.track(polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // Writes go straight to the socket: nothing is buffered here.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let shut = socket2::SockRef::from(&*self.inner).shutdown(std::net::Shutdown::Write);
+        Poll::Ready(match shut {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            other => other,
+        })
+    }
+}
+
+/// Completes when the client's side of the connection reads as closed
+/// (end of input, or an error such as a reset), without taking a byte. A
+/// byte waiting (the head of a pipelined request) means the client is
+/// still there: this then waits until dropped, and the watchdog looks
+/// again on its next turn.
+pub(super) async fn client_left(stream: &TcpStream) {
+    let mut byte = [0u8; 1];
+    match stream.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
+    }
+}

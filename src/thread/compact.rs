@@ -1,0 +1,156 @@
+//! Parsing a thread's JSON into a `serde_json::Value` whose objects and
+//! arrays hold no spare room.
+//!
+//! serde_json's own `Value` grows each object by pushing into an
+//! `IndexMap` (we build it with `preserve_order`, so that unchanged
+//! messages go back byte for byte): a two-key object such as a text part,
+//! `{"type": "text", "text": "…"}`, gets room for four 112-byte entries,
+//! and an array of 100,000 parts room for 131,072. A body of small parts is
+//! the costliest a request can send per byte, and this spare room was half
+//! of its tree (measured with `examples/peak_heap.rs`: 8.4 bytes of tree
+//! per body byte before, see `guard::memory` for after). Here each object
+//! and array is built at its exact length; the values are the same `Value`s,
+//! in the same order, and duplicate keys resolve as serde_json resolves them
+//! (the last value, at the first key's place).
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+
+/// A `Value` parsed without spare room.
+pub struct Compact(pub Value);
+
+impl<'de> Deserialize<'de> for Compact {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(CompactVisitor).map(Compact)
+    }
+}
+
+/// `serde_json::from_slice::<Value>`, without spare room.
+pub fn from_slice(bytes: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice::<Compact>(bytes).map(|c| c.0)
+}
+
+/// For `#[serde(default, deserialize_with = "compact::value")]` on an
+/// `Option<Value>` field.
+pub fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(Option::<Compact>::deserialize(d)?.map(|c| c.0))
+}
+
+/// For `#[serde(default, deserialize_with = "compact::values")]` on an
+/// `Option<Vec<Value>>` field.
+pub fn values<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
+    Ok(
+        Option::<Vec<Compact>>::deserialize(d)?
+            .map(|v| exact(v.into_iter().map(|c| c.0).collect())),
+    )
+}
+
+fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
+}
+
+struct CompactVisitor;
+
+impl<'de> Visitor<'de> for CompactVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::Number(n.into()))
+    }
+
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(n).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        Compact::deserialize(d).map(|c| c.0)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Compact(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(exact(items)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut entries: Vec<(String, Value)> = Vec::new();
+        while let Some((k, Compact(v))) = map.next_entry()? {
+            entries.push((k, v));
+        }
+        // `Map`'s `FromIterator` sizes the map by the iterator's exact length.
+        Ok(Value::Object(entries.into_iter().collect::<Map<_, _>>()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_what_serde_json_parses_in_the_same_order() {
+        let text = r#"{"z": 1, "a": [true, null, -2, 3.5, -0.0, 1e300, "é\n", {}],
+            "m": {"b": {"c": []}, "a": 18446744073709551615}, "z": "last"}"#;
+        let ours = from_slice(text.as_bytes()).unwrap();
+        let theirs: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(ours, theirs);
+        // Same serialization, key order included (a duplicate keeps its place).
+        assert_eq!(
+            serde_json::to_string(&ours).unwrap(),
+            serde_json::to_string(&theirs).unwrap()
+        );
+        assert!(
+            serde_json::to_string(&ours)
+                .unwrap()
+                .starts_with(r#"{"z":"last","a""#)
+        );
+        assert!(from_slice(b"[1,").is_err());
+        assert!(
+            from_slice(&[b'['; 200]).is_err(),
+            "the recursion limit holds"
+        );
+    }
+
+    #[test]
+    fn arrays_have_no_spare_room() {
+        // (A `Map` does not tell its capacity: `examples/peak_heap.rs` measures it.)
+        let json = br#"{"m": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, 1]}"#;
+        let Some(Value::Array(parts)) = from_slice(json).unwrap().get_mut("m").map(Value::take)
+        else {
+            panic!("an array");
+        };
+        assert_eq!(parts.capacity(), 3);
+    }
+}

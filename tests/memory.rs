@@ -1,0 +1,190 @@
+//! The memory budget on a real server: a request whose declared body would
+//! take more than the budget has free is refused (503 `overloaded`,
+//! `Retry-After`) from its head, before a byte of its body is sent, on an
+//! API route and on a proxy route; once the request holding the budget
+//! ends, the next is admitted. The holder is a proxied request whose
+//! provider holds it: it keeps its body reserved until the provider answers.
+//! Every wait is bounded generously (a minute): what is asserted is what
+//! happens, never how fast.
+
+#[allow(dead_code)]
+#[path = "support/server.rs"]
+mod server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use condense::guard::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+use tokio::time::timeout;
+
+const GENEROUS: Duration = Duration::from_secs(60);
+const KIB: u64 = 1024;
+const BUDGET: u64 = 1024 * KIB;
+/// The holder's body: not a thread condense reads, so it is forwarded as it
+/// came and stays this long while the provider holds it.
+const HELD: usize = 600 * 1024;
+
+/// A provider that holds each request until `release`, and says on
+/// `arrived` that one came in.
+async fn held_provider() -> (String, Arc<Notify>, Arc<Notify>) {
+    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (a, r) = (arrived.clone(), release.clone());
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move || {
+            let (a, r) = (a.clone(), r.clone());
+            async move {
+                a.notify_one();
+                r.notified().await;
+                axum::Json(serde_json::json!({"type": "message", "content": []}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, arrived, release)
+}
+
+/// Reads until one response with a `Content-Length` body (or an interim
+/// `100 Continue`) is complete.
+async fn response(s: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    timeout(GENEROUS, async {
+        loop {
+            let n = s.read(&mut buf).await.expect("reads");
+            assert!(n > 0, "closed before a full response: {got:?}");
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+    .expect("a response in time");
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// Sends only the head of a POST announcing `length` bytes, with
+/// `Expect: 100-continue`; the first answer.
+async fn head_only(addr: &str, path: &str, length: u64) -> (TcpStream, String) {
+    let mut s = TcpStream::connect(addr).await.expect("connects");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         x-api-key: sk-test\r\nContent-Length: {length}\r\nExpect: 100-continue\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    let answer = response(&mut s).await;
+    (s, answer)
+}
+
+fn assert_refused_for_memory(what: &str, answer: &str) {
+    assert!(answer.starts_with("HTTP/1.1 503"), "{what}: {answer}");
+    assert!(!answer.contains("100 Continue"), "{what}: {answer}");
+    let lower = answer.to_ascii_lowercase();
+    assert!(lower.contains("retry-after: 1"), "{what}: {answer}");
+    assert!(
+        answer.contains("urn:condense:problem:overloaded") && answer.contains("memory budget"),
+        "{what}: {answer}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_ends() {
+    let (provider, arrived, release) = held_provider().await;
+    let url = server::serve(condense::Config {
+        memory_budget_bytes: BUDGET,
+        proxy_anthropic_url: Some(provider),
+        database_url: Some("off".into()),
+        ..Default::default()
+    })
+    .await;
+    let addr = url.trim_start_matches("http://").to_string();
+
+    // The holder: a proxied body the provider keeps.
+    let body = format!(
+        r#"{{"model": "claude-sonnet-4-5", "messages": "not a thread", "pad": "{}"}}"#,
+        "x".repeat(HELD)
+    );
+    let held = body.len() as u64;
+    let holder_addr = addr.clone();
+    let holder = tokio::spawn(async move {
+        let mut s = TcpStream::connect(&holder_addr).await.unwrap();
+        let head = format!(
+            "POST /v1/messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             x-api-key: sk-test\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        response(&mut s).await
+    });
+    timeout(GENEROUS, arrived.notified())
+        .await
+        .expect("the holder reaches the provider");
+    let free = BUDGET - body_bytes(held);
+
+    // An API request whose parsed body would not fit: refused from its head.
+    // (It would fit in the whole budget less what a streamed answer holds
+    // until its last byte is gone, so that it is admitted afterwards.)
+    let api = 16 * KIB;
+    assert!(model_bytes(api) > free && model_bytes(api) <= BUDGET - 2 * REQUEST_BASE_BYTES);
+    let (_s, answer) = head_only(&addr, "/v1/compress", api).await;
+    assert_refused_for_memory("/v1/compress", &answer);
+
+    // A proxied body that would not fit beside the held one: the same.
+    let proxied = free - REQUEST_BASE_BYTES + 64 * KIB;
+    let (_s, answer) = head_only(&addr, "/v1/messages", proxied).await;
+    assert_refused_for_memory("/v1/messages", &answer);
+
+    // The holder ends; the same requests are now admitted: asked for their body.
+    release.notify_one();
+    let answer = timeout(GENEROUS, holder).await.unwrap().unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    for (path, length) in [("/v1/messages", proxied), ("/v1/compress", api)] {
+        let (_s, answer) = head_only(&addr, path, length).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 100 Continue"),
+            "{path}: {answer}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_probes_are_never_refused_for_memory() {
+    let url = server::serve(condense::Config {
+        memory_budget_bytes: KIB,
+        database_url: Some("off".into()),
+        ..Default::default()
+    })
+    .await;
+    let addr = url.trim_start_matches("http://").to_string();
+    // Every byte of the budget taken by one request that cannot fit...
+    let (_held, answer) = head_only(&addr, "/v1/compress", 1_000_000).await;
+    assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
+    // ...and the next refused, but not the probes.
+    let (_s, answer) = head_only(&addr, "/v1/tokens", 10).await;
+    assert_refused_for_memory("/v1/tokens", &answer);
+    for probe in ["/healthz", "/readyz"] {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let req = format!("GET {probe} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let answer = response(&mut s).await;
+        assert!(answer.starts_with("HTTP/1.1 200"), "{probe}: {answer}");
+    }
+}
