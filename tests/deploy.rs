@@ -222,11 +222,35 @@ fn the_pieces_fit_together() {
     let name = port["name"].as_str().unwrap();
     assert_eq!(service["spec"]["ports"][0]["targetPort"], name);
 
-    // Probes on the two health routes, on that port.
+    // Probes on the two health routes, on the probe listener's port (so
+    // clients holding every connection of the main one cannot fail them),
+    // which the Service does not expose.
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    let probe_listen = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "CONDENSE_PROBE_LISTEN")
+        .and_then(|e| e["value"].as_str())
+        .expect("the deployment gives the probes a listener");
+    let probe_port: i64 = probe_listen.rsplit(':').next().unwrap().parse().unwrap();
+    let probes = c["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["containerPort"].as_i64() == Some(probe_port))
+        .expect("the probe listener's port is declared");
+    let probes_name = probes["name"].as_str().unwrap();
+    assert_ne!(probes_name, name);
     for probe in ["readinessProbe", "livenessProbe"] {
-        assert_eq!(c[probe]["httpGet"]["port"], name, "{probe} port");
+        assert_eq!(c[probe]["httpGet"]["port"], probes_name, "{probe} port");
+    }
+    for p in service["spec"]["ports"].as_array().unwrap() {
+        assert_ne!(
+            p["targetPort"], probes_name,
+            "the Service exposes no probe port"
+        );
     }
 
     // Resources: requests and limits for CPU and memory.
