@@ -87,6 +87,7 @@ async fn proxy(
         endpoint,
         query,
         request_id: header(&headers, REQUEST_ID.as_str()).map(str::to_string),
+        may_spend: caller.provider,
     };
     let options = Options {
         profile: header(&headers, PROFILE).map(str::to_string),

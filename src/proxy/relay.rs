@@ -15,6 +15,8 @@ pub struct Call {
     /// The request's `x-request-id`, for the log line of a request
     /// forwarded unchanged.
     pub request_id: Option<String>,
+    /// The caller may spend the operator's provider key (`provider`).
+    pub may_spend: bool,
 }
 
 /// The provider's answer, not yet read (a stream is relayed as it comes),
@@ -45,7 +47,7 @@ impl Proxy {
         if let Some(beta) = beta {
             headers::add_beta(&mut out, beta);
         }
-        self.inject_key(provider, &mut out);
+        self.inject_key(provider, &mut out, call.may_spend)?;
         let response = self
             .http
             .post(url)
@@ -73,13 +75,26 @@ impl Proxy {
     /// permission: one that brings no credentials of its own while an
     /// operator key is configured. Without that key the request goes on
     /// as it is, and the provider answers its own 401.
+    /// Decided on the headers as they would be forwarded: a credential the
+    /// client's `Connection` header names is not forwarded, so it does not
+    /// count.
     pub fn authorize(
         &self,
         provider: Provider,
         headers: &HeaderMap,
         may_spend: bool,
     ) -> Result<(), ProxyError> {
-        if may_spend || self.config.api_key.is_empty() || brings_credentials(provider, headers) {
+        self.check_spend(provider, &headers::to_provider(headers), may_spend)
+    }
+
+    /// [`Proxy::authorize`] on headers already made ready to forward.
+    fn check_spend(
+        &self,
+        provider: Provider,
+        forwarded: &HeaderMap,
+        may_spend: bool,
+    ) -> Result<(), ProxyError> {
+        if may_spend || self.config.api_key.is_empty() || brings_credentials(provider, forwarded) {
             return Ok(());
         }
         Err(ProxyError::Forbidden(format!(
@@ -91,12 +106,19 @@ impl Proxy {
         )))
     }
 
-    /// The operator's key, for requests that bring no credentials
-    /// ([`Proxy::authorize`] has refused those whose caller may not spend it).
-    fn inject_key(&self, provider: Provider, headers: &mut HeaderMap) {
+    /// The operator's key, for requests that bring no credentials, when
+    /// their caller may spend it (checked again here, on exactly the
+    /// headers that go, though [`Proxy::authorize`] refused earlier).
+    fn inject_key(
+        &self,
+        provider: Provider,
+        headers: &mut HeaderMap,
+        may_spend: bool,
+    ) -> Result<(), ProxyError> {
+        self.check_spend(provider, headers, may_spend)?;
         let key = &self.config.api_key;
         if key.is_empty() || brings_credentials(provider, headers) {
-            return;
+            return Ok(());
         }
         let (name, value) = match provider {
             Provider::OpenAi | Provider::Responses => {
@@ -111,17 +133,22 @@ impl Proxy {
             v.set_sensitive(true);
             headers.insert(name, v);
         }
+        Ok(())
     }
 }
 
 /// A request carries a provider credential of its own: `Authorization`,
-/// or Anthropic's `x-api-key`.
+/// Anthropic's `x-api-key`, or Azure OpenAI's `api-key`.
 fn brings_credentials(provider: Provider, headers: &HeaderMap) -> bool {
     headers.contains_key(AUTHORIZATION)
-        || (provider == Provider::Anthropic && headers.contains_key(ANTHROPIC_KEY))
+        || match provider {
+            Provider::Anthropic => headers.contains_key(ANTHROPIC_KEY),
+            Provider::OpenAi | Provider::Responses => headers.contains_key(AZURE_KEY),
+        }
 }
 
 const ANTHROPIC_KEY: &str = "x-api-key";
+const AZURE_KEY: &str = "api-key";
 
 /// The provider's URL for a call: its base URL, the endpoint's path, and
 /// the client's query string as it came.
@@ -143,6 +170,7 @@ mod tests {
             endpoint,
             query: query.map(str::to_string),
             request_id: None,
+            may_spend: true,
         };
         let anthropic = "https://api.anthropic.com";
         assert_eq!(

@@ -364,6 +364,22 @@ async fn only_keys_marked_provider_spend_the_operators_provider_key() {
             assert!(!detail.contains("sk-operator") && !detail.contains(key));
         }
     }
+    // A credential the `Connection` header names is not forwarded: it does
+    // not count as the caller's own.
+    for (path, own) in [
+        ("/v1/chat/completions", ("authorization", "Bearer x")),
+        ("/v1/messages", ("x-api-key", "x")),
+    ] {
+        let app = app.clone();
+        let body = if path == "/v1/messages" {
+            messages_body.clone()
+        } else {
+            chat_body.clone()
+        };
+        let headers = [("x-condense-api-key", PLAIN), own, ("connection", own.0)];
+        let r = send(&app, request("POST", path, &headers, Some(&body))).await;
+        r.problem(403);
+    }
     assert_eq!(
         openai.calls() + anthropic.calls(),
         0,
@@ -384,11 +400,25 @@ async fn only_keys_marked_provider_spend_the_operators_provider_key() {
     let r = proxied("/v1/messages", PLAIN, Some(("x-api-key", "sk-own"))).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(anthropic.headers.lock().unwrap()[0]["x-api-key"], "sk-own");
+    // Azure OpenAI's own key header is the caller's credential too.
+    let r = proxied(
+        "/v1/chat/completions",
+        PLAIN,
+        Some(("api-key", "azure-own")),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = openai.headers.lock().unwrap()[1].clone();
+    assert_eq!(seen["api-key"], "azure-own");
+    assert!(
+        seen.get("authorization").is_none(),
+        "no operator key beside it"
+    );
     // A key marked `provider`: the operator's key fills in.
     let r = proxied("/v1/chat/completions", PROVIDER, None).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(
-        openai.headers.lock().unwrap()[1]["authorization"],
+        openai.headers.lock().unwrap()[2]["authorization"],
         "Bearer sk-operator"
     );
     let r = proxied("/v1/messages", PROVIDER, None).await;
