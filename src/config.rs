@@ -310,8 +310,8 @@ pub struct Config {
     pub cors_origins: Vec<String>,
 
     /// Host names a request's `Host` may carry (comma-separated, no port;
-    /// `*`: any). Unset: the names of loopback when listening on loopback,
-    /// any name otherwise. Stops DNS rebinding from a web page.
+    /// `*`: any). Unset: without API keys, only IP addresses and
+    /// `localhost` (DNS rebinding needs a name); with keys, any name.
     #[arg(long, env = "CONDENSE_ALLOWED_HOSTS", value_delimiter = ',')]
     pub allowed_hosts: Vec<String>,
 

@@ -121,7 +121,7 @@ impl AppState {
         let rate = RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
         let overload = Overload::new(config.max_concurrency);
         let cors = Cors::parse(&config.cors_origins)?;
-        let hosts = Hosts::parse(&config.allowed_hosts, config.listen)?;
+        let hosts = Hosts::parse(&config.allowed_hosts, access.enabled())?;
         let memory = MemoryBudget::new(config.memory_budget_bytes);
         Ok(Self(Arc::new(Inner {
             memory,

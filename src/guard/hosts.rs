@@ -6,46 +6,46 @@
 //! `text/plain` POST needs no preflight), and with DNS rebinding it can even
 //! read the answer: its own name is made to resolve to 127.0.0.1, so the
 //! browser thinks the page and condense share an origin. The request still
-//! says what it is: its `Host` is the attacker's name, and its `Origin`
-//! another site's. So a condense on loopback answers only the names of
-//! loopback, and every route refuses an origin that is neither condense's
-//! own nor listed in `CONDENSE_CORS_ORIGINS`.
+//! says what it is: its `Host` is the attacker's name. So a condense
+//! without API keys answers only IP addresses and `localhost` (rebinding
+//! needs a name), and every route refuses a cross-origin request whose
+//! origin is not listed in `CONDENSE_CORS_ORIGINS`.
 
-use std::net::SocketAddr;
+use std::net::IpAddr;
 
 use super::Cors;
 
 /// The names a request's `Host` may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hosts {
-    /// Any name: a server reached through a load balancer or ingress,
-    /// whose names condense cannot know.
+    /// Any name: API keys guard condense, so a rebound page, which has
+    /// none, gets no further than a 401.
     Any,
-    /// These names (lowercase, without port or brackets).
+    /// An IP address or `localhost`: what reaches condense without a DNS
+    /// name of its own. Rebinding needs a name (the page's), so these are
+    /// safe whatever address condense listens on.
+    Addresses,
+    /// These names (lowercase, without port or brackets), and no others.
     Names(Vec<String>),
 }
 
-/// The names of loopback, the default allow-list of a server listening there.
-const LOOPBACK: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
-
 impl Hosts {
-    /// The setting's entries (`*` for any), or without any: the names of
-    /// loopback when condense listens there (a laptop's setup, where
-    /// rebinding is the threat), any name otherwise.
-    pub fn parse(entries: &[String], listen: SocketAddr) -> anyhow::Result<Hosts> {
+    /// The setting's entries (`*` for any), or without any: any name when
+    /// API keys are required, else only addresses and `localhost` (a
+    /// laptop's setup, open to every page its browser opens: `docker run
+    /// -p 8080:8080` listens on all addresses, so the listen address says
+    /// nothing of who can reach it).
+    pub fn parse(entries: &[String], keys_required: bool) -> anyhow::Result<Hosts> {
         let entries: Vec<&str> = entries
             .iter()
             .map(|e| e.trim())
             .filter(|e| !e.is_empty())
             .collect();
         if entries.is_empty() {
-            return Ok(if listen.ip().is_loopback() {
-                let mut names: Vec<String> = LOOPBACK.iter().map(|n| n.to_string()).collect();
-                names.push(listen.ip().to_string());
-                names.dedup();
-                Hosts::Names(names)
-            } else {
+            return Ok(if keys_required {
                 Hosts::Any
+            } else {
+                Hosts::Addresses
             });
         }
         if entries.contains(&"*") {
@@ -71,11 +71,13 @@ impl Hosts {
     /// A request whose `Host` is `value` may be answered. A request without
     /// `Host` (HTTP/1.0, a test calling the router) is not a browser's.
     pub fn allows(&self, value: Option<&str>) -> bool {
-        match (self, value) {
-            (Hosts::Any, _) | (_, None) => true,
-            (Hosts::Names(names), Some(v)) => {
-                host_name(v).is_some_and(|h| names.iter().any(|n| n == &h))
-            }
+        let Some(v) = value else { return true };
+        match self {
+            Hosts::Any => true,
+            Hosts::Addresses => host_name(v).is_some_and(|h| {
+                h.trim_end_matches('.') == "localhost" || h.parse::<IpAddr>().is_ok()
+            }),
+            Hosts::Names(names) => host_name(v).is_some_and(|h| names.iter().any(|n| n == &h)),
         }
     }
 }
@@ -124,19 +126,17 @@ pub fn origin_allowed(cors: Option<&Cors>, origin: &str, host: Option<&str>) -> 
 mod tests {
     use super::*;
 
-    fn at(addr: &str) -> SocketAddr {
-        addr.parse().unwrap()
-    }
-
     #[test]
-    fn on_loopback_only_the_names_of_loopback_are_answered() {
-        let hosts = Hosts::parse(&[], at("127.0.0.1:8080")).unwrap();
+    fn without_keys_only_addresses_and_localhost_are_answered() {
+        let hosts = Hosts::parse(&[], false).unwrap();
         for ok in [
             "localhost:8080",
             "LOCALHOST",
+            "localhost.",
             "127.0.0.1:8080",
             "[::1]:8080",
-            "127.0.0.1",
+            "10.1.2.3",
+            "[fe80::1]",
         ] {
             assert!(hosts.allows(Some(ok)), "{ok}");
         }
@@ -147,35 +147,25 @@ mod tests {
             "",
             "a b",
             "localhost:80:80",
+            "condense",
         ] {
             assert!(!hosts.allows(Some(refused)), "{refused}");
         }
         assert!(hosts.allows(None));
-        assert_eq!(Hosts::parse(&[], at("0.0.0.0:8080")).unwrap(), Hosts::Any);
-        assert!(
-            Hosts::parse(&[], at("[::1]:8080"))
-                .unwrap()
-                .allows(Some("[::1]:8080"))
-        );
+        assert_eq!(Hosts::parse(&[], true).unwrap(), Hosts::Any);
     }
 
     #[test]
     fn listed_names_replace_the_default() {
-        let hosts = Hosts::parse(
-            &["condense.internal".into(), " Localhost ".into()],
-            at("127.0.0.1:1"),
-        )
-        .unwrap();
+        let hosts =
+            Hosts::parse(&["condense.internal".into(), " Localhost ".into()], false).unwrap();
         assert!(hosts.allows(Some("condense.internal:8443")));
         assert!(hosts.allows(Some("localhost")));
         assert!(!hosts.allows(Some("127.0.0.1")));
-        assert_eq!(
-            Hosts::parse(&["*".into()], at("127.0.0.1:1")).unwrap(),
-            Hosts::Any
-        );
+        assert_eq!(Hosts::parse(&["*".into()], false).unwrap(), Hosts::Any);
         for bad in ["*,a", "http://a", "a/b", "a:99999999"] {
             let entries: Vec<String> = bad.split(',').map(String::from).collect();
-            assert!(Hosts::parse(&entries, at("127.0.0.1:1")).is_err(), "{bad}");
+            assert!(Hosts::parse(&entries, false).is_err(), "{bad}");
         }
     }
 

@@ -1,7 +1,7 @@
-//! What a web page can make its visitor's browser send to a condense on
-//! loopback, and what condense does with it (`http::screen`): a foreign
-//! `Host` (DNS rebinding) or `Origin` is refused on every route but the
-//! probes, and a body a page can send without a preflight (`text/plain`, a
+//! What a web page can make its visitor's browser send to a condense
+//! without API keys, and what condense does with it (`http::screen`): a
+//! `Host` that is a DNS name (DNS rebinding) or a foreign `Origin` is
+//! refused on every route but the probes, and a body a page can send without a preflight (`text/plain`, a
 //! form) is refused on the proxy routes as on the API, before anything is
 //! forwarded with the operator's key.
 
@@ -34,8 +34,8 @@ fn json_body(v: &Value) -> Option<(&'static str, Vec<u8>)> {
     Some(("application/json", serde_json::to_vec(v).unwrap()))
 }
 
-/// condense on loopback (the default listen address) in front of a stub
-/// provider, with an operator key to spend: what an attacker wants.
+/// condense without API keys in front of a stub provider, with an
+/// operator key to spend: what an attacker wants.
 async fn laptop(config: condense::Config) -> (Router, stub::Stub) {
     let provider = stub::start(Fault::Ok, false).await;
     let app = app_with(condense::Config {
@@ -62,9 +62,19 @@ fn assert_refused(r: &Reply, what: &str) {
 }
 
 #[tokio::test]
-async fn on_loopback_only_the_names_of_loopback_are_answered() {
-    let (app, provider) = laptop(condense::Config::default()).await;
-    for host in ["127.0.0.1:8080", "localhost:8080", "[::1]:8080"] {
+async fn without_keys_only_addresses_and_localhost_are_answered() {
+    // Listening on every address, as `docker run -p 8080:8080` does.
+    let (app, provider) = laptop(condense::Config {
+        listen: "0.0.0.0:8080".parse().unwrap(),
+        ..Default::default()
+    })
+    .await;
+    for host in [
+        "127.0.0.1:8080",
+        "localhost:8080",
+        "[::1]:8080",
+        "192.168.1.20:8080",
+    ] {
         let r = send(
             &app,
             request("/v1/tokens", &[(header::HOST, host)], tokens()),
@@ -104,7 +114,7 @@ async fn on_loopback_only_the_names_of_loopback_are_answered() {
 }
 
 #[tokio::test]
-async fn listed_names_replace_the_default_and_elsewhere_any_name_is_answered() {
+async fn listed_names_replace_the_default_and_with_keys_any_name_is_answered() {
     let (app, _p) = laptop(condense::Config {
         allowed_hosts: vec!["condense.internal".into()],
         ..Default::default()
@@ -127,20 +137,20 @@ async fn listed_names_replace_the_default_and_elsewhere_any_name_is_answered() {
     .await;
     assert_refused(&r, "`127.0.0.1:8080`");
 
+    // With API keys a rebound page gets no further than a 401, so any
+    // name is answered (a Service's, an ingress's).
+    const KEY: &str = "key-0123456789abcdef";
     let (app, _p) = laptop(condense::Config {
-        listen: "0.0.0.0:8080".parse().unwrap(),
+        api_keys: vec![condense::upstream::Secret::new(KEY)],
         ..Default::default()
     })
     .await;
-    let r = send(
-        &app,
-        request(
-            "/v1/tokens",
-            &[(header::HOST, "condense.prod.example")],
-            tokens(),
-        ),
-    )
-    .await;
+    let auth = format!("Bearer {KEY}");
+    let headers = [
+        (header::HOST, "condense.prod.svc.cluster.local"),
+        (header::AUTHORIZATION, auth.as_str()),
+    ];
+    let r = send(&app, request("/v1/tokens", &headers, tokens())).await;
     assert_eq!(r.status, 200, "{}", r.text());
 }
 
