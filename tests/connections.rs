@@ -597,10 +597,15 @@ impl hyper::body::Body for Stalled {
 /// (`streams: false`) or after one event of a stream. Says on `arrived`
 /// that a call came in and on `ended` that condense ended it.
 async fn stalling_provider(streams: bool) -> (String, Arc<Notify>, Arc<Notify>) {
+    stalling_at("/v1/messages", streams).await
+}
+
+/// [`stalling_provider`] at `path`.
+async fn stalling_at(path: &str, streams: bool) -> (String, Arc<Notify>, Arc<Notify>) {
     let (arrived, ended) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
     let (a, e) = (arrived.clone(), ended.clone());
     let app = axum::Router::new().route(
-        "/v1/messages",
+        path,
         axum::routing::post(move || {
             let (a, e) = (a.clone(), e.clone());
             async move {
@@ -664,4 +669,43 @@ async fn a_client_that_leaves_a_proxied_call_ends_the_provider_call() {
             "the provider call outlived its client (streams: {streams})"
         );
     }
+}
+
+/// A client whose side closes while its API request is at work: the
+/// request is given a grace to answer (a client that only half-closed gets
+/// a quick answer), then the connection is closed and the request dropped,
+/// not held to the request time limit (300 s here). The work here waits
+/// on an upstream LLM that never answers.
+#[tokio::test]
+async fn a_request_whose_client_left_ends_after_the_grace() {
+    let (upstream, arrived, _ended) = stalling_at("/chat/completions", false).await;
+    let addr = start(condense::Config {
+        upstream_url: Some(upstream),
+        upstream_model: "m".into(),
+        upstream_timeout: 300,
+        upstream_max_retries: 0,
+        request_timeout: 300,
+        ..config(300, 300, 64)
+    })
+    .await;
+    let mut s = connect(addr).await;
+    let body = serde_json::to_vec(&serde_json::json!({
+        "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                     {"role": "user", "content": "c"}],
+        "force": true, "summarizer": {"strategy": "llm"},
+        "config": {"min_recent_messages": 1, "llm_min_tokens": 0, "llm_min_total_tokens": 0}
+    }))
+    .unwrap();
+    let head = format!(
+        "POST /v1/compress HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&body).await.unwrap();
+    timeout(GENEROUS, arrived.notified())
+        .await
+        .expect("the summary call went out");
+    s.shutdown().await.unwrap();
+    let got = closed_by_server(&mut s).await;
+    assert!(got.is_empty(), "{:?}", String::from_utf8_lossy(&got));
 }

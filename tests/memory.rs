@@ -166,7 +166,7 @@ async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_e
 }
 
 #[tokio::test]
-async fn the_probes_are_never_refused_for_memory() {
+async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413() {
     let url = server::serve(condense::Config {
         memory_budget_bytes: KIB,
         database_url: Some("off".into()),
@@ -180,6 +180,10 @@ async fn the_probes_are_never_refused_for_memory() {
     // ...and the next refused, but not the probes.
     let (_s, answer) = head_only(&addr, "/v1/tokens", 10).await;
     assert_refused_for_memory("/v1/tokens", &answer);
+    // A body over the body limit is told so (413, final), not to retry.
+    let over = condense::Config::default().body_limit as u64 + 1;
+    let (_s, answer) = head_only(&addr, "/v1/tokens", over).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     for probe in ["/healthz", "/readyz"] {
         let mut s = TcpStream::connect(&addr).await.unwrap();
         let req = format!("GET {probe} HTTP/1.1\r\nHost: localhost\r\n\r\n");
@@ -187,4 +191,33 @@ async fn the_probes_are_never_refused_for_memory() {
         let answer = response(&mut s).await;
         assert!(answer.starts_with("HTTP/1.1 200"), "{probe}: {answer}");
     }
+}
+
+/// A client that trickles its upload holds what it has sent, not the 24
+/// times it would take parsed: two such requests leave the budget free for
+/// a third, where reserving the worst case from the head would refuse it.
+#[tokio::test]
+async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
+    let url = server::serve(condense::Config {
+        memory_budget_bytes: BUDGET,
+        database_url: Some("off".into()),
+        ..Default::default()
+    })
+    .await;
+    let addr = url.trim_start_matches("http://").to_string();
+    let length = 16 * KIB;
+    assert!(
+        3 * model_bytes(length) > BUDGET,
+        "the worst cases do not fit together"
+    );
+    assert!(2 * body_bytes(length) + model_bytes(length) <= BUDGET);
+    let mut tricklers = Vec::new();
+    for _ in 0..2 {
+        let (mut s, answer) = head_only(&addr, "/v1/compress", length).await;
+        assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
+        s.write_all(b"{\"messages\": [").await.unwrap();
+        tricklers.push(s);
+    }
+    let (_s, answer) = head_only(&addr, "/v1/compress", length).await;
+    assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
 }

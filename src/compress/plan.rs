@@ -116,10 +116,11 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         if instructions.is_some() {
             warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
         }
-        if count.total as u64 > setup.context_window {
+        let budget = setup.context_window.saturating_sub(p.response_reserve);
+        if count.total as u64 > budget {
             warnings.push(format!(
-                "after clearing, the thread holds {} tokens, over the {}-token window: clearing alone cannot make it fit; use a summarizing strategy (`auto`)",
-                count.total, setup.context_window
+                "after clearing, the thread holds {} tokens, over its budget of {budget} (context_window {} - response_reserve {}): clearing alone cannot make it fit; use a summarizing strategy (`auto`)",
+                count.total, setup.context_window, p.response_reserve
             ));
         }
         return done(t, &count, warnings, applied_edits);

@@ -4,11 +4,13 @@
 //!
 //! A count of requests does not bound memory: a request's cost grows with
 //! its body, and a body of many small JSON objects costs ~20 times its
-//! bytes once parsed. So each request reserves, from its declared
-//! `Content-Length`, the worst its body can cost ([`model_bytes`] where the
-//! body is parsed, [`body_bytes`] where it is only held, as the proxy holds
-//! a body it forwards unchanged); a body without a length (chunked)
-//! reserves as if it were of the body limit. The worst case of a replica is
+//! bytes once parsed. So each request is admitted, from its declared
+//! `Content-Length`, only if the worst its body can cost is free
+//! ([`model_bytes`] where the body is parsed, [`body_bytes`] where it is
+//! only held, as the proxy holds a body it forwards unchanged); it
+//! reserves its body while the body arrives and grows to the worst case
+//! once it is in (a trickled upload holds what it sent, not 24 times it).
+//! A body without a length (chunked) counts as one of the body limit. The worst case of a replica is
 //! then the idle process plus the budget, whatever arrives: that is how
 //! `deploy/deployment.yaml`'s memory limit is derived (see the README's
 //! "Memory sizing"; `tests/deploy.rs` checks the arithmetic).
@@ -105,6 +107,15 @@ impl MemoryBudget {
         }))))
     }
 
+    /// `bytes` could be reserved now (always without a budget; a request
+    /// larger than the whole budget when all of it is free, as in
+    /// [`MemoryBudget::try_reserve`]).
+    pub fn has_free(&self, bytes: u64) -> bool {
+        self.units
+            .as_ref()
+            .is_none_or(|s| s.available_permits() as u64 >= u64::from(self.units_of(bytes)))
+    }
+
     /// Bytes reserved now (0 without a budget: nothing is counted).
     pub fn in_use(&self) -> u64 {
         self.units
@@ -176,6 +187,12 @@ impl Held {
         }
     }
 
+    /// The whole budget it is part of, in bytes (for the refusal's detail).
+    pub fn budget(&self) -> u64 {
+        let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        u64::from(r.total) * UNIT
+    }
+
     /// Bytes reserved now (0 without a budget).
     pub fn bytes(&self) -> u64 {
         let r = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -199,28 +216,40 @@ impl Drop for Reservation {
 /// otherwise leaves the process at its peak RSS for good (measured: 1.4 GB
 /// after 16 worst-shape requests, against 80 MB idle). `malloc_trim(0)`
 /// walks every arena and releases their free pages; it runs on the blocking
-/// pool, at most one at a time (a burst ending asks for one, not sixteen).
+/// pool a second after it is asked for, at most one at a time (a burst
+/// ending asks for one, not sixteen; a steady stream of large requests for
+/// one a second: a trim locks each arena while it walks it).
 /// Capping the arenas instead (`MALLOC_ARENA_MAX=2`) was measured too: the
 /// same peak, and more left resident after (1.6 GB), since the memory stays
 /// in the arenas that remain.
 pub fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        static RUNNING: AtomicBool = AtomicBool::new(false);
-        if RUNNING.swap(true, Ordering::AcqRel) {
+        static SCHEDULED: AtomicBool = AtomicBool::new(false);
+        if SCHEDULED.swap(true, Ordering::AcqRel) {
             return;
         }
         let trim = || {
+            // Cleared first: memory freed while this trim runs asks for the next.
+            SCHEDULED.store(false, Ordering::Release);
             // SAFETY: malloc_trim only returns free heap pages to the kernel.
             unsafe { libc::malloc_trim(0) };
-            RUNNING.store(false, Ordering::Release);
         };
         match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(trim)),
+            Ok(rt) => drop(rt.spawn(async move {
+                tokio::time::sleep(TRIM_AFTER).await;
+                let _ = tokio::task::spawn_blocking(trim).await;
+            })),
             Err(_) => trim(),
         }
     }
 }
+
+/// How long a trim waits after the request that asked for it: the others
+/// ending meanwhile are covered by the same trim, so there is at most one a
+/// second, and always one after the last.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+const TRIM_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 #[cfg(test)]
 mod tests {

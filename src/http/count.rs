@@ -36,13 +36,22 @@ pub fn prepare(
     }
     if !caller.provider {
         return match by {
-            AskedBy::Request => Err(ApiError::Forbidden(
-                "`count: \"provider\"` needs an API key with the `provider` permission (the operator's provider key pays for the count); leave `count` out for the local count".into(),
-            )),
+            AskedBy::Request => permitted(Some(source), caller).map(|()| None),
             AskedBy::Profile => Ok(Some(Err(CountError::NotPermitted))),
         };
     }
     Ok(Some(app.provider_count.prepare(thread, model)))
+}
+
+/// The request's own `count` (its `count`, or its `config.count`) is one
+/// its caller may ask for: checked before any work, and again by [`prepare`].
+pub fn permitted(requested: Option<CountSource>, caller: Caller) -> Result<(), ApiError> {
+    if requested == Some(CountSource::Provider) && !caller.provider {
+        return Err(ApiError::Forbidden(
+            "`count: \"provider\"` needs an API key with the `provider` permission (the operator's provider key pays for the count); leave `count` out for the local count".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The provider's total, or the warning that goes with the local one.

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::error::ApiError;
+use crate::guard::{Held, memory};
 use crate::thread::{clip_quoted, echo, too_many_nodes};
 
 pub struct ApiJson<T>(pub T);
@@ -28,17 +29,29 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         check_content_type(&req)?;
+        let held = req.extensions().get::<Held>().cloned();
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        // The gate reserved the body; parsing it takes up to the worst case.
+        if let Some(held) = held
+            && !held.try_grow_to(memory::model_bytes(bytes.len() as u64))
+        {
+            return Err(ApiError::OverBudget(held.budget()));
+        }
         // Bounded before parsing: a parsed node costs far more than its bytes.
         if let Some(why) = too_many_nodes(&bytes) {
             return Err(ApiError::TooManyNodes(why));
         }
         // A long thread takes milliseconds to parse: off the async workers.
         if bytes.len() > INLINE_PARSE_BYTES {
-            tokio::task::spawn_blocking(move || parse(&bytes))
-                .await
-                .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("parsing a body")))?
-                .map(ApiJson)
+            // Its request's place and memory stay taken until it ends.
+            let place = crate::tokens::cancel::held();
+            tokio::task::spawn_blocking(move || {
+                let _place = place;
+                parse(&bytes)
+            })
+            .await
+            .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("parsing a body")))?
+            .map(ApiJson)
         } else {
             parse(&bytes).map(ApiJson)
         }

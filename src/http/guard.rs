@@ -133,10 +133,11 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     // Held until the answer is sent: see `hold_until_sent`.
     let held = match worst_case(&app, gates, &req) {
         None => None,
-        Some(bytes) => match app.memory.try_reserve(bytes) {
+        Some((now, worst)) if app.memory.has_free(worst) => match app.memory.try_reserve(now) {
             Some(held) => Some(held),
             None => return ApiError::OverBudget(app.memory.total()).into_response(),
         },
+        Some(_) => return ApiError::OverBudget(app.memory.total()).into_response(),
     };
     if let Some(held) = &held {
         req.extensions_mut().insert(held.clone());
@@ -166,21 +167,29 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     res
 }
 
-/// The most memory a request may come to hold (see `guard::memory`), from
-/// its body's declared length (a chunked body counts as one of the body
-/// limit; a longer one is refused by the body limit next); None for the
-/// probes and `/metrics`, which are never refused. The proxy routes reserve
-/// here only for holding the body; their handler reserves the rest while
-/// it compresses.
-fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<u64> {
+/// What a request reserves as it is admitted, and the most memory it may
+/// come to hold (see `guard::memory`), from its body's declared length (a
+/// chunked body counts as one of the body limit). It reserves only its
+/// body now, so a client that trickles its upload holds its bytes, not 24
+/// times them; the worst case must be free all the same, and the body's
+/// parser grows the reservation to it once the body is in (`ApiJson`).
+/// None for the probes and `/metrics`, which are never refused, and for a
+/// body over the limit, which the body limit refuses next (413, final,
+/// rather than a 503 that asks for a retry). The proxy routes' handler
+/// grows their reservation while it compresses.
+fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<(u64, u64)> {
     if !gates.limited {
         return None;
     }
     let limit = app.config.body_limit as u64;
-    let body = req.body().size_hint().exact().unwrap_or(limit).min(limit);
+    let declared = req.body().size_hint().exact();
+    if declared.is_some_and(|n| limit > 0 && n > limit) {
+        return None;
+    }
+    let body = declared.unwrap_or(limit);
     Some(match gates.shed {
-        true => memory::model_bytes(body),
-        false => memory::body_bytes(body),
+        true => (memory::body_bytes(body), memory::model_bytes(body)),
+        false => (memory::body_bytes(body), memory::body_bytes(body)),
     })
 }
 

@@ -16,8 +16,6 @@ pub enum MethodName {
     Chars,
 }
 
-/// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`
-/// alone implies `chars`.
 /// Longest model name a request may carry: the longest real ones are some
 /// 60 characters, and a model name is echoed in the answer.
 pub const MAX_MODEL_CHARS: usize = 256;
@@ -37,6 +35,8 @@ where
     }
 }
 
+/// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`
+/// alone implies `chars`.
 pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<Method, ApiError> {
     match (name, chars_per_token) {
         (Some(MethodName::Bpe), Some(_)) => Err(ApiError::field(

@@ -96,18 +96,28 @@ async fn proxy(
         upstream_allowed: caller.llm,
     };
     let held = held.map(|Extension(h)| h);
-    let prepared = match app.overload.try_enter() {
+    let (prepared, busy) = match app.overload.try_enter() {
         Some(place) if room_to_compress(held.as_ref(), body.len()) => {
             // Held until compressing's CPU tasks have stopped, even if the
-            // client leaves first (see `cancel::holding`).
+            // client leaves first or compressing runs out of time and the
+            // request goes on unchanged (see `cancel::holding`).
             let share: Arc<dyn Any + Send + Sync> = Arc::new((place, held.clone()));
-            cancel::holding(share, app.proxy.prepare(provider, &options, body)).await?
+            let prepare = app.proxy.prepare(provider, &options, body);
+            let prepared = cancel::holding(share.clone(), prepare).await?;
+            (prepared, Arc::strong_count(&share) > 1)
         }
-        Some(_) => Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET),
-        None => Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
+        Some(_) => (
+            Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET),
+            false,
+        ),
+        None => (
+            Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
+            false,
+        ),
     };
-    // Until the provider answers, the request holds the body it forwards.
-    if let Some(held) = &held {
+    // Until the provider answers, the request holds the body it forwards
+    // (and all it reserved while a timed-out compression still runs).
+    if let Some(held) = held.as_ref().filter(|_| !busy) {
         held.shrink_to(memory::body_bytes(prepared.body.len() as u64));
     }
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;

@@ -93,6 +93,7 @@ async fn count(
 ) -> Result<Json<TokensResponse>> {
     // No caller means the gates did not run: no permission (fail closed).
     let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
+    count::permitted(req.count, caller)?;
     let method = method(req.method, req.chars_per_token)?;
     let spec = CountSpec::resolve(
         &app.models,

@@ -76,6 +76,8 @@ async fn verdict(
 ) -> Result<Response> {
     // No caller means the gates did not run: no permission (fail closed).
     let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
+    count::permitted(req.count, caller)?;
+    count::permitted(req.config.as_ref().and_then(|c| c.count), caller)?;
     let Decided {
         mut response,
         profile,

@@ -51,9 +51,12 @@ pub async fn serve(
     // answer is written and the connection closes after it. The watchdog
     // still covers such a client: it sends nothing more, so only the
     // request in flight and an unread answer keep the connection open.
-    // The price: hyper no longer notices a client that leaves mid-request.
-    // A request whose work is worth ending then (a proxied provider call)
-    // says so ([`EndWithClient`]), and the watchdog watches for it.
+    // The price: hyper no longer notices a client that leaves mid-request,
+    // so the watchdog does: a request whose client's side closes ends at
+    // once when it is tied to its client ([`EndWithClient`]: a proxied
+    // provider call), or when its client's side was reset; any other gets
+    // [`LEFT_GRACE`] to answer (a client that only half-closed gets a quick
+    // answer), then ends, and its work stops.
     let conn = hyper::server::conn::http1::Builder::new()
         .half_close(true)
         .serve_connection(io, service);
@@ -75,9 +78,11 @@ pub async fn serve(
                 }
             }
             () = activity.changed.notified() => {}
-            () = socket::client_left(&stream), if activity.ends_with_client() => {
-                tracing::debug!(%peer, "the client left a request that ends with it; closing");
-                break;
+            left = socket::client_left(&stream), if activity.watching() => {
+                if activity.client_left(left) {
+                    tracing::debug!(%peer, "the client left a request in flight; closing");
+                    break;
+                }
             }
             _ = stop.changed(), if !stopping => {
                 stopping = true;
@@ -95,6 +100,12 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 /// What the watchdog knows of a connection.
+/// How long a request whose client's side closed may still take to answer
+/// (see `serve`): a half-closed client's quick request is answered, an
+/// abandoned one's work stops this long after its client left rather than
+/// at the request time limit.
+pub const LEFT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub(super) struct Activity {
     state: Mutex<State>,
     /// Wakes the watchdog when a deadline may have moved earlier.
@@ -115,6 +126,8 @@ struct State {
     write_blocked: Option<Instant>,
     /// The request in flight ends when its client leaves ([`EndWithClient`]).
     tied: bool,
+    /// When the client's side was seen closed while a request was in flight.
+    left: Option<Instant>,
 }
 
 impl Activity {
@@ -129,6 +142,7 @@ impl Activity {
                 head_started: None,
                 write_blocked: None,
                 tied: false,
+                left: None,
             }),
             changed: Notify::new(),
         }
@@ -148,15 +162,30 @@ impl Activity {
             (true, None) => s.idle_since + o.idle_timeout,
         });
         let unread = s.write_blocked.map(|since| since + o.idle_timeout);
-        match (waiting, unread) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let left = s
+            .left
+            .filter(|_| s.in_flight > 0)
+            .map(|since| since + LEFT_GRACE);
+        [waiting, unread, left].into_iter().flatten().min()
     }
 
-    fn ends_with_client(&self) -> bool {
+    /// A request is in flight and its client has not been seen to leave.
+    fn watching(&self) -> bool {
         let s = self.lock();
-        s.tied && s.in_flight > 0
+        s.in_flight > 0 && s.left.is_none()
+    }
+
+    /// The client's side closed: true when the connection is to close now
+    /// (a tied request, a reset), else the grace starts.
+    fn client_left(&self, how: socket::Left) -> bool {
+        let mut s = self.lock();
+        if s.tied || how == socket::Left::Reset {
+            return true;
+        }
+        s.left = Some(Instant::now());
+        drop(s);
+        self.changed.notify_one();
+        false
     }
 
     pub(super) fn read_some(&self) {
@@ -188,6 +217,9 @@ struct InFlight(Arc<Activity>);
 impl InFlight {
     fn begin(activity: &Arc<Activity>) -> Self {
         activity.lock().in_flight += 1;
+        // The watchdog looks at what it watches anew: a request in flight
+        // is watched for its client leaving.
+        activity.changed.notify_one();
         Self(activity.clone())
     }
 }

@@ -110,15 +110,26 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// Completes when the client's side of the connection reads as closed
-/// (end of input, or an error such as a reset), without taking a byte. A
-/// byte waiting (the head of a pipelined request) means the client is
-/// still there: this then waits until dropped, and the watchdog looks
-/// again on its next turn.
-pub(super) async fn client_left(stream: &TcpStream) {
+/// How a client's side of a connection was seen to close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Left {
+    /// End of input: it left, or only shut its write side.
+    Closed,
+    /// An error such as a reset: it is gone.
+    Reset,
+}
+
+/// Completes when the client's side of the connection reads as closed,
+/// without taking a byte. A byte waiting (the head of a pipelined
+/// request, which hyper reads after the answer) means the client is still
+/// there: it is looked at again a second later.
+pub(super) async fn client_left(stream: &TcpStream) -> Left {
     let mut byte = [0u8; 1];
-    match stream.peek(&mut byte).await {
-        Ok(0) | Err(_) => {}
-        Ok(_) => std::future::pending().await,
+    loop {
+        match stream.peek(&mut byte).await {
+            Ok(0) => return Left::Closed,
+            Err(_) => return Left::Reset,
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! Stopping CPU work whose request is gone.
 //!
 //! Counting and compressing run on the blocking pool. When the request that
-//! asked for the work times out (503) or its client disconnects, the future
-//! awaiting the work is dropped, but a blocking task cannot be aborted: it
+//! asked for the work times out (503) or its client disconnects (the
+//! connection's watchdog drops it: `serve::conn`), the future awaiting the
+//! work is dropped, but a blocking task cannot be aborted: it
 //! would keep a core busy for nothing. So the task runs in a [`scope`] whose
 //! flag the dropped future sets ([`Cancel`]), and the loops that cost time
 //! (tokenizing each string, extracting each message) look at [`cancelled`]

@@ -95,7 +95,15 @@ async fn a_call_waiting_out_a_retry_after_date_holds_no_place() {
         eventually(|| up.permits.available_permits() == 1).await,
         "the back-off holds the concurrency place"
     );
-    assert!(!waiting.is_finished(), "the date was read as a long wait");
+    // Read as a date, the wait is the cap (two minutes): no second call
+    // comes. Ignored, the back-off would be a quarter of a second.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the date was not read as a long wait"
+    );
+    assert!(!waiting.is_finished());
     waiting.abort();
 }
 

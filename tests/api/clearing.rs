@@ -421,7 +421,7 @@ async fn clearing_alone_that_cannot_fit_says_so() {
         let warnings = r["warnings"].to_string();
         assert!(r["tokens_after"].as_u64().unwrap() > 2048, "{r}");
         assert!(
-            warnings.contains("over the 2048-token window"),
+            warnings.contains("context_window 2048"),
             "{warnings}"
         );
         // Under the window: no such warning.
@@ -432,6 +432,6 @@ async fn clearing_alone_that_cannot_fit_says_so() {
         );
         small["force"] = json!(true);
         let r = post(&app, "/v1/compress", &small).await.json();
-        assert!(!r["warnings"].to_string().contains("window"), "{r}");
+        assert!(!r["warnings"].to_string().contains("context_window"), "{r}");
     }
 }
