@@ -420,10 +420,7 @@ async fn clearing_alone_that_cannot_fit_says_so() {
         let r = post(&app, "/v1/compress", &input).await.json();
         let warnings = r["warnings"].to_string();
         assert!(r["tokens_after"].as_u64().unwrap() > 2048, "{r}");
-        assert!(
-            warnings.contains("context_window 2048"),
-            "{warnings}"
-        );
+        assert!(warnings.contains("context_window 2048"), "{warnings}");
         // Under the window: no such warning.
         let mut small = body(
             wire,
