@@ -75,32 +75,7 @@ async fn response(s: &mut TcpStream) -> String {
 }
 
 async fn response_within(s: &mut TcpStream, limit: Duration) -> String {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    timeout(limit, async {
-        loop {
-            let n = s.read(&mut buf).await.expect("reads");
-            assert!(n > 0, "closed before a full response: {got:?}");
-            got.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&got);
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length: usize = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .unwrap_or(0);
-                if got.len() >= end + 4 + length {
-                    return;
-                }
-            }
-        }
-    })
-    .await
-    .expect("a response in time");
-    String::from_utf8_lossy(&got).into_owned()
+    server::read_response(s, limit).await
 }
 
 const HEALTHZ: &[u8] = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use condense::guard::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
 use tokio::time::timeout;
@@ -52,32 +52,7 @@ async fn held_provider() -> (String, Arc<Notify>, Arc<Notify>) {
 /// Reads until one response with a `Content-Length` body (or an interim
 /// `100 Continue`) is complete.
 async fn response(s: &mut TcpStream) -> String {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    timeout(GENEROUS, async {
-        loop {
-            let n = s.read(&mut buf).await.expect("reads");
-            assert!(n > 0, "closed before a full response: {got:?}");
-            got.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&got);
-            if let Some(end) = text.find("\r\n\r\n") {
-                let length: usize = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        l.to_ascii_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|v| v.trim().parse().unwrap())
-                    })
-                    .unwrap_or(0);
-                if got.len() >= end + 4 + length {
-                    return;
-                }
-            }
-        }
-    })
-    .await
-    .expect("a response in time");
-    String::from_utf8_lossy(&got).into_owned()
+    server::read_response(s, GENEROUS).await
 }
 
 /// Sends only the head of a POST announcing `length` bytes, with

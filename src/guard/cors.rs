@@ -18,21 +18,11 @@ impl Cors {
     /// off). A typo is an error at start, not a browser that silently gets
     /// no answer.
     pub fn parse(entries: &[String]) -> anyhow::Result<Option<Cors>> {
-        let entries: Vec<&str> = entries
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-            .collect();
-        if entries.is_empty() {
-            return Ok(None);
-        }
-        if entries.contains(&"*") {
-            anyhow::ensure!(
-                entries.len() == 1,
-                "CONDENSE_CORS_ORIGINS: `*` allows every origin; list origins or `*`, not both"
-            );
-            return Ok(Some(Cors::Any));
-        }
+        let entries = match listed(entries, "CONDENSE_CORS_ORIGINS", "origin")? {
+            Listed::Nothing => return Ok(None),
+            Listed::Any => return Ok(Some(Cors::Any)),
+            Listed::Items(items) => items,
+        };
         let origins = entries
             .iter()
             .map(|&e| origin(e).ok_or_else(|| anyhow::anyhow!(
@@ -41,6 +31,38 @@ impl Cors {
             .collect::<anyhow::Result<_>>()?;
         Ok(Some(Cors::Origins(origins)))
     }
+}
+
+/// A comma-separated allow-list setting, read: nothing, `*`, or items.
+pub(super) enum Listed<'a> {
+    Nothing,
+    Any,
+    Items(Vec<&'a str>),
+}
+
+/// The entries of the allow-list `setting` (of `what`s), trimmed, empty
+/// ones dropped; `*` must stand alone.
+pub(super) fn listed<'a>(
+    entries: &'a [String],
+    setting: &str,
+    what: &str,
+) -> anyhow::Result<Listed<'a>> {
+    let entries: Vec<&str> = entries
+        .iter()
+        .map(|e| e.trim())
+        .filter(|e| !e.is_empty())
+        .collect();
+    if entries.is_empty() {
+        return Ok(Listed::Nothing);
+    }
+    if entries.contains(&"*") {
+        anyhow::ensure!(
+            entries.len() == 1,
+            "{setting}: `*` allows every {what}; list {what}s or `*`, not both"
+        );
+        return Ok(Listed::Any);
+    }
+    Ok(Listed::Items(entries))
 }
 
 /// `scheme://host[:port]` as a browser sends it in `Origin`.

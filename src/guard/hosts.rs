@@ -14,6 +14,7 @@
 use std::net::IpAddr;
 
 use super::Cors;
+use super::cors::{Listed, listed};
 
 /// The names a request's `Host` may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,25 +37,12 @@ impl Hosts {
     /// -p 8080:8080` listens on all addresses, so the listen address says
     /// nothing of who can reach it).
     pub fn parse(entries: &[String], keys_required: bool) -> anyhow::Result<Hosts> {
-        let entries: Vec<&str> = entries
-            .iter()
-            .map(|e| e.trim())
-            .filter(|e| !e.is_empty())
-            .collect();
-        if entries.is_empty() {
-            return Ok(if keys_required {
-                Hosts::Any
-            } else {
-                Hosts::Addresses
-            });
-        }
-        if entries.contains(&"*") {
-            anyhow::ensure!(
-                entries.len() == 1,
-                "CONDENSE_ALLOWED_HOSTS: `*` allows every name; list names or `*`, not both"
-            );
-            return Ok(Hosts::Any);
-        }
+        let entries = match listed(entries, "CONDENSE_ALLOWED_HOSTS", "name")? {
+            Listed::Nothing if keys_required => return Ok(Hosts::Any),
+            Listed::Nothing => return Ok(Hosts::Addresses),
+            Listed::Any => return Ok(Hosts::Any),
+            Listed::Items(items) => items,
+        };
         let names = entries
             .iter()
             .map(|&e| {

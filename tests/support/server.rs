@@ -35,3 +35,37 @@ async fn build(config: condense::Config) -> condense::Application {
         .await
         .expect("condense starts")
 }
+
+/// One full response (head, and a `Content-Length` body or none) read from
+/// a raw socket, within `limit`; panics if the server closes first or
+/// takes longer (a bound for a failing run, not a measure).
+#[allow(dead_code)]
+pub async fn read_response(s: &mut tokio::net::TcpStream, limit: std::time::Duration) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(limit, async {
+        loop {
+            let n = s.read(&mut buf).await.expect("reads");
+            assert!(n > 0, "closed before a full response: {got:?}");
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got);
+            if let Some(end) = text.find("\r\n\r\n") {
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + length {
+                    return;
+                }
+            }
+        }
+    })
+    .await
+    .expect("a response in time");
+    String::from_utf8_lossy(&got).into_owned()
+}
