@@ -498,11 +498,15 @@ impl Config {
     }
 
     /// How the probe listener serves: the same timeouts, its own small cap,
-    /// no cap per address (its clients are the orchestrator's few probes).
+    /// and a quarter of it per address (at least 2): the orchestrator's
+    /// probes come from its node's address and need one or two at a time,
+    /// so another client reaching the port (any pod, without a network
+    /// policy) cannot hold them all.
     pub fn probe_serve_options(&self) -> ServeOptions {
+        let max = self.probe_max_connections.max(1);
         ServeOptions {
-            max_connections: self.probe_max_connections.max(1),
-            max_connections_per_address: 0,
+            max_connections: max,
+            max_connections_per_address: (max / 4).max(2),
             ..self.serve_options()
         }
     }

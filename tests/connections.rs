@@ -521,6 +521,16 @@ async fn the_probe_listener_answers_probes_when_the_main_one_is_full() {
             "{path}: {answer}"
         );
     }
+    // One address cannot hold the probe listener either: silent clients
+    // from 127.0.0.1 as many as its whole cap, and the orchestrator's
+    // probe from another address is answered.
+    for _ in 0..condense::Config::default().probe_max_connections {
+        silent.push(connect(probes).await);
+    }
+    let mut s = connect_from([127, 0, 0, 2], probes).await;
+    s.write_all(HEALTHZ).await.unwrap();
+    let answer = response(&mut s).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
 #[tokio::test]
