@@ -4,9 +4,9 @@
 //! rolling summary that each round extends; each kept iteration's output
 //! cut to 5,000 characters and its prompt to 500).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::common::{app, post};
+use crate::common::{app, fixture, post, thread};
 
 /// um_agent_coder's raw window: prompts cut to 500 characters, outputs
 /// (the agent's own text and its tool results) to 5,000.
@@ -68,4 +68,87 @@ async fn um_agent_coder_cuts_outputs_to_5000_and_prompts_to_500() {
     let blocks = out["messages"][1]["content"].as_array().unwrap();
     assert_eq!(blocks[0], anthropic[1]["content"][0]);
     assert_eq!(blocks[1]["text"].as_str().unwrap().chars().count(), 5000);
+}
+
+/// large-04 with an iteration per assistant message (the user turns before
+/// it open the iteration): 134 iterations, 132 old ones with
+/// `keep_recent_iterations: 2`.
+fn large_by_assistant_turn() -> Value {
+    let mut t = thread("large-04.openai");
+    let messages = t["messages"].as_array_mut().unwrap();
+    let mut it = 0;
+    let mut opened = false;
+    for m in messages.iter_mut().skip(1) {
+        let role = m["role"].as_str().unwrap().to_string();
+        if !opened && (role == "user" || role == "assistant") {
+            it += 1;
+            m["metadata"] = json!({"iteration": it});
+            opened = true;
+        }
+        if role == "assistant" {
+            opened = false;
+        }
+    }
+    t
+}
+
+/// The facts of `kind` planted in the old iterations (`messages[..cut]`)
+/// and how many of them the injection holds, whole.
+fn survivors(kind: &str, old: &[Value], injection: &str) -> (usize, usize) {
+    let facts = fixture("threads/large-04.facts.json");
+    let old_text = serde_json::to_string(old).unwrap();
+    let planted: Vec<&str> = facts[kind]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .filter(|f| old_text.contains(&serde_json::to_string(f).unwrap()[1..f.len()]))
+        .collect();
+    let kept = planted.iter().filter(|f| injection.contains(*f)).count();
+    (kept, planted.len())
+}
+
+/// The figures of issue 23 on the 132-iteration thread: how many user
+/// requests, commands and error lines of the old iterations survive.
+#[tokio::test]
+async fn the_132_iteration_thread_keeps_the_facts_of_its_old_iterations() {
+    let app = app();
+    let t = large_by_assistant_turn();
+    let body = json!({"messages": t["messages"], "tools": t["tools"], "model": t["model"],
+                      "force": true, "group_by": "iteration", "keep_recent_iterations": 2,
+                      "summarizer": {"strategy": "heuristic"}});
+    let r = post(&app, "/v1/compress", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    let injection = out["context_injection"].as_str().unwrap();
+    let all = t["messages"].as_array().unwrap();
+    let kept = out["messages"].as_array().unwrap();
+    let old = &all[..all.len() - (kept.len() - 2)];
+    let its = all.iter().filter(|m| !m["metadata"].is_null()).count();
+    let (requests, commands, errors) = (
+        survivors("user_messages", old, injection),
+        survivors("commands", old, injection),
+        survivors("errors", old, injection),
+    );
+    println!(
+        "{its} iterations, {} listed one by one: user requests {}/{}, commands {}/{}, error lines {}/{}",
+        out["summaries"].as_array().unwrap().len(),
+        requests.0,
+        requests.1,
+        commands.0,
+        commands.1,
+        errors.0,
+        errors.1
+    );
+    // Before the rolling entry (newest 42 listed, the rest left out): 3/20,
+    // 8/10, 4/9. Now every old iteration is in the injection.
+    assert!(injection.contains("- Earlier iterations 1–"), "{injection}");
+    assert!(!injection.contains("left out"), "{injection}");
+    assert_eq!(requests.0, requests.1, "{injection}");
+    assert_eq!(commands.0, commands.1, "{injection}");
+    assert_eq!(errors.0, errors.1, "{injection}");
+    assert!(
+        requests.1 == 20 && errors.1 == 9,
+        "the facts are planted in the old span"
+    );
 }
