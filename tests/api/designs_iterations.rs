@@ -152,3 +152,119 @@ async fn the_132_iteration_thread_keeps_the_facts_of_its_old_iterations() {
         "the facts are planted in the old span"
     );
 }
+
+/// An iteration of agent work: a request, a command that fails, its output.
+fn iteration(i: u64) -> Vec<Value> {
+    let call = json!({"id": format!("c{i}"), "type": "function", "function": {"name": "shell",
+                      "arguments": json!({"command": format!("cargo test -p crate{i}")}).to_string()}});
+    vec![
+        json!({"role": "user", "content": format!("Fix bug {i}."), "metadata": {"iteration": i}}),
+        json!({"role": "assistant", "content": null, "tool_calls": [call]}),
+        json!({"role": "tool", "tool_call_id": format!("c{i}"),
+               "content": format!("error[E{i:04}]: bug {i} is still there\nexit status: 101")}),
+        json!({"role": "assistant", "content": format!("Iteration {i} ends with the bug still open.")}),
+    ]
+}
+
+fn iterations(range: std::ops::RangeInclusive<u64>) -> Vec<Value> {
+    range.flat_map(iteration).collect()
+}
+
+async fn compressed(app: &axum::Router, body: &Value) -> Value {
+    let r = post(app, "/v1/compress", body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+/// SPEC-08: every old iteration summarized, however many: 117 old ones
+/// under the default bound, each with its request in the injection (as an
+/// entry of its own, or inside the rolling entry).
+#[tokio::test]
+async fn spec_08_summarizes_every_one_of_a_hundred_old_iterations() {
+    let app = app();
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    messages.extend(iterations(1..=120));
+    let body = json!({"messages": messages, "force": true, "group_by": "iteration",
+                      "keep_recent_iterations": 3, "summarizer": {"strategy": "heuristic"}});
+    let out = compressed(&app, &body).await;
+    let injection = out["context_injection"].as_str().unwrap();
+    let n = post(&app, "/v1/tokens", &json!({"text": injection}))
+        .await
+        .json()["total_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(n <= 2000, "{n} tokens");
+    let list = out["summaries"].as_array().unwrap();
+    assert_eq!(list[0]["first_iteration"], 1, "{injection}");
+    assert_eq!(list.last().unwrap()["iteration"], 117, "{injection}");
+    for i in 1..=117 {
+        assert!(
+            injection.contains(&format!("\"Fix bug {i}.\"")),
+            "iteration {i} is not represented: {injection}"
+        );
+    }
+    // The newest old ones keep their failing command and error whole.
+    assert!(injection.contains("- Iteration 117: The user asked \"Fix bug 117.\"."));
+    assert!(injection.contains("`cargo test -p crate117` (exit status 101)"));
+    assert!(!injection.contains("left out"), "{injection}");
+}
+
+/// um_agent_coder: each round's injection is the previous one plus the new
+/// iterations, byte for byte, until the bound forces a re-fold (then a
+/// warning says so, and the oldest are folded, not dropped).
+#[tokio::test]
+async fn um_agent_coder_rounds_extend_the_previous_injection() {
+    let app = app();
+    let body = |messages: &[Value]| {
+        json!({"messages": messages, "force": true, "group_by": "iteration",
+               "keep_recent_iterations": 1, "summarizer": {"strategy": "heuristic"},
+               "config": {"max_summary_tokens": 600}})
+    };
+    let refold = |out: &Value| {
+        out["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("re-fold"))
+    };
+    let mut messages = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    messages.extend(iterations(1..=3));
+    let mut out = compressed(&app, &body(&messages)).await;
+    let mut previous = out["context_injection"].as_str().unwrap().to_string();
+    assert!(!refold(&out), "{}", out["warnings"]);
+    let (mut appended, mut refolds) = (0, 0);
+    for round in 0..12 {
+        let next = 4 + round;
+        let mut messages = out["messages"].as_array().unwrap().clone();
+        messages.extend(iteration(next));
+        out = compressed(&app, &body(&messages)).await;
+        let injection = out["context_injection"].as_str().unwrap().to_string();
+        let extends = injection.starts_with(&previous);
+        assert_eq!(refold(&out), !extends, "round {round}: {}", out["warnings"]);
+        if extends {
+            appended += 1;
+            // The previous bytes, then the iteration that became old.
+            assert!(
+                injection[previous.len()..]
+                    .starts_with(&format!("\n- Iteration {}: The user asked", next - 1)),
+                "{injection}"
+            );
+        } else {
+            refolds += 1;
+            assert!(injection.contains("- Earlier iterations 1–"), "{injection}");
+        }
+        for i in 1..next {
+            assert!(
+                injection.contains(&format!("\"Fix bug {i}.\"")),
+                "round {round}: iteration {i} lost: {injection}"
+            );
+        }
+        previous = injection;
+    }
+    // Most rounds only append; the re-folds leave room for the next ones.
+    assert!(refolds >= 1, "the bound was reached");
+    assert!(
+        appended > 2 * refolds,
+        "{appended} appended, {refolds} re-folded"
+    );
+}

@@ -14,7 +14,9 @@
 //! limit is the list re-folded: the oldest entries go into the rolling
 //! entry until the entries left take at most a quarter of the room, and the
 //! rolling entry is shrunk to what leaves a quarter free, so the next few
-//! rounds append again instead of re-folding each time. A previous plain
+//! rounds append again instead of re-folding each time (unless leaving it
+//! free would leave a folded iteration's text out entirely: the facts come
+//! first). A previous plain
 //! summary ahead of the list keeps at most a quarter of the limit.
 
 use super::HEADER;
@@ -138,7 +140,15 @@ pub(super) fn injection(
         n => Some(entries[n - 1].iteration),
     };
     let label = count("- Earlier iterations 0000000000–0000000000: \n");
-    let mut rolling_room = (room * 3 / 4).saturating_sub(kept + label);
+    // A quarter of the room is left free for the next rounds to append,
+    // unless that would leave a folded iteration's text out entirely: then
+    // the rolling entry takes all it can (and the next round re-folds).
+    let all = room.saturating_sub(kept + label);
+    let mut rolling_room =
+        match fold::rolling(&frags, (room * 3 / 4).saturating_sub(kept + label), c) {
+            (_, true) => all,
+            _ => (room * 3 / 4).saturating_sub(kept + label),
+        };
     let mut text = String::new();
     // Tokens of parts do not add up exactly to those of the whole: what
     // came out over the limit is taken off the rolling entry's room.
@@ -146,7 +156,7 @@ pub(super) fn injection(
         let folded_entry = first.zip(last).map(|(first, last)| Rolling {
             first,
             last,
-            text: fold::rolling(&frags, rolling_room, c),
+            text: fold::rolling(&frags, rolling_room, c).0,
         });
         text = render(head, left_out, folded_entry.as_ref(), &lines[folded..]);
         let n = count(&text);

@@ -11,8 +11,9 @@
 //! errors, other commands and a model's sentences goes; then all but the
 //! requests, failing commands and errors, each said once (where a newer
 //! fragment says it again, the older one drops it); then those are clipped
-//! item by item (to 160, then 60 characters); only then is a fragment's
-//! text left out, its iteration still inside the entry's range.
+//! item by item (to 160, then 60 characters); then only the requests stay
+//! (`[N] asked "…"`); only then is a fragment's text left out, its
+//! iteration still inside the entry's range.
 
 use std::collections::HashSet;
 
@@ -21,7 +22,13 @@ use crate::tokens::Counter;
 
 /// Sentences the heuristic's facts open with (see `facts.rs`), by rank:
 /// kept last, kept after these are gone, and the first to go.
-const FIRST: [&str; 3] = ["The user asked ", "Failing commands: ", "Errors: "];
+/// (`asked ` is a request as a shrunk fragment says it.)
+const FIRST: [&str; 4] = [
+    "The user asked ",
+    "asked ",
+    "Failing commands: ",
+    "Errors: ",
+];
 const SECOND: [&str; 1] = ["Commands run: "];
 const THIRD: [&str; 5] = [
     "The agent used ",
@@ -32,7 +39,7 @@ const THIRD: [&str; 5] = [
 ];
 
 /// How far a fragment is shrunk: 0 is its whole text, `GONE` none of it.
-const GONE: usize = 5;
+const GONE: usize = 6;
 
 /// One folded iteration in the rolling text.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,8 +92,9 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
     out
 }
 
-/// The rolling text of `frags` in at most `room` tokens (see the module doc).
-pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> String {
+/// The rolling text of `frags` in at most `room` tokens (see the module
+/// doc), and whether it had to leave some fragment's text out entirely.
+pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
     // Items (a request, a failing command, an error line) a newer fragment
     // says again: said once is enough once fragments are shrunk.
     let mut said: HashSet<&str> = HashSet::new();
@@ -139,7 +147,8 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> Strin
         .map(|(r, &l)| r[l].as_str())
         .filter(|s| !s.is_empty())
         .collect();
-    kept.join(" ")
+    let bare = level.iter().any(|&l| l >= GONE);
+    (kept.join(" "), bare)
 }
 
 /// `[N] text` shrunk to `level` (`again`: its items a newer fragment says);
@@ -159,9 +168,14 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
             .filter(|(rank, _)| *rank == 0)
             .filter_map(|(_, s)| {
                 let (opening, items) = items(s);
+                let asked = opening == FIRST[0] || opening == FIRST[1];
+                if level == GONE - 1 && !asked {
+                    return None;
+                }
+                let opening = if level == GONE - 1 { "asked " } else { opening };
                 let max = match level {
                     3 => 160,
-                    4 => 60,
+                    4.. => 60,
                     _ => usize::MAX,
                 };
                 let items: Vec<String> = items
@@ -271,6 +285,7 @@ mod tests {
             "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed."
         );
         assert!(render(&f, 4, &none).contains("Errors: error: linker failed."));
+        assert_eq!(render(&f, 5, &none), "[4] asked \"Fix the build.\".");
         let again = HashSet::from(["`cargo build` (exit status 1)"]);
         assert_eq!(
             render(&f, 2, &again),
@@ -294,10 +309,10 @@ mod tests {
                 text: FACTS.replace("Fix the build.", &format!("Fix bug {i}.")),
             })
             .collect();
-        let whole = rolling(&frags, usize::MAX, &c);
+        let whole = rolling(&frags, usize::MAX, &c).0;
         assert_eq!(fragments(&whole, 1), frags);
         for room in [900, 400, 120, 10, 0] {
-            let text = rolling(&frags, room, &c);
+            let text = rolling(&frags, room, &c).0;
             assert!(c.text(&text).tokens <= room, "{room}: {text}");
             // The newest keep the most: what is gone is the oldest.
             if !text.is_empty() {
@@ -314,7 +329,7 @@ mod tests {
         // The whole does not fit 1,200 tokens; the requests, failing
         // commands and errors of all thirty do.
         assert!(c.text(&whole).tokens > 1200);
-        let text = rolling(&frags, 1200, &c);
+        let text = rolling(&frags, 1200, &c).0;
         assert!(!text.contains("Files: "), "{text}");
         for i in 1..=30 {
             assert!(text.contains(&format!("\"Fix bug {i}.\"")), "{text}");
