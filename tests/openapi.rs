@@ -899,6 +899,7 @@ fn valid_requests() -> Vec<Valid> {
                     "config": {"max_iterations_before_summary": 1, "min_recent_messages": 0,
                                "llm_min_total_tokens": 10, "truncate_keep": "head",
                                "max_tool_result_chars": 64, "max_user_message_chars": 64,
+                               "max_assistant_message_chars": 64,
                                "chars_per_token": 4},
                     "summary": {"last_message_idx": 0, "content": "x", "created_at": "2026-11-23T10:00:00Z"}
                 }),

@@ -236,6 +236,9 @@ impl Plan {
             .as_ref()
             .filter(|_| listed)
             .map(|o| iterations::summaries(&o.content));
+        if let (Some(o), Some(prev)) = (object.as_ref().filter(|_| listed), &self.previous) {
+            warnings.extend(iterations::refold_warning(&prev.content, &o.content));
+        }
 
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();

@@ -5,7 +5,9 @@
 
 use super::split;
 use super::summary::SummaryObject;
-use crate::summarize::{SummaryRequest, SummarySettings, iteration_summaries, refit_injection};
+use crate::summarize::{
+    SummaryRequest, SummarySettings, injection_refolded, iteration_summaries, refit_injection,
+};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -34,4 +36,11 @@ pub(super) fn shrink(obj: &mut SummaryObject, max_tokens: usize, c: &Counter<'_>
         obj.content = refit_injection(&obj.content, max_tokens, c);
         obj.token_count = c.text(&obj.content).tokens;
     }
+}
+
+/// The warning when `injection` does not extend `prior` byte for byte.
+pub(super) fn refold_warning(prior: &str, injection: &str) -> Option<String> {
+    injection_refolded(prior, injection).then(|| {
+        "per-iteration summaries: the size bound forced a re-fold (older iterations folded into the rolling `Earlier iterations` entry, or the list shrunk to fit), so this context_injection does not start with the previous one and a provider's prompt cache misses from there".to_string()
+    })
 }

@@ -1,8 +1,10 @@
-//! Per-message truncation rules: `max_tool_result_chars` and
-//! `max_user_message_chars` of the profile, keeping `truncate_keep`.
+//! Per-message truncation rules: `max_tool_result_chars`,
+//! `max_user_message_chars` and `max_assistant_message_chars` of the
+//! profile, keeping `truncate_keep`.
 //!
 //! Some agents keep their raw recent iterations with each prompt cut to a
-//! few hundred characters and each tool output to a few thousand. The rules
+//! few hundred characters and each output (tool results, the agent's own
+//! text) to a few thousand (um_agent_coder: 500 and 5,000). The rules
 //! apply to every message a compression returns verbatim after the pinned
 //! prefix (never to the system prompt or the summary message), whether or
 //! not a summary was due, before fitting, and the cut messages are reported
@@ -19,6 +21,7 @@ use crate::tokens::{Counter, ThreadCount};
 pub(super) struct Rules {
     tool_results: Option<usize>,
     user_messages: Option<usize>,
+    assistant_messages: Option<usize>,
     keep: Keep,
 }
 
@@ -27,13 +30,21 @@ impl Rules {
         let rules = Self {
             tool_results: p.max_tool_result_chars.map(|n| n as usize),
             user_messages: p.max_user_message_chars.map(|n| n as usize),
+            assistant_messages: p.max_assistant_message_chars.map(|n| n as usize),
             keep: match p.truncate_keep {
                 TruncateKeep::Head => Keep::Head,
                 TruncateKeep::Tail => Keep::Tail,
                 TruncateKeep::Both => Keep::Both,
             },
         };
-        (rules.tool_results.is_some() || rules.user_messages.is_some()).then_some(rules)
+        let any = [
+            rules.tool_results,
+            rules.user_messages,
+            rules.assistant_messages,
+        ]
+        .iter()
+        .any(Option::is_some);
+        any.then_some(rules)
     }
 
     /// `m` with the rules applied; None when no rule cuts it.
@@ -41,16 +52,19 @@ impl Rules {
         if m.summary_marker().is_some() {
             return None;
         }
-        let after_results = match self.tool_results {
-            Some(limit) => truncate_to(m, format, Cut::ToolResults, limit, self.keep),
-            None => None,
-        };
-        let current = after_results.as_ref().unwrap_or(m);
-        let after_user = match self.user_messages {
-            Some(limit) => truncate_to(current, format, Cut::UserText, limit, self.keep),
-            None => None,
-        };
-        after_user.or(after_results)
+        let mut cut: Option<Message> = None;
+        for (limit, what) in [
+            (self.tool_results, Cut::ToolResults),
+            (self.user_messages, Cut::UserText),
+            (self.assistant_messages, Cut::AssistantText),
+        ] {
+            let Some(limit) = limit else { continue };
+            let current = cut.as_ref().unwrap_or(m);
+            if let Some(shorter) = truncate_to(current, format, what, limit, self.keep) {
+                cut = Some(shorter);
+            }
+        }
+        cut
     }
 }
 

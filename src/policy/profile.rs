@@ -51,6 +51,10 @@ pub struct Profile {
     pub max_tool_result_chars: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_user_message_chars: Option<u64>,
+    /// The same rule for the text of assistant messages (an agent's
+    /// outputs; never their tool calls or thinking).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_assistant_message_chars: Option<u64>,
     /// Which end of a text a per-message rule keeps.
     pub truncate_keep: TruncateKeep,
     /// Where a verdict's total comes from when the request does not say:
@@ -121,6 +125,7 @@ impl Default for Profile {
             chars_per_token: None,
             max_tool_result_chars: None,
             max_user_message_chars: None,
+            max_assistant_message_chars: None,
             truncate_keep: TruncateKeep::Both,
             count: CountSource::Local,
             clear: None,
@@ -147,6 +152,7 @@ pub struct ProfileOverrides {
     pub chars_per_token: Option<f64>,
     pub max_tool_result_chars: Option<u64>,
     pub max_user_message_chars: Option<u64>,
+    pub max_assistant_message_chars: Option<u64>,
     pub truncate_keep: Option<TruncateKeep>,
     pub count: Option<CountSource>,
     /// Merged field by field over the profile's `clear` (or the defaults).
@@ -155,7 +161,7 @@ pub struct ProfileOverrides {
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
-const BOUNDS: [(&str, u64, u64); 11] = [
+const BOUNDS: [(&str, u64, u64); 12] = [
     ("max_messages_before_summary", 1, 1_000_000),
     ("max_tokens_before_summary", 1, 100_000_000),
     ("min_recent_messages", 0, 10_000),
@@ -167,6 +173,7 @@ const BOUNDS: [(&str, u64, u64); 11] = [
     ("max_iterations_before_summary", 1, 1_000_000),
     ("max_tool_result_chars", 64, 100_000_000),
     ("max_user_message_chars", 64, 100_000_000),
+    ("max_assistant_message_chars", 64, 100_000_000),
 ];
 
 impl ProfileOverrides {
@@ -184,6 +191,7 @@ impl ProfileOverrides {
             self.max_iterations_before_summary,
             self.max_tool_result_chars,
             self.max_user_message_chars,
+            self.max_assistant_message_chars,
         ];
         let mut errs: Vec<FieldError> = BOUNDS
             .iter()
@@ -250,6 +258,9 @@ impl ProfileOverrides {
             chars_per_token: self.chars_per_token.or(base.chars_per_token),
             max_tool_result_chars: self.max_tool_result_chars.or(base.max_tool_result_chars),
             max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
+            max_assistant_message_chars: self
+                .max_assistant_message_chars
+                .or(base.max_assistant_message_chars),
             truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
             count: self.count.unwrap_or(base.count),
             clear,

@@ -27,7 +27,8 @@ pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, ha
 pub use heuristic::{heuristic, write_offline};
 pub use hybrid::NARRATIVE;
 pub use iterations::{
-    IterationSummary, refit as refit_injection, summaries as iteration_summaries,
+    IterationSummary, refit as refit_injection, refolded as injection_refolded,
+    summaries as iteration_summaries,
 };
 pub use request::{Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};

@@ -17,6 +17,8 @@ pub enum Cut {
     AnyText,
     /// Only the text a user wrote (not the tool results a user turn carries).
     UserText,
+    /// Only the text an assistant wrote (not its tool calls or thinking).
+    AssistantText,
 }
 
 /// Which end of a long text a cut keeps.
@@ -131,8 +133,10 @@ fn rewrite(
         }
     };
     let any = cut == Cut::AnyText;
-    let results = cut != Cut::UserText;
-    let user = cut == Cut::UserText && m.role == Role::User;
+    let results = matches!(cut, Cut::ToolResults | Cut::AnyText);
+    // The author's own text: a user's (UserText) or an assistant's (AssistantText).
+    let user = (cut == Cut::UserText && m.role == Role::User)
+        || (cut == Cut::AssistantText && m.role == Role::Assistant);
     match format {
         WireFormat::OpenAi => {
             let is_result = m.role == Role::Tool || m.role == Role::Function;

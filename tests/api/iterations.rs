@@ -157,19 +157,20 @@ async fn the_injection_keeps_to_the_summary_bound() {
         assert!(summaries <= bound, "{config}: summaries take {summaries}");
         let s = contents(&out);
         assert!(s.len() >= 2, "{config}: {injection}");
-        // Left out, the oldest go first and are counted.
-        let total = t["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|m| !m["metadata"].is_null())
-            .count();
-        if s.len() < total - 1 {
-            assert_eq!(s[0].0 as usize, total - s.len(), "{injection}");
-            assert!(
-                injection.contains(&format!("- ({} earlier iterations left out)", s[0].0 - 1)),
+        // Folded, the oldest go first, into the rolling entry: every old
+        // iteration is still there, none left out.
+        assert!(!injection.contains("left out"), "{injection}");
+        let list = out["summaries"].as_array().unwrap();
+        if let Some(first) = list[0]["first_iteration"].as_u64() {
+            assert_eq!(first, 1, "{injection}");
+            assert_eq!(
+                list[1]["iteration"].as_u64().unwrap(),
+                list[0]["iteration"].as_u64().unwrap() + 1,
                 "{injection}"
             );
+            assert!(list[1..].iter().all(|s| s["first_iteration"].is_null()));
+        } else {
+            assert_eq!(list[0]["iteration"], 1, "{injection}");
         }
         assert!(
             injection.contains("(exit status "),
@@ -333,15 +334,13 @@ async fn a_tight_budget_shrinks_the_injection_as_a_list() {
         "{injection}"
     );
     let s = contents(&out);
-    assert!(!s.is_empty() && s.len() < 3, "some left out: {injection}");
-    assert!(
-        injection.contains(&format!(
-            "earlier iteration{} left out)",
-            if s[0].0 == 2 { "" } else { "s" }
-        )),
-        "{injection}"
-    );
-    for (it, content) in &s {
+    // Iterations 1 to 3 are all there: folded into the rolling entry, or
+    // entries of their own.
+    let list = out["summaries"].as_array().unwrap();
+    assert_eq!(list[0]["first_iteration"], 1, "folded: {injection}");
+    assert_eq!(s.last().unwrap().0, 3, "{injection}");
+    assert!(!injection.contains("left out"), "{injection}");
+    for (it, content) in &s[1..] {
         assert!(
             injection.contains(&format!("- Iteration {it}: {content}")),
             "{injection}"

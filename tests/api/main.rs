@@ -14,6 +14,7 @@ mod compress;
 mod compress_props;
 mod designs;
 mod designs_compress;
+mod designs_iterations;
 mod golden;
 mod hostile;
 mod instructions;

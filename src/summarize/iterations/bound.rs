@@ -1,26 +1,31 @@
 //! The injection under the summary's limit (`max_summary_tokens`, at most
 //! 30% of the budget): the whole text, list and all, never takes more.
 //!
-//! How the room is shared: every iteration gets an equal share, and what a
-//! short one does not need is shared among the longer ones (max-min
-//! fairness), so a one-line iteration stays whole and a long one is cut to
-//! its share. Cutting lowers an entry's item caps the way the plain
-//! heuristic does (decisions and the latest state go first, the user's
-//! requests and failing commands last). When an equal share would fall
-//! below [`MIN_SHARE`] tokens, too little for two sentences, the oldest
-//! iterations are left out instead and counted in one
-//! `(N earlier iterations left out)` line: the newest are what an agent
-//! acts on (under a limit too small for one share, the list is only that
-//! line). A previous plain summary ahead of the list keeps at most a
-//! quarter of the limit.
+//! Every old iteration is in it: as an entry of its own (`- Iteration N:`),
+//! or folded into the rolling entry ahead of them (`- Earlier iterations
+//! A–B:`, see [`fold`](super::fold)). Nothing is left out silently.
+//!
+//! An injection extends the previous one byte for byte: its entries (and
+//! its rolling entry) stay as they were written and the new iterations
+//! follow, each cut to an eighth of the room at most (the plain heuristic's
+//! way: decisions and the latest state go first, the user's requests and
+//! failing commands last). So round k+1 starts with round k's bytes and a
+//! provider's prompt cache keeps hitting. Only when that would pass the
+//! limit is the list re-folded: the oldest entries go into the rolling
+//! entry until the entries left take at most a quarter of the room, and the
+//! rolling entry is shrunk to what leaves a quarter free, so the next few
+//! rounds append again instead of re-folding each time (unless leaving it
+//! free would leave a folded iteration's text out entirely: the facts come
+//! first). A previous plain
+//! summary ahead of the list keeps at most a quarter of the limit.
 
 use super::HEADER;
 use super::facts::Facts;
+use super::fold::{self, Fragment};
 use crate::summarize::clip;
 use crate::tokens::Counter;
 
-/// Fewest tokens an iteration's summary is cut to before older iterations
-/// are left out.
+/// Fewest tokens a new iteration's entry is cut to.
 pub const MIN_SHARE: usize = 40;
 
 /// One iteration's summary in the making.
@@ -52,11 +57,22 @@ impl Piece {
     }
 }
 
-/// The injection: `head`, then the list of `entries` (oldest first), in at
-/// most `limit` tokens. `left_out` iterations were left out before.
+/// The rolling entry: iterations `first` to `last`, folded.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Rolling {
+    pub first: u64,
+    pub last: u64,
+    pub text: String,
+}
+
+/// The injection: `head`, then the list (`left_out` iterations an older
+/// injection left out, the `rolling` entry, then `entries`, oldest first),
+/// in at most `limit` tokens. Entries written before (`Piece::Text` alone)
+/// come back as they were while the whole fits.
 pub(super) fn injection(
     head: Option<&str>,
     left_out: usize,
+    rolling: Option<&Rolling>,
     entries: &[Entry],
     limit: usize,
     c: &Counter<'_>,
@@ -65,74 +81,116 @@ pub(super) fn injection(
     let head = head
         .map(|h| clip_tokens(h.trim(), limit / 4, c))
         .filter(|h| !h.is_empty());
-    let full: Vec<Vec<String>> = entries
+    let head = head.as_deref();
+    let room = limit.saturating_sub(count(&render(head, left_out, None, &[])));
+    let cap = (room / 8).max(MIN_SHARE);
+    let full: Vec<String> = entries
         .iter()
-        .map(|e| e.parts.iter().map(Piece::full).collect())
-        .collect();
-    let sizes: Vec<Vec<usize>> = full
-        .iter()
-        .map(|parts| parts.iter().map(|p| count(p)).collect())
-        .collect();
-    // What the frame and the labels cost: the frame with the most digits
-    // (an upper bound), and each label once, summed from the newest back,
-    // so leaving out the oldest is a walk, not a recount.
-    let frame = [left_out, left_out.saturating_add(entries.len())]
-        .iter()
-        .map(|&n| count(&render(head.as_deref(), n, &[])))
-        .max()
-        .unwrap_or(0);
-    let mut labels = vec![0; entries.len() + 1];
-    for (i, e) in entries.iter().enumerate().rev() {
-        labels[i] = labels[i + 1] + count(&format!("- Iteration {}: \n", e.iteration));
-    }
-    let mut keep = entries.len();
-    // Tokens taken off the room after a text came out over the limit
-    // (tokens of parts do not add up exactly to those of the whole).
-    let mut slack = 0;
-    let mut text = String::new();
-    for _ in 0..64 {
-        let room_for =
-            |keep: usize| limit.saturating_sub(frame + labels[entries.len() - keep] + slack);
-        while keep > 0 && room_for(keep) / keep < MIN_SHARE {
-            keep -= 1;
-        }
-        let first = entries.len() - keep;
-        let room = room_for(keep);
-        let totals: Vec<usize> = sizes[first..].iter().map(|s| s.iter().sum()).collect();
-        let cap = share(&totals, room);
-        let lines: Vec<(u64, String)> = (first..entries.len())
-            .map(|i| {
-                let inner = share(&sizes[i], cap.min(totals[i - first]));
-                let parts: Vec<String> = entries[i]
-                    .parts
+        .map(|e| {
+            one_line(
+                &e.parts
                     .iter()
-                    .zip(&full[i])
-                    .zip(&sizes[i])
-                    .map(|((p, whole), &n)| {
-                        if n <= inner {
-                            whole.clone()
-                        } else {
-                            p.fit(inner, c)
-                        }
-                    })
-                    .filter(|p| !p.is_empty())
-                    .collect();
-                (entries[i].iteration, parts.join(" "))
-            })
-            .collect();
-        text = render(head.as_deref(), left_out.saturating_add(first), &lines);
+                    .map(Piece::full)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })
+        .collect();
+    let lines: Vec<(u64, String)> = entries
+        .iter()
+        .zip(&full)
+        .map(|(e, whole)| (e.iteration, fitted(e, whole, cap, c)))
+        .collect();
+    let text = render(head, left_out, rolling, &lines);
+    if count(&text) <= limit {
+        return text;
+    }
+    // Re-fold: the newest entries that take at most a quarter of the room
+    // (at least one) stay; the others join the rolling entry.
+    let sizes: Vec<usize> = lines
+        .iter()
+        .map(|(it, l)| count(&format!("- Iteration {it}: {l}\n")))
+        .collect();
+    let (mut keep, mut kept) = (0, 0);
+    for &n in sizes.iter().rev() {
+        if keep > 0 && kept + n > room / 4 {
+            break;
+        }
+        keep += 1;
+        kept += n;
+    }
+    let folded = entries.len() - keep;
+    let mut frags: Vec<Fragment> = rolling
+        .map(|r| fold::fragments(&r.text, r.first))
+        .unwrap_or_default();
+    frags.extend(
+        entries[..folded]
+            .iter()
+            .zip(&full)
+            .map(|(e, whole)| Fragment {
+                iteration: e.iteration,
+                text: whole.clone(),
+            }),
+    );
+    let first = rolling
+        .map(|r| r.first)
+        .or(entries.first().map(|e| e.iteration));
+    let last = match folded {
+        0 => rolling.map(|r| r.last),
+        n => Some(entries[n - 1].iteration),
+    };
+    let label = count("- Earlier iterations 0000000000–0000000000: \n");
+    // A quarter of the room is left free for the next rounds to append,
+    // unless that would leave a folded iteration's text out entirely: then
+    // the rolling entry takes all it can (and the next round re-folds).
+    let all = room.saturating_sub(kept + label);
+    let mut rolling_room =
+        match fold::rolling(&frags, (room * 3 / 4).saturating_sub(kept + label), c) {
+            (_, true) => all,
+            _ => (room * 3 / 4).saturating_sub(kept + label),
+        };
+    let mut text = String::new();
+    // Tokens of parts do not add up exactly to those of the whole: what
+    // came out over the limit is taken off the rolling entry's room.
+    for _ in 0..16 {
+        let folded_entry = first.zip(last).map(|(first, last)| Rolling {
+            first,
+            last,
+            text: fold::rolling(&frags, rolling_room, c).0,
+        });
+        text = render(head, left_out, folded_entry.as_ref(), &lines[folded..]);
         let n = count(&text);
         if n <= limit {
             return text;
         }
-        slack += n - limit;
+        rolling_room = rolling_room.saturating_sub(n - limit);
     }
-    // Not reached in practice; the bound holds whatever happens, and the
-    // list still says what was left out.
-    if text.is_empty() {
-        text = render(head.as_deref(), left_out.saturating_add(entries.len()), &[]);
-    }
+    // Not reached in practice; the bound holds whatever happens.
     clip_tokens(&text, limit, c)
+}
+
+/// An entry's text cut to `cap` tokens: its parts share the cap, max-min
+/// fair, and a part under its share stays whole.
+fn fitted(e: &Entry, whole: &str, cap: usize, c: &Counter<'_>) -> String {
+    if c.text(whole).tokens <= cap {
+        return whole.to_string();
+    }
+    let sizes: Vec<usize> = e.parts.iter().map(|p| c.text(&p.full()).tokens).collect();
+    let inner = share(&sizes, cap);
+    let parts: Vec<String> = e
+        .parts
+        .iter()
+        .zip(&sizes)
+        .map(|(p, &n)| {
+            if n <= inner {
+                p.full()
+            } else {
+                p.fit(inner, c)
+            }
+        })
+        .filter(|p| !p.is_empty())
+        .collect();
+    one_line(&parts.join(" "))
 }
 
 /// The largest cap such that `sizes`, each cut to it, add up to at most `room`.
@@ -149,7 +207,15 @@ fn share(sizes: &[usize], room: usize) -> usize {
     lo
 }
 
-fn render(head: Option<&str>, left_out: usize, lines: &[(u64, String)]) -> String {
+/// The label of the rolling entry, read back by [`super::split`].
+pub(super) const ROLLING: &str = "Earlier iterations ";
+
+fn render(
+    head: Option<&str>,
+    left_out: usize,
+    rolling: Option<&Rolling>,
+    lines: &[(u64, String)],
+) -> String {
     let mut out = String::new();
     if let Some(h) = head {
         out.push_str(h);
@@ -158,8 +224,17 @@ fn render(head: Option<&str>, left_out: usize, lines: &[(u64, String)]) -> Strin
     out.push_str(HEADER);
     out.push('\n');
     if left_out > 0 {
+        // Only an injection of an older condense left iterations out.
         let s = if left_out == 1 { "" } else { "s" };
         out.push_str(&format!("- ({left_out} earlier iteration{s} left out)\n"));
+    }
+    if let Some(r) = rolling {
+        let text = if r.text.trim().is_empty() {
+            "(their details did not fit the bound)"
+        } else {
+            r.text.trim()
+        };
+        out.push_str(&format!("- {ROLLING}{}–{}: {text}\n", r.first, r.last));
     }
     for (it, content) in lines {
         out.push_str(&format!("- Iteration {it}: {content}\n"));
@@ -221,60 +296,67 @@ mod tests {
     }
 
     #[test]
-    fn short_entries_stay_whole_and_long_ones_are_cut() {
+    fn what_fits_is_appended_whole() {
         let c = counter();
-        let entries = [entry(1, 5), entry(2, 2000), entry(3, 2000)];
-        let text = injection(None, 0, &entries, 300, &c);
-        assert!(c.text(&text).tokens <= 300, "{text}");
+        let entries = [entry(1, 5), entry(2, 20), entry(3, 20)];
+        let text = injection(None, 0, None, &entries, 300, &c);
         assert!(
-            text.contains("- Iteration 1: word word word word word.\n"),
+            text.starts_with("Earlier iterations:\n- Iteration 1: word word word word word.\n"),
             "{text}"
         );
-        assert!(text.contains("- Iteration 2: word"), "{text}");
-        assert!(text.contains("- Iteration 3: word"), "{text}");
+        assert!(text.ends_with(&format!("- Iteration 3: {}.", vec!["word"; 20].join(" "))));
     }
 
     #[test]
-    fn too_many_for_a_share_leaves_out_the_oldest() {
+    fn a_long_new_entry_is_cut_to_an_eighth_of_the_room() {
+        let c = counter();
+        let entries = [entry(1, 5), entry(2, 2000)];
+        let text = injection(None, 0, None, &entries, 800, &c);
+        assert!(c.text(&text).tokens <= 800, "{text}");
+        let two = text.split("- Iteration 2: ").nth(1).unwrap();
+        assert!(c.text(two).tokens <= 100, "{two}");
+        assert!(two.ends_with('…'), "{two}");
+    }
+
+    #[test]
+    fn too_many_for_the_bound_are_folded_not_left_out() {
         let c = counter();
         let entries: Vec<Entry> = (1..=40).map(|i| entry(i, 200)).collect();
-        let text = injection(Some("Before."), 2, &entries, 400, &c);
+        let text = injection(Some("Before."), 0, None, &entries, 400, &c);
         assert!(c.text(&text).tokens <= 400, "{text}");
         assert!(
-            text.starts_with("Before.\n\nEarlier iterations:\n- ("),
+            text.starts_with("Before.\n\nEarlier iterations:\n- Earlier iterations 1–"),
             "{text}"
         );
-        let kept = text.matches("- Iteration ").count();
-        assert!((5..40).contains(&kept), "{text}");
+        assert!(!text.contains("left out"), "{text}");
+        // The newest stay entries of their own; the rolling entry covers
+        // every iteration before them.
+        let kept: Vec<u64> = super::super::summaries(&text)
+            .iter()
+            .filter(|s| s.first_iteration.is_none())
+            .map(|s| s.iteration)
+            .collect();
+        assert!(!kept.is_empty() && kept.ends_with(&[40]), "{text}");
         assert!(
-            text.contains(&format!("({} earlier iterations left out)", 2 + 40 - kept)),
+            text.contains(&format!("- Earlier iterations 1–{}: ", kept[0] - 1)),
             "{text}"
         );
-        // The newest are kept, the oldest left out.
-        assert!(text.contains("- Iteration 40: word"), "{text}");
-        assert!(!text.contains("- Iteration 1: "), "{text}");
     }
 
     #[test]
     fn hundreds_of_iterations_still_give_a_list() {
         let c = counter();
-        for (n, limit) in [(200, 2000), (1000, 500), (3000, 2000)] {
+        for (n, limit) in [(200, 2000), (1000, 500), (3000, 2000), (100, 40)] {
             let entries: Vec<Entry> = (1..=n).map(|i| entry(i, 30)).collect();
-            let text = injection(None, 0, &entries, limit, &c);
+            let text = injection(None, 0, None, &entries, limit, &c);
             assert!(c.text(&text).tokens <= limit, "{n}: {text}");
-            let kept = text.matches("- Iteration ").count();
-            assert!(kept > 0, "{n}: {text}");
-            assert!(
-                text.contains(&format!("- Iteration {n}: word")),
-                "{n}: {text}"
-            );
-            assert!(
-                text.contains(&format!(
-                    "({} earlier iterations left out)",
-                    n as usize - kept
-                )),
-                "{n}: {text}"
-            );
+            if limit >= 500 {
+                assert!(text.contains("- Earlier iterations 1–"), "{n}: {text}");
+                assert!(
+                    text.contains(&format!("- Iteration {n}: word")),
+                    "{n}: {text}"
+                );
+            }
         }
     }
 }

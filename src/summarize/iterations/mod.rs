@@ -8,12 +8,15 @@
 //! injection. The list of summaries is read back from that text, so a cached
 //! injection and a fresh one give the same list.
 //!
-//! The injection extends a previous one: its iterations are kept and the new
-//! ones follow, and the whole is bounded by the request's limit
-//! ([`bound`]), so repeated compression cannot snowball.
+//! The injection extends a previous one: its bytes are kept and the new
+//! iterations follow, and the whole is bounded by the request's limit
+//! ([`bound`]): when an entry per iteration does not fit, the oldest are
+//! folded into a rolling entry ([`fold`]), never left out, so repeated
+//! compression cannot snowball and loses no iteration.
 
 mod bound;
 mod facts;
+mod fold;
 mod llm;
 
 use std::ops::Range;
@@ -22,15 +25,27 @@ use serde::Serialize;
 
 use super::{SummaryRequest, Usage, Writer};
 use crate::upstream::{Upstream, UpstreamError};
-use bound::{Entry, Piece};
+use bound::{Entry, Piece, Rolling};
 
 /// The line that opens the list of iterations in an injection.
 const HEADER: &str = "Earlier iterations:";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationSummary {
+    /// The iteration; for the rolling entry, the last one it folds.
     pub iteration: u64,
+    /// Only on the rolling entry: the first iteration it folds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_iteration: Option<u64>,
     pub content: String,
+}
+
+/// Whether `injection` does not start with `prior`, a previous injection it
+/// extends: the bound forced a re-fold (or a tighter budget a shrink), and a
+/// provider's prompt cache misses from there. A prior that held no list
+/// (a plain summary) is not extended byte for byte and does not count.
+pub fn refolded(prior: &str, injection: &str) -> bool {
+    prior.lines().any(|l| l.trim() == HEADER) && !injection.starts_with(prior.trim_end())
 }
 
 /// Writes the injection for `req` (a per-iteration request), extending
@@ -62,10 +77,23 @@ pub(super) fn write_offline(req: &SummaryRequest) -> String {
 
 /// The summaries an injection holds, in order.
 pub fn summaries(injection: &str) -> Vec<IterationSummary> {
-    split(injection)
-        .2
+    let p = split(injection);
+    let rolling = p.rolling.map(|r| IterationSummary {
+        iteration: r.last,
+        first_iteration: Some(r.first),
+        content: r.text,
+    });
+    rolling
         .into_iter()
-        .map(|(iteration, content)| IterationSummary { iteration, content })
+        .chain(
+            p.entries
+                .into_iter()
+                .map(|(iteration, content)| IterationSummary {
+                    iteration,
+                    first_iteration: None,
+                    content,
+                }),
+        )
         .collect()
 }
 
@@ -73,15 +101,23 @@ pub fn summaries(injection: &str) -> Vec<IterationSummary> {
 /// the limit it was written for): the same rules as when writing it, so it
 /// stays a list that reads back.
 pub fn refit(injection: &str, max_tokens: usize, c: &crate::tokens::Counter<'_>) -> String {
-    let (head, left_out, entries) = split(injection);
-    let entries: Vec<Entry> = entries
+    let p = split(injection);
+    let entries: Vec<Entry> = p
+        .entries
         .into_iter()
         .map(|(iteration, text)| Entry {
             iteration,
             parts: vec![Piece::Text(text)],
         })
         .collect();
-    bound::injection(head.as_deref(), left_out, &entries, max_tokens, c)
+    bound::injection(
+        p.head.as_deref(),
+        p.left_out,
+        p.rolling.as_ref(),
+        &entries,
+        max_tokens,
+        c,
+    )
 }
 
 /// Runs of equal iterations: `its[i]` is the iteration of canonical message `i`.
@@ -105,8 +141,9 @@ fn assemble(
     prior: Option<&str>,
 ) -> String {
     let hybrid = matches!(req.settings.writer, Writer::Hybrid(_));
-    let (head, left_out, earlier) = prior.map(split).unwrap_or_default();
-    let mut entries: Vec<Entry> = earlier
+    let p = prior.map(split).unwrap_or_default();
+    let mut entries: Vec<Entry> = p
+        .entries
         .into_iter()
         .map(|(iteration, text)| Entry {
             iteration,
@@ -133,26 +170,41 @@ fn assemble(
         }
     }
     bound::injection(
-        head.as_deref(),
-        left_out,
+        p.head.as_deref(),
+        p.left_out,
+        p.rolling.as_ref(),
         &entries,
         req.settings.limit,
         &req.settings.counter,
     )
 }
 
-/// An injection's parts: the text before its list (a previous plain
-/// summary), how many iterations it already left out, and its entries. A
-/// text without the list is all head.
-fn split(text: &str) -> (Option<String>, usize, Vec<(u64, String)>) {
+/// An injection's parts.
+#[derive(Default)]
+struct Parts {
+    /// The text before its list (a previous plain summary).
+    head: Option<String>,
+    /// Iterations an injection of an older condense left out.
+    left_out: usize,
+    rolling: Option<Rolling>,
+    entries: Vec<(u64, String)>,
+}
+
+/// An injection read back. A text without the list is all head.
+fn split(text: &str) -> Parts {
     let lines: Vec<&str> = text.lines().collect();
     let Some(at) = lines.iter().position(|l| l.trim() == HEADER) else {
         let head = text.trim();
-        return ((!head.is_empty()).then(|| head.to_string()), 0, Vec::new());
+        return Parts {
+            head: (!head.is_empty()).then(|| head.to_string()),
+            ..Parts::default()
+        };
     };
     let head = lines[..at].join("\n").trim().to_string();
-    let mut left_out: usize = 0;
-    let mut entries: Vec<(u64, String)> = Vec::new();
+    let mut p = Parts {
+        head: (!head.is_empty()).then_some(head),
+        ..Parts::default()
+    };
     for line in &lines[at + 1..] {
         let line = line.trim();
         let item = line.strip_prefix("- ").unwrap_or(line);
@@ -161,21 +213,43 @@ fn split(text: &str) -> (Option<String>, usize, Vec<(u64, String)>) {
             .and_then(|r| r.split_once(": "))
             .and_then(|(n, rest)| Some((n.parse::<u64>().ok()?, rest)))
         {
-            entries.push((n, rest.trim().to_string()));
+            p.entries.push((n, rest.trim().to_string()));
+        } else if let Some(r) = item
+            .strip_prefix(bound::ROLLING)
+            .filter(|_| p.rolling.is_none() && p.entries.is_empty())
+            .and_then(rolling_entry)
+        {
+            p.rolling = Some(r);
         } else if let Some(n) = item
             .strip_prefix('(')
             .and_then(|r| r.split_once(' '))
             .filter(|(_, rest)| rest.starts_with("earlier iteration"))
             .and_then(|(n, _)| n.parse::<usize>().ok())
         {
-            left_out = left_out.saturating_add(n);
-        } else if let Some((_, last)) = entries.last_mut().filter(|_| !item.is_empty()) {
+            p.left_out = p.left_out.saturating_add(n);
+        } else if !item.is_empty() {
             // A line of an entry that was not kept on one line.
+            let last = match (p.entries.last_mut(), p.rolling.as_mut()) {
+                (Some((_, last)), _) => last,
+                (None, Some(r)) => &mut r.text,
+                (None, None) => continue,
+            };
             last.push(' ');
             last.push_str(item);
         }
     }
-    ((!head.is_empty()).then_some(head), left_out, entries)
+    p
+}
+
+/// `A–B: text` (the rest of a rolling entry's line).
+fn rolling_entry(rest: &str) -> Option<Rolling> {
+    let (range, text) = rest.split_once(": ")?;
+    let (first, last) = range.split_once(['–', '-'])?;
+    Some(Rolling {
+        first: first.trim().parse().ok()?,
+        last: last.trim().parse().ok()?,
+        text: text.trim().to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -194,14 +268,38 @@ mod tests {
     #[test]
     fn an_injection_splits_back_into_its_parts() {
         let text = "A plain summary.\n\nEarlier iterations:\n- (2 earlier iterations left out)\n- Iteration 3: Did x.\n- Iteration 4: Did y.";
-        let (head, left_out, entries) = split(text);
-        assert_eq!(head.as_deref(), Some("A plain summary."));
-        assert_eq!(left_out, 2);
+        let p = split(text);
+        assert_eq!(p.head.as_deref(), Some("A plain summary."));
+        assert_eq!(p.left_out, 2);
         assert_eq!(
-            entries,
+            p.entries,
             [(3, "Did x.".to_string()), (4, "Did y.".to_string())]
         );
         assert_eq!(summaries(text)[1].content, "Did y.");
-        assert_eq!(split("Just text.").0.as_deref(), Some("Just text."));
+        assert_eq!(split("Just text.").head.as_deref(), Some("Just text."));
+
+        let text = "Earlier iterations:\n- Earlier iterations 1–7: [1] Asked a. [7] Asked b.\n- Iteration 8: Did z.";
+        let s = summaries(text);
+        assert_eq!(s[0].first_iteration, Some(1));
+        assert_eq!(s[0].iteration, 7);
+        assert_eq!(s[0].content, "[1] Asked a. [7] Asked b.");
+        assert_eq!((s[1].iteration, s[1].first_iteration), (8, None));
+    }
+
+    #[test]
+    fn a_prefix_kept_is_no_refold() {
+        let prior = "Earlier iterations:\n- Iteration 1: a.";
+        assert!(!refolded(
+            prior,
+            "Earlier iterations:\n- Iteration 1: a.\n- Iteration 2: b."
+        ));
+        assert!(refolded(
+            prior,
+            "Earlier iterations:\n- Earlier iterations 1–1: [1] a.\n- Iteration 2: b."
+        ));
+        assert!(!refolded(
+            "A plain summary.",
+            "Earlier iterations:\n- Iteration 2: b."
+        ));
     }
 }

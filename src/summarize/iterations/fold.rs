@@ -1,0 +1,338 @@
+//! The rolling entry (`Earlier iterations A–B: …`): the oldest iterations
+//! folded into one text when the bound cannot hold an entry per iteration,
+//! as um_agent_coder folds its oldest iteration into a rolling summary
+//! instead of dropping it.
+//!
+//! Its text is a run of fragments, `[N] <what iteration N said>`, oldest
+//! first: a fold appends the newly folded iterations' fragments after the
+//! previous rolling text. When the whole no longer fits its room, it is
+//! shrunk by rules, oldest fragments first and one rule at a time over all
+//! of them: first everything but the user's requests, failing commands,
+//! errors, other commands and a model's sentences goes; then all but the
+//! requests, failing commands and errors, each said once (where a newer
+//! fragment says it again, the older one drops it); then those are clipped
+//! item by item (to 160, then 60 characters); then only the requests stay
+//! (`[N] asked "…"`); only then is a fragment's text left out, its
+//! iteration still inside the entry's range.
+
+use std::collections::HashSet;
+
+use crate::summarize::clip;
+use crate::tokens::Counter;
+
+/// Sentences the heuristic's facts open with (see `facts.rs`), by rank:
+/// kept last, kept after these are gone, and the first to go.
+/// (`asked ` is a request as a shrunk fragment says it.)
+const FIRST: [&str; 4] = [
+    "The user asked ",
+    "asked ",
+    "Failing commands: ",
+    "Errors: ",
+];
+const SECOND: [&str; 1] = ["Commands run: "];
+const THIRD: [&str; 5] = [
+    "The agent used ",
+    "Files: ",
+    "Decisions: ",
+    "It ended with: ",
+    "It produced no output",
+];
+
+/// How far a fragment is shrunk: 0 is its whole text, `GONE` none of it.
+const GONE: usize = 6;
+
+/// One folded iteration in the rolling text.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Fragment {
+    pub iteration: u64,
+    pub text: String,
+}
+
+/// The fragments of a rolling text (`[N] …` runs). Text before the first
+/// label (a rolling text written otherwise) is kept as a fragment of its own
+/// labelled by `first`.
+pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
+    let mut starts: Vec<(usize, usize, u64)> = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(off) = text[i..].find('[') {
+        let at = i + off;
+        let digits = bytes[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        let close = at + 1 + digits;
+        // A label opens the text or follows the end of a fragment (a
+        // sentence's full stop, or a clip's ellipsis); a bracketed number
+        // inside a user's request does not. One that still looks like a
+        // label only splits a fragment in two: both stay in the entry.
+        let boundary = at == 0 || text[..at].ends_with(". ") || text[..at].ends_with("… ");
+        if boundary && digits > 0 && digits < 20 && text[close..].starts_with("] ") {
+            if let Ok(n) = text[at + 1..close].parse::<u64>() {
+                starts.push((at, close + 2, n));
+            }
+        }
+        i = at + 1;
+    }
+    let mut out = Vec::new();
+    let lead = starts.first().map_or(text.len(), |s| s.0);
+    if !text[..lead].trim().is_empty() {
+        out.push(Fragment {
+            iteration: first,
+            text: text[..lead].trim().to_string(),
+        });
+    }
+    for (k, &(_, body, n)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(text.len(), |s| s.0);
+        out.push(Fragment {
+            iteration: n,
+            text: text[body..end].trim().to_string(),
+        });
+    }
+    out
+}
+
+/// The rolling text of `frags` in at most `room` tokens (see the module
+/// doc), and whether it had to leave some fragment's text out entirely.
+pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
+    // Items (a request, a failing command, an error line) a newer fragment
+    // says again: said once is enough once fragments are shrunk.
+    let mut said: HashSet<&str> = HashSet::new();
+    let mut again: Vec<HashSet<&str>> = vec![HashSet::new(); frags.len()];
+    for (f, frag) in frags.iter().enumerate().rev() {
+        let items: Vec<&str> = sentences(&frag.text)
+            .into_iter()
+            .filter(|(rank, _)| *rank == 0)
+            .flat_map(|(_, s)| items(s).1)
+            .collect();
+        for item in &items {
+            if said.contains(item) {
+                again[f].insert(item);
+            }
+        }
+        said.extend(items);
+    }
+    let rendered: Vec<[String; GONE + 1]> = frags
+        .iter()
+        .zip(&again)
+        .map(|(f, again)| std::array::from_fn(|level| render(f, level, again)))
+        .collect();
+    // Tokens of each fragment at each level, and one for the space between.
+    let sizes: Vec<[usize; GONE + 1]> = rendered
+        .iter()
+        .map(|r| {
+            std::array::from_fn(|l| {
+                if r[l].is_empty() {
+                    0
+                } else {
+                    c.text(&r[l]).tokens + 1
+                }
+            })
+        })
+        .collect();
+    let mut level = vec![0; frags.len()];
+    let mut total: usize = sizes.iter().map(|s| s[0]).sum();
+    'rules: for l in 1..=GONE {
+        for f in 0..frags.len() {
+            if total <= room {
+                break 'rules;
+            }
+            total = total - sizes[f][level[f]] + sizes[f][l];
+            level[f] = l;
+        }
+    }
+    let kept: Vec<&str> = rendered
+        .iter()
+        .zip(&level)
+        .map(|(r, &l)| r[l].as_str())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let bare = level.iter().any(|&l| l >= GONE);
+    (kept.join(" "), bare)
+}
+
+/// `[N] text` shrunk to `level` (`again`: its items a newer fragment says);
+/// empty when nothing is left.
+fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
+    let text = match level {
+        0 => f.text.clone(),
+        GONE.. => String::new(),
+        1 => sentences(&f.text)
+            .into_iter()
+            .filter(|(rank, _)| *rank <= 1)
+            .map(|(_, s)| s)
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => sentences(&f.text)
+            .into_iter()
+            .filter(|(rank, _)| *rank == 0)
+            .filter_map(|(_, s)| {
+                let (opening, items) = items(s);
+                let asked = opening == FIRST[0] || opening == FIRST[1];
+                if level == GONE - 1 && !asked {
+                    return None;
+                }
+                let opening = if level == GONE - 1 { "asked " } else { opening };
+                let max = match level {
+                    3 => 160,
+                    4.. => 60,
+                    _ => usize::MAX,
+                };
+                let items: Vec<String> = items
+                    .into_iter()
+                    .filter(|i| !again.contains(i))
+                    .map(|i| clip(i, max))
+                    .collect();
+                (!items.is_empty()).then(|| format!("{opening}{}.", items.join("; ")))
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    if text.is_empty() {
+        return text;
+    }
+    format!("[{}] {text}", f.iteration)
+}
+
+/// The sentences of a fragment with their rank (0 kept longest, 2 first to
+/// go): the facts' sentences by their openings; text that opens otherwise
+/// (a model's sentences) ranks with the commands, a note of how many
+/// messages with the rest.
+fn sentences(text: &str) -> Vec<(u8, &str)> {
+    let rank_of = |s: &str| -> Option<u8> {
+        [&FIRST[..], &SECOND[..], &THIRD[..]]
+            .iter()
+            .position(|group| group.iter().any(|p| s.starts_with(p)))
+            .map(|r| r as u8)
+    };
+    let mut cuts: Vec<usize> = vec![0];
+    for (at, _) in text.match_indices(". ") {
+        let next = at + 2;
+        if rank_of(&text[next..]).is_some() {
+            cuts.push(next);
+        }
+    }
+    cuts.push(text.len());
+    cuts.windows(2)
+        .map(|w| {
+            let s = text[w[0]..w[1]].trim();
+            let rank = rank_of(s).unwrap_or(if s.contains(" of agent work.") { 2 } else { 1 });
+            (rank, s)
+        })
+        .filter(|(_, s)| !s.is_empty())
+        .collect()
+}
+
+/// A facts sentence (`Errors: a; b.`) as its opening and its items.
+fn items(sentence: &str) -> (&str, Vec<&str>) {
+    let opening = FIRST
+        .iter()
+        .find(|p| sentence.starts_with(*p))
+        .copied()
+        .unwrap_or("");
+    let body = sentence[opening.len()..].trim_end_matches('.');
+    (
+        opening,
+        body.split("; ").filter(|i| !i.is_empty()).collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+
+    fn counter() -> Counter<'static> {
+        let models = ModelRegistry::embedded();
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global())
+    }
+
+    const FACTS: &str = "The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. The agent used shell ×2. Commands run: `ls`. Files: src/main.rs. It ended with: Done.";
+
+    #[test]
+    fn fragments_read_back_as_written() {
+        let text = "[3] The user asked \"a [1] b\". [12] Errors: x.";
+        assert_eq!(
+            fragments(text, 3),
+            [
+                Fragment {
+                    iteration: 3,
+                    text: "The user asked \"a [1] b\".".into()
+                },
+                Fragment {
+                    iteration: 12,
+                    text: "Errors: x.".into()
+                }
+            ]
+        );
+        assert_eq!(fragments("Free text.", 7)[0].iteration, 7);
+    }
+
+    #[test]
+    fn the_requests_failing_commands_and_errors_go_last() {
+        let none = HashSet::new();
+        let f = Fragment {
+            iteration: 4,
+            text: FACTS.into(),
+        };
+        assert_eq!(render(&f, 0, &none), format!("[4] {FACTS}"));
+        assert_eq!(
+            render(&f, 1, &none),
+            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Commands run: `ls`."
+        );
+        assert_eq!(
+            render(&f, 2, &none),
+            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed."
+        );
+        assert!(render(&f, 4, &none).contains("Errors: error: linker failed."));
+        assert_eq!(render(&f, 5, &none), "[4] asked \"Fix the build.\".");
+        let again = HashSet::from(["`cargo build` (exit status 1)"]);
+        assert_eq!(
+            render(&f, 2, &again),
+            "[4] The user asked \"Fix the build.\". Errors: error: linker failed."
+        );
+        assert_eq!(render(&f, GONE, &none), "");
+        let story = Fragment {
+            iteration: 5,
+            text: "The agent fixed the linker.".into(),
+        };
+        assert_eq!(render(&story, 1, &none), "[5] The agent fixed the linker.");
+        assert_eq!(render(&story, 2, &none), "");
+    }
+
+    #[test]
+    fn the_rolling_text_shrinks_the_oldest_first_and_keeps_its_room() {
+        let c = counter();
+        let frags: Vec<Fragment> = (1..=30)
+            .map(|i| Fragment {
+                iteration: i,
+                text: FACTS.replace("Fix the build.", &format!("Fix bug {i}.")),
+            })
+            .collect();
+        let whole = rolling(&frags, usize::MAX, &c).0;
+        assert_eq!(fragments(&whole, 1), frags);
+        for room in [900, 400, 120, 10, 0] {
+            let text = rolling(&frags, room, &c).0;
+            assert!(c.text(&text).tokens <= room, "{room}: {text}");
+            // The newest keep the most: what is gone is the oldest.
+            if !text.is_empty() {
+                assert!(text.contains("[30] "), "{room}: {text}");
+                let gone = (1..=30)
+                    .filter(|i| !text.contains(&format!("[{i}] ")))
+                    .count() as u64;
+                assert!(
+                    text.starts_with(&format!("[{}] ", gone + 1)),
+                    "{room}: {text}"
+                );
+            }
+        }
+        // The whole does not fit 1,200 tokens; the requests, failing
+        // commands and errors of all thirty do.
+        assert!(c.text(&whole).tokens > 1200);
+        let text = rolling(&frags, 1200, &c).0;
+        assert!(!text.contains("Files: "), "{text}");
+        for i in 1..=30 {
+            assert!(text.contains(&format!("\"Fix bug {i}.\"")), "{text}");
+        }
+    }
+}
