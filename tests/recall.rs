@@ -61,6 +61,9 @@ fn generated(rows: &mut Vec<String>) -> Recall {
             .map(|f| (f.text.clone(), f.turn as f64 / span_turns as f64))
             .collect();
         let summary = summarize(span, None);
+        if seed == 1 && std::env::var_os("RECALL_SHOW").is_some() {
+            println!("{summary}\n");
+        }
         let r = Recall::of(&summary, &facts);
         rows.push(r.row(
             &format!("generated, {span_turns} turns, seed {seed}"),
