@@ -88,6 +88,9 @@ fn extended(rows: &mut Vec<String>) -> Recall {
         summary = Some(summarize(&c.messages[from..to], summary.as_deref()));
     }
     let summary = summary.unwrap();
+    if std::env::var_os("RECALL_SHOW").is_some() {
+        println!("{summary}\n");
+    }
     let facts: Vec<(String, f64)> = c
         .facts
         .iter()
@@ -124,8 +127,10 @@ fn recall_over_the_whole_span() {
             r.second_pct()
         );
     };
-    // Main before issue 23: the summary covers the end of the span only.
-    check("fixture threads", &fixtures, 99.0, 100.0);
-    check("generated", &generated, 12.0, 100.0);
-    check("extended", &extended, 6.0, 100.0);
+    // Before issue 23 (the end of the span only): fixtures 100%, generated
+    // 14.8% (first half 0.8%, second 27.9%), extended 8.5% (1.1% / 16.4%).
+    // Now about 16% with the halves within 2 points, 9% extended (7% / 12%).
+    check("fixture threads", &fixtures, 99.0, 0.5);
+    check("generated", &generated, 14.0, 5.0);
+    check("extended", &extended, 8.0, 10.0);
 }

@@ -6,26 +6,42 @@
 //!
 //! A word-shape count, not a model: deterministic, one pass per text.
 
-/// Words that make a sentence an instruction to keep.
-const INSTRUCTION: [&str; 11] = [
-    "never", "always", "don't", "must", "should", "avoid", "only", "instead", "remember", "stop",
+/// Words that make a sentence an instruction to keep; they count twice:
+/// a standing rule of the user's outweighs a passing fact.
+const INSTRUCTION: [&str; 17] = [
+    "never",
+    "always",
+    "don't",
+    "must",
+    "should",
+    "avoid",
+    "only",
+    "instead",
+    "remember",
+    "stop",
     "revert",
+    "keep",
+    "rule",
+    "use",
+    "prefer",
+    "ensure",
+    "unchanged",
 ];
 
 /// Highest score a sentence counts for (a bucket bound for [`condense`]).
 const MAX: u32 = 15;
 
 /// How many facts and instructions `text` holds, one per word that looks
-/// like one ([`telling`]).
+/// like a fact, two per instruction word ([`telling`]).
 pub fn score(text: &str) -> u32 {
-    words(text).filter(|&(_, t)| t).count() as u32
+    words(text).map(|(_, t)| t).sum()
 }
 
 /// The words of `text`, each with whether it is telling: it has a digit, a
 /// path or identifier character, inner capitals, or a capital where no
 /// sentence starts (a name, a month), or it gives an instruction. Markup
 /// (`<shell>bash</shell>`) counts for its content only.
-fn words(text: &str) -> impl Iterator<Item = (&str, bool)> {
+fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {
         let t = telling(raw, sentence_start);
@@ -34,7 +50,7 @@ fn words(text: &str) -> impl Iterator<Item = (&str, bool)> {
     })
 }
 
-fn telling(raw: &str, sentence_start: bool) -> bool {
+fn telling(raw: &str, sentence_start: bool) -> u32 {
     let word = raw.trim_matches(|c: char| {
         matches!(
             c,
@@ -51,7 +67,11 @@ fn telling(raw: &str, sentence_start: bool) -> bool {
         || bare.chars().skip(1).any(char::is_uppercase)
         || (!sentence_start && first.is_some_and(char::is_uppercase) && bare != "I")
             && !bare.starts_with("I'");
-    fact || INSTRUCTION.contains(&bare.to_ascii_lowercase().as_str())
+    if INSTRUCTION.contains(&bare.to_ascii_lowercase().as_str()) {
+        2
+    } else {
+        u32::from(fact)
+    }
 }
 
 /// `word` without `<tag>`s: `<cwd>/a/b</cwd>` is `/a/b`, `<shell>` nothing.
@@ -75,11 +95,13 @@ fn untagged(word: &str) -> &str {
 /// alone, then at the end; ` … ` marks each gap inside (and at the `edges`
 /// when asked). Linear.
 fn squeeze(sentence: &str, max: usize, edges: bool) -> String {
-    let ws: Vec<(&str, bool)> = words(sentence).collect();
+    let ws: Vec<(&str, u32)> = words(sentence).collect();
     for radius in [1, 0] {
         let keep = |i: usize| {
             let lo = i.saturating_sub(radius);
-            ws[lo..=(i + radius).min(ws.len() - 1)].iter().any(|w| w.1)
+            ws[lo..=(i + radius).min(ws.len() - 1)]
+                .iter()
+                .any(|w| w.1 > 0)
         };
         let mut out = String::new();
         let mut gap = false;
@@ -236,7 +258,7 @@ mod tests {
         }
         assert_eq!(score("Priya Okafor owns it since March 3, 2025."), 4);
         assert_eq!(score("see src/a.rs and db-17 or foo_bar"), 3);
-        assert_eq!(score("Never touch the config."), 1);
+        assert_eq!(score("Never touch the config."), 2);
         assert_eq!(score("<shell>bash</shell> <cwd>/home/x</cwd>"), 1);
     }
 

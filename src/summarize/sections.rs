@@ -95,17 +95,17 @@ impl Caps {
     }
 
     /// The caps scaled by `f` (at least one item, 40 characters), each
-    /// section at its own pace: decisions and texts go first, then files;
-    /// commands, errors and both sides' words shrink together, slower;
-    /// what a fidelity check added (`also`) goes last.
+    /// section at its own pace: decisions and texts go first, then files,
+    /// then the assistant's statements; the user's words, commands, errors
+    /// and what a fidelity check added (`also`) go last.
     pub fn scaled(self, f: f64) -> Self {
         let by = |n: usize, e: f64| ((n as f64 * f.powf(e)).ceil() as usize).max(1);
         Self {
-            requests: by(self.requests, 0.3),
+            requests: by(self.requests, 0.2),
             stated: by(self.stated, 0.3),
             files: by(self.files, 1.0),
-            commands: by(self.commands, 0.3),
-            errors: by(self.errors, 0.3),
+            commands: by(self.commands, 0.1),
+            errors: by(self.errors, 0.1),
             decisions: by(self.decisions, 1.0),
             also: by(self.also, 0.1),
             text: by(self.text, 1.0).max(40),
@@ -178,9 +178,11 @@ impl Sections {
         // Long texts keep their most telling sentences; error lines and
         // commands are cut at the end (what matters comes first).
         let ident = caps.text.max(160);
+        // The user's words are cut last: at least 120 characters each, and
+        // the first request (the task) twice the room.
+        let quote = caps.text.max(120);
         for (i, item) in self.requests.items.iter_mut().enumerate() {
-            // The first request is the task: it gets twice the room.
-            *item = condense_quoted(item, caps.text * if i == 0 { 2 } else { 1 });
+            *item = condense_quoted(item, quote * if i == 0 { 2 } else { 1 });
         }
         for item in self
             .stated
