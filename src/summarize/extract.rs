@@ -1,5 +1,7 @@
-//! What the heuristic summary pulls out of a span: requests, tools, files,
-//! commands (with their exit status), errors, decisions, latest state.
+//! What the heuristic summary pulls out of a span: requests, what the
+//! assistant stated, tools, files, commands (with their exit status),
+//! errors, decisions, latest state. Everything is kept here; the caps
+//! decide later what fits.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -7,7 +9,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::sections::{Sections, clip};
+use super::salience::{condense, score, sentences};
+use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
 /// A relative or absolute path with at least one directory and an extension.
@@ -50,6 +53,9 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     let mut s = Sections::default();
     // call id -> the command it ran, to attach exit statuses.
     let mut commands: HashMap<&str, String> = HashMap::new();
+    // What the newest assistant text stated, held back: the newest text is
+    // the latest state, which says it whole.
+    let mut pending: Option<String> = None;
     for m in span {
         // The request is gone: nobody will read this summary.
         if crate::tokens::cancel::cancelled() {
@@ -59,16 +65,20 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
             match part {
                 Part::Text(t) => {
                     match m.role {
-                        Role::User => s.requests.push(format!("\"{}\"", clip(t, text_cap))),
+                        Role::User => {
+                            s.requests.push(format!("\"{}\"", condense(t, text_cap)));
+                        }
                         // An instruction given mid-thread is an instruction still.
                         Role::System | Role::Developer => s.requests.push(format!(
                             "({}) \"{}\"",
                             m.role.as_str(),
-                            clip(t, text_cap)
+                            condense(t, text_cap)
                         )),
                         Role::Assistant => {
                             if !t.trim().is_empty() {
                                 s.state = Some(t.trim().to_string());
+                                s.stated.push(pending.take().unwrap_or_default());
+                                pending = Some(statements(t, text_cap));
                             }
                             decisions(&mut s, t);
                         }
@@ -114,6 +124,16 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     s
 }
 
+/// The sentences of an assistant's text that state facts, decisions aside
+/// (they have their own section), condensed to `cap` characters.
+fn statements(text: &str, cap: usize) -> String {
+    let facts: Vec<&str> = sentences(text)
+        .map(str::trim)
+        .filter(|t| score(t) > 0 && !DECISION.is_match(t))
+        .collect();
+    condense(&facts.join(" "), cap)
+}
+
 /// Paths and error lines of any text.
 fn scan(s: &mut Sections, text: &str) {
     for c in PATH.captures_iter(text) {
@@ -157,30 +177,6 @@ fn decisions(s: &mut Sections, text: &str) {
             s.decisions.push(sentence.trim());
         }
     }
-}
-
-/// `text` cut after each `.`, `!` or `?` that ends a sentence (white space
-/// or the end follows, so `src/lib.rs` stays whole) and at line ends.
-fn sentences(text: &str) -> impl Iterator<Item = &str> {
-    let mut rest = text;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let mut chars = rest.char_indices().peekable();
-        let mut end = rest.len();
-        while let Some((i, ch)) = chars.next() {
-            let next = chars.peek().map(|&(_, n)| n);
-            if ch == '\n' || (matches!(ch, '.' | '!' | '?') && next.is_none_or(char::is_whitespace))
-            {
-                end = i + ch.len_utf8();
-                break;
-            }
-        }
-        let (sentence, after) = rest.split_at(end);
-        rest = after;
-        Some(sentence)
-    })
 }
 
 /// Files and commands named in a tool call's arguments; returns the command.

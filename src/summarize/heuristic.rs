@@ -137,6 +137,32 @@ mod tests {
     }
 
     #[test]
+    fn extending_keeps_multi_line_requests_and_others_sections_whole() {
+        let prompt = "<environment_context>\n  <cwd>/home/dev/proj</cwd>\n</environment_context>\n\nFix src/lib.rs.";
+        let first = parse(RawThread {
+            messages: &[json!({"role": "user", "content": prompt})],
+            ..Default::default()
+        })
+        .unwrap()
+        .messages;
+        let mut summary = heuristic(&first, None, 2000, words);
+        // What a fidelity check appends, and a section someone else wrote.
+        summary
+            .push_str("\n### Also in the span\n- port 5433\n### Notes\nkeep this\n\\### escaped");
+        for _ in 0..3 {
+            summary = heuristic(&span(), Some(&summary), 2000, words);
+        }
+        let back = Sections::parse(&summary);
+        assert_eq!(back.requests.items[0], format!("\"{prompt}\""), "{summary}");
+        assert_eq!(back.also.items, ["port 5433"], "{summary}");
+        assert_eq!(
+            back.other,
+            [("Notes".to_string(), "keep this\n### escaped".to_string())],
+            "{summary}"
+        );
+    }
+
+    #[test]
     fn extending_does_not_snowball() {
         let mut summary = heuristic(&span(), None, 40, words);
         for _ in 0..20 {

@@ -17,6 +17,7 @@ mod hybrid;
 mod iterations;
 pub mod llm;
 mod request;
+mod salience;
 mod sections;
 mod service;
 mod written;

@@ -1,154 +1,21 @@
 //! The heuristic summary's structure: capped, de-duplicated lists in a fixed
-//! order, rendered as Markdown that can be parsed back.
+//! order, rendered as Markdown that can be parsed back ([`text`] holds the
+//! encoding).
 //!
 //! Parsing back is what lets a new summary extend an old one: the old lists
 //! are merged with the new items and capped again, so repeated compaction
 //! keeps the size bounded instead of summarizing a summary of a summary.
+//! Capping spreads what is kept over the whole span ([`List::cap`]), the old
+//! summary's items counting for what they stood for.
 
-use std::collections::{HashMap, HashSet};
-use std::fmt::Write;
+mod list;
+#[cfg(test)]
+mod round_trip;
+mod text;
 
-/// A list that keeps first-seen order, drops duplicates, and remembers how
-/// many items were left out when it was capped.
-#[derive(Debug, Clone, Default)]
-pub struct List {
-    pub items: Vec<String>,
-    pub more: usize,
-    /// Every item ever pushed, so de-duplication stays linear on long spans.
-    seen: HashSet<String>,
-    /// The commands list only: each command's plain form (`` `cmd` ``) →
-    /// its index in `items`, so finding or marking a command with its exit
-    /// status is a lookup, not a scan (thousands of distinct failing
-    /// commands would make that quadratic).
-    commands: HashMap<String, usize>,
-}
+pub use list::{List, Tally};
 
-/// Equal when they show the same items and count the same left out.
-impl PartialEq for List {
-    fn eq(&self, other: &Self) -> bool {
-        self.items == other.items && self.more == other.more
-    }
-}
-
-impl List {
-    pub fn push(&mut self, item: impl Into<String>) {
-        let item = item.into();
-        if !item.is_empty() && self.seen.insert(item.clone()) {
-            self.items.push(item);
-        }
-    }
-
-    /// Whether the command `plain` (`` `cmd` ``) is listed, marked or not.
-    pub fn has_command(&self, plain: &str) -> bool {
-        self.commands.contains_key(plain)
-    }
-
-    /// Lists the command `plain`, once.
-    pub fn push_command(&mut self, plain: String) {
-        if !self.commands.contains_key(&plain) {
-            self.commands.insert(plain.clone(), self.items.len());
-            self.items.push(plain.clone());
-            self.seen.insert(plain);
-        }
-    }
-
-    /// Shows the command `plain` as `marked` (with its exit status), in its
-    /// place when it is listed, else at the end.
-    pub fn mark_command(&mut self, plain: &str, marked: String) {
-        match self.commands.get(plain) {
-            Some(&i) => {
-                self.seen.insert(marked.clone());
-                self.items[i] = marked;
-            }
-            None => {
-                self.commands.insert(plain.to_string(), self.items.len());
-                self.seen.insert(marked.clone());
-                self.items.push(marked);
-            }
-        }
-    }
-
-    /// Keeps the newest `cap` items (or the first and the newest `cap - 1`
-    /// when `keep_first`: a thread's first request is its task).
-    pub fn cap(&mut self, cap: usize, keep_first: bool) {
-        if self.items.len() <= cap {
-            return;
-        }
-        let drop = self.items.len() - cap;
-        let from = usize::from(keep_first && cap > 0);
-        self.items.drain(from..from + drop);
-        self.more += drop;
-        if !self.commands.is_empty() {
-            self.reindex();
-        }
-    }
-
-    /// The commands index after items moved.
-    fn reindex(&mut self) {
-        self.commands = self
-            .items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                let plain = item.split(" (exit status").next().unwrap_or(item);
-                (plain.to_string(), i)
-            })
-            .collect();
-    }
-
-    /// `newer` after `self`; an item in both moves to its newer place.
-    fn merge(&mut self, newer: List) {
-        self.more = self.more.saturating_add(newer.more);
-        let again: HashSet<&String> = newer
-            .items
-            .iter()
-            .filter(|i| self.seen.contains(*i))
-            .collect();
-        if !again.is_empty() {
-            self.items.retain(|i| !again.contains(i));
-        }
-        let commands = !self.commands.is_empty() || !newer.commands.is_empty();
-        for item in newer.items {
-            self.seen.insert(item.clone());
-            self.items.push(item);
-        }
-        if commands {
-            self.reindex();
-        }
-    }
-}
-
-/// Counted tool names in order of first use, with an index by name so
-/// thousands of distinct tools are counted in linear time.
-#[derive(Debug, Clone, Default)]
-pub struct Tally(pub Vec<(String, usize)>, HashMap<String, usize>);
-
-impl PartialEq for Tally {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-
-impl Tally {
-    pub fn add(&mut self, name: &str, n: usize) {
-        if self.1.len() != self.0.len() {
-            // Entries were added to the list directly: index them again.
-            self.1 = self
-                .0
-                .iter()
-                .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
-                .collect();
-        }
-        match self.1.get(name) {
-            Some(&i) => self.0[i].1 = self.0[i].1.saturating_add(n),
-            None => {
-                self.1.insert(name.to_string(), self.0.len());
-                self.0.push((name.to_string(), n));
-            }
-        }
-    }
-}
+use super::salience::condense;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
@@ -159,28 +26,41 @@ pub struct Sections {
     pub files: List,
     pub commands: List,
     pub errors: List,
+    /// Sentences of the assistant's that state facts (what it found, did,
+    /// measured), decisions aside.
+    pub stated: List,
     pub decisions: List,
+    /// `### Also in the span`: facts a fidelity check found missing and
+    /// appended (the receipt's repair); kept when extending.
+    pub also: List,
+    /// Sections under headings this code does not write, kept verbatim
+    /// (heading, body) when extending: someone put them there on purpose.
+    pub other: Vec<(String, String)>,
     pub state: Option<String>,
 }
 
 const EARLIER: &str = "Earlier context";
 const REQUESTS: &str = "User requests and instructions";
+const STATED: &str = "Stated by the assistant";
 const TOOLS: &str = "Tools used";
 const FILES: &str = "Files referenced";
 const COMMANDS: &str = "Commands run";
 const ERRORS: &str = "Errors seen";
 const DECISIONS: &str = "Decisions";
+const ALSO: &str = "Also in the span";
 const STATE: &str = "Latest state";
 
-/// Per-section caps; [`Sections::shrink`] lowers them to fit a token budget.
+/// Per-section caps; the heuristic scales them down to fit a token budget.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
     pub requests: usize,
+    pub stated: usize,
     pub files: usize,
     pub commands: usize,
     pub errors: usize,
     pub decisions: usize,
-    /// Longest quote, error line or state, in characters.
+    pub also: usize,
+    /// Longest quote, statement, error line or state, in characters.
     pub text: usize,
 }
 
@@ -188,10 +68,12 @@ impl Default for Caps {
     fn default() -> Self {
         Self {
             requests: 40,
+            stated: 40,
             files: 150,
             commands: 40,
             errors: 30,
             decisions: 12,
+            also: 60,
             text: 300,
         }
     }
@@ -202,25 +84,30 @@ impl Caps {
     pub fn fitted(self, s: &Sections) -> Self {
         Self {
             requests: self.requests.min(s.requests.items.len()),
+            stated: self.stated.min(s.stated.items.len()),
             files: self.files.min(s.files.items.len()),
             commands: self.commands.min(s.commands.items.len()),
             errors: self.errors.min(s.errors.items.len()),
             decisions: self.decisions.min(s.decisions.items.len()),
+            also: self.also.min(s.also.items.len()),
             text: self.text,
         }
     }
 
     /// The caps scaled by `f` (at least one item, 40 characters), each
-    /// section at its own pace: decisions and texts go first, then the
-    /// oldest files; commands, errors and the user's own words go last.
+    /// section at its own pace: decisions and texts go first, then files,
+    /// then the assistant's statements; the user's words, commands, errors
+    /// and what a fidelity check added (`also`) go last.
     pub fn scaled(self, f: f64) -> Self {
         let by = |n: usize, e: f64| ((n as f64 * f.powf(e)).ceil() as usize).max(1);
         Self {
-            requests: by(self.requests, 0.1),
+            requests: by(self.requests, 0.2),
+            stated: by(self.stated, 0.3),
             files: by(self.files, 1.0),
             commands: by(self.commands, 0.1),
             errors: by(self.errors, 0.1),
-            decisions: by(self.decisions, 1.5),
+            decisions: by(self.decisions, 1.0),
+            also: by(self.also, 0.1),
             text: by(self.text, 1.0).max(40),
         }
     }
@@ -236,16 +123,20 @@ pub fn clip(s: &str, max: usize) -> String {
     format!("{}…", cut.trim_end())
 }
 
-fn write_list(out: &mut String, title: &str, l: &List) {
-    if l.items.is_empty() && l.more == 0 {
-        return;
+/// A quoted item (`"…"`, `(system) "…"`) condensed inside its quotes.
+fn condense_quoted(item: &str, max: usize) -> String {
+    if item.chars().count() <= max {
+        return item.to_string();
     }
-    let _ = writeln!(out, "### {title}");
-    for item in &l.items {
-        let _ = writeln!(out, "- {item}");
-    }
-    if l.more > 0 {
-        let _ = writeln!(out, "- (… {} more left out)", l.more);
+    match item.find('"') {
+        Some(open) if item.len() > open + 1 && item.ends_with('"') => {
+            let (lead, inner) = (&item[..=open], &item[open + 1..item.len() - 1]);
+            format!(
+                "{lead}{}\"",
+                condense(inner, max.saturating_sub(lead.len() + 1))
+            )
+        }
+        _ => condense(item, max),
     }
 }
 
@@ -260,7 +151,17 @@ impl Sections {
         self.files.merge(newer.files);
         self.commands.merge(newer.commands);
         self.errors.merge(newer.errors);
+        // A newer latest state replaces the older one: what the older one
+        // stated stays, as the last of its statements.
+        if newer.state.is_some() {
+            if let Some(old) = self.state.take() {
+                self.stated.push(old);
+            }
+        }
+        self.stated.merge(newer.stated);
         self.decisions.merge(newer.decisions);
+        self.also.merge(newer.also);
+        self.other.extend(newer.other);
         self.state = newer.state.or(self.state);
         self
     }
@@ -268,135 +169,39 @@ impl Sections {
     /// Applies `caps` to every list and text.
     pub fn apply(&mut self, caps: Caps) {
         self.requests.cap(caps.requests, true);
+        self.stated.cap(caps.stated, false);
         self.files.cap(caps.files, false);
         self.commands.cap(caps.commands, false);
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
-        // The user's words, error lines and commands are cut last.
+        self.also.cap(caps.also, false);
+        // Long texts keep their most telling sentences; error lines and
+        // commands are cut at the end (what matters comes first).
         let ident = caps.text.max(160);
-        for (list, max) in [
-            (&mut self.requests, caps.text.max(240)),
-            (&mut self.decisions, caps.text),
-            (&mut self.errors, ident),
-            (&mut self.commands, ident),
-        ] {
+        // The user's words are cut last: at least 120 characters each, and
+        // the first request (the task) twice the room.
+        let quote = caps.text.max(120);
+        for (i, item) in self.requests.items.iter_mut().enumerate() {
+            *item = condense_quoted(item, quote * if i == 0 { 2 } else { 1 });
+        }
+        for item in self
+            .stated
+            .items
+            .iter_mut()
+            .chain(&mut self.decisions.items)
+        {
+            *item = condense(item, caps.text);
+        }
+        for list in [&mut self.errors, &mut self.commands, &mut self.also] {
             for item in &mut list.items {
-                *item = clip(item, max);
+                *item = clip(item, ident);
             }
         }
-        self.state = self.state.as_deref().map(|s| clip(s, caps.text * 2));
-        self.earlier = self.earlier.as_deref().map(|s| clip(s, caps.text * 4));
-    }
-
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let list = write_list;
-        if let Some(e) = &self.earlier {
-            list(&mut out, EARLIER, &{
-                let mut l = List::default();
-                l.push(e.clone());
-                l
-            });
+        self.state = self.state.as_deref().map(|s| condense(s, caps.text * 2));
+        self.earlier = self.earlier.as_deref().map(|s| condense(s, caps.text * 4));
+        for (_, body) in &mut self.other {
+            *body = condense(body, caps.text * 4);
         }
-        list(&mut out, REQUESTS, &self.requests);
-        if !self.tools.0.is_empty() {
-            let tools: Vec<String> = self
-                .tools
-                .0
-                .iter()
-                .map(|(k, n)| format!("{k} ×{n}"))
-                .collect();
-            let _ = writeln!(out, "### {TOOLS}\n{}", tools.join(", "));
-        }
-        // Paths go on one line, comma-separated: a dash and a newline per
-        // path would cost a sixth of the section.
-        if !self.files.items.is_empty() || self.files.more > 0 {
-            let _ = writeln!(out, "### {FILES}\n{}", self.files.items.join(", "));
-            if self.files.more > 0 {
-                let _ = writeln!(out, "- (… {} more left out)", self.files.more);
-            }
-        }
-        list(&mut out, COMMANDS, &self.commands);
-        list(&mut out, ERRORS, &self.errors);
-        list(&mut out, DECISIONS, &self.decisions);
-        if let Some(state) = &self.state {
-            let _ = writeln!(out, "### {STATE}\n{state}");
-        }
-        out.trim_end().to_string()
-    }
-
-    /// Parses a rendered summary back. Text in another shape (an LLM's
-    /// summary) becomes `earlier`.
-    pub fn parse(text: &str) -> Sections {
-        let mut s = Sections::default();
-        if !text.trim_start().starts_with("### ") {
-            s.earlier = Some(text.trim().to_string()).filter(|t| !t.is_empty());
-            return s;
-        }
-        let mut current = "";
-        let mut state = Vec::new();
-        for line in text.lines() {
-            if let Some(h) = line.strip_prefix("### ") {
-                current = match h.trim() {
-                    EARLIER => EARLIER,
-                    REQUESTS => REQUESTS,
-                    TOOLS => TOOLS,
-                    FILES => FILES,
-                    COMMANDS => COMMANDS,
-                    ERRORS => ERRORS,
-                    DECISIONS => DECISIONS,
-                    STATE => STATE,
-                    _ => "",
-                };
-                continue;
-            }
-            if current == STATE {
-                state.push(line);
-                continue;
-            }
-            let Some(item) = line.strip_prefix("- ") else {
-                match current {
-                    FILES => line.split(", ").for_each(|p| s.files.push(p.trim())),
-                    TOOLS => line
-                        .split(", ")
-                        .filter_map(|t| t.rsplit_once(" ×"))
-                        .for_each(|(name, n)| s.tools.add(name, n.parse().unwrap_or(1))),
-                    _ => {}
-                }
-                continue;
-            };
-            if let Some(n) = item
-                .strip_prefix("(… ")
-                .and_then(|r| r.strip_suffix(" more left out)"))
-            {
-                let n: usize = n.parse().unwrap_or(0);
-                match current {
-                    REQUESTS => s.requests.more = s.requests.more.saturating_add(n),
-                    FILES => s.files.more = s.files.more.saturating_add(n),
-                    COMMANDS => s.commands.more = s.commands.more.saturating_add(n),
-                    ERRORS => s.errors.more = s.errors.more.saturating_add(n),
-                    DECISIONS => s.decisions.more = s.decisions.more.saturating_add(n),
-                    _ => {}
-                }
-                continue;
-            }
-            match current {
-                EARLIER => s.earlier = Some(item.to_string()),
-                REQUESTS => s.requests.push(item),
-                FILES => s.files.push(item),
-                COMMANDS => s.commands.push(item),
-                ERRORS => s.errors.push(item),
-                DECISIONS => s.decisions.push(item),
-                TOOLS => {
-                    if let Some((name, n)) = item.rsplit_once(" ×") {
-                        s.tools.add(name, n.parse().unwrap_or(1));
-                    }
-                }
-                _ => {}
-            }
-        }
-        s.state = Some(state.join("\n").trim().to_string()).filter(|t| !t.is_empty());
-        s
     }
 }
 
@@ -432,9 +237,10 @@ mod tests {
             files: 4,
             ..Caps::default()
         });
+        // One of each stretch of three, the newest of it: spread over the span.
         assert_eq!(
             s.files.items,
-            ["src/f6.rs", "src/f7.rs", "src/f8.rs", "src/f9.rs"]
+            ["src/f0.rs", "src/f3.rs", "src/f6.rs", "src/f9.rs"]
         );
         assert_eq!(s.files.more, 8);
         assert_eq!(Sections::parse(&s.render()).files.more, 8);

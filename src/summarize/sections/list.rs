@@ -1,0 +1,265 @@
+//! The lists a summary is made of, and how a list is cut to its cap: spread
+//! over the whole span (the most telling item of each stretch), not its
+//! newest end, with the items of a previous summary weighted by how many
+//! items they stand for, so coverage stays even however often it extends.
+
+use std::collections::{HashMap, HashSet};
+
+use super::super::salience::score;
+
+/// A list that keeps first-seen order, drops duplicates, and remembers how
+/// many items were left out when it was capped.
+#[derive(Debug, Clone, Default)]
+pub struct List {
+    pub items: Vec<String>,
+    pub more: usize,
+    /// Every item ever pushed, so de-duplication stays linear on long spans.
+    seen: HashSet<String>,
+    /// The commands list only: each command's plain form (`` `cmd` ``) →
+    /// its index in `items`, so finding or marking a command with its exit
+    /// status is a lookup, not a scan (thousands of distinct failing
+    /// commands would make that quadratic).
+    commands: HashMap<String, usize>,
+    /// After [`List::merge`] into a previous summary's list: how many
+    /// leading items came from it, and how many items of its span they
+    /// stand for (they were kept, the rest counted in `more`).
+    older: Option<(usize, usize)>,
+}
+
+/// Equal when they show the same items and count the same left out.
+impl PartialEq for List {
+    fn eq(&self, other: &Self) -> bool {
+        self.items == other.items && self.more == other.more
+    }
+}
+
+impl List {
+    pub fn push(&mut self, item: impl Into<String>) {
+        let item = item.into();
+        if !item.is_empty() && self.seen.insert(item.clone()) {
+            self.items.push(item);
+        }
+    }
+
+    /// Whether the command `plain` (`` `cmd` ``) is listed, marked or not.
+    pub fn has_command(&self, plain: &str) -> bool {
+        self.commands.contains_key(plain)
+    }
+
+    /// Lists the command `plain`, once.
+    pub fn push_command(&mut self, plain: String) {
+        if !self.commands.contains_key(&plain) {
+            self.commands.insert(plain.clone(), self.items.len());
+            self.items.push(plain.clone());
+            self.seen.insert(plain);
+        }
+    }
+
+    /// Shows the command `plain` as `marked` (with its exit status), in its
+    /// place when it is listed, else at the end.
+    pub fn mark_command(&mut self, plain: &str, marked: String) {
+        match self.commands.get(plain) {
+            Some(&i) => {
+                self.seen.insert(marked.clone());
+                self.items[i] = marked;
+            }
+            None => {
+                self.commands.insert(plain.to_string(), self.items.len());
+                self.seen.insert(marked.clone());
+                self.items.push(marked);
+            }
+        }
+    }
+
+    /// Keeps `cap` items spread over the span (and the first item when
+    /// `keep_first`: a thread's first request is its task).
+    ///
+    /// The span is cut into `cap` equal stretches, by position: an item of
+    /// a previous summary counts for the items it stood for, a new item for
+    /// one. Each stretch keeps its most telling item ([`score`]: facts over
+    /// filler; the newest on a tie); slots of empty stretches go to the most
+    /// telling items left. Linear: one pass, and a selection (not a sort)
+    /// for the leftover slots.
+    pub fn cap(&mut self, cap: usize, keep_first: bool) {
+        let n = self.items.len();
+        if n <= cap {
+            return;
+        }
+        let mut keep = vec![false; n];
+        let mut left = cap;
+        if keep_first && cap > 0 {
+            keep[0] = true;
+            left -= 1;
+        }
+        let scores: Vec<u32> = self.items.iter().map(|i| score(i)).collect();
+        let (old, stands_for) = self.older.unwrap_or((0, 0));
+        let old = old.min(n);
+        let stands_for = stands_for.max(old) as f64;
+        let at = |i: usize| -> f64 {
+            if i < old {
+                i as f64 * stands_for / old as f64
+            } else {
+                stands_for + (i - old) as f64
+            }
+        };
+        let width = (stands_for + (n - old) as f64) / left.max(1) as f64;
+        // The best item of each stretch.
+        let mut best: Vec<Option<usize>> = vec![None; left];
+        for i in 0..n {
+            if keep[i] {
+                continue;
+            }
+            let b = ((at(i) / width) as usize).min(left.saturating_sub(1));
+            if let Some(slot) = best.get_mut(b) {
+                if slot.is_none_or(|j| scores[i] >= scores[j]) {
+                    *slot = Some(i);
+                }
+            }
+        }
+        for i in best.into_iter().flatten() {
+            keep[i] = true;
+            left -= 1;
+        }
+        if left > 0 {
+            // Empty stretches: their slots go to the best of the rest.
+            let mut rest: Vec<(u32, usize)> = (0..n)
+                .filter(|&i| !keep[i])
+                .map(|i| (scores[i], i))
+                .collect();
+            let k = left.min(rest.len());
+            if k > 0 {
+                rest.select_nth_unstable_by(k - 1, |a, b| b.cmp(a));
+                rest[..k].iter().for_each(|&(_, i)| keep[i] = true);
+            }
+        }
+        let mut i = 0;
+        self.items.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        self.more += n - self.items.len();
+        self.older = None;
+        if !self.commands.is_empty() {
+            self.reindex();
+        }
+    }
+
+    /// The commands index after items moved.
+    fn reindex(&mut self) {
+        self.commands = self
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let plain = item.split(" (exit status").next().unwrap_or(item);
+                (plain.to_string(), i)
+            })
+            .collect();
+    }
+
+    /// `newer` after `self` (a previous summary's list); an item in both
+    /// moves to its newer place.
+    pub(super) fn merge(&mut self, newer: List) {
+        let stands_for = self.items.len().saturating_add(self.more);
+        self.more = self.more.saturating_add(newer.more);
+        let again: HashSet<&String> = newer
+            .items
+            .iter()
+            .filter(|i| self.seen.contains(*i))
+            .collect();
+        if !again.is_empty() {
+            self.items.retain(|i| !again.contains(i));
+        }
+        self.older = Some((self.items.len(), stands_for));
+        let commands = !self.commands.is_empty() || !newer.commands.is_empty();
+        for item in newer.items {
+            self.seen.insert(item.clone());
+            self.items.push(item);
+        }
+        if commands {
+            self.reindex();
+        }
+    }
+}
+
+/// Counted tool names in order of first use, with an index by name so
+/// thousands of distinct tools are counted in linear time.
+#[derive(Debug, Clone, Default)]
+pub struct Tally(pub Vec<(String, usize)>, HashMap<String, usize>);
+
+impl PartialEq for Tally {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Tally {
+    pub fn add(&mut self, name: &str, n: usize) {
+        if self.1.len() != self.0.len() {
+            // Entries were added to the list directly: index them again.
+            self.1 = self
+                .0
+                .iter()
+                .enumerate()
+                .map(|(i, (k, _))| (k.clone(), i))
+                .collect();
+        }
+        match self.1.get(name) {
+            Some(&i) => self.0[i].1 = self.0[i].1.saturating_add(n),
+            None => {
+                self.1.insert(name.to_string(), self.0.len());
+                self.0.push((name.to_string(), n));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> List {
+        let mut l = List::default();
+        items.iter().for_each(|i| l.push(*i));
+        l
+    }
+
+    #[test]
+    fn a_cap_spreads_over_the_span_and_prefers_facts() {
+        let mut l = list(&[
+            "ok",
+            "port 5433",
+            "thanks",
+            "sure",
+            "ok then",
+            "fine",
+            "yes",
+            "db-17 down",
+        ]);
+        l.cap(2, false);
+        assert_eq!(l.items, ["port 5433", "db-17 down"]);
+        assert_eq!(l.more, 6);
+        let mut l = list(&["task", "a", "b", "c", "d", "e", "f"]);
+        l.cap(3, true);
+        assert_eq!(l.items, ["task", "c", "f"]);
+    }
+
+    #[test]
+    fn a_previous_summary_counts_for_what_it_stood_for() {
+        // Two items kept of 100: the older half of the span.
+        let mut older = list(&["old 1", "old 2"]);
+        older.more = 98;
+        older.merge(list(&[
+            "new 1", "new 2", "new 3", "new 4", "new 5", "new 6", "new 7", "new 8",
+        ]));
+        older.cap(4, false);
+        assert_eq!(
+            older.items.iter().filter(|i| i.starts_with("old")).count(),
+            2
+        );
+        // Without the weight it would keep one of eight new items per slot.
+        let mut flat = list(&["old 1", "old 2", "new 1", "new 2", "new 3", "new 4"]);
+        flat.cap(2, false);
+        assert_eq!(flat.items, ["new 1", "new 4"]);
+    }
+}
