@@ -256,6 +256,9 @@ impl SummaryService {
             }
             _ => (super::heuristic::write(req, from, prior).await, None),
         };
+        // Checked and repaired before it is cached: a hit carries the same
+        // bytes and the same receipt.
+        let (content, fidelity) = super::receipt::repaired(req, content).await;
         let strategy = req.settings.writer.strategy();
         self.metrics.summary_written(strategy.as_str());
         let mut w = Written::new(
@@ -265,6 +268,7 @@ impl SummaryService {
             req.key().to_string(),
         );
         w.usage = usage;
+        w.fidelity = Some(fidelity);
         Ok(w)
     }
 
@@ -368,6 +372,8 @@ fn from_entry(e: CachedSummary) -> Written {
         cached: true,
         degraded: false,
         usage: None,
+        // Stored as JSON text; an entry without one (or unreadable) has none.
+        fidelity: e.fidelity.and_then(|f| serde_json::from_str(&f).ok()),
         warnings: Vec::new(),
     }
 }
@@ -396,5 +402,6 @@ fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
         created_at: w.created_at.clone(),
         // Set once a forwarded request carries it (`mark_in_use`).
         in_use_from: None,
+        fidelity: w.fidelity.and_then(|f| serde_json::to_string(&f).ok()),
     }
 }
