@@ -14,6 +14,8 @@ mod compress;
 mod compress_props;
 mod designs;
 mod designs_compress;
+mod fidelity;
+mod fidelity_llm;
 mod golden;
 mod hostile;
 mod instructions;
