@@ -16,6 +16,9 @@
 //! limit wins, and what did not fit is counted, in the receipt and in a
 //! `- (… N more left out)` line when that fits too.
 //!
+//! An LLM writer is given the limit less the room the anchors' lines
+//! take (at most half; see [`prepare`]), so the list has room to go in.
+//!
 //! The receipt is a function of the anchors and the final text only, so it
 //! can be taken again at any time: `kept` are held by the text outside the
 //! `### Also in the span` section, `added` only thanks to it, `missing` by
@@ -24,7 +27,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::anchors::{Anchor, Anchors, Needle, anchors, folded, significant};
-use super::{SummaryRequest, Written};
+use super::{SummaryRequest, Writer, Written};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -59,11 +62,41 @@ impl Fidelity {
     }
 }
 
-/// `content`, written for `req`, repaired against its span's anchors (on
-/// the blocking pool: extracting and counting are CPU work).
-pub(super) async fn repaired(req: &SummaryRequest, content: String) -> (String, Fidelity) {
-    let (span, limit, counter) = (req.span.clone(), req.settings.limit, req.settings.counter);
-    super::cpu(move || repair(&content, &anchors(&span), limit, &counter)).await
+/// The anchors of `req`'s span, and the request an LLM writer gets: an LLM
+/// fills whatever room it is given, so the room the anchors' list needs
+/// (as many tokens as their lines take, at most half the limit) is kept
+/// from its share. The heuristic extracts the same facts and keeps its
+/// whole limit. On the blocking pool: extracting and counting are CPU work.
+pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
+    let req = req.clone();
+    super::cpu(move || {
+        let anchors = anchors(&req.span);
+        let mut writing = req;
+        if !matches!(writing.settings.writer, Writer::Heuristic) {
+            let c = writing.settings.counter;
+            let lines: usize = anchors
+                .items
+                .iter()
+                .map(|a| c.text(&format!("- {}\n", a.item)).tokens)
+                .sum();
+            let limit = writing.settings.limit;
+            // The key stays the request's: only the writer's share changes.
+            writing.settings.limit = limit - lines.min(limit / 2);
+        }
+        (anchors, writing)
+    })
+    .await
+}
+
+/// `content`, written for `req`, repaired against `anchors` in `req`'s
+/// whole limit (on the blocking pool).
+pub(super) async fn repaired(
+    req: &SummaryRequest,
+    anchors: Anchors,
+    content: String,
+) -> (String, Fidelity) {
+    let (limit, counter) = (req.settings.limit, req.settings.counter);
+    super::cpu(move || repair(&content, &anchors, limit, &counter)).await
 }
 
 /// The heuristic summary of a request, repaired like any, on the calling
