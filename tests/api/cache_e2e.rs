@@ -160,7 +160,11 @@ async fn a_grown_thread_on(url: &str) {
     assert!(second.contains("stub summary"), "with the prefix's content");
     // The prefix's summary quotes the first request (the fidelity repair
     // keeps it): it may appear there, and nowhere else.
-    let in_prefix = prefix["content"].as_str().unwrap().matches(&first_user).count();
+    let in_prefix = prefix["content"]
+        .as_str()
+        .unwrap()
+        .matches(&first_user)
+        .count();
     assert_eq!(
         second.matches(&first_user).count(),
         in_prefix,
