@@ -145,6 +145,7 @@ fn entry(key: &str, prefix: &str, span_len: i64, content: &str) -> CachedSummary
         model: None,
         created_at: "2025-06-01T12:00:00Z".into(),
         in_use_from: None,
+        fidelity: None,
     }
 }
 

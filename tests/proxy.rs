@@ -230,6 +230,23 @@ async fn provider_errors_pass_through_unchanged() {
     }
 }
 
+/// The new summary's fidelity receipt comes back as a header that adds up.
+#[tokio::test]
+async fn a_compressed_request_reports_its_fidelity() {
+    let (url, _) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let body = json!({"model": "gpt-4o", "messages": chat(60)});
+    let r = send(&app, "/v1/chat/completions", &[], &body).await;
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    let v = r.headers["x-condense-fidelity"].to_str().unwrap();
+    let n: Vec<usize> = v
+        .split(' ')
+        .map(|kv| kv.split_once('=').unwrap().1.parse().unwrap())
+        .collect();
+    assert!(v.starts_with("anchors="), "{v}");
+    assert_eq!(n[1] + n[2] + n[3], n[0], "kept + added + missing: {v}");
+}
+
 #[tokio::test]
 async fn a_due_thread_is_compressed_and_shadow_mode_only_reports() {
     let (url, seen) = provider(StatusCode::OK).await;

@@ -72,6 +72,7 @@ fn entry(key: &str) -> CachedSummary {
         model: None,
         created_at: "2025-06-01T12:00:00Z".into(),
         in_use_from: None,
+        fidelity: None,
     }
 }
 

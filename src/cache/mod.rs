@@ -58,6 +58,10 @@ pub struct CachedSummary {
     /// there on were produced after it; see `compress::binding`). Set by
     /// [`Cache::mark_in_use`] once such a request is forwarded; None before.
     pub in_use_from: Option<i64>,
+    /// The summary's fidelity receipt (`summarize::Fidelity`) as JSON
+    /// text, stored so a hit reports what the first write did. The cache
+    /// keeps it opaque: it is the summarizer's type, not the cache's.
+    pub fidelity: Option<String>,
 }
 
 /// The outcome of [`Cache::claim`]. The request path uses

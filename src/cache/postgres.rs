@@ -36,7 +36,7 @@ static MIGRATOR: Migrator = Migrator {
 const PRUNE_LOCK: i64 = 0x636f_6e64_656e_7365; // "condense"
 
 const COLUMNS: &str = "key, prefix_hash, span_len, content, messages_summarized, \
-                       token_count, strategy, model, created_at, in_use_from";
+                       token_count, strategy, model, created_at, in_use_from, fidelity";
 
 /// Longest interval handed to PostgreSQL (100 years), so a huge TTL or lease
 /// cannot overflow `interval` arithmetic.
@@ -164,14 +164,14 @@ impl CacheBackend for PgCache {
         let insert = "WITH done AS (DELETE FROM summary_claims WHERE key = $1) \
              INSERT INTO summary_cache (key, prefix_hash, span_len, content, \
                  messages_summarized, token_count, strategy, model, created_at, \
-                 in_use_from, stored_at, hit_count, last_hit_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, now(), 0, now()) \
+                 in_use_from, fidelity, stored_at, hit_count, last_hit_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, $12, now(), 0, now()) \
              ON CONFLICT (key) DO UPDATE SET prefix_hash = EXCLUDED.prefix_hash, \
                  span_len = EXCLUDED.span_len, content = EXCLUDED.content, \
                  messages_summarized = EXCLUDED.messages_summarized, \
                  token_count = EXCLUDED.token_count, strategy = EXCLUDED.strategy, \
                  model = EXCLUDED.model, created_at = EXCLUDED.created_at, \
-                 in_use_from = EXCLUDED.in_use_from, \
+                 in_use_from = EXCLUDED.in_use_from, fidelity = EXCLUDED.fidelity, \
                  stored_at = now(), hit_count = 0, last_hit_at = now() \
              WHERE summary_cache.stored_at <= now() - make_interval(secs => $10)";
         // A separate statement, so (under READ COMMITTED) it sees a row that a
@@ -192,6 +192,7 @@ impl CacheBackend for PgCache {
                     .bind(&e.created_at)
                     .bind(secs(self.opts.ttl))
                     .bind(e.in_use_from)
+                    .bind(&e.fidelity)
                     .execute(&mut *conn)
                     .await?;
                 sqlx::query_as(&select)

@@ -26,7 +26,7 @@ static MIGRATOR: Migrator = Migrator {
 };
 
 const COLUMNS: &str = "key, prefix_hash, span_len, content, messages_summarized, \
-                       token_count, strategy, model, created_at, in_use_from";
+                       token_count, strategy, model, created_at, in_use_from, fidelity";
 
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -114,14 +114,14 @@ impl CacheBackend for SqliteCache {
     async fn put(&self, e: &CachedSummary) -> Result<CachedSummary, CacheError> {
         let insert = "INSERT INTO summary_cache (key, prefix_hash, span_len, content, \
                  messages_summarized, token_count, strategy, model, created_at, \
-                 in_use_from, stored_at, hit_count, last_hit_at) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?12, ?10, 0, ?10) \
+                 in_use_from, fidelity, stored_at, hit_count, last_hit_at) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?12, ?13, ?10, 0, ?10) \
              ON CONFLICT (key) DO UPDATE SET prefix_hash = excluded.prefix_hash, \
                  span_len = excluded.span_len, content = excluded.content, \
                  messages_summarized = excluded.messages_summarized, \
                  token_count = excluded.token_count, strategy = excluded.strategy, \
                  model = excluded.model, created_at = excluded.created_at, \
-                 in_use_from = excluded.in_use_from, \
+                 in_use_from = excluded.in_use_from, fidelity = excluded.fidelity, \
                  stored_at = excluded.stored_at, hit_count = 0, \
                  last_hit_at = excluded.last_hit_at \
              WHERE summary_cache.stored_at <= ?11";
@@ -142,6 +142,7 @@ impl CacheBackend for SqliteCache {
                     .bind(now_ms())
                     .bind(self.expired_before(self.opts.ttl))
                     .bind(e.in_use_from)
+                    .bind(&e.fidelity)
                     .execute(&mut *tx)
                     .await?;
                 sqlx::query("DELETE FROM summary_claims WHERE key = ?1")

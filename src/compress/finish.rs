@@ -179,6 +179,7 @@ impl Plan {
             .filter(|u| u.start >= cut)
             .map(|u| u.len())
             .collect();
+        let written_tokens = object.as_ref().map(|o| o.token_count);
         fit(
             &mut draft,
             format,
@@ -191,6 +192,14 @@ impl Plan {
                 grouped: listed,
             },
         )?;
+        if let Some(o) = object
+            .as_ref()
+            .filter(|o| Some(o.token_count) != written_tokens)
+        {
+            if o.fidelity.is_some() {
+                warnings.push("the summary was shrunk to fit the budget after it was written; its `fidelity` receipt describes it as written".into());
+            }
+        }
         // Thinking after what changed (see `binding`): a summary written now
         // certainly invalidates it; anything else may.
         let provenance = Provenance {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::policy::SummaryRole;
-use crate::summarize::{Strategy, Written};
+use crate::summarize::{Fidelity, Strategy, Written};
 use crate::thread::{Message, Role, WireFormat, summary_text, text_message};
 use crate::tokens::Counter;
 
@@ -23,6 +23,9 @@ pub struct SummaryObject {
     /// SHA-256 of what determines the summary (span, previous summary, settings).
     pub content_hash: String,
     pub cached: bool,
+    /// Which of the span's anchors the summary holds, as written (see
+    /// `summarize::receipt`).
+    pub fidelity: Option<Fidelity>,
 }
 
 pub fn object(
@@ -43,6 +46,7 @@ pub fn object(
         created_at: w.created_at,
         content_hash: w.key,
         cached: w.cached,
+        fidelity: w.fidelity,
     }
 }
 

@@ -179,6 +179,9 @@ fn report_headers(r: &Report, h: &mut HeaderMap) {
     if let Some(c) = r.summary_cached {
         set("x-condense-summary-cached", c.to_string());
     }
+    if let Some(f) = &r.fidelity {
+        set("x-condense-fidelity", f.header());
+    }
     if r.thinking_removed > 0 || r.drop_block {
         let mut v = format!("removed={}", r.thinking_removed);
         if r.drop_block {

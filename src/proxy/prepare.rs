@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::thinking::{Binding, DROP_BLOCK_BETA, removed_thinking, thinking_on};
 use super::{Provider, Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Reason};
-use crate::summarize::cpu;
+use crate::summarize::{Fidelity, cpu};
 use crate::thread::{self, Limits, RawThread, Thread};
 
 /// How condense treats one request, from its `x-condense-*` headers and
@@ -43,6 +43,8 @@ pub struct Report {
     pub tokens_after: Option<usize>,
     /// Whether the summary in the thread came from the cache.
     pub summary_cached: Option<bool>,
+    /// The new summary's fidelity receipt (none when no summary was written).
+    pub fidelity: Option<Fidelity>,
     /// Why the request went unchanged, when something stopped compression.
     pub unchanged: Option<Unchanged>,
     /// The same in words, for the agent (never an upstream's or a
@@ -130,6 +132,7 @@ impl Proxy {
                 (None, Some(Reason::Continued)) => Some(true),
                 (None, _) => None,
             },
+            fidelity: out.summary.as_ref().and_then(|s| s.fidelity),
             unchanged: None,
             note: None,
             thinking_removed: removed_thinking(&out.applied_edits),

@@ -29,8 +29,9 @@ use crate::thread::{Message, Part, Role, ToolResult};
 /// Bumped whenever the canonical form, the hashed settings, or what a
 /// summarizer reads of them change (v3: thinking is no longer read; v4:
 /// nor are instruction messages, which stay beside the summary; v5: an
-/// explicit encoding of each message and setting, not `Debug`).
-pub const KEY_VERSION: &str = "condense-summary-v5";
+/// explicit encoding of each message and setting, not `Debug`; v6: every
+/// summary is repaired with the anchors it missed, see `receipt`).
+pub const KEY_VERSION: &str = "condense-summary-v6";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {

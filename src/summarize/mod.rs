@@ -7,8 +7,13 @@
 //! decides which, once, and hands the [`SummaryService`] a [`SummaryRequest`].
 //!
 //! This module sits below `compress` and above `upstream` and `cache`: it
-//! owns the summary types both sides share ([`Written`], [`Usage`]).
+//! owns the summary types both sides share ([`Written`], [`Usage`],
+//! [`Fidelity`]).
+//!
+//! Every summary, whoever wrote it, is checked against its span's anchors
+//! and repaired before it is cached (see [`receipt`]).
 
+pub mod anchors;
 mod canonical;
 mod encode;
 mod extract;
@@ -16,6 +21,7 @@ mod heuristic;
 mod hybrid;
 mod iterations;
 pub mod llm;
+pub mod receipt;
 mod request;
 mod salience;
 mod sections;
@@ -25,12 +31,13 @@ mod written;
 use serde::{Deserialize, Serialize};
 
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
-pub use heuristic::{heuristic, write_offline};
+pub use heuristic::heuristic;
 pub use hybrid::NARRATIVE;
 pub use iterations::{
     IterationSummary, refit as refit_injection, refolded as injection_refolded,
     summaries as iteration_summaries,
 };
+pub use receipt::{ALSO, Fidelity, write_offline};
 pub use request::{Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
 pub use sections::{Caps, Sections, clip};
 pub use service::SummaryService;

@@ -241,7 +241,32 @@ impl SummaryService {
         prior: Option<String>,
     ) -> Result<Written, UpstreamError> {
         let prior = prior.or_else(|| req.settings.prior.clone());
-        let (content, usage) = match (&req.settings.writer, &self.upstream) {
+        let (anchors, writing) = super::receipt::prepare(req).await;
+        let (content, usage) = self.written(&writing, from, prior).await?;
+        // Checked and repaired before it is cached: a hit carries the same
+        // bytes and the same receipt.
+        let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
+        let strategy = req.settings.writer.strategy();
+        self.metrics.summary_written(strategy.as_str());
+        let mut w = Written::new(
+            content,
+            strategy,
+            req.settings.writer.model().map(|m| m.name.clone()),
+            req.key().to_string(),
+        );
+        w.usage = usage;
+        w.fidelity = Some(fidelity);
+        Ok(w)
+    }
+
+    /// The summary's text as its writer wrote it (in `req`'s limit).
+    async fn written(
+        &self,
+        req: &SummaryRequest,
+        from: usize,
+        prior: Option<String>,
+    ) -> Result<(String, Option<super::Usage>), UpstreamError> {
+        Ok(match (&req.settings.writer, &self.upstream) {
             _ if req.iterations.is_some() => {
                 super::iterations::write(self.upstream.as_ref(), req, prior).await?
             }
@@ -255,17 +280,7 @@ impl SummaryService {
                 (text, Some(usage))
             }
             _ => (super::heuristic::write(req, from, prior).await, None),
-        };
-        let strategy = req.settings.writer.strategy();
-        self.metrics.summary_written(strategy.as_str());
-        let mut w = Written::new(
-            content,
-            strategy,
-            req.settings.writer.model().map(|m| m.name.clone()),
-            req.key().to_string(),
-        );
-        w.usage = usage;
-        Ok(w)
+        })
     }
 
     /// The latest summary of the longest of `hashes` the cache holds (see
@@ -368,6 +383,8 @@ fn from_entry(e: CachedSummary) -> Written {
         cached: true,
         degraded: false,
         usage: None,
+        // Stored as JSON text; an entry without one (or unreadable) has none.
+        fidelity: e.fidelity.and_then(|f| serde_json::from_str(&f).ok()),
         warnings: Vec::new(),
     }
 }
@@ -396,5 +413,6 @@ fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
         created_at: w.created_at.clone(),
         // Set once a forwarded request carries it (`mark_in_use`).
         in_use_from: None,
+        fidelity: w.fidelity.and_then(|f| serde_json::to_string(&f).ok()),
     }
 }

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::Strategy;
+use super::{Fidelity, Strategy};
 
 /// Version of the summarizers' prompt and output, part of the content hash.
 pub const PROMPT_VERSION: u32 = 2;
@@ -31,6 +31,9 @@ pub struct Written {
     pub cached: bool,
     pub degraded: bool,
     pub usage: Option<Usage>,
+    /// What it kept of its span's anchors (None only for a cache entry
+    /// stored without one).
+    pub fidelity: Option<Fidelity>,
     pub warnings: Vec<String>,
 }
 
@@ -45,6 +48,7 @@ impl Written {
             cached: false,
             degraded: false,
             usage: None,
+            fidelity: None,
             warnings: Vec::new(),
         }
     }

@@ -15,6 +15,8 @@ mod compress_props;
 mod designs;
 mod designs_compress;
 mod designs_iterations;
+mod fidelity;
+mod fidelity_llm;
 mod golden;
 mod hostile;
 mod instructions;

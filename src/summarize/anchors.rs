@@ -1,0 +1,347 @@
+//! Anchors: the facts of a span a summary must not lose, found the same way
+//! every time so a summary can be checked against them (see `receipt`).
+//!
+//! Users' first complaint about compaction is lost instructions and lost
+//! work, and an LLM summary keeps whatever the model chose. So what counts
+//! is what an agent cannot re-derive once the span is gone: the user's
+//! requests and standing rules, errors and failing commands, the files and
+//! commands it touched, and the URLs, identifiers, dates, numbers and names
+//! either side wrote. Paths, commands and error lines come from the
+//! heuristic's own extraction (`extract`), so the two agree on what they are.
+//!
+//! Every pattern runs on the `regex` crate (finite automata, linear in the
+//! text: no backtracking blow-up on hostile input), every list is de-duplicated
+//! through a set, and each kind is capped: a span of any length gives at
+//! most [`MAX_ANCHORS`], the rest counted in [`Anchors::left_out`].
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::extract::extract;
+use super::sections::clip;
+use crate::thread::{Message, Part, Role};
+
+/// Longest item shown for an anchor in a repaired summary, in characters.
+pub const ITEM_CHARS: usize = 160;
+
+/// How much of a long text (a request, an instruction, an error line, a
+/// command) a summary must hold: its first this many significant characters
+/// (letters and digits, lowercased; see [`significant`]). Enough to tell one
+/// request from another, short enough that a clipped quote still holds it.
+pub const SIGNIFICANT_CHARS: usize = 48;
+
+/// Most anchors per kind, most important kind first. What a kind holds
+/// beyond its cap is left out, newest kept (a thread's first request is
+/// its task and is kept too).
+const KINDS: [(Kind, usize); 11] = [
+    (Kind::Request, 24),
+    (Kind::Instruction, 16),
+    (Kind::Error, 16),
+    (Kind::FailedCommand, 16),
+    (Kind::Path, 40),
+    (Kind::Command, 16),
+    (Kind::Url, 8),
+    (Kind::Identifier, 16),
+    (Kind::Date, 6),
+    (Kind::Number, 12),
+    (Kind::Name, 8),
+];
+
+/// The most anchors a span has (the sum of the caps of [`KINDS`]).
+pub const MAX_ANCHORS: usize = 178;
+
+/// What an anchor is, in order of importance: a repair adds the missing
+/// ones in this order, so a tight bound drops names before requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A user message (its opening words).
+    Request,
+    /// A sentence of a user message that sets a rule: "always…", "never…",
+    /// "don't…", "do not…", "must…", "make sure…", "avoid…", "only…".
+    Instruction,
+    Error,
+    /// A command whose output ended with a non-zero exit status.
+    FailedCommand,
+    Path,
+    Command,
+    Url,
+    /// Code-like tokens: backticked text, `snake_case`, `camelCase`,
+    /// `a::path`, `UPPER_CASE`, commit hashes.
+    Identifier,
+    Date,
+    /// Numbers of two or more digits and versions (`0.13.5`).
+    Number,
+    /// Capitalized words in the middle of a user's sentence.
+    Name,
+}
+
+/// One anchor: how it is shown when a repair adds it, and what a summary's
+/// text must contain to hold it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub kind: Kind,
+    /// The line a repair adds (`- {item}`); it always holds the anchor.
+    pub item: String,
+    /// What must be found in the text, normalized (see [`Needle`]).
+    pub needles: Vec<Needle>,
+}
+
+/// A normalized piece of text a summary must contain.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Needle {
+    /// Found in the text's [`significant`] form (prose: requests, rules, errors).
+    Significant(String),
+    /// Found in the text's [`folded`] form (paths, commands, URLs).
+    Folded(String),
+    /// Found in the [`folded`] form with no letter or digit either side
+    /// (identifiers, numbers, dates, names), so `42` is not held by `1425`.
+    Word(String),
+}
+
+/// A span's anchors, most important first, and how many the caps left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Anchors {
+    pub items: Vec<Anchor>,
+    pub left_out: usize,
+}
+
+static URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`()\[\]{}]+"#).expect("valid regex"));
+static BACKTICKED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"`([^`\n]{2,80})`").expect("valid regex"));
+/// Words with a `_`, a `::`, an inner capital, or all capitals and digits.
+static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"\b(?:[A-Za-z][A-Za-z0-9]*(?:::[A-Za-z_][A-Za-z0-9_]*)+",
+        r"|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]",
+        r"|[a-z]+[A-Z][A-Za-z0-9]*",
+        r"|[A-Z][A-Z0-9]*[0-9][A-Z0-9]*|[A-Z]{2,}[0-9]+",
+        r"|[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*)\b"
+    ))
+    .expect("valid regex")
+});
+static DATE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})\b").expect("valid regex")
+});
+/// A number not inside a word (`E0599`) or another number; `v1.2` counts.
+static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:^|[^0-9.A-Za-z_]|\bv)(\d+(?:\.\d+)+|\d{2,})\b").expect("valid regex")
+});
+/// A capitalized word after a lower-case word or a comma: not a sentence's first.
+static NAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[a-z,] +([A-Z][a-z][A-Za-z0-9]+)").expect("valid regex"));
+static RULE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:always|never|don't|do not|must|make sure|avoid|only)\b")
+        .expect("valid regex")
+});
+
+/// Words too common to be names.
+const NOT_NAMES: [&str; 12] = [
+    "The", "This", "That", "Then", "There", "These", "When", "What", "Please", "Thanks", "Also",
+    "And",
+];
+
+/// The anchors of `span` (canonical messages).
+pub fn anchors(span: &[Message]) -> Anchors {
+    let mut found = Found::default();
+    let s = extract(span, usize::MAX);
+    for e in &s.errors.items {
+        found.add(Kind::Error, clip(e, ITEM_CHARS), vec![prose(e)]);
+    }
+    for c in &s.commands.items {
+        // `cmd`, or `cmd` (exit status N): the exit status must be kept too.
+        let (cmd, status) = match c.rsplit_once(" (exit status ") {
+            Some((cmd, rest)) => (cmd, rest.strip_suffix(')')),
+            None => (c.as_str(), None),
+        };
+        let cmd = cmd.trim_matches('`');
+        let mut needles = vec![Needle::Folded(prefix(&folded(cmd), SIGNIFICANT_CHARS))];
+        let kind = match status {
+            Some(code) => {
+                needles.push(Needle::Word(code.to_string()));
+                Kind::FailedCommand
+            }
+            None => Kind::Command,
+        };
+        let item = match status {
+            Some(code) => format!("`{}` (exit status {code})", clip(cmd, ITEM_CHARS)),
+            None => format!("`{}`", clip(cmd, ITEM_CHARS)),
+        };
+        found.add(kind, item, needles);
+    }
+    for p in &s.files.items {
+        found.add(Kind::Path, p.clone(), vec![Needle::Folded(folded(p))]);
+    }
+    for m in span {
+        for part in &m.parts {
+            match (m.role, part) {
+                (Role::User, Part::Text(t)) => {
+                    user_text(&mut found, t);
+                    said(&mut found, t);
+                }
+                (Role::Assistant, Part::Text(t)) => said(&mut found, t),
+                (_, Part::ToolCall(c)) => urls(&mut found, &c.arguments),
+                _ => {}
+            }
+        }
+    }
+    found.finish()
+}
+
+/// A user message: the request, its rules, the names it uses.
+fn user_text(found: &mut Found, text: &str) {
+    if significant(text).is_empty() {
+        return;
+    }
+    found.add(
+        Kind::Request,
+        format!("\"{}\"", clip(text, ITEM_CHARS)),
+        vec![prose(text)],
+    );
+    for sentence in sentences(text) {
+        if RULE.is_match(sentence) {
+            let item = format!("\"{}\"", clip(sentence, ITEM_CHARS));
+            found.add(Kind::Instruction, item, vec![prose(sentence)]);
+        }
+    }
+    for c in NAME.captures_iter(text) {
+        let name = &c[1];
+        if !NOT_NAMES.contains(&name) {
+            found.add(Kind::Name, name.to_string(), vec![word(name)]);
+        }
+    }
+}
+
+/// What either side wrote: URLs, identifiers, dates, numbers.
+fn said(found: &mut Found, text: &str) {
+    urls(found, text);
+    for c in BACKTICKED.captures_iter(text) {
+        let id = c[1].trim();
+        found.add(Kind::Identifier, format!("`{id}`"), vec![word(id)]);
+    }
+    for m in IDENTIFIER.find_iter(text) {
+        found.add(
+            Kind::Identifier,
+            m.as_str().to_string(),
+            vec![word(m.as_str())],
+        );
+    }
+    let mut dates = Vec::new();
+    for m in DATE.find_iter(text) {
+        found.add(Kind::Date, m.as_str().to_string(), vec![word(m.as_str())]);
+        dates.push(m.range());
+    }
+    for c in NUMBER.captures_iter(text) {
+        let Some(m) = c.get(1) else { continue };
+        // The parts of a date are the date's.
+        if !dates.iter().any(|d| d.contains(&m.start())) {
+            found.add(Kind::Number, m.as_str().to_string(), vec![word(m.as_str())]);
+        }
+    }
+}
+
+fn urls(found: &mut Found, text: &str) {
+    for m in URL.find_iter(text) {
+        let url = m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
+        found.add(
+            Kind::Url,
+            url.to_string(),
+            vec![Needle::Folded(folded(url))],
+        );
+    }
+}
+
+/// `text` lower-cased, with each run of white space one space.
+pub fn folded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for w in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(w.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+/// `text`'s letters and digits, lower-cased: what survives re-wrapping,
+/// quoting and punctuation.
+pub fn significant(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+fn prefix(s: &str, chars: usize) -> String {
+    s.chars().take(chars).collect()
+}
+
+fn prose(text: &str) -> Needle {
+    Needle::Significant(prefix(&significant(text), SIGNIFICANT_CHARS))
+}
+
+fn word(text: &str) -> Needle {
+    Needle::Word(folded(text))
+}
+
+/// `text` cut after each `.`, `!` or `?` followed by white space, and at line ends.
+fn sentences(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().flat_map(|line| {
+        let mut starts = vec![0];
+        let b = line.as_bytes();
+        for i in 0..b.len().saturating_sub(1) {
+            if matches!(b[i], b'.' | b'!' | b'?') && b[i + 1].is_ascii_whitespace() {
+                starts.push(i + 1);
+            }
+        }
+        starts.push(line.len());
+        starts
+            .windows(2)
+            .map(|w| line[w[0]..w[1]].trim())
+            .filter(|s| !s.is_empty())
+            .collect::<Vec<_>>()
+    })
+}
+
+/// Anchors as found, by kind, de-duplicated on what they require.
+#[derive(Default)]
+struct Found {
+    by_kind: [Vec<Anchor>; KINDS.len()],
+    seen: HashSet<Vec<Needle>>,
+}
+
+impl Found {
+    fn add(&mut self, kind: Kind, item: String, needles: Vec<Needle>) {
+        let empty = needles.iter().any(|n| match n {
+            Needle::Significant(s) | Needle::Folded(s) | Needle::Word(s) => s.is_empty(),
+        });
+        if empty || !self.seen.insert(needles.clone()) {
+            return;
+        }
+        self.by_kind[kind as usize].push(Anchor {
+            kind,
+            item,
+            needles,
+        });
+    }
+
+    fn finish(self) -> Anchors {
+        let mut out = Anchors::default();
+        for (mut list, (kind, cap)) in self.by_kind.into_iter().zip(KINDS) {
+            if list.len() > cap {
+                let keep_first = usize::from(kind == Kind::Request && cap > 1);
+                let drop = list.len() - cap;
+                list.drain(keep_first..keep_first + drop);
+                out.left_out += drop;
+            }
+            out.items.extend(list);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+#[path = "anchors_tests.rs"]
+pub(crate) mod tests;

@@ -1,0 +1,289 @@
+//! The fidelity receipt: which of the span's [`anchors`](super::anchors) a
+//! summary holds, and the repair that adds the missing ones.
+//!
+//! Holding an anchor is a normalized containment check, the same for every
+//! writer: prose (a request, a rule, an error line) is held when the
+//! summary's letters and digits contain its first
+//! [`SIGNIFICANT_CHARS`](super::anchors::SIGNIFICANT_CHARS) letters and
+//! digits; a path, command or URL when the summary, lower-cased with white
+//! space folded, contains it folded alike; an identifier, number, date or
+//! name the same, with no letter or digit either side. A failing command
+//! needs its exit status too.
+//!
+//! The repair appends the missing anchors, most important first, as one
+//! `- item` line each under [`ALSO`] (the heuristic reads that list back
+//! when it extends the summary), within the summary's token limit: the
+//! limit wins, and what did not fit is counted, in the receipt and in a
+//! `- (… N more left out)` line when that fits too.
+//!
+//! An LLM writer is given the limit less the room the anchors' lines
+//! take (at most half; see [`prepare`]), so the list has room to go in.
+//!
+//! The receipt is a function of the anchors and the final text only, so it
+//! can be taken again at any time: `kept` are held by the text outside the
+//! `### Also in the span` section, `added` only thanks to it, `missing` by
+//! neither; `kept + added + missing == anchors`.
+
+use serde::{Deserialize, Serialize};
+
+use super::anchors::{Anchor, Anchors, Needle, anchors, folded, significant};
+use super::{SummaryRequest, Writer, Written};
+use crate::tokens::Counter;
+
+/// The heading of the repair's list.
+pub const ALSO: &str = "### Also in the span";
+
+/// The line that opens a per-iteration injection's list (see
+/// `iterations`): the repair goes before it, so the list still reads back.
+const ITERATIONS: &str = "Earlier iterations:";
+
+/// What a summary kept of its span's anchors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Anchors checked (at most `anchors::MAX_ANCHORS`).
+    pub anchors: usize,
+    /// Held by the summary as written.
+    pub kept: usize,
+    /// Held only thanks to the `### Also in the span` list.
+    pub added: usize,
+    /// Held by neither: they did not fit the limit.
+    pub missing: usize,
+    /// Anchors beyond the per-kind caps, not checked.
+    pub left_out: usize,
+}
+
+impl Fidelity {
+    /// The proxy's `x-condense-fidelity` header value.
+    pub fn header(&self) -> String {
+        format!(
+            "anchors={} kept={} added={} missing={} left_out={}",
+            self.anchors, self.kept, self.added, self.missing, self.left_out
+        )
+    }
+}
+
+/// The anchors of `req`'s span, and the request an LLM writer gets: an LLM
+/// fills whatever room it is given, so the room the anchors' list needs
+/// (as many tokens as their lines take, at most half the limit) is kept
+/// from its share. The heuristic extracts the same facts and keeps its
+/// whole limit. On the blocking pool: extracting and counting are CPU work.
+pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
+    let req = req.clone();
+    super::cpu(move || {
+        let anchors = anchors(&req.span);
+        let mut writing = req;
+        if !matches!(writing.settings.writer, Writer::Heuristic) {
+            let c = writing.settings.counter;
+            let lines: usize = anchors
+                .items
+                .iter()
+                .map(|a| c.text(&format!("- {}\n", a.item)).tokens)
+                .sum();
+            let limit = writing.settings.limit;
+            // The key stays the request's: only the writer's share changes.
+            writing.settings.limit = limit - lines.min(limit / 2);
+        }
+        (anchors, writing)
+    })
+    .await
+}
+
+/// `content`, written for `req`, repaired against `anchors` in `req`'s
+/// whole limit (on the blocking pool).
+pub(super) async fn repaired(
+    req: &SummaryRequest,
+    anchors: Anchors,
+    content: String,
+) -> (String, Fidelity) {
+    let (limit, counter) = (req.settings.limit, req.settings.counter);
+    super::cpu(move || repair(&content, &anchors, limit, &counter)).await
+}
+
+/// The heuristic summary of a request, repaired like any, on the calling
+/// thread and uncached (for callers with no runtime: benchmarks, property
+/// tests, the command line).
+pub fn write_offline(req: &SummaryRequest) -> Written {
+    let mut w = super::heuristic::write_offline(req);
+    let s = &req.settings;
+    let (content, fidelity) = repair(&w.content, &anchors(&req.span), s.limit, &s.counter);
+    w.content = content;
+    w.fidelity = Some(fidelity);
+    w
+}
+
+/// A text in the forms anchors are looked up in.
+struct Forms {
+    folded: String,
+    significant: String,
+}
+
+impl Forms {
+    fn of(text: &str) -> Self {
+        Self {
+            folded: folded(text),
+            significant: significant(text),
+        }
+    }
+
+    fn holds(&self, a: &Anchor) -> bool {
+        a.needles.iter().all(|n| match n {
+            Needle::Significant(s) => self.significant.contains(s.as_str()),
+            Needle::Folded(s) => self.folded.contains(s.as_str()),
+            Needle::Word(s) => holds_word(&self.folded, s),
+        })
+    }
+}
+
+/// `needle` in `hay` with no letter or digit right before or after it.
+fn holds_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(at, _)| {
+        let before = hay[..at].chars().next_back();
+        let after = hay[at + needle.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// The receipt of `text` (see the module docs).
+pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
+    let (body, also) = split(text);
+    let (body, whole) = (Forms::of(&body), Forms::of(text));
+    let mut f = Fidelity {
+        anchors: anchors.items.len(),
+        left_out: anchors.left_out,
+        ..Fidelity::default()
+    };
+    for a in &anchors.items {
+        if body.holds(a) {
+            f.kept += 1;
+        } else if also.is_some() && whole.holds(a) {
+            f.added += 1;
+        } else {
+            f.missing += 1;
+        }
+    }
+    f
+}
+
+/// `content` with the anchors it misses appended under [`ALSO`], in at
+/// most `limit` tokens (content already over it gets nothing), and its receipt.
+pub fn repair(
+    content: &str,
+    anchors: &Anchors,
+    limit: usize,
+    c: &Counter<'_>,
+) -> (String, Fidelity) {
+    let count = |s: &str| c.text(s).tokens;
+    let whole = Forms::of(content);
+    let missing: Vec<&Anchor> = anchors.items.iter().filter(|a| !whole.holds(a)).collect();
+    let base = count(content);
+    if missing.is_empty() || base >= limit {
+        return (content.to_string(), check(anchors, content));
+    }
+    let (before, earlier, after) = parts(content);
+    let room = limit - base;
+    // Per-line costs are summed (a line's tokens do not depend on its
+    // neighbours, give or take a merge at the break), then the whole is
+    // counted once and lines dropped from the end until it fits.
+    let mut used = count(&format!("\n\n{ALSO}\n")) + count("- (… 999 more left out)\n");
+    let mut lines: Vec<String> = Vec::new();
+    let mut added = String::new();
+    let mut skipped = 0usize;
+    for a in missing {
+        // An earlier line (an error holding a path) may hold it already.
+        if Forms::of(&added).holds(a) {
+            continue;
+        }
+        let line = format!("- {}\n", a.item);
+        let cost = count(&line);
+        if used + cost <= room {
+            used += cost;
+            added.push_str(&line);
+            lines.push(line);
+        } else {
+            skipped += 1;
+        }
+    }
+    loop {
+        if lines.is_empty() {
+            return (content.to_string(), check(anchors, content));
+        }
+        let text = render(&before, &earlier, &lines, skipped, &after);
+        if count(&text) <= limit {
+            let receipt = check(anchors, &text);
+            return (text, receipt);
+        }
+        lines.pop();
+        skipped += 1;
+    }
+}
+
+/// The text before and after an existing [`ALSO`] section (or where one
+/// goes: before an injection's list, else at the end), and its items.
+fn parts(content: &str) -> (String, Vec<String>, String) {
+    let lines: Vec<&str> = content.lines().collect();
+    let (start, end) = section(&lines).unwrap_or_else(|| {
+        let at = lines
+            .iter()
+            .position(|l| l.trim() == ITERATIONS)
+            .unwrap_or(lines.len());
+        (at, at)
+    });
+    let items = lines
+        .get(start + 1..end)
+        .unwrap_or_default()
+        .iter()
+        .map(|l| l.trim())
+        .filter(|l| l.starts_with("- ") && !l.ends_with(" more left out)"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let joined = |ls: &[&str]| ls.join("\n").trim().to_string();
+    (joined(&lines[..start]), items, joined(&lines[end..]))
+}
+
+/// The line range of the [`ALSO`] section: its heading to the next heading,
+/// the injection's list, or the end.
+fn section(lines: &[&str]) -> Option<(usize, usize)> {
+    let start = lines.iter().position(|l| l.trim() == ALSO)?;
+    let end = lines[start + 1..]
+        .iter()
+        .position(|l| l.starts_with("### ") || l.trim() == ITERATIONS)
+        .map_or(lines.len(), |i| start + 1 + i);
+    Some((start, end))
+}
+
+/// The text without its [`ALSO`] section, and the section.
+fn split(text: &str) -> (String, Option<String>) {
+    let lines: Vec<&str> = text.lines().collect();
+    match section(&lines) {
+        Some((start, end)) => {
+            let body = [&lines[..start], &lines[end..]].concat().join("\n");
+            (body, Some(lines[start..end].join("\n")))
+        }
+        None => (text.to_string(), None),
+    }
+}
+
+fn render(before: &str, earlier: &[String], lines: &[String], more: usize, after: &str) -> String {
+    let mut out = String::from(before);
+    if !earlier.is_empty() || !lines.is_empty() {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(ALSO);
+        out.push('\n');
+        earlier.iter().chain(lines).for_each(|l| out.push_str(l));
+        if more > 0 {
+            out.push_str(&format!("- (… {more} more left out)\n"));
+        }
+    }
+    let out = out.trim_end().to_string();
+    match after.is_empty() {
+        true => out,
+        false if out.is_empty() => after.to_string(),
+        false => format!("{out}\n\n{after}"),
+    }
+}
+
+#[cfg(test)]
+#[path = "receipt_tests.rs"]
+mod tests;
