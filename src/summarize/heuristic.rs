@@ -30,7 +30,9 @@ pub fn write_offline(req: &SummaryRequest) -> Written {
 }
 
 fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
-    let text = heuristic(span, prior, limit, |s| c.text(s).tokens);
+    let text = heuristic(span, prior, room(span, prior, limit, c), |s| {
+        c.text(s).tokens
+    });
     if text.is_empty() {
         let plural = if span.len() == 1 { "" } else { "s" };
         format!(
@@ -40,6 +42,18 @@ fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>)
     } else {
         text
     }
+}
+
+/// The heuristic's bound: `limit`, and never more than the previous summary
+/// and half of what the new span takes. It restates what it keeps, so on a
+/// span of short messages a summary at the full limit would come back
+/// longer than the messages it replaces; half the span is the least a
+/// summary must save to be worth its place (a previous summary keeps its
+/// size, so extending does not shrink it round after round).
+pub fn room(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> usize {
+    let span_tokens: usize = span.iter().map(|m| c.message(m).tokens).sum();
+    let prior_tokens = prior.map_or(0, |p| c.text(p).tokens);
+    limit.min(prior_tokens + span_tokens / 2).max(1)
 }
 
 /// Summarizes `span`, extending `prior` (a previous summary's content), in at

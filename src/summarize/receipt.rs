@@ -72,7 +72,8 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
     super::cpu(move || {
         let anchors = anchors(&req.span);
         let mut writing = req;
-        if !matches!(writing.settings.writer, Writer::Heuristic) {
+        // A per-iteration injection is not repaired (see `repaired`).
+        if !matches!(writing.settings.writer, Writer::Heuristic) && writing.iterations.is_none() {
             let c = writing.settings.counter;
             let lines: usize = anchors
                 .items
@@ -89,14 +90,39 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
 }
 
 /// `content`, written for `req`, repaired against `anchors` in `req`'s
-/// whole limit (on the blocking pool).
+/// whole limit (on the blocking pool). A per-iteration injection is checked
+/// but not repaired: its list must extend round by round byte for byte
+/// (the provider's prompt cache) and it folds old iterations rather than
+/// drop them, so a list appended to it would break the first and add
+/// little to the second; its receipt says what it holds.
 pub(super) async fn repaired(
     req: &SummaryRequest,
     anchors: Anchors,
     content: String,
 ) -> (String, Fidelity) {
-    let (limit, counter) = (req.settings.limit, req.settings.counter);
-    super::cpu(move || repair(&content, &anchors, limit, &counter)).await
+    let counter = req.settings.counter;
+    let span = req.span.clone();
+    let prior = req.settings.prior.clone();
+    let per_iteration = req.iterations.is_some();
+    let limit = req.settings.limit;
+    super::cpu(move || match per_iteration {
+        true => {
+            let receipt = check(&anchors, &content);
+            (content, receipt)
+        }
+        false => {
+            let limit = limit.min(replaced(&span, prior.as_deref(), &counter));
+            repair(&content, &anchors, limit, &counter)
+        }
+    })
+    .await
+}
+
+/// What the summary replaces (the span, and the previous summary it
+/// extends): a repair never makes a summary longer than that.
+fn replaced(span: &[crate::thread::Message], prior: Option<&str>, c: &Counter<'_>) -> usize {
+    let span: usize = span.iter().map(|m| c.message(m).tokens).sum();
+    span + prior.map_or(0, |p| c.text(p).tokens)
 }
 
 /// The heuristic summary of a request, repaired like any, on the calling
@@ -105,7 +131,18 @@ pub(super) async fn repaired(
 pub fn write_offline(req: &SummaryRequest) -> Written {
     let mut w = super::heuristic::write_offline(req);
     let s = &req.settings;
-    let (content, fidelity) = repair(&w.content, &anchors(&req.span), s.limit, &s.counter);
+    let (content, fidelity) = match req.iterations {
+        Some(_) => {
+            let receipt = check(&anchors(&req.span), &w.content);
+            (w.content.clone(), receipt)
+        }
+        None => {
+            let limit = s
+                .limit
+                .min(replaced(&req.span, s.prior.as_deref(), &s.counter));
+            repair(&w.content, &anchors(&req.span), limit, &s.counter)
+        }
+    };
     w.content = content;
     w.fidelity = Some(fidelity);
     w

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Anchor recall of every summarizer on the fixture threads, before and after
+the fidelity receipt's repair, against a release build.
+
+    bench/fidelity.py [--no-build] [--condense target/release/condense]
+                      [--llm http://127.0.0.1:8089/v1] [--limit 2000]
+
+Each fixture thread in tests/fixtures/threads is compressed with `force`
+(the newest `min_recent_messages` kept, the rest summarized) by each
+strategy: `heuristic`, and with `--llm` (an OpenAI-compatible server, such
+as scripts/local-llm.sh's) `llm` and `hybrid`; and per iteration
+(`group_by: "iteration"`, an iteration opening at each user message, the
+newest two kept). From the answer's `summary.fidelity` it prints, per
+strategy and thread: the anchors checked, the share the summary held as
+written (before the repair) and with the `### Also in the span` list
+(after), and the tokens that list took. No assertion: the tests assert.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+THREADS = sorted(p for p in (ROOT / "tests/fixtures/threads").glob("*.json") if ".facts." not in p.name)
+ALSO = "### Also in the span"
+
+
+def post(base, path, body, timeout=1800):
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            return json.loads(res.read())
+    except urllib.error.HTTPError as e:
+        return {"error": e.code, "detail": e.read().decode()[:200]}
+
+
+def tagged(messages):
+    """An iteration opens at each user message (after the system prompt)."""
+    out, it = [], 0
+    for m in messages:
+        m = dict(m)
+        if m.get("role") == "user":
+            it += 1
+        if m.get("role") != "system":
+            m["metadata"] = {"iteration": max(it, 1)}
+        out.append(m)
+    return out
+
+
+def repair_tokens(base, content):
+    if ALSO not in content:
+        return 0
+    section = content[content.index(ALSO):]
+    return post(base, "/v1/tokens", {"text": section}).get("total_tokens", 0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--llm", help="OpenAI-compatible base URL for llm and hybrid")
+    ap.add_argument("--limit", type=int, default=2000, help="max_summary_tokens")
+    args = ap.parse_args()
+    if not args.no_build:
+        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+    port = 19000 + os.getpid() % 1000
+    env = dict(os.environ, RUST_LOG="warn", CONDENSE_MAX_CONCURRENCY="0")
+    cmd = [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "1800"]
+    if args.llm:
+        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "1800"]
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=1)
+                break
+            except Exception:
+                time.sleep(0.05)
+        strategies = ["heuristic", "per-iteration"] + (["llm", "hybrid"] if args.llm else [])
+        print(f"max_summary_tokens {args.limit}")
+        print("| strategy | thread | anchors | before | after | repair tokens |")
+        print("|---|---|---|---|---|---|")
+        totals = {}
+        for strategy in strategies:
+            for path in THREADS:
+                thread = json.loads(path.read_text())
+                body = {k: v for k, v in thread.items() if k in ("messages", "system", "tools")}
+                body.update({"force": True, "config": {"max_summary_tokens": args.limit,
+                                                       "llm_min_tokens": 0, "llm_min_total_tokens": 0}})
+                if strategy == "per-iteration":
+                    body["messages"] = tagged(body["messages"])
+                    body.update({"group_by": "iteration", "keep_recent_iterations": 2,
+                                 "summarizer": {"strategy": "heuristic"}})
+                else:
+                    body["summarizer"] = {"strategy": strategy}
+                r = post(base, "/v1/compress", body)
+                f = (r.get("summary") or {}).get("fidelity")
+                if not f:
+                    print(f"| {strategy} | {path.stem} | - | - | - | {r.get('error', 'no summary')} |", flush=True)
+                    continue
+                n = max(f["anchors"], 1)
+                before, after = f["kept"] / n, (f["kept"] + f["added"]) / n
+                tokens = repair_tokens(base, r["summary"].get("content", ""))
+                t = totals.setdefault(strategy, [0, 0, 0, 0])
+                t[0] += f["anchors"]; t[1] += f["kept"]; t[2] += f["kept"] + f["added"]; t[3] += tokens
+                print(f"| {strategy} | {path.stem} | {f['anchors']} | {before:.1%} | {after:.1%} | {tokens} |",
+                      flush=True)
+        print()
+        print("| strategy | anchors | before | after | repair tokens (all threads) |")
+        print("|---|---|---|---|---|")
+        for s, (a, k, ka, tok) in totals.items():
+            print(f"| {s} | {a} | {k / max(a, 1):.1%} | {ka / max(a, 1):.1%} | {tok} |")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
