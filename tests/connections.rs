@@ -231,27 +231,7 @@ async fn a_body_within_the_limit_still_gets_100_continue() {
     assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
 }
 
-/// A provider that holds each request until `release` is notified, and
-/// says on `arrived` that one came in.
-async fn held_provider() -> (String, Arc<Notify>, Arc<Notify>) {
-    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (a, r) = (arrived.clone(), release.clone());
-    let app = axum::Router::new().route(
-        "/v1/messages",
-        axum::routing::post(move || {
-            let (a, r) = (a.clone(), r.clone());
-            async move {
-                a.notify_one();
-                r.notified().await;
-                axum::Json(serde_json::json!({"type": "message", "content": []}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, arrived, release)
-}
+use server::held_provider;
 
 #[tokio::test]
 async fn shutdown_finishes_the_request_in_flight_and_closes_idle_connections() {

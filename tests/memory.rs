@@ -11,13 +11,11 @@
 #[path = "support/server.rs"]
 mod server;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use condense::guard::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::Notify;
 use tokio::time::timeout;
 
 const GENEROUS: Duration = Duration::from_secs(60);
@@ -27,27 +25,7 @@ const BUDGET: u64 = 1024 * KIB;
 /// came and stays this long while the provider holds it.
 const HELD: usize = 600 * 1024;
 
-/// A provider that holds each request until `release`, and says on
-/// `arrived` that one came in.
-async fn held_provider() -> (String, Arc<Notify>, Arc<Notify>) {
-    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
-    let (a, r) = (arrived.clone(), release.clone());
-    let app = axum::Router::new().route(
-        "/v1/messages",
-        axum::routing::post(move || {
-            let (a, r) = (a.clone(), r.clone());
-            async move {
-                a.notify_one();
-                r.notified().await;
-                axum::Json(serde_json::json!({"type": "message", "content": []}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, arrived, release)
-}
+use server::held_provider;
 
 /// Reads until one response with a `Content-Length` body (or an interim
 /// `100 Continue`) is complete.

@@ -69,3 +69,33 @@ pub async fn read_response(s: &mut tokio::net::TcpStream, limit: std::time::Dura
     .expect("a response in time");
     String::from_utf8_lossy(&got).into_owned()
 }
+
+/// A provider at `/v1/messages` that holds each request until `release`
+/// is notified, and says on `arrived` that one came in: a call in flight
+/// for as long as a test needs it.
+#[allow(dead_code)]
+pub async fn held_provider() -> (
+    String,
+    std::sync::Arc<tokio::sync::Notify>,
+    std::sync::Arc<tokio::sync::Notify>,
+) {
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+    let (arrived, release) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (a, r) = (arrived.clone(), release.clone());
+    let app = axum::Router::new().route(
+        "/v1/messages",
+        axum::routing::post(move || {
+            let (a, r) = (a.clone(), r.clone());
+            async move {
+                a.notify_one();
+                r.notified().await;
+                axum::Json(serde_json::json!({"type": "message", "content": []}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, arrived, release)
+}
