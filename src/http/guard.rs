@@ -277,6 +277,9 @@ pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
                 "x-condense-shadow",
                 "x-condense-would-compress",
                 "x-condense-note",
+                "x-condense-thinking",
+                "x-condense-fidelity",
+                "x-provider-request-id",
             ]))
             .max_age(std::time::Duration::from_secs(600)),
     )

@@ -290,6 +290,8 @@ async fn cors_is_off_by_default_and_exact_when_configured() {
         "www-authenticate",
         "ratelimit-remaining",
         "x-request-id",
+        "x-condense-fidelity",
+        "x-provider-request-id",
     ] {
         assert!(exposed.contains(h), "{exposed}");
     }
