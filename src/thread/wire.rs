@@ -69,13 +69,7 @@ pub fn type_name(v: &Value) -> &'static str {
 pub fn string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
     match obj.get(key) {
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => {
-            errs.push(FieldError::new(
-                format!("{at}/{key}"),
-                format!("must be a string, not {}", type_name(other)),
-            ));
-            None
-        }
+        Some(other) => not_a_string(other, key, at, errs),
         None => {
             errs.push(FieldError::new(format!("{at}/{key}"), "is required"));
             None
@@ -88,14 +82,17 @@ pub fn opt_string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) 
     match obj.get(key) {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => {
-            errs.push(FieldError::new(
-                format!("{at}/{key}"),
-                format!("must be a string, not {}", type_name(other)),
-            ));
-            None
-        }
+        Some(other) => not_a_string(other, key, at, errs),
     }
+}
+
+/// The error of a field `key` at `at` that holds `other`, not a string.
+fn not_a_string(other: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
+    errs.push(FieldError::new(
+        format!("{at}/{key}"),
+        format!("must be a string, not {}", type_name(other)),
+    ));
+    None
 }
 
 /// `metadata.iteration`, when present: a non-negative integer.
