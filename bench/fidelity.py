@@ -19,6 +19,7 @@ written (before the repair) and with the `### Also in the span` list
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 THREADS = sorted(p for p in (ROOT / "tests/fixtures/threads").glob("*.json") if ".facts." not in p.name)
 ALSO = "### Also in the span"
+MENTIONED = r"Also mentioned: .*?(?:\.(?= \[\d+\] )|$)"
 
 
 def post(base, path, body, timeout=1800):
@@ -41,12 +43,21 @@ def post(base, path, body, timeout=1800):
         return {"error": e.code, "detail": e.read().decode()[:200]}
 
 
+def opens(m):
+    """A user message opens an iteration; an Anthropic one that only carries
+    tool results answers the agent's calls and belongs to its iteration."""
+    if m.get("role") != "user":
+        return False
+    c = m.get("content")
+    return not (isinstance(c, list) and c and all(b.get("type") == "tool_result" for b in c))
+
+
 def tagged(messages):
-    """An iteration opens at each user message (after the system prompt)."""
+    """An iteration opens at each user request (after the system prompt)."""
     out, it = [], 0
     for m in messages:
         m = dict(m)
-        if m.get("role") == "user":
+        if opens(m):
             it += 1
         if m.get("role") != "system":
             m["metadata"] = {"iteration": max(it, 1)}
@@ -55,9 +66,15 @@ def tagged(messages):
 
 
 def repair_tokens(base, content):
-    if ALSO not in content:
+    """Tokens of the repair: the `### Also in the span` list, or a
+    per-iteration injection's `Also mentioned: …` sentences (to the end of
+    their entry, or of their fragment in the rolling entry)."""
+    if ALSO in content:
+        section = content[content.index(ALSO):]
+    else:
+        section = " ".join(re.findall(MENTIONED, content, flags=re.M))
+    if not section:
         return 0
-    section = content[content.index(ALSO):]
     return post(base, "/v1/tokens", {"text": section}).get("total_tokens", 0)
 
 

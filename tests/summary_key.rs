@@ -316,12 +316,14 @@ fn known_keys_are_pinned() {
     .unwrap();
     let span = condense::summarize::canonical(&t.messages);
     let (key, _) = condense::summarize::hashes(&span, &settings());
-    assert_eq!(condense::summarize::KEY_VERSION, "condense-summary-v6");
+    assert_eq!(condense::summarize::KEY_VERSION, "condense-summary-v7");
     // Derived outside the code, by framing the fields as
     // `the_key_is_the_documented_encoding` does (that derivation gave the
-    // v5 pin, f1b43b3b…, exactly); v6: summaries carry their repair.
+    // v5 pin, f1b43b3b…, and the v6 pin, 32cdb17d…, exactly; canonical
+    // ids `call_0`, arguments as sorted compact JSON); v7: per-iteration
+    // entries carry their repair.
     assert_eq!(
         key,
-        "32cdb17d2db24db06a056f8fc33d1e314e7f262c355d017141a908470300cb87"
+        "ff35794c1d4acf0a85eb9916712866f2c9dcb6341ed1d0c9d2443fa719df9fe7"
     );
 }

@@ -30,8 +30,9 @@ use crate::thread::{Message, Part, Role, ToolResult};
 /// summarizer reads of them change (v3: thinking is no longer read; v4:
 /// nor are instruction messages, which stay beside the summary; v5: an
 /// explicit encoding of each message and setting, not `Debug`; v6: every
-/// summary is repaired with the anchors it missed, see `receipt`).
-pub const KEY_VERSION: &str = "condense-summary-v6";
+/// summary is repaired with the anchors it missed, see `receipt`; v7: so
+/// is each new entry of a per-iteration injection).
+pub const KEY_VERSION: &str = "condense-summary-v7";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {

@@ -19,10 +19,16 @@
 //! An LLM writer is given the limit less the room the anchors' lines
 //! take (at most half; see [`prepare`]), so the list has room to go in.
 //!
+//! A per-iteration injection is repaired entry by entry instead, as each
+//! entry is written (see `iterations`): an `Also mentioned: …` sentence
+//! at its end names the anchors of its own iteration its text misses, so
+//! the list still extends byte for byte round after round.
+//!
 //! The receipt is a function of the anchors and the final text only, so it
 //! can be taken again at any time: `kept` are held by the text outside the
-//! `### Also in the span` section, `added` only thanks to it, `missing` by
-//! neither; `kept + added + missing == anchors`.
+//! `### Also in the span` section and the `Also mentioned:` sentences,
+//! `added` only thanks to them, `missing` by neither;
+//! `kept + added + missing == anchors`.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +42,10 @@ pub const ALSO: &str = "### Also in the span";
 /// The line that opens a per-iteration injection's list (see
 /// `iterations`): the repair goes before it, so the list still reads back.
 const ITERATIONS: &str = "Earlier iterations:";
+
+/// The opening of a per-iteration entry's repair: the anchors of its
+/// iteration its text misses, to the end of the entry.
+pub const MENTIONED: &str = "Also mentioned: ";
 
 /// What a summary kept of its span's anchors.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,11 +100,10 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
 }
 
 /// `content`, written for `req`, repaired against `anchors` in `req`'s
-/// whole limit (on the blocking pool). A per-iteration injection is checked
-/// but not repaired: its list must extend round by round byte for byte
-/// (the provider's prompt cache) and it folds old iterations rather than
-/// drop them, so a list appended to it would break the first and add
-/// little to the second; its receipt says what it holds.
+/// whole limit (on the blocking pool). A per-iteration injection was
+/// repaired entry by entry as it was written (its list must extend round
+/// by round byte for byte, the provider's prompt cache, so nothing is
+/// appended to it here); its receipt says what it holds.
 pub(super) async fn repaired(
     req: &SummaryRequest,
     anchors: Anchors,
@@ -149,20 +158,20 @@ pub fn write_offline(req: &SummaryRequest) -> Written {
 }
 
 /// A text in the forms anchors are looked up in.
-struct Forms {
+pub(super) struct Forms {
     folded: String,
     significant: String,
 }
 
 impl Forms {
-    fn of(text: &str) -> Self {
+    pub(super) fn of(text: &str) -> Self {
         Self {
             folded: folded(text),
             significant: significant(text),
         }
     }
 
-    fn holds(&self, a: &Anchor) -> bool {
+    pub(super) fn holds(&self, a: &Anchor) -> bool {
         a.needles.iter().all(|n| match n {
             Needle::Significant(s) => self.significant.contains(s.as_str()),
             Needle::Folded(s) => self.folded.contains(s.as_str()),
@@ -288,16 +297,47 @@ fn section(lines: &[&str]) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
-/// The text without its [`ALSO`] section, and the section.
+/// The text without its repairs (the [`ALSO`] section, the
+/// [`MENTIONED`] sentences), and whether it had any.
 fn split(text: &str) -> (String, Option<String>) {
     let lines: Vec<&str> = text.lines().collect();
-    match section(&lines) {
+    let (body, also) = match section(&lines) {
         Some((start, end)) => {
             let body = [&lines[..start], &lines[end..]].concat().join("\n");
             (body, Some(lines[start..end].join("\n")))
         }
         None => (text.to_string(), None),
+    };
+    match without_mentions(&body) {
+        Some(bare) => (bare, Some(String::new())),
+        None => (body, also),
     }
+}
+
+/// `text` without its [`MENTIONED`] sentences, each running to the end of
+/// its line or to the next rolling fragment's label (`. [N] `); None when
+/// it has none.
+fn without_mentions(text: &str) -> Option<String> {
+    if !text.contains(MENTIONED) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MENTIONED) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at..];
+        let line = after.find('\n').unwrap_or(after.len());
+        let label = after[..line]
+            .match_indices(". [")
+            .find(|(i, _)| {
+                let digits = after[i + 3..].bytes().take_while(u8::is_ascii_digit).count();
+                digits > 0 && after[i + 3 + digits..].starts_with("] ")
+            })
+            .map_or(line, |(i, _)| i + 2);
+        rest = &after[label..];
+    }
+    out.push_str(rest);
+    Some(out)
 }
 
 fn render(before: &str, earlier: &[String], lines: &[String], more: usize, after: &str) -> String {

@@ -135,3 +135,21 @@ fn words_need_their_boundaries_and_failures_their_status() {
             .holds(request)
     );
 }
+
+#[test]
+fn a_per_iteration_entrys_mentions_count_as_added() {
+    let a = anchors(&sample());
+    // Written by hand, as an injection holds it: the path in an entry's
+    // facts, `git status` only in its repair, then a rolling entry whose
+    // fragment [1] mentions the error and whose fragment [2] says a
+    // request in its own words.
+    let entry = "Earlier iterations:\n- Earlier iterations 1–2: [1] The user asked \"hi\". Also mentioned: error[E0599]: no method named `jitter`. [2] The user asked \"Continue.\".\n- Iteration 3: Files: src/net/retry.rs. Also mentioned: `git status`.";
+    let f = check(&a, entry);
+    adds_up(f);
+    assert_eq!((f.kept, f.added), (2, 2), "{f:?}");
+    assert_eq!(
+        without_mentions(entry).unwrap(),
+        "Earlier iterations:\n- Earlier iterations 1–2: [1] The user asked \"hi\". [2] The user asked \"Continue.\".\n- Iteration 3: Files: src/net/retry.rs. "
+    );
+    assert_eq!(without_mentions("No repair."), None);
+}

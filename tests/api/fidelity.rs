@@ -87,17 +87,15 @@ async fn per_iteration_summaries_carry_a_receipt_and_still_read_back() {
     let f = receipt(&out);
     assert_eq!(f, retaken(&messages, &out));
     assert_eq!(out["summaries"][0]["iteration"], 1, "{}", out["summaries"]);
+    // One iteration of ~100 messages in an eighth of the room: its facts
+    // are cut, and its entry names what the cut lost (no list appended to
+    // the injection, which must extend byte for byte).
     let injection = out["context_injection"].as_str().unwrap();
-    assert!(
-        !out["summaries"][0]["content"]
-            .as_str()
-            .unwrap()
-            .contains(ALSO)
-    );
-    if f.added > 0 {
-        let (also, list) = (injection.find(ALSO), injection.find("Earlier iterations:"));
-        assert!(also.unwrap() < list.unwrap(), "{injection}");
-    }
+    assert!(!injection.contains(ALSO), "{injection}");
+    assert!(f.added > 0, "{f:?}");
+    let entry = out["summaries"][0]["content"].as_str().unwrap();
+    let (facts, also) = entry.split_once("Also mentioned: ").expect(entry);
+    assert!(!facts.is_empty() && also.ends_with('.'), "{entry}");
 }
 
 /// A hit returns the first write's receipt (and bytes): SQLite and PostgreSQL.

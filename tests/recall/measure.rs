@@ -4,9 +4,9 @@
 
 use serde_json::Value;
 
-use condense::summarize::{canonical, heuristic};
+use condense::summarize::{SummaryRequest, SummarySettings, Writer, canonical, heuristic};
 use condense::thread::{self, RawThread};
-use condense::tokens::{Encoders, Encoding};
+use condense::tokens::{CountSpec, Encoders, Encoding, Method, ModelRegistry};
 
 /// The default `max_summary_tokens`.
 pub const LIMIT: usize = 2000;
@@ -24,6 +24,48 @@ pub fn summarize(messages: &[Value], prior: Option<&str>) -> String {
     })
     .expect("a valid thread");
     heuristic(&canonical(&t.messages), prior, LIMIT, tokens)
+}
+
+/// The per-iteration injection of `messages` extending `prior`, as the
+/// compressor writes it (`group_by: "iteration"`, heuristic, repaired entry
+/// by entry): an iteration opens at each user request (a user message
+/// carrying only tool results answers the agent's calls and belongs to
+/// its iteration), numbered from `first`.
+pub fn injection(messages: &[Value], first: u64, prior: Option<&str>) -> String {
+    let t = thread::parse(RawThread {
+        messages,
+        ..Default::default()
+    })
+    .expect("a valid thread");
+    let mut it = first.saturating_sub(1);
+    let its: Vec<u64> = messages
+        .iter()
+        .map(|m| {
+            it += u64::from(opens(m));
+            it.max(first)
+        })
+        .collect();
+    let models = ModelRegistry::embedded();
+    let counter =
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
+    let settings = SummarySettings {
+        prior: prior.map(str::to_string),
+        limit: LIMIT,
+        writer: Writer::Heuristic,
+        instructions: None,
+        counter,
+        fallback: true,
+    };
+    let req = SummaryRequest::by_iteration(&t.messages, &its, settings);
+    condense::summarize::write_offline(&req).content
+}
+
+/// Whether `m` opens an iteration (see [`injection`]).
+pub fn opens(m: &Value) -> bool {
+    let tool_results = m["content"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty() && c.iter().all(|b| b["type"] == "tool_result"));
+    m["role"] == "user" && !tool_results
 }
 
 /// Facts kept, of facts said, overall and per half of the span.

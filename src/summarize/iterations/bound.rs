@@ -20,42 +20,13 @@
 //! summary ahead of the list keeps at most a quarter of the limit.
 
 use super::HEADER;
-use super::facts::Facts;
+use super::entry::Entry;
 use super::fold::{self, Fragment};
 use crate::summarize::clip;
 use crate::tokens::Counter;
 
 /// Fewest tokens a new iteration's entry is cut to.
 pub const MIN_SHARE: usize = 40;
-
-/// One iteration's summary in the making.
-pub(super) struct Entry {
-    pub iteration: u64,
-    pub parts: Vec<Piece>,
-}
-
-pub(super) enum Piece {
-    /// The heuristic's facts, cut by lowering their caps.
-    Facts(Box<Facts>),
-    /// Written text (the model's, or a previous injection's), cut at the end.
-    Text(String),
-}
-
-impl Piece {
-    fn full(&self) -> String {
-        match self {
-            Piece::Facts(f) => f.full(),
-            Piece::Text(t) => one_line(t),
-        }
-    }
-
-    fn fit(&self, max: usize, c: &Counter<'_>) -> String {
-        match self {
-            Piece::Facts(f) => f.fit(max, c),
-            Piece::Text(t) => clip_tokens(&one_line(t), max, c),
-        }
-    }
-}
 
 /// The rolling entry: iterations `first` to `last`, folded.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,7 +38,7 @@ pub(super) struct Rolling {
 
 /// The injection: `head`, then the list (`left_out` iterations an older
 /// injection left out, the `rolling` entry, then `entries`, oldest first),
-/// in at most `limit` tokens. Entries written before (`Piece::Text` alone)
+/// in at most `limit` tokens. Entries written before (`Entry::written`)
 /// come back as they were while the whole fits.
 pub(super) fn injection(
     head: Option<&str>,
@@ -86,20 +57,12 @@ pub(super) fn injection(
     let cap = (room / 8).max(MIN_SHARE);
     let full: Vec<String> = entries
         .iter()
-        .map(|e| {
-            one_line(
-                &e.parts
-                    .iter()
-                    .map(Piece::full)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
-        })
+        .map(Entry::full)
         .collect();
     let lines: Vec<(u64, String)> = entries
         .iter()
         .zip(&full)
-        .map(|(e, whole)| (e.iteration, fitted(e, whole, cap, c)))
+        .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
         .collect();
     let text = render(head, left_out, rolling, &lines);
     if count(&text) <= limit {
@@ -167,44 +130,6 @@ pub(super) fn injection(
     }
     // Not reached in practice; the bound holds whatever happens.
     clip_tokens(&text, limit, c)
-}
-
-/// An entry's text cut to `cap` tokens: its parts share the cap, max-min
-/// fair, and a part under its share stays whole.
-fn fitted(e: &Entry, whole: &str, cap: usize, c: &Counter<'_>) -> String {
-    if c.text(whole).tokens <= cap {
-        return whole.to_string();
-    }
-    let sizes: Vec<usize> = e.parts.iter().map(|p| c.text(&p.full()).tokens).collect();
-    let inner = share(&sizes, cap);
-    let parts: Vec<String> = e
-        .parts
-        .iter()
-        .zip(&sizes)
-        .map(|(p, &n)| {
-            if n <= inner {
-                p.full()
-            } else {
-                p.fit(inner, c)
-            }
-        })
-        .filter(|p| !p.is_empty())
-        .collect();
-    one_line(&parts.join(" "))
-}
-
-/// The largest cap such that `sizes`, each cut to it, add up to at most `room`.
-fn share(sizes: &[usize], room: usize) -> usize {
-    let (mut lo, mut hi) = (0, sizes.iter().copied().max().unwrap_or(0));
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if sizes.iter().map(|&s| s.min(mid)).sum::<usize>() <= room {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo
 }
 
 /// The label of the rolling entry, read back by [`super::split`].
@@ -282,17 +207,7 @@ mod tests {
     }
 
     fn entry(iteration: u64, words: usize) -> Entry {
-        Entry {
-            iteration,
-            parts: vec![Piece::Text(format!("{}.", vec!["word"; words].join(" ")))],
-        }
-    }
-
-    #[test]
-    fn the_share_is_max_min_fair() {
-        assert_eq!(share(&[10, 100, 100], 110), 50);
-        assert_eq!(share(&[10, 20], 1000), 20);
-        assert_eq!(share(&[], 5), 0);
+        Entry::written(iteration, format!("{}.", vec!["word"; words].join(" ")))
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //! Its text is a run of fragments, `[N] <what iteration N said>`, oldest
 //! first: a fold appends the newly folded iterations' fragments after the
 //! previous rolling text. When the whole no longer fits its room, it is
-//! shrunk by rules, oldest fragments first and one rule at a time over all
-//! of them: first everything but the user's requests, failing commands,
+//! shrunk by rules, one rule at a time over all of them (spread over the
+//! range: the oldest, the middle, the quarters, …, so every part of it
+//! keeps about as much): first everything but the user's requests, failing commands,
 //! errors, other commands and a model's sentences goes; then all but the
 //! requests, failing commands and errors, each said once (where a newer
 //! fragment says it again, the older one drops it); then those are clipped
@@ -18,6 +19,7 @@
 use std::collections::HashSet;
 
 use crate::summarize::clip;
+use crate::summarize::receipt::MENTIONED;
 use crate::tokens::Counter;
 
 /// Sentences the heuristic's facts open with (see `facts.rs`), by rank:
@@ -29,7 +31,7 @@ const FIRST: [&str; 4] = [
     "Failing commands: ",
     "Errors: ",
 ];
-const SECOND: [&str; 1] = ["Commands run: "];
+const SECOND: [&str; 2] = ["Commands run: ", MENTIONED];
 const THIRD: [&str; 5] = [
     "The agent used ",
     "Files: ",
@@ -132,8 +134,9 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
         .collect();
     let mut level = vec![0; frags.len()];
     let mut total: usize = sizes.iter().map(|s| s[0]).sum();
+    let order = spread(frags.len());
     'rules: for l in 1..=GONE {
-        for f in 0..frags.len() {
+        for &f in &order {
             if total <= room {
                 break 'rules;
             }
@@ -149,6 +152,20 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
         .collect();
     let bare = level.iter().any(|&l| l >= GONE);
     (kept.join(" "), bare)
+}
+
+/// `0..n` in the order a rule is applied: spread over the range (the
+/// bit-reversed order: the oldest, the middle, the quarters, …), so what a
+/// rule takes is taken evenly from every part of the folded iterations and
+/// none of them loses more than one rule more than another.
+fn spread(n: usize) -> Vec<usize> {
+    let bits = n.next_power_of_two().trailing_zeros();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| match bits {
+        0 => 0,
+        b => i.reverse_bits() >> (usize::BITS - b),
+    });
+    order
 }
 
 /// `[N] text` shrunk to `level` (`again`: its items a newer fragment says);
@@ -301,7 +318,17 @@ mod tests {
     }
 
     #[test]
-    fn the_rolling_text_shrinks_the_oldest_first_and_keeps_its_room() {
+    fn rules_are_applied_evenly_over_the_range() {
+        assert_eq!(spread(5), [0, 4, 2, 1, 3]);
+        assert_eq!(spread(1), [0]);
+        assert!(spread(0).is_empty());
+        let mut all = spread(1000);
+        all.sort_unstable();
+        assert!(all.into_iter().eq(0..1000));
+    }
+
+    #[test]
+    fn the_rolling_text_shrinks_evenly_and_keeps_its_room() {
         let c = counter();
         let frags: Vec<Fragment> = (1..=30)
             .map(|i| Fragment {
@@ -314,17 +341,14 @@ mod tests {
         for room in [900, 400, 120, 10, 0] {
             let text = rolling(&frags, room, &c).0;
             assert!(c.text(&text).tokens <= room, "{room}: {text}");
-            // The newest keep the most: what is gone is the oldest.
-            if !text.is_empty() {
-                assert!(text.contains("[30] "), "{room}: {text}");
-                let gone = (1..=30)
-                    .filter(|i| !text.contains(&format!("[{i}] ")))
-                    .count() as u64;
-                assert!(
-                    text.starts_with(&format!("[{}] ", gone + 1)),
-                    "{room}: {text}"
-                );
-            }
+            // What is left out is spread over the range: each half keeps
+            // about as many fragments as the other (the bit-reversed order
+            // halves 0..32, so 16 of the 30 are in its first half).
+            let kept: Vec<u64> = (1..=30)
+                .filter(|i| text.contains(&format!("[{i}] ")))
+                .collect();
+            let first = kept.iter().filter(|&&i| i <= 15).count();
+            assert!(first.abs_diff(kept.len() - first) <= 2, "{room}: {text}");
         }
         // The whole does not fit 1,200 tokens; the requests, failing
         // commands and errors of all thirty do.

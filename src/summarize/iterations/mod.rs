@@ -15,6 +15,7 @@
 //! compression cannot snowball and loses no iteration.
 
 mod bound;
+mod entry;
 mod facts;
 mod fold;
 mod llm;
@@ -23,9 +24,11 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+use super::anchors::anchors;
 use super::{SummaryRequest, Usage, Writer};
 use crate::upstream::{Upstream, UpstreamError};
-use bound::{Entry, Piece, Rolling};
+use bound::Rolling;
+use entry::{Entry, Piece};
 
 /// The line that opens the list of iterations in an injection.
 const HEADER: &str = "Earlier iterations:";
@@ -105,10 +108,7 @@ pub fn refit(injection: &str, max_tokens: usize, c: &crate::tokens::Counter<'_>)
     let entries: Vec<Entry> = p
         .entries
         .into_iter()
-        .map(|(iteration, text)| Entry {
-            iteration,
-            parts: vec![Piece::Text(text)],
-        })
+        .map(|(iteration, text)| Entry::written(iteration, text))
         .collect();
     bound::injection(
         p.head.as_deref(),
@@ -145,10 +145,7 @@ fn assemble(
     let mut entries: Vec<Entry> = p
         .entries
         .into_iter()
-        .map(|(iteration, text)| Entry {
-            iteration,
-            parts: vec![Piece::Text(text)],
-        })
+        .map(|(iteration, text)| Entry::written(iteration, text))
         .collect();
     for (i, (it, range)) in groups.iter().enumerate() {
         let mut parts = Vec::new();
@@ -160,12 +157,18 @@ fn assemble(
         if let Some(story) = stories.as_ref().and_then(|s| s.get(i)) {
             parts.push(Piece::Text(story.clone()));
         }
+        let anchors = Some(anchors(&req.span[range.clone()]));
         match entries.last_mut() {
-            // The previous injection ended inside this iteration: one entry.
-            Some(last) if last.iteration == *it => last.parts.extend(parts),
+            // The previous injection ended inside this iteration: one entry,
+            // repaired against the new messages' anchors.
+            Some(last) if last.iteration == *it => {
+                last.parts.extend(parts);
+                last.anchors = anchors;
+            }
             _ => entries.push(Entry {
                 iteration: *it,
                 parts,
+                anchors,
             }),
         }
     }

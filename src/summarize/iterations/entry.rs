@@ -1,0 +1,188 @@
+//! One iteration's entry in the making: its parts (the heuristic's facts,
+//! the model's sentences, or a previous injection's text) and its repair,
+//! cut to the share of the injection it may take.
+//!
+//! The repair is an `Also mentioned: a; b.` sentence at the end of the
+//! entry: the anchors of the iteration's own messages (see
+//! [`anchors`](crate::summarize::anchors)) its text does not hold, most
+//! important first. It is written with the entry, so it extends byte for
+//! byte round after round like the rest of it. When the entry must be cut,
+//! the list gets what the parts leave, or up to half the share with the
+//! parts fitted to the rest, whichever holds more anchors: a list names in
+//! a few tokens what a cut of the facts loses, but the facts hold anchors
+//! too.
+
+use super::bound::{clip_tokens, one_line};
+use super::facts::Facts;
+use crate::summarize::anchors::Anchors;
+use crate::summarize::receipt::{Forms, MENTIONED};
+use crate::tokens::Counter;
+
+pub(super) struct Entry {
+    pub iteration: u64,
+    pub parts: Vec<Piece>,
+    /// The anchors of the iteration's new messages (none for an entry a
+    /// previous injection wrote: its text stays as it was).
+    pub anchors: Option<Anchors>,
+}
+
+pub(super) enum Piece {
+    /// The heuristic's facts, cut by lowering their caps.
+    Facts(Box<Facts>),
+    /// Written text (the model's, or a previous injection's), cut at the end.
+    Text(String),
+}
+
+impl Piece {
+    fn full(&self) -> String {
+        match self {
+            Piece::Facts(f) => f.full(),
+            Piece::Text(t) => one_line(t),
+        }
+    }
+
+    fn fit(&self, max: usize, c: &Counter<'_>) -> String {
+        match self {
+            Piece::Facts(f) => f.fit(max, c),
+            Piece::Text(t) => clip_tokens(&one_line(t), max, c),
+        }
+    }
+}
+
+impl Entry {
+    /// A previous injection's entry, kept as written.
+    pub fn written(iteration: u64, text: String) -> Self {
+        Self {
+            iteration,
+            parts: vec![Piece::Text(text)],
+            anchors: None,
+        }
+    }
+
+    /// The whole entry, its repair included, on one line.
+    pub fn full(&self) -> String {
+        let text = join(self.parts.iter().map(Piece::full));
+        self.repaired(text, usize::MAX, None)
+    }
+
+    /// The entry in at most `cap` tokens (`whole` is [`Entry::full`]).
+    pub fn fitted(&self, whole: &str, cap: usize, c: &Counter<'_>) -> String {
+        if c.text(whole).tokens <= cap {
+            return whole.to_string();
+        }
+        let Some(anchors) = &self.anchors else {
+            return self.parts_in(cap, c);
+        };
+        // Two ways to spend the cap: the parts cut to all of it and the list
+        // in what is left, or the list given up to half of it (what it
+        // would name beside the first cut) and the parts cut to the rest.
+        // The one that holds more anchors wins (the first on a tie).
+        let first = self.parts_in(cap, c);
+        let want = c.text(&mentioned(&missing(anchors, &first), usize::MAX)).tokens;
+        let second = self.parts_in(cap.saturating_sub(want.min(cap / 2)), c);
+        let [first, second] = [first, second].map(|text| {
+            let room = cap.saturating_sub(c.text(&text).tokens + 1);
+            self.repaired(text, room, Some(c))
+        });
+        let held = |t: &str| anchors.items.len() - missing(anchors, t).len();
+        match held(&second) > held(&first) {
+            true => second,
+            false => first,
+        }
+    }
+
+    /// `text` with the anchors it misses in an [`MENTIONED`] sentence of at
+    /// most `room` tokens (counted with `c`; uncounted without).
+    fn repaired(&self, text: String, room: usize, c: Option<&Counter<'_>>) -> String {
+        let Some(anchors) = &self.anchors else {
+            return text;
+        };
+        let items = missing(anchors, &text);
+        // The most items that fit: a binary search, so an entry costs a
+        // few counts however many anchors it misses.
+        let (mut lo, mut hi) = (0, items.len());
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            let fits = c.is_none_or(|c| c.text(&mentioned(&items, mid)).tokens <= room);
+            match fits {
+                true => lo = mid,
+                false => hi = mid - 1,
+            }
+        }
+        match lo {
+            0 => text,
+            n => join([text, mentioned(&items, n)]),
+        }
+    }
+
+    /// The parts cut to `cap` tokens together: they share it max-min fair,
+    /// and a part under its share stays whole.
+    fn parts_in(&self, cap: usize, c: &Counter<'_>) -> String {
+        let full: Vec<String> = self.parts.iter().map(Piece::full).collect();
+        let sizes: Vec<usize> = full.iter().map(|p| c.text(p).tokens).collect();
+        if sizes.iter().sum::<usize>() + sizes.len() <= cap {
+            return join(full);
+        }
+        let inner = share(&sizes, cap);
+        join(
+            self.parts
+                .iter()
+                .zip(full)
+                .zip(&sizes)
+                .map(|((p, whole), &n)| if n <= inner { whole } else { p.fit(inner, c) }),
+        )
+    }
+}
+
+/// The anchors' items `text` does not hold, most important first.
+fn missing(anchors: &Anchors, text: &str) -> Vec<String> {
+    let forms = Forms::of(text);
+    anchors
+        .items
+        .iter()
+        .filter(|a| !forms.holds(a))
+        .map(|a| a.item.clone())
+        .collect()
+}
+
+/// The first `n` of `items` (all of them when fewer) as an [`MENTIONED`]
+/// sentence.
+fn mentioned(items: &[String], n: usize) -> String {
+    let n = n.min(items.len());
+    let more = match items.len() - n {
+        0 => String::new(),
+        k => format!(" (and {k} more)"),
+    };
+    one_line(&format!("{MENTIONED}{}{more}.", items[..n].join("; ")))
+}
+
+fn join(parts: impl IntoIterator<Item = String>) -> String {
+    let parts: Vec<String> = parts.into_iter().filter(|p| !p.is_empty()).collect();
+    one_line(&parts.join(" "))
+}
+
+/// The largest cap such that `sizes`, each cut to it, add up to at most `room`.
+pub(super) fn share(sizes: &[usize], room: usize) -> usize {
+    let (mut lo, mut hi) = (0, sizes.iter().copied().max().unwrap_or(0));
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if sizes.iter().map(|&s| s.min(mid)).sum::<usize>() <= room {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_is_max_min_fair() {
+        assert_eq!(share(&[10, 100, 100], 110), 50);
+        assert_eq!(share(&[10, 20], 1000), 20);
+        assert_eq!(share(&[], 5), 0);
+    }
+}
