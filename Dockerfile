@@ -21,6 +21,7 @@ RUN mkdir -p src benches \
       target/release/deps/condense-* target/release/deps/libcondense-*
 
 COPY src src
+COPY assets assets
 COPY data data
 COPY migrations migrations
 COPY benches benches

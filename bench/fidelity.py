@@ -83,6 +83,7 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
     ap.add_argument("--llm", help="OpenAI-compatible base URL for llm and hybrid")
+    ap.add_argument("--llm-window", type=int, default=8192, help="the --llm model's context window")
     ap.add_argument("--limit", type=int, default=2000, help="max_summary_tokens")
     args = ap.parse_args()
     if not args.no_build:
@@ -91,7 +92,9 @@ def main():
     env = dict(os.environ, RUST_LOG="warn", CONDENSE_MAX_CONCURRENCY="0")
     cmd = [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "1800"]
     if args.llm:
-        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "1800"]
+        # The local model's window is 8,192 tokens: condense chunks to it.
+        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "1800",
+                "--upstream-context-window", str(args.llm_window)]
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -111,7 +114,10 @@ def main():
                 thread = json.loads(path.read_text())
                 body = {k: v for k, v in thread.items() if k in ("messages", "system", "tools")}
                 body.update({"force": True, "config": {"max_summary_tokens": args.limit,
-                                                       "llm_min_tokens": 0, "llm_min_total_tokens": 0}})
+                                                       "llm_min_tokens": 0, "llm_min_total_tokens": 0,
+                                                       # An upstream failure is a row of its own,
+                                                       # not the heuristic's figures under llm's name.
+                                                       "on_upstream_error": "fail"}})
                 if strategy == "per-iteration":
                     body["messages"] = tagged(body["messages"])
                     body.update({"group_by": "iteration", "keep_recent_iterations": 2,

@@ -3,14 +3,14 @@
 //!
 //! The page is a client of the API and nothing else: every number it shows
 //! comes from `/v1/tokens`, `/v1/verdict` and `/v1/compress`, so it can never
-//! disagree with what an agent is told. Its three files are embedded in the
-//! binary (no build step, no CDN: the machine that runs condense may have no
+//! disagree with what an agent is told. Its three files (`assets/playground/`)
+//! are embedded in the binary (no build step, no CDN: the machine that runs condense may have no
 //! internet), and so are the repository's fixture threads, so the examples
 //! work wherever the binary does.
 
 use axum::Json;
 use axum::Router;
-use axum::extract::Path;
+use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -22,7 +22,7 @@ use crate::thread::echo;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/", get(|| async { Redirect::temporary("/playground") }))
+        .route("/", get(home))
         .route("/playground", get(page))
         .route("/playground/app.js", get(script))
         .route("/playground/style.css", get(style))
@@ -30,9 +30,9 @@ pub fn router() -> Router<AppState> {
         .route("/playground/examples/{name}", get(example))
 }
 
-const PAGE: &str = include_str!("playground/index.html");
-const SCRIPT: &str = include_str!("playground/app.js");
-const STYLE: &str = include_str!("playground/style.css");
+const PAGE: &str = include_str!("../../assets/playground/index.html");
+const SCRIPT: &str = include_str!("../../assets/playground/app.js");
+const STYLE: &str = include_str!("../../assets/playground/style.css");
 
 /// Only the page's own files and the API's origin: no inline script, no
 /// third party, not framable.
@@ -58,6 +58,15 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
         body,
     )
         .into_response()
+}
+
+/// The root shows the playground; a shared link (`/?example=NAME`) keeps
+/// its query, so the example it names still opens.
+async fn home(RawQuery(query): RawQuery) -> Redirect {
+    match query.filter(|q| !q.is_empty()) {
+        Some(q) => Redirect::temporary(&format!("/playground?{q}")),
+        None => Redirect::temporary("/playground"),
+    }
 }
 
 async fn page() -> Response {

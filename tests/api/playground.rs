@@ -10,6 +10,10 @@ async fn root_redirects_to_the_playground() {
     let r = get(&app(), "/").await;
     assert_eq!(r.status.as_u16(), 307);
     assert_eq!(r.headers["location"], "/playground");
+    // A shared link keeps the example it names.
+    let r = get(&app(), "/?example=large-04.openai").await;
+    assert_eq!(r.status.as_u16(), 307);
+    assert_eq!(r.headers["location"], "/playground?example=large-04.openai");
 }
 
 #[tokio::test]
