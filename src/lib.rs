@@ -1,13 +1,24 @@
 //! condense: a stateless HTTP service that keeps LLM agents inside their
 //! context window.
 //!
-//! Layout, one folder per concern:
-//! - [`thread`]: the one internal conversation model, parsed from OpenAI or
-//!   Anthropic wire formats at the boundary;
+//! Layout, one folder per concern, each layer using only those below it:
+//! - [`thread`]: the one internal conversation model, parsed at the
+//!   boundary from three wire formats (OpenAI Chat Completions, OpenAI
+//!   Responses, Anthropic Messages), validated and bounded;
 //! - [`tokens`]: encodings, the model registry, counting a thread;
-//! - [`policy`]: profiles and the summarize verdict;
+//! - [`policy`]: profiles, the summarize verdict, tool-result clearing rules;
+//! - [`summarize`]: the summarizers (heuristic, LLM, per iteration), the
+//!   canonical span and its cache key, anchors and the fidelity receipt,
+//!   and the summary service (cache, single flight, fallback);
+//! - [`compress`]: the one way through a compression, for every caller;
+//! - [`cache`]: the summary cache (PostgreSQL or embedded SQLite), claims
+//!   across replicas, pruning, health;
+//! - [`upstream`]: the client of the summarizing LLM and of providers'
+//!   counting endpoints (retries, the secret key);
+//! - [`proxy`]: the drop-in proxy, preparing a provider request and relaying it;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
-//! - [`guard`]: API keys, the rate limit, the concurrency limit, CORS origins;
+//! - [`guard`]: API keys, the rate limit, the concurrency limit, the memory
+//!   budget, allowed hosts and CORS origins;
 //! - [`metrics`]: the Prometheus registry every layer records into;
 //! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
 //!   [`serve`] accepts connections (a cap, timeouts for slow clients);
