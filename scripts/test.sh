@@ -12,7 +12,13 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== Python clients: the official SDKs (tests/proxy_sdk.rs), selenium (tests/playground.rs), schemathesis (tests/schemathesis.rs); hadolint"
+echo "== Python clients in a virtual environment (target/venv): the official SDKs (tests/proxy_sdk.rs), selenium (tests/playground.rs), schemathesis (tests/schemathesis.rs); hadolint"
+# Not the system interpreter: Debian 12 and Ubuntu 24.04 refuse a global
+# pip install (PEP 668). The tests run `python3`, so the environment goes
+# first on PATH for everything below.
+venv="$PWD/target/venv"
+[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+export PATH="$venv/bin:$PATH"
 python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt \
   -r tests/browser/requirements.txt -r tests/schemathesis/requirements.txt -r tests/lint/requirements.txt
 
@@ -20,9 +26,7 @@ echo "== the pinned agent CLIs, Claude Code and Codex (tests/agents.rs)"
 npm ci --prefix tests/agents --no-audit --no-fund --loglevel=error >/dev/null
 
 echo "== hadolint Dockerfile"
-# The wheel puts the binary in Python's scripts directory, which may not be on PATH.
-hadolint="$(command -v hadolint || echo "$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/hadolint")"
-"$hadolint" Dockerfile
+hadolint Dockerfile
 
 echo "== cargo build --tests"
 cargo test --all-targets --locked --no-run

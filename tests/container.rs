@@ -401,3 +401,69 @@ fn the_build_context_holds_everything_the_dockerfile_copies() {
     }
     assert!(checked >= 5, "the Dockerfile's COPY lines were found");
 }
+
+/// `major.minor` of a version string (`1.88`, `1.85.0`).
+fn minor(v: &str) -> (u32, u32) {
+    let mut it = v
+        .split('.')
+        .map(|n| n.parse::<u32>().expect("a version number"));
+    (it.next().unwrap(), it.next().unwrap_or(0))
+}
+
+/// `rust-version` in Cargo.toml is true: no locked dependency needs a newer
+/// toolchain, the code's let chains (stable in 1.88) are within it, and the
+/// image builds with a toolchain at least that new. (No older toolchain can
+/// be installed on our machines to build with; clippy's `incompatible_msrv`,
+/// on by default and denied by the test command, checks the standard
+/// library's APIs against it.)
+#[test]
+fn the_declared_rust_version_is_true() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let declared = minor(env!("CARGO_PKG_RUST_VERSION"));
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(root)
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in meta["packages"].as_array().unwrap() {
+        if let Some(v) = p["rust_version"].as_str() {
+            assert!(
+                minor(v) <= declared,
+                "{} {} needs Rust {v}, above rust-version {declared:?}",
+                p["name"],
+                p["version"]
+            );
+        }
+    }
+    let chains = rust_files(&root.join("src"))
+        .iter()
+        .any(|f| std::fs::read_to_string(f).unwrap().contains("&& let "));
+    if chains {
+        assert!(declared >= (1, 88), "let chains need Rust 1.88");
+    }
+    let image = dockerfile()[0].from.clone();
+    let tag = image
+        .split_once("rust:")
+        .and_then(|(_, t)| t.split('-').next())
+        .expect("the build stage is a rust image");
+    assert!(minor(tag) >= declared, "{image} is older than rust-version");
+}
+
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|x| x == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}

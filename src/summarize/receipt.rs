@@ -330,7 +330,10 @@ fn without_mentions(text: &str) -> Option<String> {
         let label = after[..line]
             .match_indices(". [")
             .find(|(i, _)| {
-                let digits = after[i + 3..].bytes().take_while(u8::is_ascii_digit).count();
+                let digits = after[i + 3..]
+                    .bytes()
+                    .take_while(u8::is_ascii_digit)
+                    .count();
                 digits > 0 && after[i + 3 + digits..].starts_with("] ")
             })
             .map_or(line, |(i, _)| i + 2);

@@ -55,10 +55,7 @@ pub(super) fn injection(
     let head = head.as_deref();
     let room = limit.saturating_sub(count(&render(head, left_out, None, &[])));
     let cap = (room / 8).max(MIN_SHARE);
-    let full: Vec<String> = entries
-        .iter()
-        .map(Entry::full)
-        .collect();
+    let full: Vec<String> = entries.iter().map(Entry::full).collect();
     let lines: Vec<(u64, String)> = entries
         .iter()
         .zip(&full)

@@ -78,7 +78,9 @@ impl Entry {
         // would name beside the first cut) and the parts cut to the rest.
         // The one that holds more anchors wins (the first on a tie).
         let first = self.parts_in(cap, c);
-        let want = c.text(&mentioned(&missing(anchors, &first), usize::MAX)).tokens;
+        let want = c
+            .text(&mentioned(&missing(anchors, &first), usize::MAX))
+            .tokens;
         let second = self.parts_in(cap.saturating_sub(want.min(cap / 2)), c);
         let [first, second] = [first, second].map(|text| {
             let room = cap.saturating_sub(c.text(&text).tokens + 1);
