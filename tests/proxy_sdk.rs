@@ -188,10 +188,10 @@ fn tool_pairs_intact(msgs: &[Value]) -> bool {
         for c in m["tool_calls"].as_array().into_iter().flatten() {
             calls.insert(c["id"].as_str().unwrap().to_string());
         }
-        if let Some(id) = m["tool_call_id"].as_str() {
-            if !calls.contains(id) {
-                return false;
-            }
+        if let Some(id) = m["tool_call_id"].as_str()
+            && !calls.contains(id)
+        {
+            return false;
         }
         for b in m["content"].as_array().into_iter().flatten() {
             match b["type"].as_str() {

@@ -195,10 +195,9 @@ impl Plan {
         if let Some(o) = object
             .as_ref()
             .filter(|o| Some(o.token_count) != written_tokens)
+            && o.fidelity.is_some()
         {
-            if o.fidelity.is_some() {
-                warnings.push("the summary was shrunk to fit the budget after it was written; its `fidelity` receipt describes it as written".into());
-            }
+            warnings.push("the summary was shrunk to fit the budget after it was written; its `fidelity` receipt describes it as written".into());
         }
         // Thinking after what changed (see `binding`): a summary written now
         // certainly invalidates it; anything else may.

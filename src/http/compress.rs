@@ -146,16 +146,16 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
         tools: req.tools,
     }
     .parse(&app.config.thread_limits())?;
-    if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages) {
-        if min as usize > thread.messages.len() {
-            return Err(ApiError::field(
-                "/config/min_recent_messages",
-                format!(
-                    "{min} is more than the {} messages of the thread",
-                    thread.messages.len()
-                ),
-            ));
-        }
+    if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages)
+        && min as usize > thread.messages.len()
+    {
+        return Err(ApiError::field(
+            "/config/min_recent_messages",
+            format!(
+                "{min} is more than the {} messages of the thread",
+                thread.messages.len()
+            ),
+        ));
     }
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let summarizer = req.summarizer.unwrap_or_default();

@@ -133,13 +133,13 @@ impl ClearOverrides {
                 ));
             }
         }
-        if let Some(p) = &self.placeholder {
-            if p.trim().is_empty() || p.chars().count() > MAX_PLACEHOLDER {
-                errs.push(FieldError::new(
-                    format!("{at}/placeholder"),
-                    format!("must be a text of 1 to {MAX_PLACEHOLDER} characters"),
-                ));
-            }
+        if let Some(p) = &self.placeholder
+            && (p.trim().is_empty() || p.chars().count() > MAX_PLACEHOLDER)
+        {
+            errs.push(FieldError::new(
+                format!("{at}/placeholder"),
+                format!("must be a text of 1 to {MAX_PLACEHOLDER} characters"),
+            ));
         }
         if !errs.is_empty() {
             return Err(errs);

@@ -206,13 +206,13 @@ impl ProfileOverrides {
                 })
             })
             .collect();
-        if let Some(cpt) = self.chars_per_token {
-            if !(cpt.is_finite() && (0.5..=20.0).contains(&cpt)) {
-                errs.push(FieldError::new(
-                    format!("{at}/chars_per_token"),
-                    format!("must be between 0.5 and 20 (3.5 and 4 are usual), got {cpt}"),
-                ));
-            }
+        if let Some(cpt) = self.chars_per_token
+            && !(cpt.is_finite() && (0.5..=20.0).contains(&cpt))
+        {
+            errs.push(FieldError::new(
+                format!("{at}/chars_per_token"),
+                format!("must be between 0.5 and 20 (3.5 and 4 are usual), got {cpt}"),
+            ));
         }
         if let Some(g) = self.min_summary_gain
             && !(g.is_finite() && (0.0..=1.0).contains(&g))

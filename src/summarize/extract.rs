@@ -109,10 +109,9 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                             scan_output(&mut s, t);
                             if let (Some(cmd), Some(code)) =
                                 (commands.get(r.call_id.as_str()), exit_status(t))
+                                && code != 0
                             {
-                                if code != 0 {
-                                    annotate_exit(&mut s, cmd, code);
-                                }
+                                annotate_exit(&mut s, cmd, code);
                             }
                         }
                     }

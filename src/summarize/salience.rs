@@ -77,15 +77,15 @@ fn telling(raw: &str, sentence_start: bool) -> u32 {
 /// `word` without `<tag>`s: `<cwd>/a/b</cwd>` is `/a/b`, `<shell>` nothing.
 fn untagged(word: &str) -> &str {
     let mut w = word;
-    if w.starts_with('<') {
-        if let Some(end) = w.find('>') {
-            w = &w[end + 1..];
-        }
+    if w.starts_with('<')
+        && let Some(end) = w.find('>')
+    {
+        w = &w[end + 1..];
     }
-    if w.ends_with('>') {
-        if let Some(start) = w.rfind('<') {
-            w = &w[..start];
-        }
+    if w.ends_with('>')
+        && let Some(start) = w.rfind('<')
+    {
+        w = &w[..start];
     }
     w
 }

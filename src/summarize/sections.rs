@@ -153,10 +153,10 @@ impl Sections {
         self.errors.merge(newer.errors);
         // A newer latest state replaces the older one: what the older one
         // stated stays, as the last of its statements.
-        if newer.state.is_some() {
-            if let Some(old) = self.state.take() {
-                self.stated.push(old);
-            }
+        if newer.state.is_some()
+            && let Some(old) = self.state.take()
+        {
+            self.stated.push(old);
         }
         self.stated.merge(newer.stated);
         self.decisions.merge(newer.decisions);

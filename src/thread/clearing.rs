@@ -75,16 +75,15 @@ fn openai(raw: &mut Value, what: &Clearing<'_>) -> bool {
             if let Some(args) = call
                 .get_mut("function")
                 .and_then(|f| f.get_mut("arguments"))
+                && clear
             {
-                if clear {
-                    changed |= set(args, Value::String("{}".into()));
-                }
+                changed |= set(args, Value::String("{}".into()));
             }
             // A custom tool's free-form input has no empty object: empty text.
-            if let Some(input) = call.get_mut("custom").and_then(|f| f.get_mut("input")) {
-                if clear {
-                    changed |= set(input, Value::String(String::new()));
-                }
+            if let Some(input) = call.get_mut("custom").and_then(|f| f.get_mut("input"))
+                && clear
+            {
+                changed |= set(input, Value::String(String::new()));
             }
         }
     }
@@ -153,10 +152,10 @@ fn anthropic(raw: &mut Value, what: &Clearing<'_>) -> bool {
             }
             Some("tool_use") => {
                 let id = key("id");
-                if id.as_deref().is_some_and(|id| what.inputs.contains(id)) {
-                    if let Some(input) = b.get_mut("input") {
-                        changed |= set(input, Value::Object(Map::new()));
-                    }
+                if id.as_deref().is_some_and(|id| what.inputs.contains(id))
+                    && let Some(input) = b.get_mut("input")
+                {
+                    changed |= set(input, Value::Object(Map::new()));
                 }
             }
             _ => {}

@@ -90,7 +90,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -125,11 +125,11 @@ fn rewrite(
     let mut raw = m.raw.clone();
     let mut changed = false;
     let mut shorten = |v: &mut Value| {
-        if let Value::String(s) = v {
-            if let Some(short) = shorter(s) {
-                *s = short;
-                changed = true;
-            }
+        if let Value::String(s) = v
+            && let Some(short) = shorter(s)
+        {
+            *s = short;
+            changed = true;
         }
     };
     let any = cut == Cut::AnyText;
@@ -184,10 +184,10 @@ fn visit_texts(content: Option<&mut Value>, f: &mut impl FnMut(&mut Value)) {
         Some(Value::Array(parts)) => {
             for p in parts {
                 let kind = p.get("type").and_then(Value::as_str);
-                if matches!(kind, Some("text" | "input_text" | "output_text")) {
-                    if let Some(t) = p.get_mut("text") {
-                        f(t);
-                    }
+                if matches!(kind, Some("text" | "input_text" | "output_text"))
+                    && let Some(t) = p.get_mut("text")
+                {
+                    f(t);
                 }
             }
         }

@@ -150,7 +150,7 @@ impl Wire for Anthropic {
                 blocks.push(
                     json!({"type": "thinking", "thinking": t, "signature": format!("sig-{k}")}),
                 );
-                if k % 3 == 0 {
+                if k.is_multiple_of(3) {
                     blocks.push(
                         json!({"type": "redacted_thinking", "data": format!("ZW5jcnlwdGVk{k}")}),
                     );

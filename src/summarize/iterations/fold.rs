@@ -69,10 +69,13 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
         // inside a user's request does not. One that still looks like a
         // label only splits a fragment in two: both stay in the entry.
         let boundary = at == 0 || text[..at].ends_with(". ") || text[..at].ends_with("… ");
-        if boundary && digits > 0 && digits < 20 && text[close..].starts_with("] ") {
-            if let Ok(n) = text[at + 1..close].parse::<u64>() {
-                starts.push((at, close + 2, n));
-            }
+        if boundary
+            && digits > 0
+            && digits < 20
+            && text[close..].starts_with("] ")
+            && let Ok(n) = text[at + 1..close].parse::<u64>()
+        {
+            starts.push((at, close + 2, n));
         }
         i = at + 1;
     }

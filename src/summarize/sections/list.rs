@@ -110,10 +110,10 @@ impl List {
                 continue;
             }
             let b = ((at(i) / width) as usize).min(left.saturating_sub(1));
-            if let Some(slot) = best.get_mut(b) {
-                if slot.is_none_or(|j| scores[i] >= scores[j]) {
-                    *slot = Some(i);
-                }
+            if let Some(slot) = best.get_mut(b)
+                && slot.is_none_or(|j| scores[i] >= scores[j])
+            {
+                *slot = Some(i);
             }
         }
         for i in best.into_iter().flatten() {
