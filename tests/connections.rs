@@ -338,7 +338,7 @@ async fn more_clients_than_open_files_never_stop_healthz() {
     let (_server, addr) = start_limited(
         320,
         &[
-            ("CONDENSE_HEADER_READ_TIMEOUT_SECS", "1"),
+            ("CONDENSE_HEADER_READ_TIMEOUT", "1s"),
             ("CONDENSE_MAX_CONNECTIONS", "1024"),
         ],
     );
@@ -530,7 +530,7 @@ async fn a_low_open_files_limit_still_serves_connections_side_by_side() {
     // `ulimit -n 128`: kept-alive connections each answered while all stay
     // open. A budget of one connection would serve the first only, until
     // its 300 s idle timeout.
-    let (_server, addr) = start_limited(128, &[("CONDENSE_IDLE_TIMEOUT_SECS", "300")]);
+    let (_server, addr) = start_limited(128, &[("CONDENSE_IDLE_TIMEOUT", "300s")]);
     let mut open = Vec::new();
     for _ in 0..16 {
         let mut s = connect(addr).await;

@@ -25,13 +25,13 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
     if number.is_empty() {
-        return Err(format!(
-            "`{text}` is not a duration: write a whole number and a unit (ms, s, m, h, d), e.g. 30s"
-        ));
+        return Err(
+            "not a duration: write a whole number and a unit (ms, s, m, h, d), e.g. 30s".into(),
+        );
     }
     let Some(&(_, millis)) = UNITS.iter().find(|(u, _)| *u == unit) else {
         return Err(match unit {
-            "" => format!("`{text}` needs a unit (ms, s, m, h, d), e.g. {text}s"),
+            "" => format!("needs a unit (ms, s, m, h, d), e.g. {text}s"),
             _ => format!("`{unit}` is not a unit of time: use ms, s, m, h or d"),
         });
     };
@@ -40,7 +40,7 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .ok()
         .and_then(|n| n.checked_mul(millis))
         .map(Duration::from_millis)
-        .ok_or_else(|| format!("`{text}` is too long a duration"))
+        .ok_or_else(|| "too long a duration".to_string())
 }
 
 /// [`parse`], also taking a bare number as seconds: the settings that had

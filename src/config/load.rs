@@ -20,6 +20,7 @@ use clap::{ArgMatches, Command};
 
 use super::file::{self, FileValue};
 use super::renamed::{self, RENAMED};
+use super::show::safe;
 
 /// The id of the argument naming the file (`--config`, `CONDENSE_CONFIG`).
 pub const FILE_ARG: &str = "config_file";
@@ -184,7 +185,9 @@ impl Loaded {
     /// `CONDENSE_X=…`, `--x=…`, `FILE: [section] key = …`, or a former name
     /// as written. `value` stands in where nothing was written (a default).
     pub fn name(&self, id: &str, value: &str) -> String {
-        let raw = self.raw(id).unwrap_or_else(|| value.to_string());
+        let raw = self
+            .raw(id)
+            .map_or_else(|| value.to_string(), |r| safe(id, &r));
         let (long, env) = long_and_env(&self.command, id);
         match self.source(id) {
             Source::Default => format!("{env}={raw} (the default)"),
@@ -254,6 +257,7 @@ fn one_line(command: &Command, e: clap::Error, args: &[OsString], layers: &[Laye
         return LoadError::Clap(e);
     };
     let id = setting.get_id().as_str();
+    let value = safe(id, &value);
     let on_command_line = args.iter().skip(1).any(|a| {
         let a = a.to_string_lossy();
         a == format!("--{long}") || a.starts_with(&format!("--{long}="))

@@ -51,17 +51,14 @@ fn value(loaded: &Loaded, id: &str) -> Shown {
     };
     let values: Vec<String> = values.map(|v| v.to_string_lossy().into_owned()).collect();
     let list = arg.is_some_and(|a| matches!(a.get_action(), ArgAction::Append));
-    if secret(id) && values.iter().any(|v| !v.is_empty()) {
+    if hidden(id) && values.iter().any(|v| !v.is_empty()) {
         return Shown::Hidden(match list {
             true => format!("({} hidden)", values.len()),
             false => "(hidden)".into(),
         });
     }
     if id.ends_with("url") {
-        let shown: Vec<String> = values
-            .iter()
-            .map(|u| redact_url(&redact_userinfo(u)))
-            .collect();
+        let shown: Vec<String> = values.iter().map(|u| safe(id, u)).collect();
         if shown != values {
             return Shown::Hidden(format!("{} (credentials hidden)", toml_string(&shown[0])));
         }
@@ -80,8 +77,18 @@ fn value(loaded: &Loaded, id: &str) -> Shown {
 }
 
 /// The API keys of callers and of providers.
-fn secret(id: &str) -> bool {
+fn hidden(id: &str) -> bool {
     id.ends_with(".api_key") || id.ends_with(".api_keys")
+}
+
+/// The setting `id`'s text `raw` as it may be shown (in `condense config`,
+/// in an error): a key hidden, a URL without its credentials.
+pub fn safe(id: &str, raw: &str) -> String {
+    match (hidden(id), id.ends_with("url")) {
+        (true, _) if !raw.is_empty() => "(hidden)".into(),
+        (_, true) => redact_url(&redact_userinfo(raw)),
+        _ => raw.to_string(),
+    }
 }
 
 /// A number as a TOML number, anything else as a string.

@@ -289,7 +289,12 @@ fn ordered(
     })
 }
 
-fn url(id: &'static str, value: Option<&str>, schemes: &[&str]) -> Result<(), Invalid> {
+fn url(
+    id: &'static str,
+    value: Option<&str>,
+    schemes: &[&str],
+    problem: &str,
+) -> Result<(), Invalid> {
     let Some(text) = value.map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(());
     };
@@ -298,11 +303,7 @@ fn url(id: &'static str, value: Option<&str>, schemes: &[&str]) -> Result<(), In
         || (schemes.contains(&scheme.as_str()) && reqwest::Url::parse(text).is_ok());
     match ok {
         true => Ok(()),
-        false => Err(Invalid::new(
-            id,
-            crate::cache::redact_url(text),
-            format!("is not a URL starting with {}", schemes.join(":, ") + ":"),
-        )),
+        false => Err(Invalid::new(id, super::show::safe(id, text), problem)),
     }
 }
 
@@ -314,24 +315,25 @@ impl Config {
             bound.check()?;
         }
         let http = ["http", "https"];
-        url("upstream.url", self.upstream.url.as_deref(), &http)?;
-        url("proxy.openai_url", self.proxy.openai_url.as_deref(), &http)?;
-        url(
-            "proxy.anthropic_url",
-            self.proxy.anthropic_url.as_deref(),
-            &http,
-        )?;
-        url("count.openai_url", self.count.openai_url.as_deref(), &http)?;
-        url(
-            "count.anthropic_url",
-            self.count.anthropic_url.as_deref(),
-            &http,
-        )?;
-        let databases = ["postgres", "postgresql", "sqlite", "off"];
+        for (id, value) in [
+            ("upstream.url", &self.upstream.url),
+            ("proxy.openai_url", &self.proxy.openai_url),
+            ("proxy.anthropic_url", &self.proxy.anthropic_url),
+            ("count.openai_url", &self.count.openai_url),
+            ("count.anthropic_url", &self.count.anthropic_url),
+        ] {
+            url(
+                id,
+                value.as_deref(),
+                &http,
+                "is not an http:// or https:// URL",
+            )?;
+        }
         url(
             "cache.database_url",
             self.cache.database_url.as_deref(),
-            &databases,
+            &["postgres", "postgresql", "sqlite", "off"],
+            "is not a postgres://, postgresql:// or sqlite:// URL, nor off",
         )?;
         for (id, model) in [
             ("models.default_model", &self.models.default_model),
@@ -500,9 +502,10 @@ mod tests {
         c.cache.database_url = Some("mysql://u:hunter2@db/x".into());
         let line = c.validate().unwrap_err().to_string();
         assert!(
-            line.starts_with("CONDENSE_DATABASE_URL=mysql://u:***@db/x is not"),
+            line.starts_with("CONDENSE_DATABASE_URL=mysql://[redacted]@db/x is not"),
             "{line}"
         );
+        assert!(!line.contains("hunter2"));
         c.cache.database_url = Some("off".into());
         c.proxy.openai_url = Some("api.openai.com/v1".into());
         assert_eq!(c.validate().unwrap_err().id, "proxy.openai_url");
