@@ -111,10 +111,12 @@ fn each_case_of_the_issue_is_one_line_naming_the_setting() {
     }
 }
 
+type Env = &'static [(&'static str, &'static str)];
+
 #[test]
 fn a_bad_value_of_each_kind_is_one_line() {
     // (environment, the line's start, something the line says)
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    let cases: &[(Env, &str, &str)] = &[
         (
             &[("CONDENSE_CACHE_TTL", "30")],
             "CONDENSE_CACHE_TTL=30: ",
