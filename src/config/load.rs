@@ -19,7 +19,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
 use super::file::{self, FileValue};
-use super::renamed::{self, RENAMED};
+use super::renamed;
 use super::show::safe;
 
 /// The id of the argument naming the file (`--config`, `CONDENSE_CONFIG`).
@@ -55,10 +55,10 @@ pub enum LoadError {
 }
 
 /// A value added to the arguments for a layer clap does not read.
-struct Layer {
-    id: String,
-    value: FileValue,
-    source: Source,
+pub(super) struct Layer {
+    pub id: String,
+    pub value: FileValue,
+    pub source: Source,
 }
 
 /// `args` (the program's name first) parsed by `command` in layers.
@@ -76,42 +76,7 @@ pub fn load(
             Some(ValueSource::CommandLine | ValueSource::EnvVariable)
         )
     };
-    // Former names: a flag beats the environment, a new name an old one.
-    for r in RENAMED {
-        let (long, env) = long_and_env(&command, r.id);
-        let mut old = Vec::new();
-        if let Some(f) = old_flags.iter().rev().find(|f| f.renamed.id == r.id) {
-            let stands = first.value_source(r.id) != Some(ValueSource::CommandLine);
-            old.push((stands, f.written.clone(), f.value.clone()));
-        }
-        if let Some(v) = std::env::var(r.old_env)
-            .ok()
-            .filter(|v| !v.trim().is_empty())
-        {
-            old.push((!given(r.id), format!("{}={v}", r.old_env), v));
-        }
-        let mut taken = false;
-        for (stands, written, value) in old {
-            if stands && !taken {
-                taken = true;
-                let value = renamed::with_unit(&value, r.unit);
-                warnings.push(format!(
-                    "{written} is a former name, read as {env}={value} (--{long}={value}); \
-                     it will stop working in a coming release"
-                ));
-                layers.push(Layer {
-                    id: r.id.into(),
-                    value: FileValue::Text(vec![value]),
-                    source: Source::Renamed(written),
-                });
-            } else {
-                warnings.push(format!(
-                    "{written} is a former name of {env} and is ignored: a value given \
-                     another way takes precedence"
-                ));
-            }
-        }
-    }
+    renamed::layer(&command, &first, &old_flags, &mut layers, &mut warnings);
     // `DATABASE_URL`, the name every database tool reads: environment too.
     let db = "cache.database_url";
     if !given(db)
@@ -213,7 +178,8 @@ impl Loaded {
     }
 }
 
-fn long_and_env(command: &Command, id: &str) -> (String, String) {
+/// The flag (without dashes) and the environment variable of setting `id`.
+pub(super) fn long_and_env(command: &Command, id: &str) -> (String, String) {
     let arg = command.get_arguments().find(|a| a.get_id() == id);
     let long = arg.and_then(|a| a.get_long()).unwrap_or(id).to_string();
     let env = arg

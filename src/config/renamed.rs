@@ -5,6 +5,12 @@
 
 use std::ffi::OsString;
 
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Command};
+
+use super::file::FileValue;
+use super::load::{Layer, Source, long_and_env};
+
 /// A setting's former name and the unit its number was in.
 #[derive(Debug, Clone, Copy)]
 pub struct Renamed {
@@ -149,6 +155,58 @@ pub fn take_old_flags(args: Vec<OsString>) -> (Vec<OsString>, Vec<OldFlag>) {
         }
     }
     (kept, found)
+}
+
+/// The layers of the former names in use (`first` is the parse without
+/// them) and a warning for each. A flag beats the environment, and a new
+/// name an old one; a former name that loses is said to be ignored.
+pub(super) fn layer(
+    command: &Command,
+    first: &ArgMatches,
+    old_flags: &[OldFlag],
+    layers: &mut Vec<Layer>,
+    warnings: &mut Vec<String>,
+) {
+    for r in RENAMED {
+        let (long, env) = long_and_env(command, r.id);
+        let source = first.value_source(r.id);
+        let mut old = Vec::new();
+        if let Some(f) = old_flags.iter().rev().find(|f| f.renamed.id == r.id) {
+            let stands = source != Some(ValueSource::CommandLine);
+            old.push((stands, f.written.clone(), f.value.clone()));
+        }
+        if let Some(v) = std::env::var(r.old_env)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+        {
+            let stands = !matches!(
+                source,
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            );
+            old.push((stands, format!("{}={v}", r.old_env), v));
+        }
+        let mut taken = false;
+        for (stands, written, value) in old {
+            if stands && !taken {
+                taken = true;
+                let value = with_unit(&value, r.unit);
+                warnings.push(format!(
+                    "{written} is a former name, read as {env}={value} (--{long}={value}); \
+                     it will stop working in a coming release"
+                ));
+                layers.push(Layer {
+                    id: r.id.into(),
+                    value: FileValue::Text(vec![value]),
+                    source: Source::Renamed(written),
+                });
+            } else {
+                warnings.push(format!(
+                    "{written} is a former name of {env} and is ignored: a value given \
+                     another way takes precedence"
+                ));
+            }
+        }
+    }
 }
 
 #[cfg(test)]
