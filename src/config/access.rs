@@ -38,7 +38,14 @@ pub struct AccessSettings {
     pub api_keys_file: Option<PathBuf>,
 
     /// Time between looks at the API keys file.
-    #[arg(id = "access.api_keys_reload", long = "api-keys-reload", env = "CONDENSE_API_KEYS_RELOAD", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::API_KEYS_RELOAD)]
+    #[arg(
+        id = "access.api_keys_reload",
+        long = "api-keys-reload",
+        env = "CONDENSE_API_KEYS_RELOAD",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::API_KEYS_RELOAD
+    )]
     pub api_keys_reload: Duration,
 
     /// With API keys, `GET /metrics` needs one too (by default it stays open).
@@ -50,11 +57,23 @@ pub struct AccessSettings {
     pub metrics_require_key: bool,
 
     /// Requests a second per API key (per client address without keys); 0: no limit.
-    #[arg(id = "access.rate_limit_per_sec", value_name = "RATE", long = "rate-limit-per-sec", env = "CONDENSE_RATE_LIMIT_PER_SEC", default_value_t = defaults::RATE_LIMIT_PER_SEC)]
+    #[arg(
+        id = "access.rate_limit_per_sec",
+        value_name = "RATE",
+        long = "rate-limit-per-sec",
+        env = "CONDENSE_RATE_LIMIT_PER_SEC",
+        default_value_t = defaults::RATE_LIMIT_PER_SEC
+    )]
     pub rate_limit_per_sec: f64,
 
     /// Requests a caller may send at once before the rate applies.
-    #[arg(id = "access.rate_limit_burst", value_name = "N", long = "rate-limit-burst", env = "CONDENSE_RATE_LIMIT_BURST", default_value_t = defaults::RATE_LIMIT_BURST)]
+    #[arg(
+        id = "access.rate_limit_burst",
+        value_name = "N",
+        long = "rate-limit-burst",
+        env = "CONDENSE_RATE_LIMIT_BURST",
+        default_value_t = defaults::RATE_LIMIT_BURST
+    )]
     pub rate_limit_burst: u32,
 
     /// Origins a browser may call condense from (comma-separated exact
@@ -101,7 +120,13 @@ impl AccessSettings {
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct ModelSettings {
     /// Model assumed when a request names none.
-    #[arg(id = "models.default_model", value_name = "MODEL", long = "default-model", env = "CONDENSE_DEFAULT_MODEL", default_value = defaults::DEFAULT_MODEL)]
+    #[arg(
+        id = "models.default_model",
+        value_name = "MODEL",
+        long = "default-model",
+        env = "CONDENSE_DEFAULT_MODEL",
+        default_value = defaults::DEFAULT_MODEL
+    )]
     pub default_model: String,
 
     /// TOML file replacing the embedded model registry (same shape as data/models.toml).

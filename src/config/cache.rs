@@ -23,38 +23,91 @@ pub struct CacheSettings {
     pub database_url: Option<String>,
 
     /// The embedded SQLite cache file used when no database URL is set.
-    #[arg(id = "cache.path", value_name = "FILE", long = "cache-path", env = "CONDENSE_CACHE_PATH", default_value = defaults::CACHE_PATH)]
+    #[arg(
+        id = "cache.path",
+        value_name = "FILE",
+        long = "cache-path",
+        env = "CONDENSE_CACHE_PATH",
+        default_value = defaults::CACHE_PATH
+    )]
     pub path: PathBuf,
 
     /// How long a cached summary is served.
-    #[arg(id = "cache.ttl", long = "cache-ttl", env = "CONDENSE_CACHE_TTL", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::CACHE_TTL)]
+    #[arg(
+        id = "cache.ttl",
+        long = "cache-ttl",
+        env = "CONDENSE_CACHE_TTL",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_TTL
+    )]
     pub ttl: Duration,
 
     /// Most cached summaries kept (least recently used go first).
-    #[arg(id = "cache.max_rows", value_name = "N", long = "cache-max-rows", env = "CONDENSE_CACHE_MAX_ROWS", default_value_t = defaults::CACHE_MAX_ROWS)]
+    #[arg(
+        id = "cache.max_rows",
+        value_name = "N",
+        long = "cache-max-rows",
+        env = "CONDENSE_CACHE_MAX_ROWS",
+        default_value_t = defaults::CACHE_MAX_ROWS
+    )]
     pub max_rows: u64,
 
     /// How long a replica's claim on a summary holds without renewal: how
     /// long other replicas wait for one that crashed mid-summary. A live
     /// replica renews it every third of this for as long as the summary takes.
-    #[arg(id = "cache.claim_lease", long = "cache-claim-lease", env = "CONDENSE_CACHE_CLAIM_LEASE", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::CACHE_CLAIM_LEASE)]
+    #[arg(
+        id = "cache.claim_lease",
+        long = "cache-claim-lease",
+        env = "CONDENSE_CACHE_CLAIM_LEASE",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CLAIM_LEASE
+    )]
     pub claim_lease: Duration,
 
     /// Database pool size.
-    #[arg(id = "cache.db_max_connections", value_name = "N", long = "db-max-connections", env = "CONDENSE_DB_MAX_CONNECTIONS", default_value_t = defaults::DB_MAX_CONNECTIONS)]
+    #[arg(
+        id = "cache.db_max_connections",
+        value_name = "N",
+        long = "db-max-connections",
+        env = "CONDENSE_DB_MAX_CONNECTIONS",
+        default_value_t = defaults::DB_MAX_CONNECTIONS
+    )]
     pub db_max_connections: u32,
 
     /// Time to wait for a database connection before answering uncached.
-    #[arg(id = "cache.db_acquire_timeout", long = "db-acquire-timeout", env = "CONDENSE_DB_ACQUIRE_TIMEOUT", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::DB_ACQUIRE_TIMEOUT)]
+    #[arg(
+        id = "cache.db_acquire_timeout",
+        long = "db-acquire-timeout",
+        env = "CONDENSE_DB_ACQUIRE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::DB_ACQUIRE_TIMEOUT
+    )]
     pub db_acquire_timeout: Duration,
 
     /// Time between background pings of the summary cache; `/readyz`
     /// reports what the last ping (or request) found, without a ping of its own.
-    #[arg(id = "cache.check_interval", long = "cache-check-interval", env = "CONDENSE_CACHE_CHECK_INTERVAL", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::CACHE_CHECK_INTERVAL)]
+    #[arg(
+        id = "cache.check_interval",
+        long = "cache-check-interval",
+        env = "CONDENSE_CACHE_CHECK_INTERVAL",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CHECK_INTERVAL
+    )]
     pub check_interval: Duration,
 
     /// Time a background ping may take before the cache counts as down.
-    #[arg(id = "cache.check_timeout", long = "cache-check-timeout", env = "CONDENSE_CACHE_CHECK_TIMEOUT", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::CACHE_CHECK_TIMEOUT)]
+    #[arg(
+        id = "cache.check_timeout",
+        long = "cache-check-timeout",
+        env = "CONDENSE_CACHE_CHECK_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CHECK_TIMEOUT
+    )]
     pub check_timeout: Duration,
 }
 

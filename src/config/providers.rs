@@ -34,7 +34,14 @@ pub struct ProxySettings {
     pub anthropic_url: Option<String>,
 
     /// Provider API key sent when a proxied request carries none; never logged.
-    #[arg(id = "proxy.api_key", value_name = "KEY", long = "proxy-api-key", env = "CONDENSE_PROXY_API_KEY", hide_env_values = true, default_value = defaults::UPSTREAM_API_KEY)]
+    #[arg(
+        id = "proxy.api_key",
+        value_name = "KEY",
+        long = "proxy-api-key",
+        env = "CONDENSE_PROXY_API_KEY",
+        hide_env_values = true,
+        default_value = defaults::UPSTREAM_API_KEY
+    )]
     pub api_key: Secret,
 
     /// Shadow mode: forward every thread unchanged and only report (in
@@ -48,7 +55,14 @@ pub struct ProxySettings {
 
     /// Time a proxied response may send nothing before it is cut. A bare
     /// number is seconds.
-    #[arg(id = "proxy.idle_timeout", long = "proxy-idle-timeout", env = "CONDENSE_PROXY_IDLE_TIMEOUT", value_name = "DURATION", value_parser = duration::parse_secs, default_value = defaults::PROXY_IDLE_TIMEOUT)]
+    #[arg(
+        id = "proxy.idle_timeout",
+        long = "proxy-idle-timeout",
+        env = "CONDENSE_PROXY_IDLE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::PROXY_IDLE_TIMEOUT
+    )]
     pub idle_timeout: Duration,
 }
 
@@ -84,12 +98,26 @@ pub struct CountSettings {
     pub anthropic_url: Option<String>,
 
     /// Provider API key of the counting calls; never logged.
-    #[arg(id = "count.api_key", value_name = "KEY", long = "count-api-key", env = "CONDENSE_COUNT_API_KEY", hide_env_values = true, default_value = defaults::UPSTREAM_API_KEY)]
+    #[arg(
+        id = "count.api_key",
+        value_name = "KEY",
+        long = "count-api-key",
+        env = "CONDENSE_COUNT_API_KEY",
+        hide_env_values = true,
+        default_value = defaults::UPSTREAM_API_KEY
+    )]
     pub api_key: Secret,
 
     /// Time a provider-exact count may take before the local estimate is
     /// answered instead.
-    #[arg(id = "count.timeout", long = "count-timeout", env = "CONDENSE_COUNT_TIMEOUT", value_name = "DURATION", value_parser = duration::parse, default_value = defaults::COUNT_TIMEOUT)]
+    #[arg(
+        id = "count.timeout",
+        long = "count-timeout",
+        env = "CONDENSE_COUNT_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::COUNT_TIMEOUT
+    )]
     pub timeout: Duration,
 }
 

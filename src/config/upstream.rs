@@ -22,7 +22,14 @@ pub struct UpstreamSettings {
     pub url: Option<String>,
 
     /// API the upstream speaks.
-    #[arg(id = "upstream.kind", value_name = "KIND", long = "upstream-kind", env = "CONDENSE_UPSTREAM_KIND", value_enum, default_value_t = defaults::UPSTREAM_KIND)]
+    #[arg(
+        id = "upstream.kind",
+        value_name = "KIND",
+        long = "upstream-kind",
+        env = "CONDENSE_UPSTREAM_KIND",
+        value_enum,
+        default_value_t = defaults::UPSTREAM_KIND
+    )]
     pub kind: Kind,
 
     /// API key for the upstream; never logged or echoed.
@@ -36,7 +43,13 @@ pub struct UpstreamSettings {
     pub api_key: Secret,
 
     /// Model that writes summaries.
-    #[arg(id = "upstream.model", value_name = "MODEL", long = "upstream-model", env = "CONDENSE_UPSTREAM_MODEL", default_value = defaults::UPSTREAM_MODEL)]
+    #[arg(
+        id = "upstream.model",
+        value_name = "MODEL",
+        long = "upstream-model",
+        env = "CONDENSE_UPSTREAM_MODEL",
+        default_value = defaults::UPSTREAM_MODEL
+    )]
     pub model: String,
 
     /// Other models a request may choose with `summarizer.model` (comma-separated).
@@ -50,27 +63,65 @@ pub struct UpstreamSettings {
     pub allowed_models: Vec<String>,
 
     /// Time limit of one upstream HTTP call. A bare number is seconds.
-    #[arg(id = "upstream.timeout", long = "upstream-timeout", env = "CONDENSE_UPSTREAM_TIMEOUT", value_name = "DURATION", value_parser = duration::parse_secs, default_value = defaults::UPSTREAM_TIMEOUT)]
+    #[arg(
+        id = "upstream.timeout",
+        long = "upstream-timeout",
+        env = "CONDENSE_UPSTREAM_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::UPSTREAM_TIMEOUT
+    )]
     pub timeout: Duration,
 
     /// Time for an upstream call and its retries in all. A bare number is seconds.
-    #[arg(id = "upstream.retry_budget", long = "upstream-retry-budget", env = "CONDENSE_UPSTREAM_RETRY_BUDGET", value_name = "DURATION", value_parser = duration::parse_secs, default_value = defaults::UPSTREAM_RETRY_BUDGET)]
+    #[arg(
+        id = "upstream.retry_budget",
+        long = "upstream-retry-budget",
+        env = "CONDENSE_UPSTREAM_RETRY_BUDGET",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::UPSTREAM_RETRY_BUDGET
+    )]
     pub retry_budget: Duration,
 
     /// Most retries of one upstream call.
-    #[arg(id = "upstream.max_retries", value_name = "N", long = "upstream-max-retries", env = "CONDENSE_UPSTREAM_MAX_RETRIES", default_value_t = defaults::UPSTREAM_MAX_RETRIES)]
+    #[arg(
+        id = "upstream.max_retries",
+        value_name = "N",
+        long = "upstream-max-retries",
+        env = "CONDENSE_UPSTREAM_MAX_RETRIES",
+        default_value_t = defaults::UPSTREAM_MAX_RETRIES
+    )]
     pub max_retries: u32,
 
     /// Most upstream calls in flight at once.
-    #[arg(id = "upstream.max_concurrency", value_name = "N", long = "upstream-max-concurrency", env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY)]
+    #[arg(
+        id = "upstream.max_concurrency",
+        value_name = "N",
+        long = "upstream-max-concurrency",
+        env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY",
+        default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY
+    )]
     pub max_concurrency: usize,
 
     /// The summarizer model's context window (prompt + output), for chunking.
-    #[arg(id = "upstream.context_window", value_name = "N", long = "upstream-context-window", env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW", default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW)]
+    #[arg(
+        id = "upstream.context_window",
+        value_name = "N",
+        long = "upstream-context-window",
+        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
+        default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW
+    )]
     pub context_window: usize,
 
     /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
-    #[arg(id = "upstream.result_chars", value_name = "N", long = "upstream-result-chars", env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = defaults::UPSTREAM_RESULT_CHARS)]
+    #[arg(
+        id = "upstream.result_chars",
+        value_name = "N",
+        long = "upstream-result-chars",
+        env = "CONDENSE_UPSTREAM_RESULT_CHARS",
+        default_value_t = defaults::UPSTREAM_RESULT_CHARS
+    )]
     pub result_chars: usize,
 }
 
