@@ -10,7 +10,10 @@
 //! Every duration is written one way (`500ms`, `30s`, `5m`, `30d`: see
 //! [`duration`]); the names that spelled a unit (`…_SECS`, `…_MS`, `…_DAYS`)
 //! still work, with a warning ([`renamed`]). [`Config::validate`] bounds
-//! every value and cross-checks the timeouts before anything starts.
+//! every value and cross-checks the timeouts before anything starts: the
+//! binary calls it (`cli::Parsed`); code that builds a `Config` itself
+//! (tests, embedding) may, and tests do not, to reach odd corners (a zero
+//! request time limit) on purpose.
 //!
 //! Every default runs on a laptop: no file, no database, no upstream.
 
