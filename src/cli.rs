@@ -1,24 +1,35 @@
-//! The command line: serving (no subcommand) or `healthcheck`.
+//! The command line: serving (no subcommand), `healthcheck` or `config`.
 //!
-//! Every setting is a [`Config`] flag with its `CONDENSE_*` variable, shared
-//! by both, so `condense healthcheck` run inside a container reads the same
-//! `CONDENSE_LISTEN` as the server it checks.
+//! Every setting is a [`Config`] flag with its `CONDENSE_*` variable and its
+//! place in the `--config` file, shared by all three, so `condense
+//! healthcheck` run inside a container reads the same `CONDENSE_LISTEN` as
+//! the server it checks, and `condense config` shows what the server would run with.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::config::Config;
+use crate::config::load::{self, LoadError, Loaded};
+use crate::config::{Config, show};
 use crate::healthcheck;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "condense",
     version,
-    about = "Keeps LLM agents inside their context window."
+    about = "Keeps LLM agents inside their context window.",
+    after_help = "Durations are a whole number and a unit: 500ms, 30s, 5m, 2h, 30d. \
+                  Precedence: flag > environment > --config file > default."
 )]
 pub struct Cli {
+    /// TOML file of settings, one section per heading below (`[server]`,
+    /// `[cache]`, …), keys as in `condense config`; the environment and
+    /// flags override it.
+    #[arg(id = load::FILE_ARG, long = "config", env = "CONDENSE_CONFIG", value_name = "FILE")]
+    pub config_file: Option<PathBuf>,
     #[command(flatten)]
     pub config: Config,
     #[command(subcommand)]
@@ -30,6 +41,51 @@ pub enum Command {
     /// Exit 0 when the condense at the configured listen address answers
     /// `GET /healthz` with 200, else 1 (for container health checks).
     Healthcheck(HealthcheckArgs),
+    /// Print the configuration in effect as a `--config` file (secrets
+    /// hidden, each value with its source), and exit: 0 when it is valid.
+    Config,
+}
+
+/// The command line read in layers (see [`crate::config::load`]) and validated.
+pub struct Parsed {
+    pub cli: Cli,
+    pub loaded: Loaded,
+    /// Why the configuration cannot run, as one line (`condense config`
+    /// still prints it).
+    pub invalid: Option<String>,
+}
+
+impl Parsed {
+    /// Reads `args` (the program's name first) and the environment.
+    pub fn from_args(args: impl IntoIterator<Item = OsString>) -> Result<Self, LoadError> {
+        let loaded = load::load(Cli::command(), args)?;
+        let cli = Cli::from_arg_matches(&loaded.matches).map_err(LoadError::Clap)?;
+        let invalid = cli
+            .config
+            .validate()
+            .err()
+            .map(|e| e.describe(|id, value| loaded.name(id, value)));
+        Ok(Self {
+            cli,
+            loaded,
+            invalid,
+        })
+    }
+
+    /// Runs `condense config`: the configuration on stdout, a problem on stderr.
+    pub fn show(&self) -> ExitCode {
+        print!("{}", show::render(&self.loaded));
+        match &self.invalid {
+            Some(line) => invalid(line),
+            None => ExitCode::SUCCESS,
+        }
+    }
+}
+
+/// Says why the configuration cannot run, in one line, and the exit code.
+pub fn invalid(line: &str) -> ExitCode {
+    eprintln!("condense: invalid configuration: {line}");
+    ExitCode::from(2)
 }
 
 #[derive(Debug, Args)]
@@ -46,7 +102,7 @@ impl HealthcheckArgs {
     /// the check's result).
     pub fn run(&self, config: &Config) -> ExitCode {
         let timeout = Duration::from_secs(self.timeout.max(1));
-        let listen = config.probe_listen.unwrap_or(config.listen);
+        let listen = config.server.probe_listen.unwrap_or(config.server.listen);
         match healthcheck::check(listen, timeout) {
             Ok(status) => {
                 eprintln!(

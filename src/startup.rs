@@ -47,26 +47,23 @@ impl Site {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let listen = config.listen;
+        let server = &config.server;
+        let listen = server.listen;
         let serve = ServeOptions {
-            max_connections: connection_budget(config.max_connections, config.reserved_fds()),
-            ..config.serve_options()
+            max_connections: connection_budget(server.max_connections, config.reserved_fds()),
+            ..server.serve_options()
         };
-        let probe = config
+        let probe = server
             .probe_listen
-            .map(|addr| (addr, config.probe_serve_options()));
-        if let Some(url) = config
-            .upstream_url
-            .as_deref()
-            .filter(|u| !u.trim().is_empty())
-        {
+            .map(|addr| (addr, server.probe_serve_options()));
+        if let Some(url) = config.upstream.url() {
             tracing::info!(url = %crate::upstream::redact_userinfo(url), "upstream LLM configured");
         }
         let state = AppState::connect(config).await?;
         let cache = state.summarizer.cache().clone();
         if !matches!(cache, crate::cache::Cache::Off) {
             tokio::spawn(report_cache(cache.clone()));
-            let o = state.config.cache_options();
+            let o = state.config.cache.options();
             crate::cache::spawn_pruner(
                 cache,
                 std::time::Duration::from_secs(600),
@@ -77,7 +74,7 @@ impl Application {
         state.access.watch();
         state.access.warn_if_open(
             state.summarizer.upstream().is_some(),
-            !state.config.proxy_api_key.is_empty() || !state.config.count_api_key.is_empty(),
+            !state.config.proxy.api_key.is_empty() || !state.config.count.api_key.is_empty(),
         );
         let probe = match probe {
             Some((addr, options)) => {

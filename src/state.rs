@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::cache::Cache;
 use crate::compress::Compressor;
-use crate::config::Config;
+use crate::config::{Config, MIN_PERIOD};
 use crate::error::ApiError;
 use crate::guard::{Access, Cors, Hosts, MemoryBudget, Overload, RateLimiter};
 use crate::metrics::Metrics;
@@ -67,8 +67,8 @@ impl AppState {
     /// PostgreSQL is connected lazily: a database that is down at start does
     /// not stop the service.
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
-        let cache = Cache::connect(&config.cache_url(), config.cache_options()).await?;
-        let check = config.cache_check();
+        let cache = Cache::connect(&config.cache.url(), config.cache.options()).await?;
+        let check = config.cache.health_check();
         let state = Self::with_cache(config, cache)?;
         // `/readyz` reads what this finds (see `cache::health`).
         state.summarizer.watch_cache(check);
@@ -84,45 +84,48 @@ impl AppState {
     /// Loads encoders, the model registry and the profiles named by `config`.
     pub fn with_cache(config: Config, cache: Cache) -> anyhow::Result<Self> {
         let encoders = Encoders::global();
-        let models = Arc::new(match &config.models_file {
+        let models = Arc::new(match &config.models.models_file {
             Some(path) => ModelRegistry::from_file(path)?,
             None => ModelRegistry::embedded(),
         });
-        let profiles = Arc::new(match &config.profiles_file {
+        let profiles = Arc::new(match &config.models.profiles_file {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
         });
-        let upstream = config.upstream().map(Upstream::new).transpose()?;
+        let upstream = config.upstream.client().map(Upstream::new).transpose()?;
         let metrics = Metrics::new();
         let summarizer =
             Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
         let compressor = Arc::new(Compressor::new(
             models.clone(),
-            config.default_model.clone(),
+            config.models.default_model.clone(),
             encoders,
             summarizer.clone(),
         ));
         let proxy = Proxy::new(
             ProxyConfig {
-                openai_url: config.proxy_openai_url.clone(),
-                anthropic_url: config.proxy_anthropic_url.clone(),
-                api_key: config.proxy_api_key.clone(),
-                shadow: config.proxy_shadow,
-                idle_timeout: Duration::from_secs(config.proxy_idle_timeout.max(1)),
-                prepare_timeout: Duration::from_secs(config.request_timeout.max(1)),
-                limits: config.thread_limits(),
+                openai_url: config.proxy.openai_url.clone(),
+                anthropic_url: config.proxy.anthropic_url.clone(),
+                api_key: config.proxy.api_key.clone(),
+                shadow: config.proxy.shadow,
+                idle_timeout: config.proxy.idle_timeout.max(MIN_PERIOD),
+                prepare_timeout: config.limits.request_timeout.max(Duration::from_secs(1)),
+                limits: config.limits.thread(),
             },
             compressor.clone(),
             profiles.clone(),
         )?;
         let provider_count =
-            ProviderCounter::new(config.provider_count())?.with_metrics(metrics.clone());
-        let access = Arc::new(Access::new(config.access())?);
-        let rate = RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
-        let overload = Overload::new(config.max_concurrency);
-        let cors = Cors::parse(&config.cors_origins)?;
-        let hosts = Hosts::parse(&config.allowed_hosts, access.enabled())?;
-        let memory = MemoryBudget::new(config.memory_budget_bytes);
+            ProviderCounter::new(config.count.client())?.with_metrics(metrics.clone());
+        let access = Arc::new(Access::new(config.access.keys())?);
+        let rate = RateLimiter::new(
+            config.access.rate_limit_per_sec,
+            config.access.rate_limit_burst,
+        );
+        let overload = Overload::new(config.limits.max_concurrency);
+        let cors = Cors::parse(&config.access.cors_origins)?;
+        let hosts = Hosts::parse(&config.access.allowed_hosts, access.enabled())?;
+        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
         Ok(Self(Arc::new(Inner {
             memory,
             access,

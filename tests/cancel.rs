@@ -44,9 +44,12 @@ async fn drained() {
 async fn counting_stops_when_the_request_is_gone() {
     let app = condense::http::router(
         AppState::new(Config {
-            request_timeout: 1,
-            // More text than the default limit admits: the point is the work.
-            max_total_chars: 0,
+            limits: condense::config::LimitSettings {
+                request_timeout: std::time::Duration::from_secs(1),
+                // More text than the default limit admits: the point is the work.
+                max_total_chars: 0,
+                ..Default::default()
+            },
             ..Default::default()
         })
         .expect("state builds"),
@@ -69,7 +72,10 @@ async fn counting_stops_when_the_request_is_gone() {
     let before = tokenized_bytes();
     let patient = condense::http::router(
         AppState::new(Config {
-            max_total_chars: 0,
+            limits: condense::config::LimitSettings {
+                max_total_chars: 0,
+                ..Default::default()
+            },
             ..Default::default()
         })
         .unwrap(),

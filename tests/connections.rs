@@ -21,10 +21,16 @@ const GENEROUS: Duration = Duration::from_secs(60);
 
 fn config(header_secs: u64, idle_secs: u64, max_connections: usize) -> condense::Config {
     condense::Config {
-        header_read_timeout_secs: header_secs,
-        idle_timeout_secs: idle_secs,
-        max_connections,
-        database_url: Some("off".into()),
+        server: condense::config::ServerSettings {
+            header_read_timeout: Duration::from_secs(header_secs),
+            idle_timeout: Duration::from_secs(idle_secs),
+            max_connections,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -184,9 +190,10 @@ async fn a_client_that_stops_reading_is_cut_after_the_idle_timeout() {
 #[tokio::test]
 async fn an_oversized_upload_is_refused_from_its_headers_with_no_100_continue() {
     let limit = 1024 * 1024;
-    let addr = start(condense::Config {
-        body_limit: limit,
-        ..config(30, 30, 64)
+    let addr = start({
+        let mut config = config(30, 30, 64);
+        config.limits.body_limit = limit;
+        config
     })
     .await;
     for path in ["/v1/tokens", "/v1/compress", "/v1/messages"] {
@@ -237,9 +244,10 @@ use server::held_provider;
 async fn shutdown_finishes_the_request_in_flight_and_closes_idle_connections() {
     let (provider, arrived, release) = held_provider().await;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let config = condense::Config {
-        proxy_anthropic_url: Some(provider),
-        ..config(300, 300, 64)
+    let config = {
+        let mut config = config(300, 300, 64);
+        config.proxy.anthropic_url = Some(provider);
+        config
     };
     let (addr, server) = server::serve_until(config, async {
         let _ = stop_rx.await;
@@ -330,7 +338,7 @@ async fn more_clients_than_open_files_never_stop_healthz() {
     let (_server, addr) = start_limited(
         320,
         &[
-            ("CONDENSE_HEADER_READ_TIMEOUT_SECS", "1"),
+            ("CONDENSE_HEADER_READ_TIMEOUT", "1s"),
             ("CONDENSE_MAX_CONNECTIONS", "1024"),
         ],
     );
@@ -348,10 +356,11 @@ async fn more_clients_than_open_files_never_stop_healthz() {
 #[tokio::test]
 async fn a_proxied_body_that_stops_coming_gets_the_request_time_limit() {
     // The provider is never reached: the body never arrives whole.
-    let addr = start(condense::Config {
-        request_timeout: 1,
-        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
-        ..config(300, 300, 64)
+    let addr = start({
+        let mut config = config(300, 300, 64);
+        config.limits.request_timeout = Duration::from_secs(1);
+        config.proxy.anthropic_url = Some("http://127.0.0.1:9".into());
+        config
     })
     .await;
     let mut s = connect(addr).await;
@@ -392,9 +401,10 @@ async fn a_request_whose_client_shut_its_write_side_is_answered() {
 
 #[tokio::test]
 async fn past_its_cap_an_address_is_turned_away_while_another_is_served() {
-    let addr = start(condense::Config {
-        max_connections_per_address: 2,
-        ..config(300, 300, 64)
+    let addr = start({
+        let mut config = config(300, 300, 64);
+        config.server.max_connections_per_address = 2;
+        config
     })
     .await;
     let mut first = connect(addr).await;
@@ -451,9 +461,10 @@ async fn closed_or_answered(s: &mut TcpStream) -> String {
 async fn slow_headers_from_one_address_never_stop_healthz_from_another() {
     // Far more slow clients than the whole cap: without a cap per address
     // they would hold every slot for the 300 s header timeout.
-    let addr = start(condense::Config {
-        max_connections_per_address: 8,
-        ..config(300, 300, 32)
+    let addr = start({
+        let mut config = config(300, 300, 32);
+        config.server.max_connections_per_address = 8;
+        config
     })
     .await;
     let mut slow = Vec::new();
@@ -472,11 +483,12 @@ async fn slow_headers_from_one_address_never_stop_healthz_from_another() {
 
 #[tokio::test]
 async fn the_probe_listener_answers_probes_when_the_main_one_is_full() {
-    let app = condense::Application::build(condense::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        probe_listen: Some("127.0.0.1:0".parse().unwrap()),
-        max_connections_per_address: 0,
-        ..config(300, 300, 2)
+    let app = condense::Application::build({
+        let mut config = config(300, 300, 2);
+        config.server.listen = "127.0.0.1:0".parse().unwrap();
+        config.server.probe_listen = Some("127.0.0.1:0".parse().unwrap());
+        config.server.max_connections_per_address = 0;
+        config
     })
     .await
     .unwrap();
@@ -504,7 +516,7 @@ async fn the_probe_listener_answers_probes_when_the_main_one_is_full() {
     // One address cannot hold the probe listener either: silent clients
     // from 127.0.0.1 as many as its whole cap, and the orchestrator's
     // probe from another address is answered.
-    for _ in 0..condense::Config::default().probe_max_connections {
+    for _ in 0..condense::Config::default().server.probe_max_connections {
         silent.push(connect(probes).await);
     }
     let mut s = connect_from([127, 0, 0, 2], probes).await;
@@ -518,7 +530,7 @@ async fn a_low_open_files_limit_still_serves_connections_side_by_side() {
     // `ulimit -n 128`: kept-alive connections each answered while all stay
     // open. A budget of one connection would serve the first only, until
     // its 300 s idle timeout.
-    let (_server, addr) = start_limited(128, &[("CONDENSE_IDLE_TIMEOUT_SECS", "300")]);
+    let (_server, addr) = start_limited(128, &[("CONDENSE_IDLE_TIMEOUT", "300s")]);
     let mut open = Vec::new();
     for _ in 0..16 {
         let mut s = connect(addr).await;
@@ -602,10 +614,11 @@ async fn stalling_at(path: &str, streams: bool) -> (String, Arc<Notify>, Arc<Not
 async fn a_client_that_leaves_a_proxied_call_ends_the_provider_call() {
     for streams in [false, true] {
         let (provider, arrived, ended) = stalling_provider(streams).await;
-        let addr = start(condense::Config {
-            proxy_anthropic_url: Some(provider),
-            proxy_idle_timeout: 300,
-            ..config(300, 300, 64)
+        let addr = start({
+            let mut config = config(300, 300, 64);
+            config.proxy.anthropic_url = Some(provider);
+            config.proxy.idle_timeout = Duration::from_secs(300);
+            config
         })
         .await;
         let mut s = connect(addr).await;
@@ -644,13 +657,14 @@ async fn a_client_that_leaves_a_proxied_call_ends_the_provider_call() {
 #[tokio::test]
 async fn a_request_whose_client_left_ends_after_the_grace() {
     let (upstream, arrived, _ended) = stalling_at("/chat/completions", false).await;
-    let addr = start(condense::Config {
-        upstream_url: Some(upstream),
-        upstream_model: "m".into(),
-        upstream_timeout: 300,
-        upstream_max_retries: 0,
-        request_timeout: 300,
-        ..config(300, 300, 64)
+    let addr = start({
+        let mut config = config(300, 300, 64);
+        config.limits.request_timeout = Duration::from_secs(300);
+        config.upstream.url = Some(upstream);
+        config.upstream.model = "m".into();
+        config.upstream.timeout = Duration::from_secs(300);
+        config.upstream.max_retries = 0;
+        config
     })
     .await;
     let mut s = connect(addr).await;

@@ -35,7 +35,10 @@ fn client() -> reqwest::Client {
 
 async fn serve(config: condense::Config) -> String {
     server::serve(condense::Config {
-        database_url: Some("off".into()),
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..config.cache
+        },
         ..config
     })
     .await
@@ -68,13 +71,22 @@ async fn many_concurrent_requests_past_the_limit_are_shed_at_once() {
     let upstream = stub::start(Fault::Held, false).await;
     let provider = stub::start(Fault::Ok, false).await;
     let url = serve(condense::Config {
-        max_concurrency: LIMIT,
-        upstream_url: Some(upstream.url.clone()),
-        upstream_model: "stub-model".into(),
-        upstream_max_concurrency: LIMIT,
-        upstream_timeout: 600,
-        upstream_max_retries: 0,
-        proxy_openai_url: Some(provider.url.clone()),
+        limits: condense::config::LimitSettings {
+            max_concurrency: LIMIT,
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(upstream.url.clone()),
+            model: "stub-model".into(),
+            max_concurrency: LIMIT,
+            timeout: Duration::from_secs(600),
+            max_retries: 0,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(provider.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -157,8 +169,11 @@ async fn many_concurrent_requests_past_the_limit_are_shed_at_once() {
 #[tokio::test]
 async fn without_keys_each_client_address_has_its_own_bucket() {
     let url = serve(condense::Config {
-        rate_limit_per_sec: 0.001,
-        rate_limit_burst: 1,
+        access: condense::config::AccessSettings {
+            rate_limit_per_sec: 0.001,
+            rate_limit_burst: 1,
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -231,8 +246,11 @@ async fn status_with(url: &str, key: &str) -> u16 {
 async fn a_changed_keys_file_takes_effect_without_a_restart() {
     let file = KeysFile::new(&format!("{OLD}\n"));
     let url = serve(condense::Config {
-        api_keys_file: Some(file.0.clone()),
-        api_keys_reload_secs: 1,
+        access: condense::config::AccessSettings {
+            api_keys_file: Some(file.0.clone()),
+            api_keys_reload: Duration::from_secs(1),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -252,8 +270,11 @@ async fn sighup_reloads_the_keys_file() {
     let file = KeysFile::new(&format!("{OLD}\n"));
     // Looked at only once an hour: only the signal can reload it in time.
     let url = serve(condense::Config {
-        api_keys_file: Some(file.0.clone()),
-        api_keys_reload_secs: 3600,
+        access: condense::config::AccessSettings {
+            api_keys_file: Some(file.0.clone()),
+            api_keys_reload: Duration::from_secs(3600),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

@@ -95,14 +95,20 @@ async fn condense(test: &str, kind: Kind) -> Option<(Router, Calls)> {
         Kind::Anthropic => proxy,
     };
     let config = condense::Config {
-        upstream_url: Some(upstream_url),
-        upstream_kind: kind,
-        upstream_model: "SmolLM2-135M-Instruct".into(),
-        // The model's window: longer spans are chunked.
-        upstream_context_window: 8192,
-        upstream_timeout: 600,
-        upstream_retry_budget: 1200,
-        request_timeout: 1800,
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(1800),
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(upstream_url),
+            kind,
+            model: "SmolLM2-135M-Instruct".into(),
+            // The model's window: longer spans are chunked.
+            context_window: 8192,
+            timeout: std::time::Duration::from_secs(600),
+            retry_budget: std::time::Duration::from_secs(1200),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let app = condense::http::router(condense::AppState::new(config).expect("state builds"));

@@ -61,9 +61,18 @@ fn assert_refused_for_memory(what: &str, answer: &str) {
 async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_ends() {
     let (provider, arrived, release) = held_provider().await;
     let url = server::serve(condense::Config {
-        memory_budget_bytes: BUDGET,
-        proxy_anthropic_url: Some(provider),
-        database_url: Some("off".into()),
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: BUDGET,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            anthropic_url: Some(provider),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -121,8 +130,14 @@ async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_e
 #[tokio::test]
 async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413() {
     let url = server::serve(condense::Config {
-        memory_budget_bytes: KIB,
-        database_url: Some("off".into()),
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: KIB,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -134,7 +149,7 @@ async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413()
     let (_s, answer) = head_only(&addr, "/v1/tokens", 10).await;
     assert_refused_for_memory("/v1/tokens", &answer);
     // A body over the body limit is told so (413, final), not to retry.
-    let over = condense::Config::default().body_limit as u64 + 1;
+    let over = condense::Config::default().limits.body_limit as u64 + 1;
     let (_s, answer) = head_only(&addr, "/v1/tokens", over).await;
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     for probe in ["/healthz", "/readyz"] {
@@ -152,8 +167,14 @@ async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413()
 #[tokio::test]
 async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
     let url = server::serve(condense::Config {
-        memory_budget_bytes: BUDGET,
-        database_url: Some("off".into()),
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: BUDGET,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

@@ -1313,9 +1313,12 @@ async fn fake_upstream() -> String {
 
 fn app_with_upstream(url: String) -> Router {
     app_with(Config {
-        upstream_url: Some(url),
-        upstream_max_retries: 0,
-        upstream_allowed_models: vec!["small-summarizer".into()],
+        upstream: condense::config::UpstreamSettings {
+            url: Some(url),
+            max_retries: 0,
+            allowed_models: vec!["small-summarizer".into()],
+            ..Default::default()
+        },
         ..Config::default()
     })
 }
@@ -2075,7 +2078,10 @@ async fn invalid_requests_answer_the_documented_problems() {
 #[tokio::test]
 async fn limits_answer_413_and_503() {
     let small = app_with(Config {
-        body_limit: 64,
+        limits: condense::config::LimitSettings {
+            body_limit: 64,
+            ..Default::default()
+        },
         ..Config::default()
     });
     let body = json!({"text": "x".repeat(200)});
@@ -2087,7 +2093,10 @@ async fn limits_answer_413_and_503() {
 
     // A zero time limit lets only handlers that never wait finish in time.
     let hurried = app_with(Config {
-        request_timeout: 0,
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(0),
+            ..Default::default()
+        },
         ..Config::default()
     });
     let thread = fixture("large-04.openai.json");
@@ -2591,8 +2600,14 @@ const KEY: &str = "openapi-key-0123456789abcdef";
 async fn unauthorized_and_forbidden_answers_conform() {
     let base = fake_upstream().await;
     let keyed = app_with(Config {
-        api_keys: vec![condense::upstream::Secret::new(KEY)],
-        upstream_url: Some(format!("{base}/ok")),
+        access: condense::config::AccessSettings {
+            api_keys: vec![condense::upstream::Secret::new(KEY)],
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(format!("{base}/ok")),
+            ..Default::default()
+        },
         ..Config::default()
     });
     let mut refused = 0;
@@ -2631,8 +2646,11 @@ async fn unauthorized_and_forbidden_answers_conform() {
 #[tokio::test]
 async fn rate_limited_answers_conform() {
     let limited = app_with(Config {
-        rate_limit_per_sec: 0.001,
-        rate_limit_burst: 1,
+        access: condense::config::AccessSettings {
+            rate_limit_per_sec: 0.001,
+            rate_limit_burst: 1,
+            ..Default::default()
+        },
         ..Config::default()
     });
     // In-process every request shares one bucket: this one empties it.
@@ -2656,9 +2674,15 @@ async fn rate_limited_answers_conform() {
 #[tokio::test]
 async fn over_the_memory_budget_answers_conform() {
     let state = AppState::new(Config {
-        memory_budget_bytes: 1024 * 1024,
-        proxy_openai_url: Some("http://127.0.0.1:9".into()),
-        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: 1024 * 1024,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some("http://127.0.0.1:9".into()),
+            anthropic_url: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        },
         ..Config::default()
     })
     .expect("app state");
@@ -2688,8 +2712,11 @@ async fn over_the_memory_budget_answers_conform() {
 #[tokio::test]
 async fn overloaded_and_over_limit_answers_conform() {
     let state = AppState::new(Config {
-        max_concurrency: 1,
-        max_messages: 1,
+        limits: condense::config::LimitSettings {
+            max_concurrency: 1,
+            max_messages: 1,
+            ..Default::default()
+        },
         ..Config::default()
     })
     .expect("app state");
@@ -2716,8 +2743,14 @@ async fn overloaded_and_over_limit_answers_conform() {
         assert_conforms(&x);
     }
     let proxied = app_with(Config {
-        max_messages: 1,
-        proxy_anthropic_url: Some("http://127.0.0.1:9".into()),
+        limits: condense::config::LimitSettings {
+            max_messages: 1,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            anthropic_url: Some("http://127.0.0.1:9".into()),
+            ..Default::default()
+        },
         ..Config::default()
     });
     let x = send(

@@ -24,8 +24,11 @@ async fn the_page_shows_what_the_api_answers() {
         port.local_addr().unwrap()
     };
     let degraded = serve(condense::Config {
-        upstream_url: Some(format!("http://{closed}/v1")),
-        upstream_max_retries: 0,
+        upstream: condense::config::UpstreamSettings {
+            url: Some(format!("http://{closed}/v1")),
+            max_retries: 0,
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -33,7 +36,10 @@ async fn the_page_shows_what_the_api_answers() {
     // A third that needs an API key: the page asks for it.
     const KEY: &str = "playground-key-0123456789abcdef";
     let keyed = serve(condense::Config {
-        api_keys: vec![condense::upstream::Secret::new(KEY)],
+        access: condense::config::AccessSettings {
+            api_keys: vec![condense::upstream::Secret::new(KEY)],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -70,7 +76,10 @@ async fn the_page_shows_what_the_api_answers() {
 /// Condense on a free port with `config` and no cache; its base URL.
 async fn serve(config: condense::Config) -> String {
     server::serve(condense::Config {
-        database_url: Some("off".into()),
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..config.cache
+        },
         ..config
     })
     .await

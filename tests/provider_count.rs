@@ -87,10 +87,12 @@ async fn start_relay(llm: &str) -> (String, Seen) {
 /// base is the origin, the OpenAI base `…/v1`).
 fn app_for(base: &str) -> axum::Router {
     app_with(Config {
-        count_anthropic_url: Some(base.to_string()),
-        count_openai_url: Some(format!("{base}/v1")),
-        count_api_key: KEY.parse().unwrap(),
-        provider_count_timeout_secs: 1,
+        count: condense::config::CountSettings {
+            anthropic_url: Some(base.to_string()),
+            openai_url: Some(format!("{base}/v1")),
+            api_key: KEY.parse().unwrap(),
+            timeout: std::time::Duration::from_secs(1),
+        },
         ..Config::default()
     })
 }
@@ -384,9 +386,12 @@ fn small() -> Value {
 async fn faulty(fault: Fault) -> (axum::Router, stub::Stub) {
     let stub = stub::start_on(fault, true, "/v1/messages/count_tokens").await;
     let app = app_with(Config {
-        count_anthropic_url: Some(stub.url.clone()),
-        count_api_key: KEY.parse().unwrap(),
-        provider_count_timeout_secs: 1,
+        count: condense::config::CountSettings {
+            anthropic_url: Some(stub.url.clone()),
+            api_key: KEY.parse().unwrap(),
+            timeout: std::time::Duration::from_secs(1),
+            ..Default::default()
+        },
         ..Config::default()
     });
     (app, stub)
@@ -461,8 +466,11 @@ async fn redirects_are_not_followed() {
     let target = stub::start_on(Fault::Ok, true, "/v1/messages/count_tokens").await;
     let redirect = stub::start_redirect(&target.url).await;
     let app = app_with(Config {
-        count_anthropic_url: Some(redirect.url.clone()),
-        count_api_key: KEY.parse().unwrap(),
+        count: condense::config::CountSettings {
+            anthropic_url: Some(redirect.url.clone()),
+            api_key: KEY.parse().unwrap(),
+            ..Default::default()
+        },
         ..Config::default()
     });
     falls_back(&app, &small(), "HTTP 307").await;
@@ -483,7 +491,10 @@ async fn a_route_without_a_url_names_the_setting() {
 async fn a_thread_without_a_responses_form_is_not_sent() {
     let stub = stub::start_on(Fault::Ok, false, "/responses/input_tokens").await;
     let app = app_with(Config {
-        proxy_openai_url: Some(stub.url.clone()),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(stub.url.clone()),
+            ..Default::default()
+        },
         ..Config::default()
     });
     let body = json!({"count": "provider", "messages": [

@@ -86,8 +86,11 @@ fn condense(config: condense::Config) -> Router {
 
 fn with_provider(url: &str) -> condense::Config {
     condense::Config {
-        proxy_openai_url: Some(format!("{url}/v1")),
-        proxy_anthropic_url: Some(url.to_string()),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(format!("{url}/v1")),
+            anthropic_url: Some(url.to_string()),
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -343,9 +346,10 @@ async fn what_condense_cannot_handle_goes_through_unchanged() {
 #[tokio::test]
 async fn the_operator_key_fills_in_only_when_the_client_sends_none() {
     let (url, seen) = provider(StatusCode::OK).await;
-    let app = condense(condense::Config {
-        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
-        ..with_provider(&url)
+    let app = condense({
+        let mut config = with_provider(&url);
+        config.proxy.api_key = condense::upstream::Secret::new("sk-operator");
+        config
     });
     send(
         &app,
@@ -378,8 +382,11 @@ async fn forwarded_requests_are_counted_by_provider_and_status() {
     let (ok, _) = provider(StatusCode::OK).await;
     let (busy, _) = provider(StatusCode::TOO_MANY_REQUESTS).await;
     let app = condense(condense::Config {
-        proxy_openai_url: Some(format!("{ok}/v1")),
-        proxy_anthropic_url: Some(busy),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(format!("{ok}/v1")),
+            anthropic_url: Some(busy),
+            ..Default::default()
+        },
         ..Default::default()
     });
     for _ in 0..2 {
@@ -448,9 +455,10 @@ async fn redirecting_provider(target: &str) -> String {
 async fn a_provider_redirect_goes_back_to_the_caller_and_the_keys_stay_home() {
     let (elsewhere, seen) = provider(StatusCode::OK).await;
     let redirect = redirecting_provider(&elsewhere).await;
-    let app = condense(condense::Config {
-        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
-        ..with_provider(&redirect)
+    let app = condense({
+        let mut config = with_provider(&redirect);
+        config.proxy.api_key = condense::upstream::Secret::new("sk-operator");
+        config
     });
     let anthropic =
         json!({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "hi"}]});
@@ -549,9 +557,10 @@ async fn a_profile_with_clear_clears_old_tool_results_on_the_way() {
         "[profiles.agent.clear]\nkeep = 1\ntrigger = { tool_uses = 2 }\n",
     )
     .unwrap();
-    let app = condense(condense::Config {
-        profiles_file: Some(file),
-        ..with_provider(&url)
+    let app = condense({
+        let mut config = with_provider(&url);
+        config.models.profiles_file = Some(file);
+        config
     });
     let mut messages = vec![json!({"role": "user", "content": "look around"})];
     for i in 0..3 {
@@ -676,9 +685,10 @@ async fn the_counting_routes_count_what_condense_would_forward() {
 #[tokio::test]
 async fn requests_forwarded_unchanged_are_counted_by_reason() {
     let (url, seen) = provider(StatusCode::OK).await;
-    let state = condense::AppState::new(condense::Config {
-        max_concurrency: 1,
-        ..with_provider(&url)
+    let state = condense::AppState::new({
+        let mut config = with_provider(&url);
+        config.limits.max_concurrency = 1;
+        config
     })
     .expect("state builds");
     let app = condense::http::router(state.clone());

@@ -111,13 +111,22 @@ async fn condense(provider: &str) -> String {
     )
     .unwrap();
     server::serve(condense::Config {
-        proxy_openai_url: Some(format!("{provider}/v1")),
-        proxy_anthropic_url: Some(provider.to_string()),
-        database_url: Some(format!(
-            "sqlite://{}?mode=rwc",
-            dir.join("c.sqlite3").display()
-        )),
-        profiles_file: Some(profiles),
+        models: condense::config::ModelSettings {
+            profiles_file: Some(profiles),
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some(format!(
+                "sqlite://{}?mode=rwc",
+                dir.join("c.sqlite3").display()
+            )),
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(format!("{provider}/v1")),
+            anthropic_url: Some(provider.to_string()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await

@@ -37,8 +37,11 @@ async fn app_behind_relay(test: &str, check_secs: u64) -> Option<(axum::Router, 
     let relay = Relay::start(upstream).await;
     let via: PgConnectOptions = real.host("127.0.0.1").port(relay.addr().port());
     let config = condense::Config {
-        database_url: Some(via.to_url_lossy().to_string()),
-        cache_check_secs: check_secs,
+        cache: condense::config::CacheSettings {
+            database_url: Some(via.to_url_lossy().to_string()),
+            check_interval: Duration::from_secs(check_secs),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let state = condense::AppState::connect(config).await.unwrap();

@@ -126,7 +126,7 @@ fn env(database: &str, upstream: &str) -> Vec<(String, String)> {
         ("CONDENSE_UPSTREAM_TIMEOUT", "600"),
         ("CONDENSE_UPSTREAM_RETRY_BUDGET", "900"),
         ("CONDENSE_REQUEST_TIMEOUT", "1200"),
-        ("CONDENSE_DB_ACQUIRE_TIMEOUT_MS", "30000"),
+        ("CONDENSE_DB_ACQUIRE_TIMEOUT", "30s"),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

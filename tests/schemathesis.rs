@@ -67,11 +67,20 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_spec() {
     let provider = provider().await;
     let upstream = stub::start(stub::Fault::Ok, false).await;
     let url = server::serve(condense::Config {
-        database_url: Some("off".into()),
-        proxy_openai_url: Some(format!("{provider}/v1")),
-        proxy_anthropic_url: Some(provider),
-        upstream_url: Some(upstream.url.clone()),
-        upstream_model: "stub-model".into(),
+        upstream: condense::config::UpstreamSettings {
+            url: Some(upstream.url.clone()),
+            model: "stub-model".into(),
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(format!("{provider}/v1")),
+            anthropic_url: Some(provider),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

@@ -84,12 +84,15 @@ async fn the_api_key_never_reaches_the_logs() {
         };
         let app = condense::http::router(
             condense::AppState::new(condense::Config {
-                upstream_url: Some(url),
-                upstream_api_key: condense::upstream::Secret::new(key),
-                upstream_model: "stub-model".into(),
-                upstream_timeout: 30,
-                upstream_retry_budget: 300,
-                upstream_max_retries: 2,
+                upstream: condense::config::UpstreamSettings {
+                    url: Some(url),
+                    api_key: condense::upstream::Secret::new(key),
+                    model: "stub-model".into(),
+                    timeout: std::time::Duration::from_secs(30),
+                    retry_budget: std::time::Duration::from_secs(300),
+                    max_retries: 2,
+                    ..Default::default()
+                },
                 ..Default::default()
             })
             .unwrap(),
@@ -136,8 +139,11 @@ async fn the_count_key_never_leaves_a_provider_count() {
     let s = stub::start_on(Fault::EchoKey, true, "/v1/messages/count_tokens").await;
     let app = condense::http::router(
         condense::AppState::new(condense::Config {
-            count_anthropic_url: Some(s.url.clone()),
-            count_api_key: condense::upstream::Secret::new(KEY),
+            count: condense::config::CountSettings {
+                anthropic_url: Some(s.url.clone()),
+                api_key: condense::upstream::Secret::new(KEY),
+                ..Default::default()
+            },
             ..Default::default()
         })
         .unwrap(),
@@ -172,7 +178,10 @@ async fn a_request_forwarded_unchanged_is_logged_with_its_request_id() {
     let s = stub::start(Fault::Ok, false).await;
     let app = condense::http::router(
         condense::AppState::new(condense::Config {
-            proxy_openai_url: Some(s.url.clone()),
+            proxy: condense::config::ProxySettings {
+                openai_url: Some(s.url.clone()),
+                ..Default::default()
+            },
             ..Default::default()
         })
         .unwrap(),
@@ -254,11 +263,17 @@ async fn condense_api_keys_never_reach_logs_answers_or_errors() {
     std::fs::write(&file, format!("{FILE_KEY} llm\n")).unwrap();
     let provider = stub::start(Fault::EchoKey, false).await;
     let config = condense::Config {
-        api_keys: vec![condense::upstream::Secret::new(ENV_KEY)],
-        api_keys_file: Some(file.clone()),
-        proxy_openai_url: Some(provider.url.clone()),
-        rate_limit_per_sec: 0.001,
-        rate_limit_burst: 2,
+        access: condense::config::AccessSettings {
+            api_keys: vec![condense::upstream::Secret::new(ENV_KEY)],
+            api_keys_file: Some(file.clone()),
+            rate_limit_per_sec: 0.001,
+            rate_limit_burst: 2,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(provider.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let debug = format!("{config:?}");
@@ -307,14 +322,20 @@ async fn condense_api_keys_never_reach_logs_answers_or_errors() {
     // A start refused for a bad line.
     std::fs::write(&file, format!("{BAD_LINE_KEY}\n")).unwrap();
     let refused = condense::AppState::new(condense::Config {
-        api_keys_file: Some(file.clone()),
+        access: condense::config::AccessSettings {
+            api_keys_file: Some(file.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .err()
     .expect("a short key stops the start");
     answers.push(format!("{refused:#} {refused:?}"));
     let refused = condense::AppState::new(condense::Config {
-        api_keys: vec![condense::upstream::Secret::new(BAD_LINE_KEY)],
+        access: condense::config::AccessSettings {
+            api_keys: vec![condense::upstream::Secret::new(BAD_LINE_KEY)],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .err()

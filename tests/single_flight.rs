@@ -48,14 +48,23 @@ async fn slow_upstream(delay: fn(usize) -> Duration) -> (String, Arc<AtomicUsize
 
 async fn replica(database: &str, upstream: &str, lease_secs: u64, timeout_secs: u64) -> Router {
     let config = condense::Config {
-        database_url: Some(database.to_string()),
-        upstream_url: Some(upstream.to_string()),
-        upstream_model: "stub-model".into(),
-        upstream_timeout: 600,
-        upstream_retry_budget: 600,
-        request_timeout: timeout_secs,
-        cache_claim_lease_secs: lease_secs,
-        db_acquire_timeout_ms: 30_000,
+        limits: condense::config::LimitSettings {
+            request_timeout: Duration::from_secs(timeout_secs),
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(upstream.to_string()),
+            model: "stub-model".into(),
+            timeout: Duration::from_secs(600),
+            retry_budget: Duration::from_secs(600),
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some(database.to_string()),
+            claim_lease: Duration::from_secs(lease_secs),
+            db_acquire_timeout: Duration::from_millis(30_000),
+            ..Default::default()
+        },
         ..Default::default()
     };
     condense::http::router(

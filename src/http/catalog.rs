@@ -25,7 +25,7 @@ pub struct ModelsResponse {
 
 async fn models(State(app): State<AppState>) -> Json<ModelsResponse> {
     Json(ModelsResponse {
-        default_model: app.config.default_model.clone(),
+        default_model: app.config.models.default_model.clone(),
         models: app.models.models().to_vec(),
     })
 }

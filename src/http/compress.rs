@@ -145,7 +145,7 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
         instructions: req.instructions,
         tools: req.tools,
     }
-    .parse(&app.config.thread_limits())?;
+    .parse(&app.config.limits.thread())?;
     if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages)
         && min as usize > thread.messages.len()
     {

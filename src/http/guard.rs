@@ -101,7 +101,7 @@ fn gates(path: &str, metrics_require_key: bool) -> Gates {
 /// The gates, as one middleware. Puts the [`Caller`] in the request's
 /// extensions for the handlers that decide by it.
 pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let gates = gates(req.uri().path(), app.config.metrics_require_key);
+    let gates = gates(req.uri().path(), app.config.access.metrics_require_key);
     let caller = match authenticate(&app, gates.key, req.headers()) {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
@@ -181,7 +181,7 @@ fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<(u64, u64)>
     if !gates.limited {
         return None;
     }
-    let limit = app.config.body_limit as u64;
+    let limit = app.config.limits.body_limit as u64;
     let declared = req.body().size_hint().exact();
     if declared.is_some_and(|n| limit > 0 && n > limit) {
         return None;

@@ -94,13 +94,13 @@ pub async fn observe(
 
 /// Answers 503 problem+json when a request runs past the configured limit.
 pub async fn time_limit(
-    State(secs): State<u64>,
+    State(limit): State<Duration>,
     req: Request,
     next: Next,
 ) -> axum::response::Response {
-    match tokio::time::timeout(Duration::from_secs(secs), next.run(req)).await {
+    match tokio::time::timeout(limit, next.run(req)).await {
         Ok(res) => res,
-        Err(_) => ApiError::Timeout(secs).into_response(),
+        Err(_) => ApiError::Timeout(limit.as_secs()).into_response(),
     }
 }
 

@@ -44,8 +44,8 @@ pub fn router(state: AppState) -> Router {
         hosts: state.hosts.clone(),
         cors: state.cors.clone(),
     });
-    let limit = state.config.body_limit;
-    let timeout = state.config.request_timeout;
+    let limit = state.config.limits.body_limit;
+    let timeout = state.config.limits.request_timeout;
     let cors = guard::cors_layer(state.cors.as_ref());
     let metrics = state.metrics.clone();
     // The API's routes answer within the request time limit; the proxy's

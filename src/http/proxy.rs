@@ -149,13 +149,14 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// otherwise hold its connection forever.
 async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
     let headers = req.headers().clone();
-    let secs = app.config.request_timeout;
-    let body = tokio::time::timeout(
-        Duration::from_secs(secs.max(1)),
-        RawBody::from_request(req, app),
-    )
-    .await
-    .map_err(|_| ApiError::Timeout(secs))??;
+    let limit = app
+        .config
+        .limits
+        .request_timeout
+        .max(Duration::from_secs(1));
+    let body = tokio::time::timeout(limit, RawBody::from_request(req, app))
+        .await
+        .map_err(|_| ApiError::Timeout(limit.as_secs()))??;
     Ok((headers, body.0))
 }
 

@@ -97,7 +97,7 @@ async fn count(
     let method = method(req.method, req.chars_per_token)?;
     let spec = CountSpec::resolve(
         &app.models,
-        &app.config.default_model,
+        &app.config.models.default_model,
         req.model.as_deref(),
         req.encoding,
         method,
@@ -182,7 +182,7 @@ fn count_request(
                     "`system`, `instructions`, `tools` and `format` describe a thread; they do not apply to `text`",
                 ));
             }
-            app.config.thread_limits().check_text(&text)?;
+            app.config.limits.thread().check_text(&text)?;
             let c = counter.text(&text);
             counted(c.tokens);
             Ok((base(c.exact, c.tokens, Vec::new(), 0, 0, None), None))
@@ -196,7 +196,7 @@ fn count_request(
                 instructions: req.instructions,
                 tools: req.tools,
             }
-            .parse(&app.config.thread_limits())?;
+            .parse(&app.config.limits.thread())?;
             let count = counter.thread(&thread);
             counted(count.total);
             let mut response = base(

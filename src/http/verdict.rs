@@ -144,7 +144,7 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
         instructions: req.instructions,
         tools: req.tools,
     }
-    .parse(&app.config.thread_limits())?;
+    .parse(&app.config.limits.thread())?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let mut warnings = Vec::new();
     if prior.is_some() && holds_summary(&thread) {
@@ -154,7 +154,7 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
     }
     let spec = CountSpec::resolve(
         &app.models,
-        &app.config.default_model,
+        &app.config.models.default_model,
         req.model.as_deref(),
         req.encoding,
         method,

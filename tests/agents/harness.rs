@@ -102,10 +102,19 @@ pub async fn condense(provider: &str, dir: &Path) -> String {
     )
     .unwrap();
     super::server::serve(condense::Config {
-        proxy_anthropic_url: Some(provider.to_string()),
-        proxy_openai_url: Some(format!("{provider}/v1")),
-        profiles_file: Some(profiles),
-        cache_path: dir.join("cache.sqlite3"),
+        models: condense::config::ModelSettings {
+            profiles_file: Some(profiles),
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            path: dir.join("cache.sqlite3"),
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            anthropic_url: Some(provider.to_string()),
+            openai_url: Some(format!("{provider}/v1")),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await

@@ -17,11 +17,14 @@ const PROVIDER: &str = "provider-key-0123456789abcdef";
 
 fn keyed(config: condense::Config) -> condense::Config {
     condense::Config {
-        api_keys: vec![
-            condense::upstream::Secret::new(PLAIN),
-            condense::upstream::Secret::new(format!("{LLM} llm")),
-            condense::upstream::Secret::new(format!("{PROVIDER} provider")),
-        ],
+        access: condense::config::AccessSettings {
+            api_keys: vec![
+                condense::upstream::Secret::new(PLAIN),
+                condense::upstream::Secret::new(format!("{LLM} llm")),
+                condense::upstream::Secret::new(format!("{PROVIDER} provider")),
+            ],
+            ..config.access
+        },
         ..config
     }
 }
@@ -155,7 +158,10 @@ async fn a_keys_file_adds_to_the_environment_keys() {
     let file = dir.join("keys");
     std::fs::write(&file, "# the file's key\nfile-key-0123456789abcdef llm\n").unwrap();
     let app = app_with(keyed(condense::Config {
-        api_keys_file: Some(file),
+        access: condense::config::AccessSettings {
+            api_keys_file: Some(file),
+            ..Default::default()
+        },
         ..Default::default()
     }));
     for key in ["file-key-0123456789abcdef", PLAIN] {
@@ -169,7 +175,10 @@ async fn a_keys_file_adds_to_the_environment_keys() {
 async fn the_proxy_takes_its_key_in_its_own_header_and_never_forwards_it() {
     let s = stub::start(Fault::Ok, false).await;
     let app = app_with(keyed(condense::Config {
-        proxy_openai_url: Some(s.url.clone()),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(s.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     }));
     let body = json!({"model": "gpt-4o", "messages": chat(2)});
@@ -233,10 +242,13 @@ fn compression(strategy: &str) -> Value {
 async fn only_keys_marked_llm_have_the_upstream_write() {
     let s = stub::start(Fault::Ok, false).await;
     let app = app_with(keyed(condense::Config {
-        upstream_url: Some(s.url.clone()),
-        upstream_model: "stub-model".into(),
-        upstream_timeout: 30,
-        upstream_max_retries: 0,
+        upstream: condense::config::UpstreamSettings {
+            url: Some(s.url.clone()),
+            model: "stub-model".into(),
+            timeout: std::time::Duration::from_secs(30),
+            max_retries: 0,
+            ..Default::default()
+        },
         ..Default::default()
     }));
     let as_key = |key: &str| format!("Bearer {key}");
@@ -291,11 +303,20 @@ async fn the_proxy_of_a_key_without_llm_writes_heuristic_summaries() {
     let llm = stub::start(Fault::Ok, false).await;
     let provider = stub::start(Fault::Ok, false).await;
     let app = app_with(keyed(condense::Config {
-        upstream_url: Some(llm.url.clone()),
-        upstream_model: "stub-model".into(),
-        upstream_max_retries: 0,
-        proxy_openai_url: Some(provider.url.clone()),
-        profiles_file: None,
+        models: condense::config::ModelSettings {
+            profiles_file: None,
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(llm.url.clone()),
+            model: "stub-model".into(),
+            max_retries: 0,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(provider.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     }));
     // Over gpt-4o's window: a summary is due.
@@ -330,11 +351,17 @@ async fn only_keys_marked_provider_spend_the_operators_provider_key() {
     let anthropic = stub::start(Fault::Ok, true).await;
     let counts = stub::start_on(Fault::Ok, true, "/v1/messages/count_tokens").await;
     let app = app_with(keyed(condense::Config {
-        proxy_openai_url: Some(openai.url.clone()),
-        proxy_anthropic_url: Some(anthropic.url.clone()),
-        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
-        count_anthropic_url: Some(counts.url.clone()),
-        count_api_key: condense::upstream::Secret::new("sk-counting"),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(openai.url.clone()),
+            anthropic_url: Some(anthropic.url.clone()),
+            api_key: condense::upstream::Secret::new("sk-operator"),
+            ..Default::default()
+        },
+        count: condense::config::CountSettings {
+            anthropic_url: Some(counts.url.clone()),
+            api_key: condense::upstream::Secret::new("sk-counting"),
+            ..Default::default()
+        },
         ..Default::default()
     }));
     let chat_body = json!({"model": "gpt-4o", "messages": chat(2)});
@@ -487,8 +514,14 @@ async fn a_profile_count_without_the_permission_is_the_local_estimate() {
     let file = dir.join("profiles.toml");
     std::fs::write(&file, "[profiles.exact]\ncount = \"provider\"\n").unwrap();
     let app = app_with(keyed(condense::Config {
-        count_anthropic_url: Some(counts.url.clone()),
-        profiles_file: Some(file),
+        models: condense::config::ModelSettings {
+            profiles_file: Some(file),
+            ..Default::default()
+        },
+        count: condense::config::CountSettings {
+            anthropic_url: Some(counts.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     }));
     let body = json!({"profile": "exact", "system": "Be brief.",

@@ -72,7 +72,10 @@ async fn wrong_media_type_is_415() {
 #[tokio::test]
 async fn too_large_is_413_and_names_the_limit() {
     let app = app_with(condense::Config {
-        body_limit: 1024,
+        limits: condense::config::LimitSettings {
+            body_limit: 1024,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let body = json!({"text": "x".repeat(4096)});
@@ -111,7 +114,10 @@ async fn too_many_parts_is_413_before_they_cost_memory() {
         "{p}"
     );
     let unlimited = crate::common::app_with(condense::Config {
-        max_messages: 0,
+        limits: condense::config::LimitSettings {
+            max_messages: 0,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let r = post(&unlimited, "/v1/tokens", &body).await;
@@ -353,7 +359,10 @@ async fn unknown_routes_and_methods_are_problems() {
 #[tokio::test]
 async fn a_request_over_the_time_limit_is_503() {
     let app = app_with(condense::Config {
-        request_timeout: 0,
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(0),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let big = json!({"messages": [{"role": "user", "content": "word ".repeat(200_000)}]});

@@ -39,8 +39,11 @@ fn json_body(v: &Value) -> Option<(&'static str, Vec<u8>)> {
 async fn laptop(config: condense::Config) -> (Router, stub::Stub) {
     let provider = stub::start(Fault::Ok, false).await;
     let app = app_with(condense::Config {
-        proxy_openai_url: Some(provider.url.clone()),
-        proxy_api_key: condense::upstream::Secret::new("sk-operator"),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(provider.url.clone()),
+            api_key: condense::upstream::Secret::new("sk-operator"),
+            ..config.proxy
+        },
         ..config
     });
     (app, provider)
@@ -65,7 +68,10 @@ fn assert_refused(r: &Reply, what: &str) {
 async fn without_keys_only_addresses_and_localhost_are_answered() {
     // Listening on every address, as `docker run -p 8080:8080` does.
     let (app, provider) = laptop(condense::Config {
-        listen: "0.0.0.0:8080".parse().unwrap(),
+        server: condense::config::ServerSettings {
+            listen: "0.0.0.0:8080".parse().unwrap(),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -116,7 +122,10 @@ async fn without_keys_only_addresses_and_localhost_are_answered() {
 #[tokio::test]
 async fn listed_names_replace_the_default_and_with_keys_any_name_is_answered() {
     let (app, _p) = laptop(condense::Config {
-        allowed_hosts: vec!["condense.internal".into()],
+        access: condense::config::AccessSettings {
+            allowed_hosts: vec!["condense.internal".into()],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -141,7 +150,10 @@ async fn listed_names_replace_the_default_and_with_keys_any_name_is_answered() {
     // name is answered (a Service's, an ingress's).
     const KEY: &str = "key-0123456789abcdef";
     let (app, _p) = laptop(condense::Config {
-        api_keys: vec![condense::upstream::Secret::new(KEY)],
+        access: condense::config::AccessSettings {
+            api_keys: vec![condense::upstream::Secret::new(KEY)],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -176,7 +188,10 @@ async fn a_foreign_origin_is_refused_and_the_own_one_served() {
 
     // A listed origin may call; another still may not.
     let (app, _p) = laptop(condense::Config {
-        cors_origins: vec!["https://app.example.com".into()],
+        access: condense::config::AccessSettings {
+            cors_origins: vec!["https://app.example.com".into()],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

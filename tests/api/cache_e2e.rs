@@ -25,15 +25,21 @@ fn temp_sqlite() -> String {
 
 pub(crate) async fn app_on(url: &str, upstream: Option<&str>) -> axum::Router {
     let config = condense::Config {
-        database_url: Some(url.to_string()),
-        upstream_url: upstream.map(str::to_string),
-        upstream_model: "stub-model".into(),
-        // Generous limits: under load a short one fires by itself and the
-        // test fails for no reason. (The outage test's unreachable database
-        // refuses connections at once: no limit has to fire there.)
-        upstream_timeout: 60,
-        upstream_retry_budget: 120,
-        db_acquire_timeout_ms: 30_000,
+        upstream: condense::config::UpstreamSettings {
+            url: upstream.map(str::to_string),
+            model: "stub-model".into(),
+            // Generous limits: under load a short one fires by itself and the
+            // test fails for no reason. (The outage test's unreachable database
+            // refuses connections at once: no limit has to fire there.)
+            timeout: Duration::from_secs(60),
+            retry_budget: Duration::from_secs(120),
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some(url.to_string()),
+            db_acquire_timeout: Duration::from_millis(30_000),
+            ..Default::default()
+        },
         ..Default::default()
     };
     condense::http::router(
@@ -225,8 +231,11 @@ async fn database_down_then_back() {
     // The pool retries a refused connection until its acquire timeout, so
     // this one must fire, and does every time: nothing listens on the port.
     let config = condense::Config {
-        database_url: Some(via_proxy),
-        db_acquire_timeout_ms: 3_000,
+        cache: condense::config::CacheSettings {
+            database_url: Some(via_proxy),
+            db_acquire_timeout: Duration::from_millis(3_000),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let app = condense::http::router(condense::AppState::connect(config).await.unwrap());
@@ -302,25 +311,31 @@ async fn the_default_cache_is_an_embedded_sqlite_file() {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let config = condense::Config {
-        cache_path: dir.join("c.sqlite3"),
+        cache: condense::config::CacheSettings {
+            path: dir.join("c.sqlite3"),
+            ..Default::default()
+        },
         ..Default::default()
     };
-    let url = config.cache_url_or(None);
+    let url = config.cache.url_or(None);
     assert_eq!(
         url,
         format!("sqlite://{}?mode=rwc", dir.join("c.sqlite3").display())
     );
-    let cache = condense::cache::Cache::connect(&url, config.cache_options())
+    let cache = condense::cache::Cache::connect(&url, config.cache.options())
         .await
         .unwrap();
     assert_eq!(cache.backend(), "sqlite");
     assert!(dir.join("c.sqlite3").exists());
     // An explicit setting wins over DATABASE_URL, and `off` disables caching.
     let off = condense::Config {
-        database_url: Some("off".into()),
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..config.cache
+        },
         ..config
     };
-    assert_eq!(off.cache_url_or(Some("postgres://x/y".into())), "off");
+    assert_eq!(off.cache.url_or(Some("postgres://x/y".into())), "off");
     let state = condense::AppState::connect(off).await.unwrap();
     assert_eq!(state.summarizer.cache().backend(), "off");
 }

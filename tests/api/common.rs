@@ -23,12 +23,18 @@ pub fn app_with(config: Config) -> Router {
 /// enough for a model shared with other tests.
 pub fn app_with_local_llm(url: String) -> Router {
     app_with(Config {
-        upstream_url: Some(url),
-        upstream_model: "SmolLM2-135M-Instruct".into(),
-        upstream_context_window: 8192,
-        upstream_timeout: 300,
-        upstream_retry_budget: 600,
-        request_timeout: 900,
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(900),
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(url),
+            model: "SmolLM2-135M-Instruct".into(),
+            context_window: 8192,
+            timeout: std::time::Duration::from_secs(300),
+            retry_budget: std::time::Duration::from_secs(600),
+            ..Default::default()
+        },
         ..Default::default()
     })
 }

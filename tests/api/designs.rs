@@ -92,7 +92,10 @@ async fn a_profile_can_count_with_chars_and_a_request_can_still_ask_for_bpe() {
     )
     .unwrap();
     let app = app_with(condense::Config {
-        profiles_file: Some(file),
+        models: condense::config::ModelSettings {
+            profiles_file: Some(file),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let t = thread("medium-02.openai");

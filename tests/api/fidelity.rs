@@ -51,8 +51,11 @@ fn request(strategy: &str) -> (Vec<Value>, Value) {
 async fn every_strategy_carries_a_receipt_that_matches_its_text() {
     let s = stub::start(Fault::Ok, false).await;
     let app = app_with(condense::Config {
-        upstream_url: Some(s.url.clone()),
-        upstream_model: "stub-model".into(),
+        upstream: condense::config::UpstreamSettings {
+            url: Some(s.url.clone()),
+            model: "stub-model".into(),
+            ..Default::default()
+        },
         ..Default::default()
     });
     for strategy in ["heuristic", "llm", "hybrid", "auto"] {

@@ -31,7 +31,10 @@ async fn a_million_mistakes_get_a_short_answer() {
     // message limit lifted (by default the count alone is a 413).
     let body = format!("{{\"messages\": [{}1]}}", "1,".repeat(899_999));
     let unlimited = crate::common::app_with(condense::Config {
-        max_messages: 0,
+        limits: condense::config::LimitSettings {
+            max_messages: 0,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let r = crate::common::post_raw(&unlimited, "/v1/tokens", "application/json", body).await;
@@ -210,9 +213,12 @@ async fn quoted_input_is_cut_to_a_prefix_everywhere() {
 async fn the_model_answer_names_neither_the_allow_list_nor_the_long_name() {
     let s = stub::start(Fault::Ok, false).await;
     let app = app_with(condense::Config {
-        upstream_url: Some(s.url.clone()),
-        upstream_model: "house-model-7".into(),
-        upstream_allowed_models: vec!["private-finetune-3".into()],
+        upstream: condense::config::UpstreamSettings {
+            url: Some(s.url.clone()),
+            model: "house-model-7".into(),
+            allowed_models: vec!["private-finetune-3".into()],
+            ..Default::default()
+        },
         ..Default::default()
     });
     for asked in ["not-allowed".to_string(), long()] {
@@ -287,8 +293,11 @@ async fn an_encoded_body_is_refused_on_every_route_that_reads_one() {
     let openai = stub::start(Fault::Ok, false).await;
     let anthropic = stub::start(Fault::Ok, true).await;
     let app = app_with(condense::Config {
-        proxy_openai_url: Some(openai.url.clone()),
-        proxy_anthropic_url: Some(anthropic.url.clone()),
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(openai.url.clone()),
+            anthropic_url: Some(anthropic.url.clone()),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let thread = json!({"messages": [{"role": "user", "content": "hi"}]});
@@ -358,7 +367,10 @@ async fn a_huge_model_name_is_refused_not_echoed() {
 #[tokio::test]
 async fn a_responses_thread_over_the_limit_is_named_input() {
     let app = app_with(condense::Config {
-        max_messages: 2,
+        limits: condense::config::LimitSettings {
+            max_messages: 2,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let item = json!({"role": "user", "content": "hi"});

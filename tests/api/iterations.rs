@@ -181,11 +181,14 @@ async fn the_injection_keeps_to_the_summary_bound() {
 
 fn upstream_config(url: &str) -> condense::Config {
     condense::Config {
-        upstream_url: Some(url.to_string()),
-        upstream_model: "stub-model".into(),
-        upstream_timeout: 30,
-        upstream_retry_budget: 300,
-        upstream_max_retries: 1,
+        upstream: condense::config::UpstreamSettings {
+            url: Some(url.to_string()),
+            model: "stub-model".into(),
+            timeout: std::time::Duration::from_secs(30),
+            retry_budget: std::time::Duration::from_secs(300),
+            max_retries: 1,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -290,9 +293,10 @@ async fn per_iteration_summaries_are_cached_apart_from_plain_ones() {
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.join("cache.sqlite3").display());
     let s = stub::start(Fault::Ok, false).await;
-    let config = condense::Config {
-        database_url: Some(url),
-        ..upstream_config(&s.url)
+    let config = {
+        let mut config = upstream_config(&s.url);
+        config.cache.database_url = Some(url);
+        config
     };
     let app = condense::http::router(condense::AppState::connect(config).await.unwrap());
 

@@ -34,15 +34,18 @@ fn number(r: &Reply, name: &str) -> u64 {
 /// allowed is exactly the burst.
 fn rate_limited(keys: bool) -> condense::Config {
     condense::Config {
-        rate_limit_per_sec: 0.001,
-        rate_limit_burst: 2,
-        api_keys: if keys {
-            vec![
-                condense::upstream::Secret::new(KEY_A),
-                condense::upstream::Secret::new(KEY_B),
-            ]
-        } else {
-            Vec::new()
+        access: condense::config::AccessSettings {
+            rate_limit_per_sec: 0.001,
+            rate_limit_burst: 2,
+            api_keys: if keys {
+                vec![
+                    condense::upstream::Secret::new(KEY_A),
+                    condense::upstream::Secret::new(KEY_B),
+                ]
+            } else {
+                Vec::new()
+            },
+            ..Default::default()
         },
         ..Default::default()
     }
@@ -108,8 +111,11 @@ async fn without_keys_the_limit_applies_per_client() {
 
 fn tight() -> condense::Config {
     condense::Config {
-        max_messages: 3,
-        max_total_chars: 100,
+        limits: condense::config::LimitSettings {
+            max_messages: 3,
+            max_total_chars: 100,
+            ..Default::default()
+        },
         ..Default::default()
     }
 }
@@ -159,8 +165,11 @@ async fn threads_over_the_limits_are_413_naming_the_field_and_the_limit() {
     );
     // 0 lifts a limit.
     let unlimited = app_with(condense::Config {
-        max_messages: 0,
-        max_total_chars: 0,
+        limits: condense::config::LimitSettings {
+            max_messages: 0,
+            max_total_chars: 0,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let big = json!({"messages": chat(20_000)});
@@ -175,9 +184,10 @@ async fn threads_over_the_limits_are_413_naming_the_field_and_the_limit() {
 #[tokio::test]
 async fn the_proxy_refuses_threads_over_the_limits_before_the_provider_sees_them() {
     let s = stub::start(Fault::Ok, false).await;
-    let app = app_with(condense::Config {
-        proxy_openai_url: Some(s.url.clone()),
-        ..tight()
+    let app = app_with({
+        let mut config = tight();
+        config.proxy.openai_url = Some(s.url.clone());
+        config
     });
     let r = post(
         &app,
@@ -208,7 +218,10 @@ async fn the_proxy_refuses_threads_over_the_limits_before_the_provider_sees_them
 async fn a_timeout_says_when_to_come_back() {
     // A zero time limit lets only handlers that never wait finish in time.
     let app = app_with(condense::Config {
-        request_timeout: 0,
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(0),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let r = post(&app, "/v1/tokens", &thread("large-04.openai")).await;
@@ -257,8 +270,11 @@ async fn cors_is_off_by_default_and_exact_when_configured() {
     assert_eq!(r.status, 403);
 
     let app = app_with(condense::Config {
-        cors_origins: vec![SITE.into(), "http://localhost:3000".into()],
-        api_keys: vec![condense::upstream::Secret::new(KEY_A)],
+        access: condense::config::AccessSettings {
+            cors_origins: vec![SITE.into(), "http://localhost:3000".into()],
+            api_keys: vec![condense::upstream::Secret::new(KEY_A)],
+            ..Default::default()
+        },
         ..Default::default()
     });
     // The preflight carries no key and is answered all the same.
@@ -311,7 +327,10 @@ async fn cors_is_off_by_default_and_exact_when_configured() {
     );
 
     let any = app_with(condense::Config {
-        cors_origins: vec!["*".into()],
+        access: condense::config::AccessSettings {
+            cors_origins: vec!["*".into()],
+            ..Default::default()
+        },
         ..Default::default()
     });
     let r = send(&any, preflight("https://anywhere.example")).await;
@@ -321,7 +340,10 @@ async fn cors_is_off_by_default_and_exact_when_configured() {
 #[test]
 fn a_bad_origin_stops_the_start() {
     let err = condense::AppState::new(condense::Config {
-        cors_origins: vec!["https://agents.example.com/".into()],
+        access: condense::config::AccessSettings {
+            cors_origins: vec!["https://agents.example.com/".into()],
+            ..Default::default()
+        },
         ..Default::default()
     })
     .err()
@@ -341,11 +363,17 @@ fn llm_compression(i: usize) -> Value {
 async fn past_the_concurrency_limit_requests_are_refused_not_queued() {
     let s = stub::start(Fault::Held, false).await;
     let app = app_with(condense::Config {
-        max_concurrency: 2,
-        upstream_url: Some(s.url.clone()),
-        upstream_model: "stub-model".into(),
-        upstream_timeout: 600,
-        upstream_max_retries: 0,
+        limits: condense::config::LimitSettings {
+            max_concurrency: 2,
+            ..Default::default()
+        },
+        upstream: condense::config::UpstreamSettings {
+            url: Some(s.url.clone()),
+            model: "stub-model".into(),
+            timeout: std::time::Duration::from_secs(600),
+            max_retries: 0,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let held: Vec<_> = (0..2)

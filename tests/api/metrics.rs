@@ -284,7 +284,10 @@ async fn unmatched_paths_share_one_label_and_never_appear() {
 #[tokio::test]
 async fn an_oversized_body_is_counted_as_a_payload_too_large_problem() {
     let app = app_with(condense::Config {
-        body_limit: 1024,
+        limits: condense::config::LimitSettings {
+            body_limit: 1024,
+            ..Default::default()
+        },
         ..Default::default()
     });
     let before = scrape(&app).await;
@@ -379,10 +382,13 @@ async fn the_second_identical_compression_is_a_cache_hit() {
 async fn an_upstream_that_refuses_is_counted_and_degrades_the_summary() {
     let s = stub::start(Fault::BadRequest, false).await;
     let app = app_with(condense::Config {
-        upstream_url: Some(s.url.clone()),
-        upstream_model: "stub-model".into(),
-        upstream_timeout: 60,
-        upstream_retry_budget: 120,
+        upstream: condense::config::UpstreamSettings {
+            url: Some(s.url.clone()),
+            model: "stub-model".into(),
+            timeout: std::time::Duration::from_secs(60),
+            retry_budget: std::time::Duration::from_secs(120),
+            ..Default::default()
+        },
         ..Default::default()
     });
     let t = thread("small-00.openai");
@@ -494,8 +500,11 @@ async fn a_database_that_is_down_is_counted_as_a_cache_error() {
         .unwrap()
         .port();
     let config = condense::Config {
-        database_url: Some(format!("postgres://condense@127.0.0.1:{port}/condense")),
-        db_acquire_timeout_ms: 1_000,
+        cache: condense::config::CacheSettings {
+            database_url: Some(format!("postgres://condense@127.0.0.1:{port}/condense")),
+            db_acquire_timeout: std::time::Duration::from_millis(1_000),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let app = condense::http::router(condense::AppState::connect(config).await.unwrap());

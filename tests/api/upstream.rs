@@ -11,21 +11,24 @@ const KEY: &str = "sk-test-SECRET-4242";
 
 fn config(url: &str, anthropic: bool) -> condense::Config {
     condense::Config {
-        upstream_url: Some(url.to_string()),
-        upstream_kind: if anthropic {
-            condense::upstream::Kind::Anthropic
-        } else {
-            condense::upstream::Kind::OpenAi
+        upstream: condense::config::UpstreamSettings {
+            url: Some(url.to_string()),
+            kind: if anthropic {
+                condense::upstream::Kind::Anthropic
+            } else {
+                condense::upstream::Kind::OpenAi
+            },
+            api_key: condense::upstream::Secret::new(KEY),
+            model: "stub-model".into(),
+            // Generous: a loaded machine must not turn a stub's prompt answer
+            // into a timeout. A hang (which must time out) gets its own limit.
+            timeout: std::time::Duration::from_secs(30),
+            // Larger than every retry sequence here, so the attempts made are
+            // max_retries + 1 exactly, never cut short by the budget.
+            retry_budget: std::time::Duration::from_secs(300),
+            max_retries: 2,
+            ..Default::default()
         },
-        upstream_api_key: condense::upstream::Secret::new(KEY),
-        upstream_model: "stub-model".into(),
-        // Generous: a loaded machine must not turn a stub's prompt answer
-        // into a timeout. A hang (which must time out) gets its own limit.
-        upstream_timeout: 30,
-        // Larger than every retry sequence here, so the attempts made are
-        // max_retries + 1 exactly, never cut short by the budget.
-        upstream_retry_budget: 300,
-        upstream_max_retries: 2,
         ..Default::default()
     }
 }
@@ -44,7 +47,7 @@ async fn compress_with(
     let mut c = config(&s.url, anthropic);
     if matches!(fault, Fault::Hang) {
         // The stub never answers in time: this timeout always fires.
-        c.upstream_timeout = 2;
+        c.upstream.timeout = std::time::Duration::from_secs(2);
     }
     let r = post(&app_with(c), "/v1/compress", &body).await;
     (s, r)
@@ -218,7 +221,7 @@ async fn futures_join(app: &axum::Router, body: &Value, n: usize) -> Vec<crate::
 async fn a_request_chooses_only_allowed_models() {
     let s = stub::start(Fault::Ok, false).await;
     let mut cfg = config(&s.url, false);
-    cfg.upstream_allowed_models = vec!["bigger-model".into()];
+    cfg.upstream.allowed_models = vec!["bigger-model".into()];
     let app = app_with(cfg);
     let mut body = request("llm");
     body["summarizer"]["model"] = json!("bigger-model");
@@ -273,7 +276,7 @@ async fn credentials_in_the_upstream_url_never_reach_the_caller() {
     let s = stub::start(Fault::EchoKey, false).await;
     let with_userinfo = s.url.replace("http://", "http://bob:hunter2@");
     let mut c = config(&with_userinfo, false);
-    c.upstream_api_key = condense::upstream::Secret::default();
+    c.upstream.api_key = condense::upstream::Secret::default();
     let app = app_with(c);
     for on_error in ["fail", "fallback"] {
         let mut body = request("llm");

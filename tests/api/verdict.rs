@@ -152,7 +152,10 @@ async fn profiles_from_a_file_are_listed_and_used() {
     let file = dir.join("profiles.toml");
     std::fs::write(&file, "[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.researcher]\nmax_messages_before_summary = 50\nmax_tokens_before_summary = 180000\n").unwrap();
     let app = app_with(condense::Config {
-        profiles_file: Some(file),
+        models: condense::config::ModelSettings {
+            profiles_file: Some(file),
+            ..Default::default()
+        },
         ..Default::default()
     });
 

@@ -28,7 +28,10 @@ pub async fn serve_until(
 
 async fn build(config: condense::Config) -> condense::Application {
     let config = condense::Config {
-        listen: "127.0.0.1:0".parse().unwrap(),
+        server: condense::config::ServerSettings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..config.server
+        },
         ..config
     };
     condense::Application::build(config)

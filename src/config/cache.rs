@@ -1,0 +1,152 @@
+//! `[cache]`: the summary cache, its database and the background check
+//! whose result `/readyz` reports.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{MIN_PERIOD, defaults, duration};
+use crate::cache::{CacheOptions, HealthCheck};
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct CacheSettings {
+    /// Summary cache: `postgres://…` (shared by replicas), `sqlite://…`, or
+    /// `off`. Unset: `DATABASE_URL`, else an embedded SQLite file at `--cache-path`.
+    #[arg(
+        id = "cache.database_url",
+        value_name = "URL",
+        long = "database-url",
+        env = "CONDENSE_DATABASE_URL",
+        hide_env_values = true
+    )]
+    pub database_url: Option<String>,
+
+    /// The embedded SQLite cache file used when no database URL is set.
+    #[arg(
+        id = "cache.path",
+        value_name = "FILE",
+        long = "cache-path",
+        env = "CONDENSE_CACHE_PATH",
+        default_value = defaults::CACHE_PATH
+    )]
+    pub path: PathBuf,
+
+    /// How long a cached summary is served.
+    #[arg(
+        id = "cache.ttl",
+        long = "cache-ttl",
+        env = "CONDENSE_CACHE_TTL",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_TTL
+    )]
+    pub ttl: Duration,
+
+    /// Most cached summaries kept (least recently used go first).
+    #[arg(
+        id = "cache.max_rows",
+        value_name = "N",
+        long = "cache-max-rows",
+        env = "CONDENSE_CACHE_MAX_ROWS",
+        default_value_t = defaults::CACHE_MAX_ROWS
+    )]
+    pub max_rows: u64,
+
+    /// How long a replica's claim on a summary holds without renewal: how
+    /// long other replicas wait for one that crashed mid-summary. A live
+    /// replica renews it every third of this for as long as the summary takes.
+    #[arg(
+        id = "cache.claim_lease",
+        long = "cache-claim-lease",
+        env = "CONDENSE_CACHE_CLAIM_LEASE",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CLAIM_LEASE
+    )]
+    pub claim_lease: Duration,
+
+    /// Database pool size.
+    #[arg(
+        id = "cache.db_max_connections",
+        value_name = "N",
+        long = "db-max-connections",
+        env = "CONDENSE_DB_MAX_CONNECTIONS",
+        default_value_t = defaults::DB_MAX_CONNECTIONS
+    )]
+    pub db_max_connections: u32,
+
+    /// Time to wait for a database connection before answering uncached.
+    #[arg(
+        id = "cache.db_acquire_timeout",
+        long = "db-acquire-timeout",
+        env = "CONDENSE_DB_ACQUIRE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::DB_ACQUIRE_TIMEOUT
+    )]
+    pub db_acquire_timeout: Duration,
+
+    /// Time between background pings of the summary cache; `/readyz`
+    /// reports what the last ping (or request) found, without a ping of its own.
+    #[arg(
+        id = "cache.check_interval",
+        long = "cache-check-interval",
+        env = "CONDENSE_CACHE_CHECK_INTERVAL",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CHECK_INTERVAL
+    )]
+    pub check_interval: Duration,
+
+    /// Time a background ping may take before the cache counts as down.
+    #[arg(
+        id = "cache.check_timeout",
+        long = "cache-check-timeout",
+        env = "CONDENSE_CACHE_CHECK_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::CACHE_CHECK_TIMEOUT
+    )]
+    pub check_timeout: Duration,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+impl CacheSettings {
+    /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
+    pub fn url(&self) -> String {
+        self.url_or(std::env::var("DATABASE_URL").ok())
+    }
+
+    /// [`CacheSettings::url`] with the `DATABASE_URL` fallback given explicitly.
+    pub fn url_or(&self, database_url_env: Option<String>) -> String {
+        self.database_url
+            .clone()
+            .or(database_url_env)
+            .filter(|u| !u.trim().is_empty())
+            .unwrap_or_else(|| format!("sqlite://{}?mode=rwc", self.path.display()))
+    }
+
+    pub fn options(&self) -> CacheOptions {
+        CacheOptions {
+            max_connections: self.db_max_connections.max(1),
+            acquire_timeout: self.db_acquire_timeout.max(MIN_PERIOD),
+            ttl: self.ttl.max(MIN_PERIOD),
+            max_rows: self.max_rows,
+            claim_lease: self.claim_lease,
+        }
+    }
+
+    /// How the cache's background check runs.
+    pub fn health_check(&self) -> HealthCheck {
+        HealthCheck {
+            every: self.check_interval.max(MIN_PERIOD),
+            timeout: self.check_timeout.max(MIN_PERIOD),
+        }
+    }
+}

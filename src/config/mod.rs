@@ -1,0 +1,176 @@
+//! Configuration: one optional TOML file (`--config`), `CONDENSE_*`
+//! environment variables and flags, in that order of precedence (a flag
+//! beats the environment, which beats the file, which beats the default).
+//!
+//! The settings are grouped by concern, one struct each, and each group is
+//! a section of the file (`[server]`, `[limits]`, `[access]`, `[models]`,
+//! `[upstream]`, `[cache]`, `[proxy]`, `[count]`) and a heading of
+//! `--help`. A setting's clap id is its place in the file (`cache.ttl`),
+//! which is how [`load`] feeds the file through the same parsers as flags.
+//! Every duration is written one way (`500ms`, `30s`, `5m`, `30d`: see
+//! [`duration`]); the names that spelled a unit (`…_SECS`, `…_MS`, `…_DAYS`)
+//! still work, with a warning ([`renamed`]). [`Config::validate`] bounds
+//! every value and cross-checks the timeouts before anything starts: the
+//! binary calls it (`cli::Parsed`); code that builds a `Config` itself
+//! (tests, embedding) may, and tests do not, to reach odd corners (a zero
+//! request time limit) on purpose.
+//!
+//! Every default runs on a laptop: no file, no database, no upstream.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+mod access;
+mod cache;
+pub mod defaults;
+pub mod duration;
+mod file;
+pub mod load;
+mod providers;
+pub mod renamed;
+mod server;
+pub mod show;
+mod upstream;
+pub mod validate;
+
+pub use access::{AccessSettings, ModelSettings};
+pub use cache::CacheSettings;
+pub use providers::{CountSettings, ProxySettings};
+pub use server::{LimitSettings, ServerSettings};
+pub use upstream::UpstreamSettings;
+pub use validate::Invalid;
+
+/// The shortest period a timer is given when a `Config` built in code (not
+/// validated) holds zero: tokio's intervals panic on a zero period.
+pub(crate) const MIN_PERIOD: Duration = Duration::from_millis(1);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Parser)]
+#[command(
+    name = "condense",
+    version,
+    about = "Keeps LLM agents inside their context window."
+)]
+pub struct Config {
+    #[command(flatten, next_help_heading = "Server [server]")]
+    pub server: ServerSettings,
+    #[command(flatten, next_help_heading = "Request limits [limits]")]
+    pub limits: LimitSettings,
+    #[command(flatten, next_help_heading = "Access [access]")]
+    pub access: AccessSettings,
+    #[command(flatten, next_help_heading = "Models and profiles [models]")]
+    pub models: ModelSettings,
+    #[command(flatten, next_help_heading = "Summarizing LLM [upstream]")]
+    pub upstream: UpstreamSettings,
+    #[command(flatten, next_help_heading = "Summary cache [cache]")]
+    pub cache: CacheSettings,
+    #[command(flatten, next_help_heading = "Proxy [proxy]")]
+    pub proxy: ProxySettings,
+    #[command(flatten, next_help_heading = "Provider-exact counts [count]")]
+    pub count: CountSettings,
+}
+
+/// A group's defaults: clap's parse of no arguments, with the environment
+/// ignored. The `Default` of every group is this, so a default is written
+/// once, in its `#[arg(default_value…)]`.
+pub(crate) fn from_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
+    let matches = command
+        .try_get_matches_from(["defaults"])
+        .expect("the defaults parse");
+    T::from_arg_matches(&matches).expect("the defaults fit their fields")
+}
+
+impl Config {
+    /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
+    pub fn cache_url(&self) -> String {
+        self.cache.url()
+    }
+
+    /// Open files the settings need besides client connections (see
+    /// [`crate::serve::reserved_fds`]).
+    pub fn reserved_fds(&self) -> u64 {
+        let upstream = self
+            .upstream
+            .url()
+            .map_or(0, |_| self.upstream.max_concurrency);
+        let probes = self
+            .server
+            .probe_listen
+            .map_or(0, |_| self.server.probe_max_connections);
+        crate::serve::reserved_fds(self.cache.db_max_connections, upstream, probes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{CommandFactory, FromArgMatches};
+
+    use super::*;
+    use crate::cache::CacheOptions;
+
+    /// Parses `args` as the binary would, but with every `env = …` removed,
+    /// so `CONDENSE_*` variables of the test run (the test command sets some)
+    /// cannot stand in for a default.
+    fn parse_without_env(args: &[&str]) -> Config {
+        let matches = Config::command()
+            .mut_args(|a| a.env(None::<&str>))
+            .try_get_matches_from(args)
+            .unwrap();
+        Config::from_arg_matches(&matches).unwrap()
+    }
+
+    #[test]
+    fn clap_defaults_equal_default_impl() {
+        assert_eq!(parse_without_env(&["condense"]), Config::default());
+    }
+
+    #[test]
+    fn parsing_without_env_still_reads_flags() {
+        // Guards the helper: it must drop the environment, not the flags.
+        let c = parse_without_env(&["condense", "--cache-claim-lease", "7s"]);
+        assert_eq!(c.cache.claim_lease, Duration::from_secs(7));
+        assert_ne!(c, Config::default());
+    }
+
+    #[test]
+    fn the_cache_defaults_are_the_cache_modules() {
+        let o = Config::default().cache.options();
+        assert_eq!(o.ttl, CacheOptions::DEFAULT_TTL);
+        assert_eq!(o.claim_lease, CacheOptions::DEFAULT_CLAIM_LEASE);
+        assert_eq!(o.max_rows, CacheOptions::DEFAULT_MAX_ROWS);
+        assert_eq!(o.max_connections, CacheOptions::DEFAULT_MAX_CONNECTIONS);
+    }
+
+    #[test]
+    fn cache_options_carry_the_claim_lease() {
+        let c = CacheSettings {
+            claim_lease: Duration::from_secs(45),
+            ..Default::default()
+        };
+        assert_eq!(c.options().claim_lease, Duration::from_secs(45));
+    }
+
+    #[test]
+    fn every_setting_is_a_section_and_key() {
+        // `load` and `show` find a setting's place in the file from its id.
+        for arg in Config::command().get_arguments() {
+            let id = arg.get_id().as_str();
+            if matches!(id, "help" | "version") {
+                continue;
+            }
+            let (section, key) = id.split_once('.').unwrap_or_else(|| panic!("{id}"));
+            assert!(!section.is_empty() && !key.is_empty() && !key.contains('.'));
+            assert!(arg.get_env().is_some(), "{id} has an environment variable");
+            assert!(arg.get_long().is_some(), "{id} has a flag");
+        }
+    }
+}

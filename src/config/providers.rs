@@ -1,0 +1,140 @@
+//! `[proxy]`: the drop-in proxy's providers, and `[count]`: where
+//! provider-exact counts are asked. Apart, so that switching counts on does
+//! not switch the proxy on.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{MIN_PERIOD, defaults, duration};
+use crate::upstream::{ProviderCountConfig, Secret};
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct ProxySettings {
+    /// Proxy `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/responses/input_tokens`
+    /// to this OpenAI-compatible base URL (e.g. `https://api.openai.com/v1`); unset: the routes are off.
+    #[arg(
+        id = "proxy.openai_url",
+        value_name = "URL",
+        long = "proxy-openai-url",
+        env = "CONDENSE_PROXY_OPENAI_URL",
+        hide_env_values = true
+    )]
+    pub openai_url: Option<String>,
+
+    /// Proxy `POST /v1/messages` and `POST /v1/messages/count_tokens` to this Anthropic base URL
+    /// (e.g. `https://api.anthropic.com`); unset: the routes are off.
+    #[arg(
+        id = "proxy.anthropic_url",
+        value_name = "URL",
+        long = "proxy-anthropic-url",
+        env = "CONDENSE_PROXY_ANTHROPIC_URL",
+        hide_env_values = true
+    )]
+    pub anthropic_url: Option<String>,
+
+    /// Provider API key sent when a proxied request carries none; never logged.
+    #[arg(
+        id = "proxy.api_key",
+        value_name = "KEY",
+        long = "proxy-api-key",
+        env = "CONDENSE_PROXY_API_KEY",
+        hide_env_values = true,
+        default_value = defaults::UPSTREAM_API_KEY
+    )]
+    pub api_key: Secret,
+
+    /// Shadow mode: forward every thread unchanged and only report (in
+    /// headers) what compression would have done.
+    #[arg(
+        id = "proxy.shadow",
+        long = "proxy-shadow",
+        env = "CONDENSE_PROXY_SHADOW"
+    )]
+    pub shadow: bool,
+
+    /// Time a proxied response may send nothing before it is cut. A bare
+    /// number is seconds.
+    #[arg(
+        id = "proxy.idle_timeout",
+        long = "proxy-idle-timeout",
+        env = "CONDENSE_PROXY_IDLE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::PROXY_IDLE_TIMEOUT
+    )]
+    pub idle_timeout: Duration,
+}
+
+impl Default for ProxySettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct CountSettings {
+    /// Provider-exact counts (`count: "provider"`) of OpenAI threads ask
+    /// this base URL's `/responses/input_tokens` (e.g. `https://api.openai.com/v1`);
+    /// unset: they are local estimates.
+    #[arg(
+        id = "count.openai_url",
+        value_name = "URL",
+        long = "count-openai-url",
+        env = "CONDENSE_COUNT_OPENAI_URL",
+        hide_env_values = true
+    )]
+    pub openai_url: Option<String>,
+
+    /// Provider-exact counts of Anthropic threads ask this base URL's
+    /// `/v1/messages/count_tokens` (e.g. `https://api.anthropic.com`).
+    #[arg(
+        id = "count.anthropic_url",
+        value_name = "URL",
+        long = "count-anthropic-url",
+        env = "CONDENSE_COUNT_ANTHROPIC_URL",
+        hide_env_values = true
+    )]
+    pub anthropic_url: Option<String>,
+
+    /// Provider API key of the counting calls; never logged.
+    #[arg(
+        id = "count.api_key",
+        value_name = "KEY",
+        long = "count-api-key",
+        env = "CONDENSE_COUNT_API_KEY",
+        hide_env_values = true,
+        default_value = defaults::UPSTREAM_API_KEY
+    )]
+    pub api_key: Secret,
+
+    /// Time a provider-exact count may take before the local estimate is
+    /// answered instead.
+    #[arg(
+        id = "count.timeout",
+        long = "count-timeout",
+        env = "CONDENSE_COUNT_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::COUNT_TIMEOUT
+    )]
+    pub timeout: Duration,
+}
+
+impl Default for CountSettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+impl CountSettings {
+    /// Where provider-exact counts are asked, and with what key.
+    pub fn client(&self) -> ProviderCountConfig {
+        ProviderCountConfig {
+            openai_url: self.openai_url.clone(),
+            anthropic_url: self.anthropic_url.clone(),
+            api_key: self.api_key.clone(),
+            timeout: self.timeout.max(MIN_PERIOD),
+        }
+    }
+}

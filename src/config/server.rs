@@ -1,0 +1,220 @@
+//! `[server]`: where condense listens and how it treats connections, and
+//! `[limits]`: what one request may ask of it.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{LogFormat, defaults, duration};
+use crate::serve::ServeOptions;
+use crate::thread::Limits;
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct ServerSettings {
+    /// Address to listen on.
+    #[arg(
+        id = "server.listen",
+        value_name = "ADDRESS",
+        long = "listen",
+        env = "CONDENSE_LISTEN",
+        default_value_t = defaults::LISTEN
+    )]
+    pub listen: SocketAddr,
+
+    /// Log format.
+    #[arg(
+        id = "server.log_format",
+        value_name = "FORMAT",
+        long = "log-format",
+        env = "CONDENSE_LOG_FORMAT",
+        value_enum,
+        default_value_t = defaults::LOG_FORMAT
+    )]
+    pub log_format: LogFormat,
+
+    /// A second address serving only `/healthz`, `/readyz` and `/metrics`,
+    /// with connections of its own: probes answered however busy the main
+    /// listener is. Unset: none.
+    #[arg(
+        id = "server.probe_listen",
+        value_name = "ADDRESS",
+        long = "probe-listen",
+        env = "CONDENSE_PROBE_LISTEN"
+    )]
+    pub probe_listen: Option<SocketAddr>,
+
+    /// Most client connections open at once; more wait to be accepted.
+    /// Lowered at start-up if the open-files limit cannot hold them.
+    #[arg(
+        id = "server.max_connections",
+        value_name = "N",
+        long = "max-connections",
+        env = "CONDENSE_MAX_CONNECTIONS",
+        default_value_t = defaults::MAX_CONNECTIONS
+    )]
+    pub max_connections: usize,
+
+    /// Most connections one client address may hold open (an IPv6 address
+    /// counts by its /64); past it a new one is answered 503 and closed. 0: no limit.
+    #[arg(
+        id = "server.max_connections_per_address",
+        value_name = "N",
+        long = "max-connections-per-address",
+        env = "CONDENSE_MAX_CONNECTIONS_PER_ADDRESS",
+        default_value_t = defaults::MAX_CONNECTIONS_PER_ADDRESS
+    )]
+    pub max_connections_per_address: usize,
+
+    /// Most connections open at once on the probe listener.
+    #[arg(
+        id = "server.probe_max_connections",
+        value_name = "N",
+        long = "probe-max-connections",
+        env = "CONDENSE_PROBE_MAX_CONNECTIONS",
+        default_value_t = defaults::PROBE_MAX_CONNECTIONS
+    )]
+    pub probe_max_connections: usize,
+
+    /// Time a client has to send a request's headers (from the connection's
+    /// start, or from the first byte of a later request); slower connections
+    /// are closed.
+    #[arg(
+        id = "server.header_read_timeout",
+        long = "header-read-timeout",
+        env = "CONDENSE_HEADER_READ_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::HEADER_READ_TIMEOUT
+    )]
+    pub header_read_timeout: Duration,
+
+    /// Time a kept-alive connection may idle between requests, and a
+    /// response may wait for its client to read it, before the connection is closed.
+    #[arg(
+        id = "server.idle_timeout",
+        long = "idle-timeout",
+        env = "CONDENSE_IDLE_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse,
+        default_value = defaults::IDLE_TIMEOUT
+    )]
+    pub idle_timeout: Duration,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+impl ServerSettings {
+    /// How connections are served (the connection cap not yet fitted to
+    /// the open-files limit: see [`crate::serve::connection_budget`]).
+    pub fn serve_options(&self) -> ServeOptions {
+        ServeOptions {
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections.max(1),
+            max_connections_per_address: self.max_connections_per_address,
+        }
+    }
+
+    /// How the probe listener serves: the same timeouts, its own small cap,
+    /// and a quarter of it per address (at least 2): the orchestrator's
+    /// probes come from its node's address and need one or two at a time,
+    /// so another client reaching the port (any pod, without a network
+    /// policy) cannot hold them all.
+    pub fn probe_serve_options(&self) -> ServeOptions {
+        let max = self.probe_max_connections.max(1);
+        ServeOptions {
+            max_connections: max,
+            max_connections_per_address: (max / 4).max(2),
+            ..self.serve_options()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct LimitSettings {
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    #[arg(
+        id = "limits.body_limit",
+        value_name = "BYTES",
+        long = "body-limit",
+        env = "CONDENSE_BODY_LIMIT",
+        default_value_t = defaults::BODY_LIMIT
+    )]
+    pub body_limit: usize,
+
+    /// Time limit of a request to the API; slower ones get 503. A bare
+    /// number is seconds.
+    #[arg(
+        id = "limits.request_timeout",
+        long = "request-timeout",
+        env = "CONDENSE_REQUEST_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::REQUEST_TIMEOUT
+    )]
+    pub request_timeout: Duration,
+
+    /// Most messages a thread may hold (413 above); 0: no limit.
+    #[arg(
+        id = "limits.max_messages",
+        value_name = "N",
+        long = "max-messages",
+        env = "CONDENSE_MAX_MESSAGES",
+        default_value_t = defaults::MAX_MESSAGES
+    )]
+    pub max_messages: usize,
+
+    /// Most characters of text a thread (or a `text`) may hold (413 above); 0: no limit.
+    #[arg(
+        id = "limits.max_total_chars",
+        value_name = "N",
+        long = "max-total-chars",
+        env = "CONDENSE_MAX_TOTAL_CHARS",
+        default_value_t = defaults::MAX_TOTAL_CHARS
+    )]
+    pub max_total_chars: usize,
+
+    /// Requests at work at once; the next gets 503 `overloaded` at once; 0: no limit.
+    #[arg(
+        id = "limits.max_concurrency",
+        value_name = "N",
+        long = "max-concurrency",
+        env = "CONDENSE_MAX_CONCURRENCY",
+        default_value_t = defaults::MAX_CONCURRENCY
+    )]
+    pub max_concurrency: usize,
+
+    /// Bytes of memory the requests at work may hold at once; a request
+    /// whose worst case (from its `Content-Length`, see the README's
+    /// "Memory sizing") does not fit in what is free gets 503 `overloaded`
+    /// before its body is read; 0: no budget.
+    #[arg(
+        id = "limits.memory_budget_bytes",
+        value_name = "BYTES",
+        long = "memory-budget-bytes",
+        env = "CONDENSE_MEMORY_BUDGET_BYTES",
+        default_value_t = defaults::MEMORY_BUDGET_BYTES
+    )]
+    pub memory_budget_bytes: u64,
+}
+
+impl Default for LimitSettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+impl LimitSettings {
+    /// How much a thread may hold.
+    pub fn thread(&self) -> Limits {
+        Limits {
+            max_messages: self.max_messages,
+            max_chars: self.max_total_chars,
+        }
+    }
+}

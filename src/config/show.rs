@@ -1,0 +1,121 @@
+//! `condense config`: the configuration in effect, as a TOML file that
+//! `--config` reads back, each value with where it came from. Secrets are
+//! never printed: a key shows as hidden, a URL without its credentials
+//! (then commented out, since it would no longer work).
+
+use clap::ArgAction;
+
+use super::file;
+use super::load::{Loaded, Source};
+use crate::cache::redact_url;
+use crate::upstream::redact_userinfo;
+
+const HEADER: &str = "\
+# The configuration condense runs with: defaults, then the file (--config),
+# then the environment, then flags. Secrets are hidden; `#` lines are unset
+# or hidden values.
+";
+
+/// The settings of `loaded` as TOML, section by section.
+pub fn render(loaded: &Loaded) -> String {
+    let mut out = HEADER.to_string();
+    let mut section = "";
+    for id in file::settings(&loaded.command) {
+        let (s, key) = id.split_once('.').unwrap_or(("", id));
+        if s != section {
+            section = s;
+            out.push_str(&format!("\n[{section}]\n"));
+        }
+        let line = match value(loaded, id) {
+            Shown::Value(v) => format!("{key} = {v}"),
+            Shown::Hidden(v) => format!("# {key} = {v}"),
+        };
+        out.push_str(&format!("{line}  # {}\n", describe(&loaded.source(id))));
+    }
+    out
+}
+
+enum Shown {
+    Value(String),
+    /// Commented out: unset, or not shown as it is.
+    Hidden(String),
+}
+
+fn value(loaded: &Loaded, id: &str) -> Shown {
+    let arg = loaded.command.get_arguments().find(|a| a.get_id() == id);
+    if arg.is_some_and(|a| matches!(a.get_action(), ArgAction::SetTrue)) {
+        return Shown::Value(loaded.matches.get_flag(id).to_string());
+    }
+    let Some(values) = loaded.matches.get_raw(id) else {
+        return Shown::Hidden("(unset)".into());
+    };
+    let values: Vec<String> = values.map(|v| v.to_string_lossy().into_owned()).collect();
+    let list = arg.is_some_and(|a| matches!(a.get_action(), ArgAction::Append));
+    if hidden(id) && values.iter().any(|v| !v.is_empty()) {
+        return Shown::Hidden(match list {
+            true => format!("({} hidden)", values.len()),
+            false => "(hidden)".into(),
+        });
+    }
+    if id.ends_with("url") {
+        let shown: Vec<String> = values.iter().map(|u| safe(id, u)).collect();
+        if shown != values {
+            return Shown::Hidden(format!("{} (credentials hidden)", toml_string(&shown[0])));
+        }
+    }
+    Shown::Value(match list {
+        true => format!(
+            "[{}]",
+            values
+                .iter()
+                .map(|v| toml_string(v))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        false => scalar(&values.join(",")),
+    })
+}
+
+/// The API keys of callers and of providers.
+fn hidden(id: &str) -> bool {
+    id.ends_with(".api_key") || id.ends_with(".api_keys")
+}
+
+/// The setting `id`'s text `raw` as it may be shown (in `condense config`,
+/// in an error): a key hidden, a URL without its credentials.
+pub fn safe(id: &str, raw: &str) -> String {
+    match (hidden(id), id.ends_with("url")) {
+        (true, _) if !raw.is_empty() => "(hidden)".into(),
+        (_, true) => redact_url(&redact_userinfo(raw)),
+        _ => raw.to_string(),
+    }
+}
+
+/// A number as a TOML number, anything else as a string.
+fn scalar(text: &str) -> String {
+    let numeric = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && text.parse::<f64>().is_ok();
+    match numeric {
+        true => text.to_string(),
+        false => toml_string(text),
+    }
+}
+
+/// A TOML basic string: JSON's escapes are all TOML escapes.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+fn describe(source: &Source) -> String {
+    match source {
+        Source::Default => "default".into(),
+        Source::Flag => "flag".into(),
+        Source::Env(var) => format!("environment {var}"),
+        Source::File(path) => format!("file {}", path.display()),
+        Source::Renamed(written) => {
+            let name = written.split(['=', ' ']).next().unwrap_or(written);
+            format!("former name {name}")
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! `[upstream]`: the LLM that writes `llm` summaries.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{MIN_PERIOD, defaults, duration};
+use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
+
+#[derive(Debug, Clone, PartialEq, Args)]
+pub struct UpstreamSettings {
+    /// Base URL of the upstream LLM that writes `llm` summaries (unset:
+    /// heuristic only). Credentials in it (`https://user:pass@host`) are sent
+    /// as Basic auth and never shown.
+    #[arg(
+        id = "upstream.url",
+        value_name = "URL",
+        long = "upstream-url",
+        env = "CONDENSE_UPSTREAM_URL",
+        hide_env_values = true
+    )]
+    pub url: Option<String>,
+
+    /// API the upstream speaks.
+    #[arg(
+        id = "upstream.kind",
+        value_name = "KIND",
+        long = "upstream-kind",
+        env = "CONDENSE_UPSTREAM_KIND",
+        value_enum,
+        default_value_t = defaults::UPSTREAM_KIND
+    )]
+    pub kind: Kind,
+
+    /// API key for the upstream; never logged or echoed.
+    #[arg(
+        id = "upstream.api_key", value_name = "KEY",
+        long = "upstream-api-key",
+        env = "CONDENSE_UPSTREAM_API_KEY",
+        hide_env_values = true,
+        default_value = defaults::UPSTREAM_API_KEY
+    )]
+    pub api_key: Secret,
+
+    /// Model that writes summaries.
+    #[arg(
+        id = "upstream.model",
+        value_name = "MODEL",
+        long = "upstream-model",
+        env = "CONDENSE_UPSTREAM_MODEL",
+        default_value = defaults::UPSTREAM_MODEL
+    )]
+    pub model: String,
+
+    /// Other models a request may choose with `summarizer.model` (comma-separated).
+    #[arg(
+        id = "upstream.allowed_models",
+        value_name = "MODELS",
+        long = "upstream-allowed-models",
+        env = "CONDENSE_UPSTREAM_ALLOWED_MODELS",
+        value_delimiter = ','
+    )]
+    pub allowed_models: Vec<String>,
+
+    /// Time limit of one upstream HTTP call. A bare number is seconds.
+    #[arg(
+        id = "upstream.timeout",
+        long = "upstream-timeout",
+        env = "CONDENSE_UPSTREAM_TIMEOUT",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::UPSTREAM_TIMEOUT
+    )]
+    pub timeout: Duration,
+
+    /// Time for an upstream call and its retries in all. A bare number is seconds.
+    #[arg(
+        id = "upstream.retry_budget",
+        long = "upstream-retry-budget",
+        env = "CONDENSE_UPSTREAM_RETRY_BUDGET",
+        value_name = "DURATION",
+        value_parser = duration::parse_secs,
+        default_value = defaults::UPSTREAM_RETRY_BUDGET
+    )]
+    pub retry_budget: Duration,
+
+    /// Most retries of one upstream call.
+    #[arg(
+        id = "upstream.max_retries",
+        value_name = "N",
+        long = "upstream-max-retries",
+        env = "CONDENSE_UPSTREAM_MAX_RETRIES",
+        default_value_t = defaults::UPSTREAM_MAX_RETRIES
+    )]
+    pub max_retries: u32,
+
+    /// Most upstream calls in flight at once.
+    #[arg(
+        id = "upstream.max_concurrency",
+        value_name = "N",
+        long = "upstream-max-concurrency",
+        env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY",
+        default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY
+    )]
+    pub max_concurrency: usize,
+
+    /// The summarizer model's context window (prompt + output), for chunking.
+    #[arg(
+        id = "upstream.context_window",
+        value_name = "N",
+        long = "upstream-context-window",
+        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
+        default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW
+    )]
+    pub context_window: usize,
+
+    /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
+    #[arg(
+        id = "upstream.result_chars",
+        value_name = "N",
+        long = "upstream-result-chars",
+        env = "CONDENSE_UPSTREAM_RESULT_CHARS",
+        default_value_t = defaults::UPSTREAM_RESULT_CHARS
+    )]
+    pub result_chars: usize,
+}
+
+impl Default for UpstreamSettings {
+    fn default() -> Self {
+        super::from_defaults()
+    }
+}
+
+impl UpstreamSettings {
+    /// The URL, when one is set (a blank one is none).
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref().filter(|u| !u.trim().is_empty())
+    }
+
+    /// The upstream client's settings, when an upstream URL is configured.
+    pub fn client(&self) -> Option<UpstreamConfig> {
+        let url = self.url()?;
+        Some(UpstreamConfig {
+            kind: self.kind,
+            base_url: url.to_string(),
+            api_key: self.api_key.clone(),
+            model: self.model.clone(),
+            allowed_models: self.allowed_models.clone(),
+            timeout: self.timeout.max(MIN_PERIOD),
+            retry: RetryPolicy {
+                max_retries: self.max_retries,
+                budget: self.retry_budget.max(MIN_PERIOD),
+                ..RetryPolicy::default()
+            },
+            max_concurrency: self.max_concurrency,
+            context_window: self.context_window,
+            result_chars: self.result_chars.max(40),
+        })
+    }
+}

@@ -1,0 +1,415 @@
+//! [`Config::validate`]: every numeric setting within a documented range,
+//! and the timeouts consistent with one another, checked once at start-up.
+//!
+//! The ranges are chosen so that no value inside one can panic or wrap
+//! anywhere below (a semaphore's permit count, `Instant + Duration`,
+//! SQLite's `i32` busy timeout, a pool's up-front allocation), and so that
+//! each still means something (a one-millisecond header timeout would serve
+//! nobody; a ten-year one would serve one slow client forever). A
+//! duration is never 0: "no limit" is for counts (`max_messages = 0`); a
+//! timeout that should not bite is written long (`1d`). The README's
+//! table of settings shows these ranges; a test keeps it in step.
+
+use std::fmt;
+use std::time::Duration;
+
+use clap::CommandFactory;
+
+use super::{Config, duration};
+
+const MS: Duration = Duration::from_millis(1);
+const fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+const MINUTE: Duration = secs(60);
+const HOUR: Duration = secs(3600);
+const DAY: Duration = secs(86_400);
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// One numeric setting's value, of its kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    Time(Duration),
+    Count(u64),
+    Bytes(u64),
+    Rate(f64),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Value::Time(d) => f.write_str(&duration::format(d)),
+            Value::Count(n) => write!(f, "{n}"),
+            Value::Bytes(n) if n >= MIB && n % MIB == 0 => match n % GIB {
+                0 => write!(f, "{} GiB", n / GIB),
+                _ => write!(f, "{} MiB", n / MIB),
+            },
+            Value::Bytes(n) => write!(f, "{n} bytes"),
+            Value::Rate(r) => write!(f, "{r}"),
+        }
+    }
+}
+
+impl Value {
+    fn number(self) -> f64 {
+        match self {
+            Value::Time(d) => d.as_secs_f64(),
+            Value::Count(n) | Value::Bytes(n) => n as f64,
+            Value::Rate(r) => r,
+        }
+    }
+}
+
+/// What one numeric setting may hold: `min..=max`, or 0 where 0 turns
+/// the limit off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bound {
+    /// The setting (`section.key`).
+    pub id: &'static str,
+    pub value: Value,
+    pub min: Value,
+    pub max: Value,
+    pub zero_is_off: bool,
+}
+
+impl Bound {
+    /// The range as the README's table shows it.
+    pub fn range(&self) -> String {
+        let range = format!("{} to {}", self.min, self.max);
+        match self.zero_is_off {
+            true => format!("0 (off), {range}"),
+            false => range,
+        }
+    }
+
+    fn check(&self) -> Result<(), Invalid> {
+        let v = self.value.number();
+        let problem = if v.is_nan() {
+            "is not a number".to_string()
+        } else if self.zero_is_off && v == 0.0 {
+            return Ok(());
+        } else if v < self.min.number() {
+            format!("is below its minimum of {}", self.min)
+        } else if v > self.max.number() {
+            format!("is above its maximum of {}", self.max)
+        } else {
+            return Ok(());
+        };
+        Err(Invalid::new(self.id, self.value.to_string(), problem))
+    }
+}
+
+fn time(id: &'static str, v: Duration, min: Duration, max: Duration) -> Bound {
+    let [value, min, max] = [v, min, max].map(Value::Time);
+    Bound {
+        id,
+        value,
+        min,
+        max,
+        zero_is_off: false,
+    }
+}
+
+fn count(id: &'static str, v: impl TryInto<u64>, min: u64, max: u64) -> Bound {
+    let value = Value::Count(v.try_into().unwrap_or(u64::MAX));
+    let [min, max] = [min, max].map(Value::Count);
+    Bound {
+        id,
+        value,
+        min,
+        max,
+        zero_is_off: false,
+    }
+}
+
+fn off_or(bound: Bound) -> Bound {
+    Bound {
+        zero_is_off: true,
+        ..bound
+    }
+}
+
+/// Every numeric setting of `c` with its range.
+pub fn bounds(c: &Config) -> Vec<Bound> {
+    let (s, l, a, u, k) = (&c.server, &c.limits, &c.access, &c.upstream, &c.cache);
+    vec![
+        count("server.max_connections", s.max_connections, 1, 65_536),
+        off_or(count(
+            "server.max_connections_per_address",
+            s.max_connections_per_address,
+            1,
+            65_536,
+        )),
+        count(
+            "server.probe_max_connections",
+            s.probe_max_connections,
+            1,
+            1024,
+        ),
+        time(
+            "server.header_read_timeout",
+            s.header_read_timeout,
+            secs(1),
+            10 * MINUTE,
+        ),
+        time("server.idle_timeout", s.idle_timeout, secs(1), HOUR),
+        Bound {
+            id: "limits.body_limit",
+            value: Value::Bytes(l.body_limit as u64),
+            min: Value::Bytes(1024),
+            max: Value::Bytes(GIB),
+            zero_is_off: false,
+        },
+        time("limits.request_timeout", l.request_timeout, secs(1), DAY),
+        off_or(count("limits.max_messages", l.max_messages, 1, 1_000_000)),
+        off_or(count(
+            "limits.max_total_chars",
+            l.max_total_chars,
+            1,
+            1_000_000_000,
+        )),
+        off_or(count("limits.max_concurrency", l.max_concurrency, 1, 4096)),
+        Bound {
+            id: "limits.memory_budget_bytes",
+            value: Value::Bytes(l.memory_budget_bytes),
+            min: Value::Bytes(MIB),
+            max: Value::Bytes(1024 * GIB),
+            zero_is_off: true,
+        },
+        time("access.api_keys_reload", a.api_keys_reload, secs(1), DAY),
+        Bound {
+            id: "access.rate_limit_per_sec",
+            value: Value::Rate(a.rate_limit_per_sec),
+            min: Value::Rate(0.001),
+            max: Value::Rate(1_000_000.0),
+            zero_is_off: true,
+        },
+        count("access.rate_limit_burst", a.rate_limit_burst, 1, 1_000_000),
+        time("upstream.timeout", u.timeout, secs(1), HOUR),
+        time("upstream.retry_budget", u.retry_budget, secs(1), DAY),
+        count("upstream.max_retries", u.max_retries, 0, 100),
+        count("upstream.max_concurrency", u.max_concurrency, 1, 4096),
+        count(
+            "upstream.context_window",
+            u.context_window,
+            1024,
+            10_000_000,
+        ),
+        count("upstream.result_chars", u.result_chars, 40, 1_000_000),
+        time("cache.ttl", k.ttl, MINUTE, 3650 * DAY),
+        count("cache.max_rows", k.max_rows, 1, 1_000_000_000),
+        time("cache.claim_lease", k.claim_lease, secs(1), HOUR),
+        count("cache.db_max_connections", k.db_max_connections, 1, 1000),
+        time("cache.db_acquire_timeout", k.db_acquire_timeout, MS, MINUTE),
+        time("cache.check_interval", k.check_interval, secs(1), HOUR),
+        time("cache.check_timeout", k.check_timeout, 100 * MS, MINUTE),
+        time("proxy.idle_timeout", c.proxy.idle_timeout, secs(1), DAY),
+        time("count.timeout", c.count.timeout, 100 * MS, 10 * MINUTE),
+    ]
+}
+
+/// A setting that stops start-up, and why: rendered as one line naming the
+/// setting as the operator wrote it (see [`Invalid::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// The setting (`section.key`).
+    pub id: &'static str,
+    /// Its value, as this module formats it.
+    pub value: String,
+    pub problem: String,
+    /// The setting it conflicts with, and that one's value.
+    pub other: Option<(&'static str, String)>,
+    /// Why the two conflict.
+    pub why: &'static str,
+}
+
+impl Invalid {
+    fn new(id: &'static str, value: String, problem: impl Into<String>) -> Self {
+        Self {
+            id,
+            value,
+            problem: problem.into(),
+            other: None,
+            why: "",
+        }
+    }
+
+    /// The line, each setting named by `name(id, value)`.
+    pub fn describe(&self, name: impl Fn(&str, &str) -> String) -> String {
+        let mut line = format!("{} {}", name(self.id, &self.value), self.problem);
+        if let Some((other, value)) = &self.other {
+            line = format!("{line} {}", name(other, value));
+        }
+        if !self.why.is_empty() {
+            line = format!("{line}: {}", self.why);
+        }
+        line
+    }
+}
+
+/// `CONDENSE_X=value`: a setting named by its environment variable.
+pub fn env_name(id: &str, value: &str) -> String {
+    let command = Config::command();
+    let env = command
+        .get_arguments()
+        .find(|a| a.get_id() == id)
+        .and_then(|a| a.get_env())
+        .map_or_else(|| id.to_string(), |e| e.to_string_lossy().into_owned());
+    format!("{env}={value}")
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(env_name))
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+/// `a` must be shorter than `b` (or at most as long, with `or_equal`).
+fn ordered(
+    (a, va): (&'static str, Duration),
+    (b, vb): (&'static str, Duration),
+    or_equal: bool,
+    why: &'static str,
+) -> Result<(), Invalid> {
+    if va < vb || (or_equal && va == vb) {
+        return Ok(());
+    }
+    Err(Invalid {
+        id: a,
+        value: duration::format(va),
+        problem: match or_equal {
+            true => "must not be longer than".into(),
+            false => "must be shorter than".into(),
+        },
+        other: Some((b, duration::format(vb))),
+        why,
+    })
+}
+
+fn url(
+    id: &'static str,
+    value: Option<&str>,
+    schemes: &[&str],
+    problem: &str,
+) -> Result<(), Invalid> {
+    let Some(text) = value.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(());
+    };
+    let scheme = text.split(':').next().unwrap_or("").to_ascii_lowercase();
+    let ok = (text.eq_ignore_ascii_case("off") && schemes.contains(&"off"))
+        || (schemes.contains(&scheme.as_str()) && reqwest::Url::parse(text).is_ok());
+    match ok {
+        true => Ok(()),
+        false => Err(Invalid::new(id, super::show::safe(id, text), problem)),
+    }
+}
+
+impl Config {
+    /// Checks every value against its range ([`bounds`]), the URLs, and
+    /// the timeouts against each other; the first problem found.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        for bound in bounds(self) {
+            bound.check()?;
+        }
+        let http = ["http", "https"];
+        for (id, value) in [
+            ("upstream.url", &self.upstream.url),
+            ("proxy.openai_url", &self.proxy.openai_url),
+            ("proxy.anthropic_url", &self.proxy.anthropic_url),
+            ("count.openai_url", &self.count.openai_url),
+            ("count.anthropic_url", &self.count.anthropic_url),
+        ] {
+            url(
+                id,
+                value.as_deref(),
+                &http,
+                "is not an http:// or https:// URL",
+            )?;
+        }
+        url(
+            "cache.database_url",
+            self.cache.database_url.as_deref(),
+            &["postgres", "postgresql", "sqlite", "off"],
+            "is not a postgres://, postgresql:// or sqlite:// URL, nor off",
+        )?;
+        for (id, model) in [
+            ("models.default_model", &self.models.default_model),
+            ("upstream.model", &self.upstream.model),
+        ] {
+            if model.trim().is_empty() {
+                return Err(Invalid::new(id, String::new(), "is empty: name a model"));
+            }
+        }
+        self.cross_check()
+    }
+
+    /// The timeouts against each other. A request's time limit bounds all
+    /// its work, so each wait inside one must fit in it; these are errors,
+    /// not warnings, because the setting that cannot take effect is always
+    /// a misunderstanding, and start-up is the one moment someone reads.
+    fn cross_check(&self) -> Result<(), Invalid> {
+        let request = ("limits.request_timeout", self.limits.request_timeout);
+        if self.upstream.url().is_some() {
+            let call = ("upstream.timeout", self.upstream.timeout);
+            let budget = ("upstream.retry_budget", self.upstream.retry_budget);
+            ordered(
+                call,
+                request,
+                false,
+                "one upstream call must fit in a request",
+            )?;
+            ordered(
+                budget,
+                request,
+                true,
+                "retries after the request's time limit would never be answered",
+            )?;
+            ordered(
+                call,
+                budget,
+                true,
+                "the retry budget would cut every call first",
+            )?;
+        }
+        ordered(
+            ("cache.db_acquire_timeout", self.cache.db_acquire_timeout),
+            request,
+            false,
+            "a request must outlast its wait for the cache",
+        )?;
+        if self.count.openai_url.is_some() || self.count.anthropic_url.is_some() {
+            ordered(
+                ("count.timeout", self.count.timeout),
+                request,
+                false,
+                "a count must fit in its request",
+            )?;
+        }
+        ordered(
+            ("cache.check_timeout", self.cache.check_timeout),
+            ("cache.check_interval", self.cache.check_interval),
+            true,
+            "one check must end before the next begins",
+        )?;
+        if let Some(probe) = self.server.probe_listen
+            && probe == self.server.listen
+            && probe.port() != 0
+        {
+            return Err(Invalid {
+                id: "server.probe_listen",
+                value: probe.to_string(),
+                problem: "must differ from".into(),
+                other: Some(("server.listen", self.server.listen.to_string())),
+                why: "the probes need a listener of their own",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;
