@@ -90,11 +90,13 @@ def main():
         subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
     port = 19000 + os.getpid() % 1000
     env = dict(os.environ, RUST_LOG="warn", CONDENSE_MAX_CONCURRENCY="0")
-    cmd = [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "1800"]
+    cmd = [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "31m"]
     if args.llm:
         # The local model's window is 8,192 tokens: condense chunks to it.
-        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "1800",
-                "--upstream-context-window", str(args.llm_window)]
+        # A tiny model on shared cores is slow: minutes per summary, not
+        # the default 60 s per call and 90 s in all.
+        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "30m",
+                "--upstream-retry-budget", "30m", "--upstream-context-window", str(args.llm_window)]
     server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -17,7 +17,9 @@
 //! `- (… N more left out)` line when that fits too.
 //!
 //! An LLM writer is given the limit less the room the anchors' lines
-//! take (at most half; see [`prepare`]), so the list has room to go in.
+//! take (at most half; see [`prepare`]), so the list has room to go in;
+//! when what it wrote still leaves the list too little, its text is
+//! clipped for it, down to a quarter of the limit ([`repair_written`]).
 //!
 //! A per-iteration injection is repaired entry by entry instead, as each
 //! entry is written (see `iterations`): an `Also mentioned: …` sentence
@@ -113,6 +115,7 @@ pub(super) async fn repaired(
     let span = req.span.clone();
     let prior = req.settings.prior.clone();
     let per_iteration = req.iterations.is_some();
+    let model = !matches!(req.settings.writer, Writer::Heuristic);
     let limit = req.settings.limit;
     super::cpu(move || match per_iteration {
         true => {
@@ -121,7 +124,10 @@ pub(super) async fn repaired(
         }
         false => {
             let limit = limit.min(replaced(&span, prior.as_deref(), &counter));
-            repair(&content, &anchors, limit, &counter)
+            match model {
+                true => repair_written(&content, &anchors, limit, &counter),
+                false => repair(&content, &anchors, limit, &counter),
+            }
         }
     })
     .await
@@ -260,6 +266,41 @@ pub fn repair(
         }
         lines.pop();
         skipped += 1;
+    }
+}
+
+/// A model's summary repaired: when the lines of the anchors it missed do
+/// not fit beside it, its text gives way to them (clipped from the end,
+/// down to a quarter of the limit), whichever of the two holds more
+/// anchors. A model that kept the facts keeps its text: little is missing;
+/// one that kept none (a tiny model's prose) cedes room to the list.
+fn repair_written(
+    content: &str,
+    anchors: &Anchors,
+    limit: usize,
+    c: &Counter<'_>,
+) -> (String, Fidelity) {
+    let (text, f) = repair(content, anchors, limit, c);
+    if f.missing == 0 {
+        return (text, f);
+    }
+    let whole = Forms::of(content);
+    let lines: usize = anchors
+        .items
+        .iter()
+        .filter(|a| !whole.holds(a))
+        .map(|a| c.text(&format!("- {}\n", a.item)).tokens)
+        .sum();
+    let need = lines + c.text(&format!("\n\n{ALSO}\n")).tokens;
+    let room = limit.saturating_sub(need).max(limit / 4);
+    if room >= c.text(content).tokens {
+        return (text, f);
+    }
+    let clipped = super::iterations::clip_tokens(content.trim_end(), room, c);
+    let (shorter, g) = repair(&clipped, anchors, limit, c);
+    match g.kept + g.added > f.kept + f.added {
+        true => (shorter, g),
+        false => (text, f),
     }
 }
 

@@ -153,3 +153,27 @@ fn a_per_iteration_entrys_mentions_count_as_added() {
     );
     assert_eq!(without_mentions("No repair."), None);
 }
+
+#[test]
+fn a_models_text_that_holds_nothing_gives_way_to_the_list() {
+    let c = counter();
+    let a = anchors(&sample());
+    // Prose that names none of the anchors, as long as the whole limit.
+    let prose = "The agent worked on the task and made progress. ".repeat(40);
+    let limit = tokens(&prose) + 5;
+    let (plain, f) = repair(&prose, &a, limit, &c);
+    assert_eq!(plain, prose, "no room for a single line");
+    assert_eq!(f.added, 0);
+    let (text, g) = repair_written(&prose, &a, limit, &c);
+    adds_up(g);
+    assert!(g.added > 0 && g.missing < f.missing, "{g:?}");
+    assert!(tokens(&text) <= limit);
+    // The text kept its head and at least a quarter of the limit.
+    assert!(text.starts_with("The agent worked on the task"));
+    let body = text.split(ALSO).next().unwrap();
+    assert!(tokens(body) >= limit / 4, "{text}");
+    // A text that holds every anchor is left as it is.
+    let all: String = a.items.iter().map(|x| format!("{}\n", x.item)).collect();
+    let (same, h) = repair_written(&all, &a, tokens(&all), &c);
+    assert_eq!((same, h.kept), (all.clone(), h.anchors));
+}

@@ -28,6 +28,7 @@ use super::anchors::anchors;
 use super::{SummaryRequest, Usage, Writer};
 use crate::upstream::{Upstream, UpstreamError};
 use bound::Rolling;
+pub(super) use bound::clip_tokens;
 use entry::{Entry, Piece};
 
 /// The line that opens the list of iterations in an injection.
