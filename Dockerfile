@@ -25,8 +25,6 @@ COPY assets assets
 COPY data data
 COPY migrations migrations
 COPY benches benches
-# The playground's example threads are embedded from the test fixtures.
-COPY tests/fixtures/threads tests/fixtures/threads
 RUN cargo build --release --locked --bin condense \
  && mkdir -p /out/data \
  && cp target/release/condense /out/condense

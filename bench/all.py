@@ -126,7 +126,7 @@ def tiktoken_mb_s(python, path, expected):
 
 
 def compress_bodies(work):
-    thread = json.loads((ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
+    thread = json.loads((ROOT / "data/threads/large-04.openai.json").read_text())
     body = {"model": "gpt-4o", "messages": thread["messages"], "force": True,
             "summarizer": {"strategy": "heuristic"}}
     marked = dict(body, messages=[dict(m, content="@@NONCE@@" + m["content"]) if isinstance(m.get("content"), str)

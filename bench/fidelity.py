@@ -5,7 +5,7 @@ the fidelity receipt's repair, against a release build.
     bench/fidelity.py [--no-build] [--condense target/release/condense]
                       [--llm http://127.0.0.1:8089/v1] [--limit 2000]
 
-Each fixture thread in tests/fixtures/threads is compressed with `force`
+Each fixture thread in data/threads is compressed with `force`
 (the newest `min_recent_messages` kept, the rest summarized) by each
 strategy: `heuristic`, and with `--llm` (an OpenAI-compatible server, such
 as scripts/local-llm.sh's) `llm` and `hybrid`; and per iteration
@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-THREADS = sorted(p for p in (ROOT / "tests/fixtures/threads").glob("*.json") if ".facts." not in p.name)
+THREADS = sorted(p for p in (ROOT / "data/threads").glob("*.json") if ".facts." not in p.name)
 ALSO = "### Also in the span"
 MENTIONED = r"Also mentioned: .*?(?:\.(?= \[\d+\] )|$)"
 

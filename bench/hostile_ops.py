@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-THREAD = json.loads((ROOT / "tests/fixtures/threads/small-01.openai.json").read_text())
+THREAD = json.loads((ROOT / "data/threads/small-01.openai.json").read_text())
 
 
 # ------------------------------------------------------------------ HTTP

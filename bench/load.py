@@ -47,7 +47,7 @@ THREAD = "medium-02.openai"
 
 def bodies(work):
     """The body files for bodies.lua: one body each, sent on every request."""
-    thread = json.loads((ROOT / f"tests/fixtures/threads/{THREAD}.json").read_text())
+    thread = json.loads((ROOT / f"data/threads/{THREAD}.json").read_text())
     request = {k: thread[k] for k in ("model", "messages", "tools") if k in thread}
     compress = dict(request, force=True, summarizer={"strategy": "heuristic"})
     files = {}

@@ -103,7 +103,7 @@ def start_litellm(venv, work):
 
 def bodies(work):
     """The three scenarios' body files for bodies.lua."""
-    thread = json.loads((ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
+    thread = json.loads((ROOT / "data/threads/large-04.openai.json").read_text())
     messages = thread["messages"]
     out = {}
     # cold: pieces around a nonce placed at the start of every string content.

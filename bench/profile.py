@@ -76,7 +76,7 @@ def main():
     route = "/v1/tokens"
     if args.case == "compress-hit":
         # One body, sent once before the counters start: every measured request is a cache hit.
-        thread = json.loads((peers.ROOT / "tests/fixtures/threads/large-04.openai.json").read_text())
+        thread = json.loads((peers.ROOT / "data/threads/large-04.openai.json").read_text())
         pieces = [json.dumps({"model": "gpt-4o", "messages": thread["messages"], "force": True,
                               "summarizer": {"strategy": "heuristic"}}).encode()]
         route = "/v1/compress"

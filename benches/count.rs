@@ -20,13 +20,13 @@ use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_
 use serde_json::Value;
 
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/threads")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/threads")
 }
 
 /// The thread fixtures (`*.openai.json`, `*.anthropic.json`), sorted by name.
 fn fixture_files() -> Vec<(PathBuf, WireFormat)> {
     let mut files: Vec<(PathBuf, WireFormat)> = std::fs::read_dir(fixtures_dir())
-        .expect("tests/fixtures/threads is readable")
+        .expect("data/threads is readable")
         .map(|e| e.expect("a directory entry").path())
         .filter_map(|p| {
             let name = p.file_name()?.to_str()?;

@@ -30,7 +30,7 @@ struct Args {
 fn args() -> anyhow::Result<Args> {
     let mut out = Args {
         iterations: 10,
-        fixtures: Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/threads"),
+        fixtures: Path::new(env!("CARGO_MANIFEST_DIR")).join("data/threads"),
         dump_corpus: None,
     };
     let mut it = std::env::args().skip(1);

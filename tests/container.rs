@@ -374,10 +374,7 @@ fn the_build_context_holds_everything_the_dockerfile_copies() {
     // The checker itself: it must see an exclusion and an exception.
     assert!(ignored(&patterns, "target/release/condense"));
     assert!(ignored(&patterns, "tests/cache.rs"));
-    assert!(!ignored(
-        &patterns,
-        "tests/fixtures/threads/small-00.openai.json"
-    ));
+    assert!(!ignored(&patterns, "data/threads/small-00.openai.json"));
 
     let mut checked = 0;
     for stage in dockerfile() {

@@ -127,10 +127,7 @@ async fn post(app: &Router, path: &str, body: &Value) -> (StatusCode, Value) {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/threads/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/data/threads/{name}.json", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 

@@ -254,7 +254,7 @@ fn with_header(mut req: Request<Body>, name: &'static str, value: &str) -> Reque
 
 fn fixture(name: &str) -> Value {
     let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/threads")
+        .join("data/threads")
         .join(name);
     let text = std::fs::read_to_string(&file)
         .unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));

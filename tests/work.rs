@@ -12,10 +12,7 @@ use condense::thread::{self, RawThread, Thread};
 use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry, tokenized_bytes};
 
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/tests/fixtures/threads/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/data/threads/{name}.json", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 

@@ -4,9 +4,9 @@
 //! The page is a client of the API and nothing else: every number it shows
 //! comes from `/v1/tokens`, `/v1/verdict` and `/v1/compress`, so it can never
 //! disagree with what an agent is told. Its three files (`assets/playground/`)
-//! are embedded in the binary (no build step, no CDN: the machine that runs condense may have no
-//! internet), and so are the repository's fixture threads, so the examples
-//! work wherever the binary does.
+//! are embedded in the binary (no build step, no CDN: the machine that runs
+//! condense may have no internet), and so are the example threads
+//! (`data/threads/`), so the examples work wherever the binary does.
 
 use axum::Json;
 use axum::Router;
@@ -94,15 +94,15 @@ pub struct ExamplesResponse {
     pub examples: Vec<Example>,
 }
 
-macro_rules! fixtures {
+macro_rules! examples {
     ($($name:literal),* $(,)?) => {
-        [$(($name, include_str!(concat!("../../tests/fixtures/threads/", $name, ".json")))),*]
+        [$(($name, include_str!(concat!("../../data/threads/", $name, ".json")))),*]
     };
 }
 
-/// The realistic agent threads of `tests/fixtures/threads`, in both wire
+/// The realistic agent threads of `data/threads`, in both wire
 /// formats, smallest first.
-const EXAMPLES: [(&str, &str); 10] = fixtures!(
+const EXAMPLES: [(&str, &str); 10] = examples!(
     "small-00.openai",
     "small-00.anthropic",
     "small-01.openai",
@@ -127,7 +127,7 @@ async fn examples() -> Json<ExamplesResponse> {
     Json(ExamplesResponse { examples })
 }
 
-/// The example as the fixture holds it: a provider request body (`model`,
+/// The example as its file holds it: a provider request body (`model`,
 /// `messages`, and `system` / `tools` where it has them).
 async fn example(Path(name): Path<String>) -> Result<Response, ApiError> {
     let (_, body) = EXAMPLES

@@ -140,9 +140,16 @@ pub fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// A fixture thread as a request body (its `model`, `system`, `messages`, `tools`).
+/// A file of the product's `data/` (the example threads) as JSON.
+pub fn data(name: &str) -> Value {
+    let path = format!("{}/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// An example thread as a request body (its `model`, `system`, `messages`, `tools`).
 pub fn thread(name: &str) -> Value {
-    fixture(&format!("threads/{name}.json"))
+    data(&format!("threads/{name}.json"))
 }
 
 /// `n` short alternating user/assistant messages.

@@ -32,7 +32,7 @@ async fn tokens_of(app: &axum::Router, out: &Value, input: &Value) -> Value {
 async fn realistic_threads_compress_into_valid_threads_that_keep_the_facts() {
     let app = app();
     for name in ["small-00", "small-01", "medium-02", "medium-03", "large-04"] {
-        let facts = crate::common::fixture(&format!("threads/{name}.facts.json"));
+        let facts = crate::common::fixture(&format!("facts/{name}.facts.json"));
         for fmt in ["openai", "anthropic"] {
             let input = thread(&format!("{name}.{fmt}"));
             let out = compress(&app, &json!({

@@ -95,7 +95,7 @@ fn large_by_assistant_turn() -> Value {
 /// The facts of `kind` planted in the old iterations (`messages[..cut]`)
 /// and how many of them the injection holds, whole.
 fn survivors(kind: &str, old: &[Value], injection: &str) -> (usize, usize) {
-    let facts = fixture("threads/large-04.facts.json");
+    let facts = fixture("facts/large-04.facts.json");
     let old_text = serde_json::to_string(old).unwrap();
     let planted: Vec<&str> = facts[kind]
         .as_array()

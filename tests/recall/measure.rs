@@ -143,14 +143,14 @@ fn pct(a: usize, b: usize) -> f64 {
 /// A fixture thread's span (its messages but the system prompt, the newest
 /// 10% kept out) and its planted facts that the span says, with where.
 pub fn fixture_span(name: &str) -> (Vec<Value>, Vec<(String, f64)>) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/threads");
     let read = |f: &str| -> Value {
-        let text = std::fs::read_to_string(format!("{dir}/{f}")).expect("fixture readable");
+        let path = format!("{}/{f}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("fixture readable");
         serde_json::from_str(&text).expect("fixture is JSON")
     };
-    let thread = read(&format!("{name}.json"));
+    let thread = read(&format!("data/threads/{name}.json"));
     let stem = name.split('.').next().unwrap();
-    let facts = read(&format!("{stem}.facts.json"));
+    let facts = read(&format!("tests/fixtures/facts/{stem}.facts.json"));
     let all: Vec<Value> = thread["messages"]
         .as_array()
         .unwrap()
