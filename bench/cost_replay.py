@@ -854,7 +854,8 @@ def main():
                         everything.append({"format": fmt, "session": name, "mode": mode, **r})
                     s = summarize(recs)
                     print(f"# {fmt} {name} {mode}: " + (f"{s['turns']} turns, ${s['total_cost']:.4f}, "
-                          f"{s['summaries']} summaries, {time.time() - t0:.1f} s" if s else "unavailable"),
+                          f"{s['summaries']} summaries (summarizer ${s['summarizer_cost']:.4f}, "
+                          f"{s['summarizer_tokens']} tokens), {time.time() - t0:.1f} s" if s else "unavailable"),
                           flush=True)
     finally:
         stop(cproc)
