@@ -89,8 +89,10 @@ for 2025 models, edit them to yours):
   Output is the fixture's assistant messages of the turn, at the output
   price: the same in every mode.
   The clock: turn k+1 is sent `--interval` seconds (20) after turn k's
-  answer came back (the model's time and the tools' run), plus the
-  measured round trip of turn k (with an LLM summarizer, its minutes).
+  answer came back (the model's time and the tools' run); a request reaches
+  the provider, and is priced against its cache, when condense is done
+  with it (the measured round trip minus the provider's own time: with an
+  LLM summarizer, minutes).
   With `--sleep` the script also waits that long in real time (for
   precompute, whose summary is written between turns).
   Summarizer calls: the heuristic summarizer costs nothing. With
@@ -729,7 +731,9 @@ def replay(args, fmt, name, thread, mode, provider, counter, relay, workdir):
                          f"{data[:300]!r}")
             doc = rec["doc"]
             counts = counter.count(fmt, doc)
-            p = cache.price(doc, counts, now)
+            # The provider caches when the request reaches it: after condense's time.
+            arrival = now + dt - rec["own"]
+            p = cache.price(doc, counts, arrival)
             p["output"] = sum(fixture_counts["per"][k:j])
             summ = summary_text(fmt, doc)
             r = {"turn": n, "messages": k, "tokens": counts["total"], **p,
@@ -739,7 +743,7 @@ def replay(args, fmt, name, thread, mode, provider, counter, relay, workdir):
                  "compressed": hdrs.get("x-condense-compressed") == "true",
                  "note": hdrs.get("x-condense-note"),
                  "added_ms": (dt - rec["own"]) * 1000, "round_trip_s": dt,
-                 "over_window": counts["total"] > counts["window"], "clock": now}
+                 "over_window": counts["total"] > counts["window"], "clock": arrival}
             prev_summary = summ or prev_summary
             out.append(r)
             if args.verbose:
