@@ -23,7 +23,7 @@ sending every message before that point; what the model answered (the
 assistant messages up to the next input) is that turn's output. `long` is
 all five threads of a format one after the other (one agent session working
 on five tasks: large-04's system prompt, tool ids prefixed per part, tools
-merged by name): about 215k tokens in OpenAI form and 270k in Anthropic
+merged by name): about 220k tokens in OpenAI form and 275k in Anthropic
 form, longer than both priced models' windows. With gpt-4o (128k) large-04
 (140k) is longer than the window too. Every request carries the priced
 model's name (below) instead of the fixture's. The fixtures' system prompt
