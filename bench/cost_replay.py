@@ -15,7 +15,7 @@ sessions turn by turn through condense's proxy against a recording provider,
 prices every request the provider receives under a model of prompt caching,
 and compares four modes.
 
-Sessions. Each fixture thread of tests/fixtures/threads (small-00, small-01,
+Sessions. Each example thread of data/threads (small-00, small-01,
 medium-02, medium-03, large-04) grown one message at a time: the agent calls
 the model where a run of user messages / tool results ends (after the last
 of parallel tool results: a request with some results missing is invalid),
@@ -131,7 +131,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "threads"
+FIXTURES = ROOT / "data" / "threads"
 PARTS = ["small-00", "small-01", "medium-02", "medium-03", "large-04"]
 LONG_ORDER = ["large-04", "medium-02", "medium-03", "small-00", "small-01"]
 
