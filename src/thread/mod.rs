@@ -10,9 +10,8 @@
 mod anthropic;
 mod clearing;
 pub mod compact;
-mod echo;
 mod edit;
-mod limits;
+mod hardening;
 mod marker;
 mod openai;
 mod parse;
@@ -24,9 +23,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use clearing::{Clearing, clear};
-pub use echo::{Bounded, MAX_ECHO_CHARS, MAX_ERRORS, cap, clip_quoted, echo};
 pub use edit::{Cut, Keep, cut_middle, cut_to, text_message, thousands, truncate, truncate_to};
-pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, json_shape, too_many_nodes};
+pub use hardening::{
+    Bounded, Limits, MAX_ECHO_CHARS, MAX_ERRORS, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, cap,
+    clip_quoted, echo, json_shape, too_many_nodes,
+};
 pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use parse::{OwnedThread, RawThread, detect, parse, parse_owned};
 pub use validate::validate;

@@ -2,7 +2,7 @@
 //! bytes before any parsing, and the size of its thread (messages and
 //! characters of text), which the operator configures.
 
-use super::{Thread, WireFormat};
+use crate::thread::{Thread, WireFormat};
 
 /// Most JSON objects and arrays a body may hold. Realistic threads hold
 /// about one per 500 bytes (the largest fixture: about 1,000 in 560 KB), so

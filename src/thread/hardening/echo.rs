@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use super::FieldError;
+use crate::thread::FieldError;
 
 /// Longest quoted input value, in characters; longer ones are cut and end in `…`.
 pub const MAX_ECHO_CHARS: usize = 64;
