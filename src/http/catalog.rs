@@ -1,20 +1,20 @@
 //! `GET /v1/models` and `GET /v1/profiles`: what the service knows.
 
+use super::routes::Access;
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::policy::Profile;
 use crate::state::AppState;
 use crate::tokens::ModelSpec;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/models", get(models))
-        .route("/v1/profiles", get(profiles))
+super::routes::routes! {
+    Access::Api;
+    get "/v1/models" => models,
+    get "/v1/profiles" => profiles,
 }
 
 #[derive(Serialize)]

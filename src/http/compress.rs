@@ -1,8 +1,8 @@
 //! `POST /v1/compress`: return a thread that fits, with the older span summarized.
 
+use super::routes::Access;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -17,9 +17,7 @@ use crate::summarize::{Strategy, Usage};
 use crate::thread::{WireFormat, compact};
 use crate::tokens::Encoding;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/compress", post(compress_thread))
-}
+super::routes::routes! { Access::Api; post "/v1/compress" => compress_thread }
 
 /// Longest `summarizer.instructions` accepted, in characters.
 const MAX_INSTRUCTIONS: usize = 4000;

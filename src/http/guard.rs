@@ -25,12 +25,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::HttpBody;
+use axum::extract::MatchedPath;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use super::routes::Access;
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
 use crate::guard::{Bucket, Caller, Cors, Held, Verdict, memory};
 use crate::state::AppState;
@@ -57,40 +59,29 @@ struct Gates {
     shed: bool,
 }
 
-fn gates(path: &str, metrics_require_key: bool) -> Gates {
+/// The gates of a route's access (see [`super::routes`]); a request that
+/// matched no route (a 404 or 405) goes through the API's.
+fn gates(access: Option<Access>, metrics_require_key: bool) -> Gates {
     let probe = |key| Gates {
         key,
         limited: false,
         shed: false,
     };
-    match path {
-        "/healthz" | "/readyz" => probe(Key::Open),
-        "/metrics" if metrics_require_key => probe(Key::Bearer),
-        "/metrics" => probe(Key::Open),
-        "/v1/chat/completions"
-        | "/v1/responses"
-        | "/v1/responses/input_tokens"
-        | "/v1/messages"
-        | "/v1/messages/count_tokens" => Gates {
+    match access.unwrap_or(Access::Api) {
+        Access::Probe => probe(Key::Open),
+        Access::Metrics if metrics_require_key => probe(Key::Bearer),
+        Access::Metrics => probe(Key::Open),
+        Access::Proxy => Gates {
             key: Key::ProxyHeader,
             limited: true,
             shed: false,
         },
-        "/"
-        | "/playground"
-        | "/playground/app.js"
-        | "/playground/style.css"
-        | "/playground/examples" => Gates {
+        Access::Page => Gates {
             key: Key::Open,
             limited: true,
             shed: true,
         },
-        p if p.starts_with("/playground/examples/") => Gates {
-            key: Key::Open,
-            limited: true,
-            shed: true,
-        },
-        _ => Gates {
+        Access::Api => Gates {
             key: Key::Bearer,
             limited: true,
             shed: true,
@@ -101,7 +92,8 @@ fn gates(path: &str, metrics_require_key: bool) -> Gates {
 /// The gates, as one middleware. Puts the [`Caller`] in the request's
 /// extensions for the handlers that decide by it.
 pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
-    let gates = gates(req.uri().path(), app.config.access.metrics_require_key);
+    let access = super::routes::access(req.extensions().get::<MatchedPath>());
+    let gates = gates(access, app.config.access.metrics_require_key);
     let caller = match authenticate(&app, gates.key, req.headers()) {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
@@ -300,25 +292,37 @@ mod tests {
 
     #[test]
     fn probes_and_metrics_pass_the_load_gates() {
-        for path in ["/healthz", "/readyz", "/metrics"] {
-            let g = gates(path, true);
-            assert!(!g.limited && !g.shed, "{path}");
+        for access in [Access::Probe, Access::Metrics] {
+            let g = gates(Some(access), true);
+            assert!(!g.limited && !g.shed, "{access:?}");
         }
-        assert_eq!(gates("/metrics", false).key, Key::Open);
-        assert_eq!(gates("/metrics", true).key, Key::Bearer);
-        for path in [
-            "/v1/chat/completions",
-            "/v1/responses",
-            "/v1/responses/input_tokens",
-            "/v1/messages",
-            "/v1/messages/count_tokens",
-        ] {
-            let g = gates(path, false);
-            assert_eq!(g.key, Key::ProxyHeader, "{path}");
-            assert!(g.limited && !g.shed, "{path}");
+        assert_eq!(gates(Some(Access::Metrics), false).key, Key::Open);
+        assert_eq!(gates(Some(Access::Metrics), true).key, Key::Bearer);
+        let g = gates(Some(Access::Proxy), false);
+        assert_eq!(g.key, Key::ProxyHeader);
+        assert!(g.limited && !g.shed);
+        assert_eq!(gates(Some(Access::Page), false).key, Key::Open);
+        // A request that matched no route is gated like the API.
+        assert_eq!(gates(None, false), gates(Some(Access::Api), false));
+        assert_eq!(gates(None, false).key, Key::Bearer);
+    }
+
+    #[test]
+    fn every_route_has_the_access_of_its_kind() {
+        for r in super::super::routes::all() {
+            let want = match r.path {
+                "/healthz" | "/readyz" => Access::Probe,
+                "/metrics" => Access::Metrics,
+                p if p.starts_with("/v1/chat")
+                    || p.starts_with("/v1/responses")
+                    || p.starts_with("/v1/messages") =>
+                {
+                    Access::Proxy
+                }
+                p if p == "/" || p.starts_with("/playground") => Access::Page,
+                _ => Access::Api,
+            };
+            assert_eq!(r.access, want, "{r:?}");
         }
-        assert_eq!(gates("/playground/examples/x", false).key, Key::Open);
-        assert_eq!(gates("/v1/nope", false).key, Key::Bearer);
-        assert_eq!(gates("/v1/compress", false).key, Key::Bearer);
     }
 }

@@ -2,13 +2,14 @@
 //! from anyone allowed to reach the port, so what they cost must not grow
 //! with how many there are.
 
+use super::routes::Access;
 use std::collections::BTreeMap;
 
+use axum::Json;
+use axum::extract::MatchedPath;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::cache::{Cache, HealthStatus};
@@ -16,23 +17,21 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use crate::thread::echo;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+super::routes::routes! {
+    Access::Probe;
+    get "/healthz" => healthz,
+    get "/readyz" => readyz,
 }
 
-/// The paths the probe listener serves (`CONDENSE_PROBE_LISTEN`).
-const PROBE_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
-
-/// Lets only [`PROBE_PATHS`] through: the probe listener's connections are
-/// few and kept for probes, so nothing else may be served on them.
+/// Lets only the probes' routes (and `/metrics`) through on the probe
+/// listener (`CONDENSE_PROBE_LISTEN`): its connections are few and kept
+/// for probes, so nothing else may be served on them.
 pub async fn only_probes(req: Request, next: Next) -> Response {
-    let path = req.uri().path();
-    if PROBE_PATHS.contains(&path) {
+    let matched = req.extensions().get::<MatchedPath>();
+    if super::routes::access(matched).is_some_and(Access::probe) {
         next.run(req).await
     } else {
-        ApiError::NotFound(echo(path).into_owned()).into_response()
+        ApiError::NotFound(echo(req.uri().path()).into_owned()).into_response()
     }
 }
 

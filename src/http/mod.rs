@@ -11,6 +11,7 @@ mod input;
 mod middleware;
 mod playground;
 mod proxy;
+mod routes;
 mod scrape;
 mod screen;
 mod tokens;
@@ -29,6 +30,7 @@ pub use catalog::{ModelsResponse, ProfilesResponse};
 pub use compress::{CompressRequest, CompressResponse};
 pub use guard::PROXY_KEY;
 pub use input::MAX_MODEL_CHARS;
+pub use routes::{Access, Route, all as routes};
 pub use tokens::{TokensRequest, TokensResponse};
 pub use verdict::{VerdictRequest, VerdictResponse};
 
@@ -51,19 +53,11 @@ pub fn router(state: AppState) -> Router {
     // The API's routes answer within the request time limit; the proxy's
     // do not (a healthy stream runs as long as it runs: its provider client
     // cuts only a stream gone idle).
-    let api = Router::new()
-        .merge(health::router())
-        .merge(tokens::router())
-        .merge(verdict::router())
-        .merge(compress::router())
-        .merge(catalog::router())
-        .merge(playground::router())
-        .merge(scrape::router())
-        .route_layer(axum::middleware::from_fn_with_state(
-            timeout,
-            middleware::time_limit,
-        ));
-    api.merge(proxy::router())
+    let api = routes::router(Access::timed).route_layer(axum::middleware::from_fn_with_state(
+        timeout,
+        middleware::time_limit,
+    ));
+    api.merge(routes::router(|a| !a.timed()))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(

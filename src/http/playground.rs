@@ -8,26 +8,24 @@
 //! condense may have no internet), and so are the example threads
 //! (`data/threads/`), so the examples work wherever the binary does.
 
+use super::routes::Access;
 use axum::Json;
-use axum::Router;
 use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::state::AppState;
 use crate::thread::echo;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/", get(home))
-        .route("/playground", get(page))
-        .route("/playground/app.js", get(script))
-        .route("/playground/style.css", get(style))
-        .route("/playground/examples", get(examples))
-        .route("/playground/examples/{name}", get(example))
+super::routes::routes! {
+    Access::Page;
+    get "/" => home,
+    get "/playground" => page,
+    get "/playground/app.js" => script,
+    get "/playground/style.css" => style,
+    get "/playground/examples" => examples,
+    get "/playground/examples/{name}" => example,
 }
 
 const PAGE: &str = include_str!("../../assets/playground/index.html");

@@ -4,16 +4,16 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
+use super::routes::Access;
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
-use axum::routing::post;
-use axum::{Extension, Router};
 
 use super::extract::{RawBody, require_json};
 use super::middleware::REQUEST_ID;
@@ -29,23 +29,15 @@ const PROFILE: &str = "x-condense-profile";
 /// `true`: forward unchanged, report what compression would have done.
 const SHADOW: &str = "x-condense-shadow";
 
-/// One handler for every route, told by an extension which provider
-/// endpoint it forwards to.
-pub fn router() -> Router<AppState> {
-    let chat = Extension(Endpoint::ChatCompletions);
-    let responses = Extension(Endpoint::Responses);
-    let input_tokens = Extension(Endpoint::ResponsesInputTokens);
-    let messages = Extension(Endpoint::Messages);
-    let count_tokens = Extension(Endpoint::MessagesCountTokens);
-    Router::new()
-        .route("/v1/chat/completions", post(proxy).layer(chat))
-        .route("/v1/responses", post(proxy).layer(responses))
-        .route(
-            "/v1/responses/input_tokens",
-            post(proxy).layer(input_tokens),
-        )
-        .route("/v1/messages", post(proxy).layer(messages))
-        .route("/v1/messages/count_tokens", post(proxy).layer(count_tokens))
+// One handler for every route, told by an extension which provider
+// endpoint it forwards to.
+super::routes::routes! {
+    Access::Proxy;
+    post "/v1/chat/completions" => proxy; Extension(Endpoint::ChatCompletions),
+    post "/v1/responses" => proxy; Extension(Endpoint::Responses),
+    post "/v1/responses/input_tokens" => proxy; Extension(Endpoint::ResponsesInputTokens),
+    post "/v1/messages" => proxy; Extension(Endpoint::Messages),
+    post "/v1/messages/count_tokens" => proxy; Extension(Endpoint::MessagesCountTokens),
 }
 
 /// The note of a request forwarded unchanged because every place among

@@ -1,17 +1,14 @@
 //! `GET /metrics`: the Prometheus exposition of this process's metrics.
 
-use axum::Router;
+use super::routes::Access;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 
 use crate::metrics::Format;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/metrics", get(scrape))
-}
+super::routes::routes! { Access::Metrics; get "/metrics" => scrape }
 
 /// OpenMetrics when the scraper asks for it (Prometheus does), else the
 /// classic text format.

@@ -1,8 +1,8 @@
 //! `POST /v1/tokens`: count a thread or a text as the provider would.
 
+use super::routes::Access;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -19,9 +19,7 @@ use crate::upstream::CountSource;
 /// Said with every count of a Responses thread.
 const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with the model's tokenizer, but OpenAI publishes no per-item overhead, so the item framing (3 tokens an item, as for chat messages) is an estimate; `count: \"provider\"` asks OpenAI's input_tokens endpoint for the exact number";
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/tokens", post(count))
-}
+super::routes::routes! { Access::Api; post "/v1/tokens" => count }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

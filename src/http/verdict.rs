@@ -1,10 +1,10 @@
 //! `POST /v1/verdict`: should this thread be summarized now?
 
+use super::routes::Access;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -19,9 +19,7 @@ use crate::thread::{WireFormat, compact};
 use crate::tokens::{CountSpec, Encoding};
 use crate::upstream::CountSource;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/verdict", post(verdict))
-}
+super::routes::routes! { Access::Api; post "/v1/verdict" => verdict }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
