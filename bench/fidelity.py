@@ -85,6 +85,9 @@ def main():
     ap.add_argument("--llm", help="OpenAI-compatible base URL for llm and hybrid")
     ap.add_argument("--llm-window", type=int, default=8192, help="the --llm model's context window")
     ap.add_argument("--limit", type=int, default=2000, help="max_summary_tokens")
+    ap.add_argument("--strategies", help="comma-separated subset (heuristic,per-iteration,llm,hybrid)")
+    ap.add_argument("--threads", help="comma-separated thread names (small-00.openai,...): the tiny "
+                    "model takes minutes per summary, tens of minutes on large-04")
     args = ap.parse_args()
     if not args.no_build:
         subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
@@ -107,12 +110,15 @@ def main():
             except Exception:
                 time.sleep(0.05)
         strategies = ["heuristic", "per-iteration"] + (["llm", "hybrid"] if args.llm else [])
+        if args.strategies:
+            strategies = [s for s in strategies if s in args.strategies.split(",")]
+        threads = [p for p in THREADS if not args.threads or p.stem in args.threads.split(",")]
         print(f"max_summary_tokens {args.limit}")
         print("| strategy | thread | anchors | before | after | repair tokens |")
         print("|---|---|---|---|---|---|")
         totals = {}
         for strategy in strategies:
-            for path in THREADS:
+            for path in threads:
                 thread = json.loads(path.read_text())
                 body = {k: v for k, v in thread.items() if k in ("messages", "system", "tools")}
                 body.update({"force": True, "config": {"max_summary_tokens": args.limit,
