@@ -31,7 +31,8 @@ use crate::thread::{Message, Part, Role, ToolResult};
 /// nor are instruction messages, which stay beside the summary; v5: an
 /// explicit encoding of each message and setting, not `Debug`; v6: every
 /// summary is repaired with the anchors it missed, see `receipt`; v7: so
-/// is each new entry of a per-iteration injection).
+/// is each new entry of a per-iteration injection, and a model's text
+/// gives way to the list when it leaves it too little room).
 pub const KEY_VERSION: &str = "condense-summary-v7";
 
 /// `span` in canonical form (see the module docs).
