@@ -187,6 +187,12 @@ pub struct Config {
     #[arg(long, env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY", default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY)]
     pub upstream_max_concurrency: usize,
 
+    /// Most summaries written ahead (precompute) at once; beyond, a new one
+    /// is skipped, not queued. 0: none is (profiles' `precompute_at` still
+    /// defers nothing then: a due summary is written on its turn).
+    #[arg(long, env = "CONDENSE_PRECOMPUTE_CONCURRENCY", default_value_t = crate::compress::PRECOMPUTE_CONCURRENCY)]
+    pub precompute_concurrency: usize,
+
     /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
     #[arg(long, env = "CONDENSE_UPSTREAM_RESULT_CHARS", default_value_t = defaults::UPSTREAM_RESULT_CHARS)]
     pub upstream_result_chars: usize,
@@ -394,6 +400,7 @@ impl Default for Config {
             upstream_retry_budget: defaults::UPSTREAM_RETRY_BUDGET_SECS,
             upstream_max_retries: defaults::UPSTREAM_MAX_RETRIES,
             upstream_max_concurrency: defaults::UPSTREAM_MAX_CONCURRENCY,
+            precompute_concurrency: crate::compress::PRECOMPUTE_CONCURRENCY,
             upstream_context_window: defaults::UPSTREAM_CONTEXT_WINDOW,
             upstream_result_chars: defaults::UPSTREAM_RESULT_CHARS,
             database_url: None,
