@@ -110,10 +110,15 @@ impl Anchor {
     }
 
     /// The first message a found entry does not cover (a request index),
-    /// as [`Anchor::prior`] reads it.
+    /// as [`Anchor::prior`] reads it; a summary written ahead is indexed
+    /// under [`ahead`](crate::summarize::ahead) of its hash.
     pub fn cut(&self, entry: &CachedSummary) -> Option<usize> {
-        self.prior(entry.clone())
-            .map(|(p, _)| p.last_message_idx + 1)
+        let hash = entry.prefix_hash.strip_suffix(crate::summarize::AHEAD);
+        let entry = CachedSummary {
+            prefix_hash: hash.unwrap_or(&entry.prefix_hash).to_string(),
+            ..entry.clone()
+        };
+        self.prior(entry).map(|(p, _)| p.last_message_idx + 1)
     }
 
     /// What names this conversation since its last summary, which ends
