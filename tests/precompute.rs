@@ -479,3 +479,105 @@ async fn a_slow_or_failing_precompute_never_delays_or_fails_a_request() {
         2.0
     );
 }
+
+/// `POST /v1/compress` for a direct caller (its whole history every call).
+async fn compress(client: &reqwest::Client, base: &str, body: &Value) -> (u16, Value) {
+    let r = client
+        .post(format!("{base}/v1/compress"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap() {
+    let test = "a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap";
+    let Some(llm) = live::llm(test) else { return };
+    let (upstream, recorded) = start_relay(&llm).await;
+    let (provider, _) = provider().await;
+    let dir = temp_dir("precompute-api");
+    let base = server::serve(config(
+        &dir,
+        &sqlite(&dir, "c.sqlite3"),
+        &upstream,
+        &provider,
+    ))
+    .await;
+    let client = reqwest::Client::new();
+    let settings = json!({
+        "max_messages_before_summary": 12, "min_recent_messages": 4,
+        "llm_min_tokens": 0, "max_summary_tokens": 80
+    });
+    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    for i in 0..5 {
+        history.push(user(i));
+        history.push(assistant(i));
+    }
+    history.push(user(5));
+    // 11 messages since the system prompt: past 0.8 of N = 12, not due.
+    recorded.turn.store(5, Ordering::SeqCst);
+    let body = json!({"messages": history, "config": settings, "precompute": true});
+    let (status, v) = compress(&client, &base, &body).await;
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["precompute"], "started");
+    assert_eq!(v["compressed"], false);
+    assert_eq!(
+        v["messages"].as_array().unwrap(),
+        &history,
+        "nothing due: the thread as it came"
+    );
+    idle(&client, &base).await;
+    // Due (13 since): the summary written ahead, for the 12 messages that
+    // call had less its newest 4, then every newer message verbatim.
+    history.push(assistant(5));
+    history.push(user(6));
+    recorded.turn.store(6, Ordering::SeqCst);
+    let body = json!({"messages": history, "config": settings, "precompute": true});
+    let (status, v) = compress(&client, &base, &body).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["precompute"], "used", "{v}");
+    assert_eq!(v["compressed"], true);
+    assert_eq!(v["summary"]["cached"], true);
+    assert_eq!(v["summary"]["messages_summarized"], 7);
+    assert_eq!(v["usage"], Value::Null, "no call waited for");
+    let m = v["messages"].as_array().unwrap();
+    assert_eq!(m[0], history[0]);
+    assert_eq!(&m[2..], &history[8..]);
+    let turns: Vec<usize> = recorded
+        .calls
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.turn)
+        .collect();
+    assert_eq!(turns, [5], "one summary call, on the call that started it");
+}
+
+#[tokio::test]
+async fn precompute_at_must_be_a_share_below_one() {
+    let dir = temp_dir("precompute-422");
+    let base = server::serve(condense::Config {
+        database_url: Some("off".into()),
+        cache_path: dir.join("unused.sqlite3"),
+        ..Default::default()
+    })
+    .await;
+    let client = reqwest::Client::new();
+    for bad in [json!(1), json!(-0.5), json!("off")] {
+        let body = json!({
+            "messages": [{"role": "user", "content": "hi"}],
+            "config": {"precompute_at": bad}
+        });
+        let (status, v) = compress(&client, &base, &body).await;
+        assert_eq!(status, 422, "{bad}: {v}");
+        assert!(
+            v.to_string().contains("/config/precompute_at"),
+            "{bad}: {v}"
+        );
+    }
+    let body = json!({"messages": [{"role": "user", "content": "hi"}], "precompute": null});
+    let (status, v) = compress(&client, &base, &body).await;
+    assert_eq!(status, 422, "{v}");
+}

@@ -37,9 +37,10 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::continuity::Anchor;
-use super::plan::{self, Planned};
+use super::plan::{self, Plan, Planned};
 use super::{Compression, Setup};
-use crate::summarize::{SummaryService, Writer, ahead, cpu};
+use crate::cache::CachedSummary;
+use crate::summarize::{SummaryRequest, SummaryService, Writer, ahead, cpu};
 
 /// What precompute did on a request, as the `precompute` field and the
 /// proxy's `x-condense-precompute` header say it.
@@ -148,10 +149,14 @@ impl Precomputer {
 
     /// Starts writing ahead what `job` asks for, unless this conversation
     /// has a job at work or written here, or there is no room. Returns at
-    /// once: the job owns what it needs.
-    pub(super) fn start(&self, summarizer: Arc<SummaryService>, job: Job) -> Precompute {
+    /// once: the job owns what it needs. `due`: the summary is due and the
+    /// one written here (if any) was not the one it needs: write anew.
+    pub(super) fn start(&self, summarizer: Arc<SummaryService>, job: Job, due: bool) -> Precompute {
         let metrics = summarizer.metrics().clone();
         let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if due {
+            known.ready.remove(&job.name);
+        }
         if known.running.contains(&job.name) {
             return Precompute::Running;
         }
@@ -259,6 +264,29 @@ impl Done {
     }
 }
 
+/// The plan that takes `found`, a summary written ahead, as the summary
+/// `req` needs (the swap rule), and that summary's request: when it covers
+/// more than `start`, the result fits, and it is exactly the summary this
+/// request would write for that prefix (its key: the same previous
+/// summary, span and settings).
+pub(super) async fn matching(
+    found: &CachedSummary,
+    (req, mut setup): (Compression, Setup),
+    anchor: &Anchor,
+    start: usize,
+) -> Option<(Box<Plan>, SummaryRequest)> {
+    let cut = anchor.cut(found).filter(|&c| c > start)?;
+    setup.cut_at = Some(cut);
+    setup.hold = false;
+    // Planned as due: a job checks this before the summary is due.
+    setup.ahead = true;
+    let Ok(Planned::Pending(mut plan)) = cpu(move || plan::plan(req, setup)).await else {
+        return None;
+    };
+    let job = plan.job.take()?;
+    (plan.cut == cut && ahead(job.key()) == found.key).then_some((plan, job))
+}
+
 /// One job: claims the conversation across replicas, then writes the
 /// summary a due compression would write now, under its ahead key.
 async fn run(summarizer: &SummaryService, job: Job) -> Done {
@@ -285,8 +313,13 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         ..
     } = job;
     match summarizer.find_ahead(anchor.hashes()).await {
-        Ok(Some(found)) if anchor.cut(&found).is_some_and(|cut| cut > start) => return Done::Found,
-        Ok(_) => {}
+        Ok(Some(found)) => {
+            let copy = (req.clone(), setup.clone());
+            if matching(&found, copy, &anchor, start).await.is_some() {
+                return Done::Found;
+            }
+        }
+        Ok(None) => {}
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
             return Done::Failed;

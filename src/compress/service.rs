@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use super::continuity::Anchor;
 use super::plan::{self, Planned, Stage};
-use super::precompute::{Job, Precompute, Precomputer};
+use super::precompute::{Job, Precompute, Precomputer, matching};
 use super::{Compression, Error, Outcome, Reason, Setup};
 use crate::metrics::Metrics;
-use crate::summarize::{Strategy, SummaryService, Writer, ahead, cpu, write_offline};
+use crate::summarize::{Strategy, SummaryService, Writer, cpu, write_offline};
 use crate::tokens::{CountSpec, Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
@@ -114,7 +114,7 @@ impl Compressor {
         let tokens = planned.tokens();
         let status = match planned.stage() {
             Stage::Quiet => None,
-            Stage::Ahead { start } => self.start(spare, start, tokens),
+            Stage::Ahead { start } => self.start(spare, start, tokens, false),
             Stage::Due { start, held } => {
                 if let Some(outcome) = self.swap(&spare, start).await {
                     self.metrics().precompute_due("used");
@@ -122,11 +122,14 @@ impl Compressor {
                 }
                 self.metrics()
                     .precompute_due(if held { "pending" } else { "waited" });
-                let started = self.start(spare, start, tokens);
-                match started {
-                    Some(Precompute::Skipped) | None => started,
-                    Some(_) if held => Some(Precompute::Pending),
-                    Some(_) => None,
+                // Not fitting, the request writes it now: no job for it.
+                match held
+                    .then(|| self.start(spare, start, tokens, true))
+                    .flatten()
+                {
+                    Some(Precompute::Skipped) => Some(Precompute::Skipped),
+                    Some(_) => Some(Precompute::Pending),
+                    None => None,
                 }
             }
         };
@@ -169,7 +172,7 @@ impl Compressor {
 
     /// Starts writing ahead the summary a due turn of this conversation
     /// would write now. None when there is nothing after `start`.
-    fn start(&self, spare: Spare, start: usize, tokens: usize) -> Option<Precompute> {
+    fn start(&self, spare: Spare, start: usize, tokens: usize, due: bool) -> Option<Precompute> {
         let name = spare.anchor.since(start)?.to_string();
         let job = Job {
             req: spare.req,
@@ -180,7 +183,7 @@ impl Compressor {
             // About four bytes a token, as text.
             bytes: tokens as u64 * 4,
         };
-        Some(self.precomputer.start(self.summarizer.clone(), job))
+        Some(self.precomputer.start(self.summarizer.clone(), job, due))
     }
 
     /// The swap rule, on a due turn: the summary written ahead for the
@@ -198,17 +201,8 @@ impl Compressor {
                 return None;
             }
         };
-        let cut = spare.anchor.cut(&found).filter(|&c| c > start)?;
-        let (req, mut setup) = (spare.req.clone(), spare.setup.clone());
-        setup.cut_at = Some(cut);
-        setup.hold = false;
-        let Ok(Planned::Pending(mut plan)) = cpu(move || plan::plan(req, setup)).await else {
-            return None;
-        };
-        let job = plan.job.take()?;
-        if plan.cut != cut || ahead(job.key()) != found.key {
-            return None;
-        }
+        let copy = (spare.req.clone(), spare.setup.clone());
+        let (plan, job) = matching(&found, copy, &spare.anchor, start).await?;
         let written = self.summarizer.adopt(&job, found).await;
         match cpu(move || plan.finish(Some(written))).await {
             Ok(mut outcome) => {
