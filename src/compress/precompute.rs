@@ -141,12 +141,6 @@ impl Precomputer {
             .abort_all();
     }
 
-    /// Jobs at work now.
-    pub fn running(&self) -> usize {
-        let tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
-        tasks.len()
-    }
-
     /// Starts writing ahead what `job` asks for, unless this conversation
     /// has a job at work or written here, or there is no room. Returns at
     /// once: the job owns what it needs. `due`: the summary is due and the
