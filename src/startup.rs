@@ -15,6 +15,8 @@ use crate::state::AppState;
 pub struct Application {
     main: Site,
     probe: Option<Site>,
+    /// Its summaries written ahead are aborted when serving stops.
+    compressor: std::sync::Arc<crate::compress::Compressor>,
 }
 
 /// One listening address and what it serves.
@@ -83,8 +85,13 @@ impl Application {
             }
             None => None,
         };
+        let compressor = state.compressor.clone();
         let main = Site::bind(listen, crate::http::router(state), serve).await?;
-        Ok(Self { main, probe })
+        Ok(Self {
+            main,
+            probe,
+            compressor,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -111,17 +118,20 @@ impl Application {
     }
 
     /// Serves until `stop` completes, then lets in-flight requests finish.
-    /// Both listeners stop together. Background work tied to the state (the
-    /// cache's health check) stops when the routers holding it are dropped,
-    /// as they are once serving ends.
+    /// Both listeners stop together. Summaries being written ahead are
+    /// aborted at once (no request waits for them); other background work
+    /// tied to the state (the cache's health check) stops when the routers
+    /// holding it are dropped, as they are once serving ends.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
+        let compressor = self.compressor;
         let signal = async {
             stop.await;
             let _ = tx.send(true);
+            compressor.precomputer().shutdown();
         };
         let probe = async {
             match self.probe {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::Cache;
-use crate::compress::Compressor;
+use crate::compress::{Compressor, Precomputer, Reserve};
 use crate::config::{Config, MIN_PERIOD};
 use crate::error::ApiError;
 use crate::guard::{Access, Cors, Hosts, MemoryBudget, Overload, RateLimiter};
@@ -96,12 +96,26 @@ impl AppState {
         let metrics = Metrics::new();
         let summarizer =
             Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
-        let compressor = Arc::new(Compressor::new(
-            models.clone(),
-            config.models.default_model.clone(),
-            encoders,
-            summarizer.clone(),
-        ));
+        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
+        // A summary written ahead holds memory from the same budget as the
+        // requests (its copy of the thread, parsed): none when it is full.
+        let budget = memory.clone();
+        let reserve: Reserve = Arc::new(move |bytes| {
+            let held = budget.try_reserve(crate::guard::memory::model_bytes(bytes))?;
+            Some(Box::new(held) as Box<dyn std::any::Any + Send>)
+        });
+        let compressor = Arc::new(
+            Compressor::new(
+                models.clone(),
+                config.models.default_model.clone(),
+                encoders,
+                summarizer.clone(),
+            )
+            .with_precomputer(Precomputer::new(
+                config.upstream.precompute_concurrency,
+                Some(reserve),
+            )),
+        );
         let proxy = Proxy::new(
             ProxyConfig {
                 openai_url: config.proxy.openai_url.clone(),
@@ -125,7 +139,6 @@ impl AppState {
         let overload = Overload::new(config.limits.max_concurrency);
         let cors = Cors::parse(&config.access.cors_origins)?;
         let hosts = Hosts::parse(&config.access.allowed_hosts, access.enabled())?;
-        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
         Ok(Self(Arc::new(Inner {
             memory,
             access,

@@ -16,6 +16,7 @@ use crate::policy::{PriorSummary, Profile};
 use crate::summarize::{Index, KeySettings, canonical_with_ends, counting, hashes};
 
 /// The history's continuity hashes, computed once per request.
+#[derive(Debug)]
 pub(crate) struct Anchor {
     /// End of the pinned prefix: where every indexed conversation starts.
     pinned: usize,
@@ -49,12 +50,9 @@ impl Anchor {
                 // A summary written under one profile stands in only under
                 // the same one: another's thresholds may not have made it due.
                 // By name (JSON of its fields), not `Debug`: stable across
-                // builds; a setting added unset changes no key.
-                extra: format!(
-                    "{}|{}",
-                    req.strategy.as_str(),
-                    serde_json::to_string(&req.profile).unwrap_or_default()
-                ),
+                // builds; a setting added unset changes no key, nor does
+                // one that shapes no summary (`precompute_at`).
+                extra: format!("{}|{}", req.strategy.as_str(), req.profile.shaping_json()),
             },
         );
         Self {
@@ -109,6 +107,28 @@ impl Anchor {
             created_at: None,
         };
         boundary.then_some((prior, in_use))
+    }
+
+    /// The first message a found entry does not cover (a request index),
+    /// as [`Anchor::prior`] reads it; a summary written ahead is indexed
+    /// under [`ahead`](crate::summarize::ahead) of its hash.
+    pub fn cut(&self, entry: &CachedSummary) -> Option<usize> {
+        let hash = entry.prefix_hash.strip_suffix(crate::summarize::AHEAD);
+        let entry = CachedSummary {
+            prefix_hash: hash.unwrap_or(&entry.prefix_hash).to_string(),
+            ..entry.clone()
+        };
+        self.prior(entry).map(|(p, _)| p.last_message_idx + 1)
+    }
+
+    /// What names this conversation since its last summary, which ends
+    /// before message `start`: the hash of the history up to and including
+    /// that message (the first no summary covers). At most one summary is
+    /// written ahead per such name at a time, across replicas.
+    pub fn since(&self, start: usize) -> Option<&str> {
+        let through = start.checked_sub(self.pinned)? + 1;
+        let at = self.ends.partition_point(|&e| e < through);
+        self.hashes.get(at).map(String::as_str)
     }
 
     /// Where a summary of the history up to message `cut` (exclusive) is

@@ -35,6 +35,7 @@ impl Outcome {
             applied_edits: Vec::new(),
             thinking_drop_block: false,
             carried: None,
+            precompute: None,
             warnings,
         }
     }
@@ -282,6 +283,7 @@ impl Plan {
             applied_edits: unbound.edit().into_iter().collect(),
             thinking_drop_block: unbound.drop_block,
             carried,
+            precompute: None,
             warnings,
         })
     }

@@ -17,6 +17,7 @@ mod fit;
 mod iterations;
 mod placeholder;
 mod plan;
+mod precompute;
 mod previous;
 mod rules;
 mod service;
@@ -35,6 +36,9 @@ use crate::upstream::UpstreamError;
 pub use clear::AppliedEdit;
 pub use continuity::Carried;
 pub use iterations::IterationSummary;
+pub use precompute::{
+    DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer, Reserve,
+};
 pub use service::Compressor;
 pub use summary::SummaryObject;
 
@@ -102,6 +106,11 @@ pub struct Compression {
     /// thinking block it starts with (thinking is on, or may be: the
     /// default). The proxy reads the request's `thinking` setting.
     pub thinking_required: bool,
+    /// Write the summary the due turn will need ahead of time, in the
+    /// background, and swap it in when it is due (the profile's
+    /// `precompute_at`; see [`precompute`]). The proxy always asks; the
+    /// API when the request says `precompute: true`.
+    pub precompute: bool,
 }
 
 impl Compression {
@@ -123,19 +132,21 @@ impl Compression {
             continuity: false,
             upstream_allowed: true,
             thinking_required: true,
+            precompute: false,
         }
     }
 }
 
 /// What the service resolved before planning: how to count, the window,
 /// the upstream model (None without an upstream).
+#[derive(Clone)]
 pub(crate) struct Setup {
     pub counter: Counter<'static>,
     pub context_window: u64,
     pub model: Option<UpstreamModel>,
     pub warnings: Vec<String>,
     /// Continuity mode: the history's hashes.
-    pub anchor: Option<continuity::Anchor>,
+    pub anchor: Option<std::sync::Arc<continuity::Anchor>>,
     /// Continuity mode found a summary of a prefix (it is the request's
     /// `prior` and stays in place even when nothing is due), and where it is
     /// in use (see [`binding`]).
@@ -143,6 +154,14 @@ pub(crate) struct Setup {
     /// What was forwarded before is known: not continuity mode, or a
     /// continuity cache that answered. Only then may a summary wait.
     pub history_known: bool,
+    /// Precompute is on: a summary due while the thread fits waits for the
+    /// one being written ahead (see [`precompute`]).
+    pub hold: bool,
+    /// Plan as if a summary were due (the background job of [`precompute`]).
+    pub ahead: bool,
+    /// The swap rule: summarize exactly up to this message (the one a
+    /// summary written ahead covers), if the result fits.
+    pub cut_at: Option<usize>,
 }
 
 /// Why a compression could not be done. Each variant is its own problem
@@ -196,6 +215,8 @@ pub struct Outcome {
     /// Continuity mode: the summary the output carries, for the caller to
     /// record once it has forwarded it ([`Compressor::mark_carried`]).
     pub carried: Option<Carried>,
+    /// What precompute did on this request (None when it did nothing).
+    pub precompute: Option<Precompute>,
     pub warnings: Vec<String>,
 }
 

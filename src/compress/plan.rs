@@ -21,8 +21,42 @@ use crate::tokens::{Counter, ThreadCount};
 
 /// A plan, or the answer when there is nothing to do.
 pub(super) enum Planned {
-    Done(Box<Outcome>),
+    Done(Box<Outcome>, Stage),
     Pending(Box<Plan>),
+}
+
+impl Planned {
+    /// The thread's tokens, as given.
+    pub fn tokens(&self) -> usize {
+        match self {
+            Planned::Done(outcome, _) => outcome.tokens_before,
+            Planned::Pending(plan) => plan.tokens_before,
+        }
+    }
+
+    /// Where the thread stands on its way to the next summary.
+    pub fn stage(&self) -> Stage {
+        match self {
+            Planned::Done(_, stage) => *stage,
+            Planned::Pending(plan) => plan.stage,
+        }
+    }
+}
+
+/// Where a thread stands on its way to its next summary, for precompute
+/// (see [`precompute`](super::precompute)). `start` is the first message
+/// no summary covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Nothing to write ahead.
+    Quiet,
+    /// Past `precompute_at` (or due but deferred in a tool loop): the
+    /// summary the due turn will need may be written ahead.
+    Ahead { start: usize },
+    /// Due: a summary written ahead is swapped in if there is one.
+    /// `held`: the thread fits, so without one it was not written now
+    /// (the previous summary stays) and waits for the one written ahead.
+    Due { start: usize, held: bool },
 }
 
 /// What replaces the span.
@@ -70,6 +104,7 @@ pub(super) struct Plan {
     /// Continuity: the caller's messages after the pinned prefix (where a
     /// summary this request carries comes into use).
     pub continuity_len: Option<usize>,
+    pub stage: Stage,
 }
 
 pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
@@ -103,14 +138,11 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
         None => (Vec::new(), None),
     };
-    let done = |t: Thread, count: &_, warnings, edits| {
+    let done = |t: Thread, count: &_, warnings, edits, stage| {
         let mut outcome = rules::unchanged(t, count, setup.context_window, warnings, &p, &c);
         binding::mark_in_place(&mut outcome, cleared_from);
-        Ok(Planned::Done(Box::new(clear::report(
-            outcome,
-            tokens_before,
-            edits,
-        ))))
+        let outcome = clear::report(outcome, tokens_before, edits);
+        Ok(Planned::Done(Box::new(outcome), stage))
     };
     if strategy == Strategy::ClearToolResults {
         if instructions.is_some() {
@@ -123,7 +155,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
                 count.total, setup.context_window, p.response_reserve
             ));
         }
-        return done(t, &count, warnings, applied_edits);
+        return done(t, &count, warnings, applied_edits, Stage::Quiet);
     }
 
     let previous = previous_summary(&t, prior, pinned, &mut warnings)?;
@@ -153,20 +185,49 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     // `binding`), the previous summary staying as it was; only when what
     // was forwarded before is known (a continuity cache that answered).
     let fits = verdict.trigger != Some(crate::policy::Trigger::ContextWindow);
-    let wait = verdict.trigger.is_some()
-        && setup.history_known
-        && binding::defer(&t, thinking_required, fits, force);
-    if wait {
+    let due = verdict.trigger.is_some() && setup.history_known;
+    let bound = due && binding::defer(&t, thinking_required, fits, force);
+    // Precompute: while the thread fits, a summary the upstream would
+    // write waits for the one written ahead (none waits on the upstream).
+    let held = due && !bound && setup.hold && fits && !force && {
+        let tail = split::tail_start(
+            &split::units(&t.messages, start),
+            t.messages.len(),
+            start,
+            p.min_recent_messages as usize,
+        );
+        let span = count.messages[start..tail].iter().sum::<usize>() as u64;
+        let upstream = Upstream {
+            model: setup.model.clone(),
+            allowed: upstream_allowed,
+        };
+        let decided = decide(
+            strategy,
+            upstream,
+            (span, verdict.total_tokens),
+            &p,
+            &mut Vec::new(),
+        );
+        matches!(
+            decided,
+            Ok(Decision::Write(Writer::Llm(_) | Writer::Hybrid(_)))
+        )
+    };
+    let wait = bound || held;
+    if bound {
         warnings.push(DEFERRED.into());
+    } else if held {
+        warnings.push(PENDING.into());
     }
+    let stage = stage(&p, &verdict, start, bound, held, force || setup.ahead);
     let Some(reason) = verdict
         .trigger
         .filter(|_| !wait)
         .map(Reason::from)
-        .or(force.then_some(Reason::Forced))
+        .or((force || setup.ahead).then_some(Reason::Forced))
         .or((continued || (wait && outside)).then_some(Reason::Continued))
     else {
-        return done(t, &count, warnings, applied_edits);
+        return done(t, &count, warnings, applied_edits, stage);
     };
 
     let budget = setup.context_window.saturating_sub(p.response_reserve) as usize;
@@ -199,6 +260,25 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         // Nothing new to summarize: the previous summary and everything after it.
         cut = start;
     }
+    // The swap rule: a summary written ahead stands for exactly the prefix
+    // it covers, every newer message verbatim, if that fits; else the cut
+    // is made as without it.
+    let swapped = setup.cut_at.filter(|&at| {
+        reason != Reason::Continued
+            && keep_recent_iterations.is_none()
+            && at > start
+            && at < n
+            && units.iter().any(|u| u.start == at)
+            && fixed
+                + kept_tokens(pinned, at)
+                + summary_limit
+                + 16
+                + count.messages[at..].iter().sum::<usize>()
+                <= budget
+    });
+    if let Some(at) = swapped {
+        cut = at;
+    }
     let span_tokens = |from: usize, to: usize| count.messages[from..to].iter().sum::<usize>();
     let decision = decide(
         strategy,
@@ -223,7 +303,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
 
     // Shrink the tail by whole units while the summary's share would not fit,
     // down to min_recent_messages. One pass over the units: linear.
-    if keep_recent_iterations.is_none() && reason != Reason::Continued {
+    if keep_recent_iterations.is_none() && reason != Reason::Continued && swapped.is_none() {
         let reserve = match decision {
             Decision::Truncate => 0,
             Decision::Write(_) => summary_limit + 16,
@@ -297,11 +377,44 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
         thinking_required,
         in_use: setup.in_use.filter(|_| reason == Reason::Continued),
         continuity_len: setup.anchor.as_ref().map(|a| a.len()),
+        stage,
     })))
+}
+
+/// Where the thread stands for precompute. `bound`: due but deferred in a
+/// tool loop; `held`: due but waiting for the summary written ahead;
+/// `forced`: compressed now whatever the verdict (nothing to write ahead).
+fn stage(
+    p: &Profile,
+    v: &policy::Verdict,
+    start: usize,
+    bound: bool,
+    held: bool,
+    forced: bool,
+) -> Stage {
+    let progress = [
+        Some(v.messages_percent),
+        Some(v.tokens_percent),
+        v.iterations_percent,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max)
+        / 100.0;
+    match () {
+        _ if forced || p.precompute_at <= 0.0 => Stage::Quiet,
+        _ if bound => Stage::Ahead { start },
+        _ if v.trigger.is_some() => Stage::Due { start, held },
+        _ if v.held_back.is_none() && progress >= p.precompute_at => Stage::Ahead { start },
+        _ => Stage::Quiet,
+    }
 }
 
 /// Why a due summary was not written this turn.
 const DEFERRED: &str = "a summary is due, but the agent is inside a tool loop whose final assistant message must start with its thinking block, which a new summary before it would invalidate (Anthropic binds thinking to its prefix); deferred while the thread fits its window";
+
+/// Why a due summary was not written this turn (precompute).
+const PENDING: &str = "a summary is due; the one written ahead for it is not ready, and the thread fits its window: the previous summary (or none) stays this turn, and the summary written ahead comes in on a later one";
 
 /// The span a summarizer must write and who writes it, if anyone:
 /// truncation writes none, and a continued summary stays as it is

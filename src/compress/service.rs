@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use super::continuity::Anchor;
-use super::plan::{self, Planned};
-use super::{Compression, Error, Outcome, Setup};
+use super::plan::{self, Planned, Stage};
+use super::precompute::{Job, Precompute, Precomputer, matching};
+use super::{Compression, Error, Outcome, Reason, Setup};
 use crate::metrics::Metrics;
-use crate::summarize::{SummaryService, Writer, cpu, write_offline};
+use crate::summarize::{Strategy, SummaryService, Writer, cpu, write_offline};
 use crate::tokens::{CountSpec, Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
@@ -16,6 +17,16 @@ pub struct Compressor {
     default_model: String,
     encoders: &'static Encoders,
     summarizer: Arc<SummaryService>,
+    /// Summaries written ahead, in the background.
+    precomputer: Precomputer,
+}
+
+/// What precompute needs besides the plan: the request as it came (planned
+/// again for a job or the swap) and its history's hashes.
+struct Spare {
+    req: Compression,
+    setup: Setup,
+    anchor: Arc<Anchor>,
 }
 
 impl Compressor {
@@ -30,7 +41,21 @@ impl Compressor {
             default_model: default_model.into(),
             encoders,
             summarizer,
+            precomputer: Precomputer::default(),
         }
+    }
+
+    /// Writes summaries ahead with `precomputer` (its concurrency and
+    /// memory) instead of the default one.
+    pub fn with_precomputer(self, precomputer: Precomputer) -> Self {
+        Self {
+            precomputer,
+            ..self
+        }
+    }
+
+    pub fn precomputer(&self) -> &Precomputer {
+        &self.precomputer
     }
 
     /// A compressor with the embedded model registry, `gpt-4o` as the
@@ -67,6 +92,7 @@ impl Compressor {
             outcome.tokens_before,
             outcome.tokens_after,
         );
+        record_saved(m, &outcome);
         Ok(outcome)
     }
 
@@ -76,8 +102,47 @@ impl Compressor {
         } else {
             (req, setup)
         };
-        let mut plan = match cpu(move || plan::plan(req, setup)).await? {
-            Planned::Done(outcome) => return Ok(*outcome),
+        let (req, mut setup, spare) = match self.precomputes(&req, &setup) {
+            true => spare(req, setup).await,
+            false => (req, setup, None),
+        };
+        setup.hold = spare.is_some();
+        let planned = cpu(move || plan::plan(req, setup)).await?;
+        let Some(spare) = spare else {
+            return self.write_and_finish(planned).await;
+        };
+        let tokens = planned.tokens();
+        let status = match planned.stage() {
+            Stage::Quiet => None,
+            Stage::Ahead { start } => self.start(spare, start, tokens, false),
+            Stage::Due { start, held } => {
+                if let Some(outcome) = self.swap(&spare, start).await {
+                    self.metrics().precompute_due("used");
+                    return Ok(outcome);
+                }
+                self.metrics()
+                    .precompute_due(if held { "pending" } else { "waited" });
+                // Not fitting, the request writes it now: no job for it.
+                match held
+                    .then(|| self.start(spare, start, tokens, true))
+                    .flatten()
+                {
+                    Some(Precompute::Skipped) => Some(Precompute::Skipped),
+                    Some(_) => Some(Precompute::Pending),
+                    None => None,
+                }
+            }
+        };
+        let mut outcome = self.write_and_finish(planned).await?;
+        outcome.precompute = status;
+        Ok(outcome)
+    }
+
+    /// The summary the plan needs written (cache, single flight, maybe an
+    /// upstream call), and the plan finished with it.
+    async fn write_and_finish(&self, planned: Planned) -> Result<Outcome, Error> {
+        let mut plan = match planned {
+            Planned::Done(outcome, _) => return Ok(*outcome),
             Planned::Pending(plan) => plan,
         };
         let written = match plan.job.take() {
@@ -85,6 +150,70 @@ impl Compressor {
             None => None,
         };
         cpu(move || plan.finish(written)).await
+    }
+
+    /// Whether `req` writes summaries ahead: it asks, its profile has
+    /// `precompute_at`, there is a cache to keep them in and an upstream
+    /// this caller may have write them (a heuristic summary costs no turn),
+    /// and what earlier turns forwarded is known.
+    fn precomputes(&self, req: &Compression, setup: &Setup) -> bool {
+        req.precompute
+            && req.profile.precompute_at > 0.0
+            && self.summarizer.caches()
+            && setup.model.is_some()
+            && setup.history_known
+            && req.upstream_allowed
+            && req.keep_recent_iterations.is_none()
+            && matches!(
+                req.strategy,
+                Strategy::Auto | Strategy::Llm | Strategy::Hybrid
+            )
+    }
+
+    /// Starts writing ahead the summary a due turn of this conversation
+    /// would write now. None when there is nothing after `start`.
+    fn start(&self, spare: Spare, start: usize, tokens: usize, due: bool) -> Option<Precompute> {
+        let name = spare.anchor.since(start)?.to_string();
+        let job = Job {
+            req: spare.req,
+            setup: spare.setup,
+            anchor: spare.anchor,
+            name,
+            start,
+            // About four bytes a token, as text.
+            bytes: tokens as u64 * 4,
+        };
+        Some(self.precomputer.start(self.summarizer.clone(), job, due))
+    }
+
+    /// The swap rule, on a due turn: the summary written ahead for the
+    /// longest prefix of this history, if it covers more than the previous
+    /// one, stands for exactly that prefix and every newer message stays
+    /// verbatim. None (and the turn goes on as without it) when there is
+    /// none, the result would not fit, or it is not the summary this turn
+    /// would write for that prefix (its key differs: another previous
+    /// summary, other settings).
+    async fn swap(&self, spare: &Spare, start: usize) -> Option<Outcome> {
+        let found = match self.summarizer.find_ahead(spare.anchor.hashes()).await {
+            Ok(found) => found?,
+            Err(e) => {
+                tracing::warn!(error = %e, "summary cache unavailable for precompute");
+                return None;
+            }
+        };
+        let copy = (spare.req.clone(), spare.setup.clone());
+        let (plan, job) = matching(&found, copy, &spare.anchor, start).await?;
+        let written = self.summarizer.adopt(&job, found).await;
+        match cpu(move || plan.finish(Some(written))).await {
+            Ok(mut outcome) => {
+                outcome.precompute = Some(Precompute::Used);
+                Some(outcome)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "a precomputed summary could not be swapped in");
+                None
+            }
+        }
     }
 
     /// Continuity mode: the latest cached summary of the longest prefix of
@@ -119,7 +248,7 @@ impl Compressor {
                 );
             }
         }
-        setup.anchor = Some(anchor);
+        setup.anchor = Some(Arc::new(anchor));
         (req, setup)
     }
 
@@ -143,7 +272,7 @@ impl Compressor {
         let mut setup = self.setup(&req)?;
         setup.model = None;
         let mut plan = match plan::plan(req, setup)? {
-            Planned::Done(outcome) => return Ok(*outcome),
+            Planned::Done(outcome, _) => return Ok(*outcome),
             Planned::Pending(plan) => plan,
         };
         let written = plan.job.take().map(|job| {
@@ -182,6 +311,46 @@ impl Compressor {
             anchor: None,
             in_use: None,
             history_known: true,
+            hold: false,
+            ahead: false,
+            cut_at: None,
         })
     }
+}
+
+/// The request and a spare copy of it for precompute, with its history's
+/// hashes (continuity mode has them already). CPU work: on the blocking pool.
+async fn spare(req: Compression, setup: Setup) -> (Compression, Setup, Option<Spare>) {
+    cpu(move || {
+        let anchor = match &setup.anchor {
+            Some(anchor) => anchor.clone(),
+            None => Arc::new(Anchor::new(&req, &setup)),
+        };
+        let spare = Spare {
+            req: req.clone(),
+            setup: setup.clone(),
+            anchor,
+        };
+        (req, setup, Some(spare))
+    })
+    .await
+}
+
+/// What a compression saved and what its summary cost, in the metrics.
+fn record_saved(m: &Metrics, outcome: &Outcome) {
+    if !outcome.compressed {
+        return;
+    }
+    m.tokens_removed(outcome.tokens_before.saturating_sub(outcome.tokens_after));
+    if let Some(u) = outcome.usage {
+        m.summary_call_tokens("request", u.prompt_tokens + u.completion_tokens);
+    }
+    let source = match (&outcome.summary, outcome.reason) {
+        _ if outcome.precompute == Some(Precompute::Used) => "precomputed",
+        (Some(s), _) if s.cached => "cached",
+        (Some(_), _) => "written",
+        (None, Some(Reason::Continued)) => "continued",
+        (None, _) => return,
+    };
+    m.summary_source(source);
 }

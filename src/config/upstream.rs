@@ -104,6 +104,18 @@ pub struct UpstreamSettings {
     )]
     pub max_concurrency: usize,
 
+    /// Most summaries written ahead (precompute) at once; beyond, a new one
+    /// is skipped, not queued. 0: none is (a due summary is then written on
+    /// its turn).
+    #[arg(
+        id = "upstream.precompute_concurrency",
+        value_name = "N",
+        long = "precompute-concurrency",
+        env = "CONDENSE_PRECOMPUTE_CONCURRENCY",
+        default_value_t = crate::compress::PRECOMPUTE_CONCURRENCY
+    )]
+    pub precompute_concurrency: usize,
+
     /// The summarizer model's context window (prompt + output), for chunking.
     #[arg(
         id = "upstream.context_window",

@@ -190,6 +190,12 @@ pub fn bounds(c: &Config) -> Vec<Bound> {
         time("upstream.retry_budget", u.retry_budget, secs(1), DAY),
         count("upstream.max_retries", u.max_retries, 0, 100),
         count("upstream.max_concurrency", u.max_concurrency, 1, 4096),
+        off_or(count(
+            "upstream.precompute_concurrency",
+            u.precompute_concurrency,
+            1,
+            4096,
+        )),
         count(
             "upstream.context_window",
             u.context_window,

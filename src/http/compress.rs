@@ -2,13 +2,16 @@
 
 use super::routes::Access;
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
-use crate::compress::{self, AppliedEdit, Compression, IterationSummary, Reason, SummaryObject};
+use crate::compress::{
+    self, AppliedEdit, Compression, IterationSummary, Precompute, Reason, SummaryObject,
+};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
@@ -53,6 +56,10 @@ pub struct CompressRequest {
     pub force: bool,
     pub group_by: Option<GroupBy>,
     pub keep_recent_iterations: Option<u64>,
+    /// Write the summary the due call will need ahead of time, in the
+    /// background (the profile's `precompute_at`); the due call swaps it in.
+    #[serde(default)]
+    pub precompute: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -111,14 +118,18 @@ pub struct CompressResponse {
     pub summaries: Option<Vec<IterationSummary>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_injection: Option<String>,
+    /// What precompute did (with `precompute: true`; null when nothing).
+    pub precompute: Option<Precompute>,
     pub warnings: Vec<String>,
 }
 
+/// 200, or 202 Accepted when a summary is being written ahead for this
+/// thread (see `compress::precompute`): the body is the same either way.
 async fn compress_thread(
     State(app): State<AppState>,
     caller: Option<Extension<Caller>>,
     ApiJson(req): ApiJson<CompressRequest>,
-) -> Result<Json<CompressResponse>> {
+) -> Result<(StatusCode, Json<CompressResponse>)> {
     // No caller means the gates did not run: no upstream (fail closed).
     let upstream_allowed = caller.is_some_and(|c| c.llm);
     // Parsing a long thread is CPU work: on the blocking pool, like the rest.
@@ -126,7 +137,11 @@ async fn compress_thread(
         .cpu(move |app| parse(app, req, upstream_allowed))
         .await?;
     let outcome = app.compressor.run(compression).await?;
-    Ok(Json(respond(outcome)))
+    let status = match outcome.precompute {
+        Some(p) if p.accepted() => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    Ok((status, Json(respond(outcome))))
 }
 
 /// The request as the domain takes it, with the checks only the wire knows
@@ -202,6 +217,7 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
         continuity: false,
         upstream_allowed,
         thinking_required: true,
+        precompute: req.precompute,
     })
 }
 
@@ -239,6 +255,7 @@ fn respond(outcome: compress::Outcome) -> CompressResponse {
         applied_edits: outcome.applied_edits,
         thinking_drop_block: outcome.thinking_drop_block,
         summaries: outcome.iterations,
+        precompute: outcome.precompute,
         warnings: outcome.warnings,
     }
 }

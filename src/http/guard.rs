@@ -271,6 +271,10 @@ pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
                 "x-condense-note",
                 "x-condense-thinking",
                 "x-condense-fidelity",
+                "x-condense-tokens-removed",
+                "x-condense-summary-call-tokens",
+                "x-condense-prefix-reused",
+                "x-condense-precompute",
                 "x-provider-request-id",
             ]))
             .max_age(std::time::Duration::from_secs(600)),

@@ -169,8 +169,23 @@ fn report_headers(r: &Report, h: &mut HeaderMap) {
     if let Some(n) = r.tokens_after {
         set("x-condense-tokens-after", n.to_string());
     }
+    if let (Some(before), Some(after)) = (r.tokens_before, r.tokens_after) {
+        set(
+            "x-condense-tokens-removed",
+            before.saturating_sub(after).to_string(),
+        );
+    }
     if let Some(c) = r.summary_cached {
         set("x-condense-summary-cached", c.to_string());
+    }
+    if let Some(n) = r.summary_call_tokens {
+        set("x-condense-summary-call-tokens", n.to_string());
+    }
+    if let Some(reused) = r.prefix_reused {
+        set("x-condense-prefix-reused", reused.to_string());
+    }
+    if let Some(p) = r.precompute {
+        set("x-condense-precompute", p.as_str().into());
     }
     if let Some(f) = &r.fidelity {
         set("x-condense-fidelity", f.header());

@@ -16,6 +16,8 @@ use super::upstream::{Kind, KindError, KindTokens};
 pub enum Lookup {
     Summary,
     Prefix,
+    /// A summary written ahead of its turn (precompute).
+    Ahead,
 }
 
 impl Lookup {
@@ -23,6 +25,7 @@ impl Lookup {
         match self {
             Lookup::Summary => "summary",
             Lookup::Prefix => "prefix",
+            Lookup::Ahead => "precomputed",
         }
     }
 }

@@ -18,6 +18,7 @@
 
 mod domain;
 mod http;
+mod summaries;
 mod text;
 mod upstream;
 
@@ -48,6 +49,7 @@ struct Inner {
     registry: Registry,
     http: http::Http,
     domain: domain::Domain,
+    summaries: summaries::Summaries,
 }
 
 impl Default for Metrics {
@@ -69,10 +71,12 @@ impl Metrics {
         let mut registry = Registry::with_prefix(PREFIX);
         let http = http::Http::register(&mut registry);
         let domain = domain::Domain::register(&mut registry);
+        let summaries = summaries::Summaries::register(&mut registry);
         Self(Arc::new(Inner {
             registry,
             http,
             domain,
+            summaries,
         }))
     }
 
@@ -184,6 +188,11 @@ mod tests {
         drop(m.upstream_attempt("openai"));
         m.proxy_forwarded("openai", 200);
         m.proxy_unchanged("anthropic", "unreadable");
+        m.tokens_removed(6);
+        m.summary_call_tokens("ahead", 120);
+        m.summary_source("precomputed");
+        m.precompute("written");
+        m.precompute_due("used");
 
         let text = m.render(Format::Text);
         let declared: Vec<&str> = text
@@ -216,6 +225,11 @@ mod tests {
                 "upstream_tokens_total counter",
                 "proxy_forwarded_requests_total counter",
                 "proxy_unchanged_requests_total counter",
+                "compression_tokens_removed_total counter",
+                "summary_call_tokens_total counter",
+                "compression_summaries_total counter",
+                "precompute_jobs_total counter",
+                "precompute_due_turns_total counter",
             ]
         );
         for line in [

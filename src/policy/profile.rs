@@ -69,7 +69,17 @@ pub struct Profile {
     /// summary, and the byte-identical prefix the provider caches, stay.
     /// 0 writes one whenever a trigger fires (the seed designs).
     pub min_summary_gain: f64,
+    /// Precompute: once the thread has come this share of the way to its
+    /// nearest trigger, the summary the due turn will need is written in
+    /// the background, so that turn waits for no upstream call (see
+    /// `compress::precompute`). 0 turns it off. It shapes no summary, so
+    /// no cache key reads it ([`Profile::shaping_json`]).
+    pub precompute_at: f64,
 }
+
+/// The default `precompute_at`: a fifth of the way before a summary is due
+/// leaves an LLM several turns to write it.
+pub const PRECOMPUTE_AT: f64 = 0.8;
 
 /// The default `min_summary_gain`: a new summary must take a fifth of
 /// what it could compress, or the provider's cache is rewritten for little.
@@ -130,7 +140,22 @@ impl Default for Profile {
             count: CountSource::Local,
             clear: None,
             min_summary_gain: MIN_SUMMARY_GAIN,
+            precompute_at: PRECOMPUTE_AT,
         }
+    }
+}
+
+impl Profile {
+    /// The profile as JSON without the settings that shape no summary
+    /// (`precompute_at`): what a continuity key is seeded with, so that
+    /// turning precompute on or off, or moving its point, finds the same
+    /// summaries (and the provider's cache keeps hitting).
+    pub fn shaping_json(&self) -> String {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let Some(map) = v.as_object_mut() {
+            map.remove("precompute_at");
+        }
+        v.to_string()
     }
 }
 
@@ -158,6 +183,7 @@ pub struct ProfileOverrides {
     /// Merged field by field over the profile's `clear` (or the defaults).
     pub clear: Option<ClearOverrides>,
     pub min_summary_gain: Option<f64>,
+    pub precompute_at: Option<f64>,
 }
 
 /// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
@@ -222,6 +248,14 @@ impl ProfileOverrides {
                 format!("must be between 0 and 1 (a share), got {g}"),
             ));
         }
+        if let Some(share) = self.precompute_at
+            && !(share.is_finite() && (0.0..1.0).contains(&share))
+        {
+            errs.push(FieldError::new(
+                format!("{at}/precompute_at"),
+                format!("must be at least 0 (off) and below 1 (a share of the way to the nearest trigger), got {share}"),
+            ));
+        }
         let clear = match &self.clear {
             Some(c) => match c.apply(base.clear.as_ref(), &format!("{at}/clear")) {
                 Ok(c) => Some(c),
@@ -265,6 +299,47 @@ impl ProfileOverrides {
             count: self.count.unwrap_or(base.count),
             clear,
             min_summary_gain: self.min_summary_gain.unwrap_or(base.min_summary_gain),
+            precompute_at: self.precompute_at.unwrap_or(base.precompute_at),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn precompute_at_is_a_share_below_one() {
+        let base = Profile::default();
+        let at = |v: f64| {
+            ProfileOverrides {
+                precompute_at: Some(v),
+                ..Default::default()
+            }
+            .apply(&base, "/config")
+        };
+        assert_eq!(at(0.0).unwrap().precompute_at, 0.0);
+        assert_eq!(at(0.5).unwrap().precompute_at, 0.5);
+        for bad in [1.0, -0.1, f64::NAN, 2.0] {
+            let errs = at(bad).unwrap_err();
+            assert_eq!(errs[0].pointer, "/config/precompute_at", "{bad}");
+        }
+    }
+
+    #[test]
+    fn precompute_at_shapes_no_key() {
+        let on = Profile::default();
+        let off = Profile {
+            precompute_at: 0.0,
+            ..Profile::default()
+        };
+        assert_eq!(on.shaping_json(), off.shaping_json());
+        assert!(!on.shaping_json().contains("precompute_at"));
+        // Every other setting still does.
+        let other = Profile {
+            min_recent_messages: 7,
+            ..Profile::default()
+        };
+        assert_ne!(on.shaping_json(), other.shaping_json());
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::thinking::{Binding, DROP_BLOCK_BETA, removed_thinking, thinking_on};
 use super::{Provider, Proxy, ProxyError, Unchanged};
-use crate::compress::{Compression, Reason};
+use crate::compress::{Compression, Precompute, Reason};
 use crate::summarize::{Fidelity, cpu};
 use crate::thread::{self, Limits, RawThread, Thread};
 
@@ -43,6 +43,15 @@ pub struct Report {
     pub tokens_after: Option<usize>,
     /// Whether the summary in the thread came from the cache.
     pub summary_cached: Option<bool>,
+    /// Tokens the summarizer LLM's calls took on this request (prompt and
+    /// completion; 0 for a summary from the cache or written ahead). None
+    /// when the thread carries no summary.
+    pub summary_call_tokens: Option<u64>,
+    /// Whether the thread carries the summary earlier turns carried, its
+    /// prefix byte for byte (false: a new one). None without a summary.
+    pub prefix_reused: Option<bool>,
+    /// What precompute did (see `compress::precompute`).
+    pub precompute: Option<Precompute>,
     /// The new summary's fidelity receipt (none when no summary was written).
     pub fidelity: Option<Fidelity>,
     /// Why the request went unchanged, when something stopped compression.
@@ -106,6 +115,7 @@ impl Proxy {
             continuity: true,
             upstream_allowed: options.upstream_allowed,
             thinking_required: thinking_on(&json),
+            precompute: true,
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
@@ -133,6 +143,19 @@ impl Proxy {
                 (None, _) => None,
             },
             fidelity: out.summary.as_ref().and_then(|s| s.fidelity),
+            summary_call_tokens: match (&out.summary, out.reason) {
+                (Some(_), _) | (None, Some(Reason::Continued)) => Some(
+                    out.usage
+                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens),
+                ),
+                (None, _) => None,
+            },
+            prefix_reused: match (&out.summary, out.reason) {
+                (Some(_), _) => Some(false),
+                (None, Some(Reason::Continued)) => Some(true),
+                (None, _) => None,
+            },
+            precompute: out.precompute,
             unchanged: None,
             note: None,
             thinking_removed: removed_thinking(&out.applied_edits),

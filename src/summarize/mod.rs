@@ -38,7 +38,9 @@ pub use iterations::{
     summaries as iteration_summaries,
 };
 pub use receipt::{ALSO, Fidelity, write_offline};
-pub use request::{Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, counting};
+pub use request::{
+    AHEAD, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
+};
 pub use sections::{Caps, Sections, clip};
 pub use service::SummaryService;
 pub use written::{PROMPT_VERSION, Usage, Written};

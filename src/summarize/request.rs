@@ -143,6 +143,20 @@ impl SummaryRequest {
         &self.key
     }
 
+    /// The same summary written ahead of time (precompute): stored under
+    /// [`ahead`]`(key)` and indexed under `ahead(index)`, so no lookup but
+    /// the due turn's finds it (a continuity lookup would otherwise swap it
+    /// in before it is due). The writer and the span are unchanged: the
+    /// text is the one the due turn would have written.
+    pub fn written_ahead(mut self, index: Option<Index>) -> Self {
+        self.key = ahead(&self.key);
+        self.index = index.map(|i| Index {
+            hash: ahead(&i.hash),
+            ..i
+        });
+        self
+    }
+
     /// Rolling hashes: entry `i` is the key of `span[..=i]` under the same settings.
     pub fn prefix_hashes(&self) -> &[String] {
         &self.prefixes
@@ -181,6 +195,15 @@ impl SummaryRequest {
         self.key = key;
         self.prefixes = prefixes;
     }
+}
+
+/// What marks a key or an index hash as precomputed (see
+/// [`SummaryRequest::written_ahead`]): no content or continuity hash ends so.
+pub const AHEAD: &str = ":ahead";
+
+/// `hash` as a precomputed summary's key or index hash.
+pub fn ahead(hash: &str) -> String {
+    format!("{hash}{AHEAD}")
 }
 
 /// How a counter measures, for the key: a summary fitted under one

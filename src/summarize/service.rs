@@ -283,8 +283,33 @@ impl SummaryService {
         })
     }
 
-    /// The latest summary of the longest of `hashes` the cache holds (see
-    /// [`Cache::find_prefix`]), the lookup counted.
+    /// A summary written ahead (see [`SummaryRequest::written_ahead`]) taken
+    /// as the summary `req` asks for, now that it is due: stored under
+    /// `req`'s own key and index (the first write wins), so later turns find
+    /// it as they find any summary they carry. Its bytes are the ones
+    /// written ahead, on every replica. A cache that fails costs only the
+    /// index: the summary is still used.
+    pub async fn adopt(&self, req: &SummaryRequest, ahead: CachedSummary) -> Written {
+        let w = Written {
+            key: req.key().to_string(),
+            ..from_entry(ahead)
+        };
+        match self.cache.put(&to_entry(&w, req)).await {
+            Ok(stored) => from_entry(stored),
+            Err(e) => {
+                tracing::warn!(error = %self.failed("put", e), "indexing a precomputed summary failed");
+                w
+            }
+        }
+    }
+
+    /// The summary written ahead for the longest of these continuity
+    /// hashes (see [`SummaryRequest::written_ahead`]), the lookup counted.
+    pub async fn find_ahead(&self, hashes: &[String]) -> Result<Option<CachedSummary>, CacheError> {
+        let ahead: Vec<String> = hashes.iter().map(|h| super::ahead(h)).collect();
+        self.looked_up(Lookup::Ahead, self.cache.find_prefix(&ahead).await)
+    }
+
     /// Whether summaries are stored at all (the cache is not `off`).
     pub fn caches(&self) -> bool {
         !matches!(self.cache, Cache::Off)
@@ -298,6 +323,8 @@ impl SummaryService {
         self.observed(marked)
     }
 
+    /// The latest summary of the longest of `hashes` the cache holds (see
+    /// [`Cache::find_prefix`]), the lookup counted.
     pub async fn find_prefix(
         &self,
         hashes: &[String],
@@ -319,7 +346,7 @@ impl SummaryService {
             Err(_) => {
                 let operation = match lookup {
                     Lookup::Summary => "get",
-                    Lookup::Prefix => "find_prefix",
+                    Lookup::Prefix | Lookup::Ahead => "find_prefix",
                 };
                 self.metrics.cache_error(backend, operation);
             }

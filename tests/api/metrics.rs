@@ -14,7 +14,7 @@ use crate::prometheus::{Scrape, parse};
 use crate::stub::{self, Fault};
 
 /// Every metric family `/metrics` declares, with its type.
-const FAMILIES: [(&str, &str); 23] = [
+const FAMILIES: [(&str, &str); 28] = [
     ("condense_http_requests_total", "counter"),
     ("condense_http_request_duration_seconds", "histogram"),
     ("condense_http_requests_in_flight", "gauge"),
@@ -38,6 +38,11 @@ const FAMILIES: [(&str, &str); 23] = [
     ("condense_upstream_tokens_total", "counter"),
     ("condense_proxy_forwarded_requests_total", "counter"),
     ("condense_proxy_unchanged_requests_total", "counter"),
+    ("condense_compression_tokens_removed_total", "counter"),
+    ("condense_summary_call_tokens_total", "counter"),
+    ("condense_compression_summaries_total", "counter"),
+    ("condense_precompute_jobs_total", "counter"),
+    ("condense_precompute_due_turns_total", "counter"),
 ];
 
 async fn scrape(app: &Router) -> Scrape {

@@ -1,0 +1,353 @@
+//! Precompute: a summary never costs the agent a turn.
+//!
+//! Writing a summary takes the upstream LLM 10–60 s, and without help the
+//! turn on which it falls due waits for it. So once a thread has come
+//! `precompute_at` of the way to its nearest trigger, the summary that turn
+//! will need (the span a due compression would summarize now: same cut,
+//! same writer, same key settings) is written in the background, through
+//! the summary service (its cache, single flight and claims). The request
+//! that starts it goes on as it would have; its forwarded bytes do not
+//! change.
+//!
+//! A summary written ahead is stored under its own key and index (see
+//! [`SummaryRequest::written_ahead`](crate::summarize::SummaryRequest::written_ahead)):
+//! the continuity lookup of a turn that is not due never finds it, so the
+//! prefix a provider caches stays as it was until the summary is due.
+//!
+//! When it falls due, the swap rule (Anthropic's background compaction):
+//! the summary written ahead stands for exactly the prefix it covers, and
+//! every newer message stays verbatim, as long as that fits; it is then
+//! indexed like any summary the turn writes, so later turns carry the same
+//! bytes. Not ready yet and the thread still fits: the request goes on
+//! without it (the previous summary, or none, kept) and the swap happens
+//! on a later turn. Only a thread that would not fit otherwise waits.
+//!
+//! Jobs are bounded (a semaphore: when every slot is taken a job is
+//! skipped and counted, never queued), one per conversation at a time (in
+//! this process by name, across replicas by a cache claim), hold memory
+//! from the budget while they run, and are aborted on shutdown. A job's
+//! failure is logged and counted; it never reaches a request.
+
+use std::any::Any;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::continuity::Anchor;
+use super::plan::{self, Plan, Planned};
+use super::{Compression, Setup};
+use crate::cache::CachedSummary;
+use crate::summarize::{SummaryRequest, SummaryService, Writer, ahead, cpu};
+
+/// What precompute did on a request, as the `precompute` field and the
+/// proxy's `x-condense-precompute` header say it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Precompute {
+    /// A summary is now being written ahead, started by this request.
+    Started,
+    /// One is already being written ahead for this conversation.
+    Running,
+    /// One was written ahead here and waits for its turn.
+    Ready,
+    /// This request carries a summary written ahead (the swap rule).
+    Used,
+    /// A summary is due but the one written ahead is not ready: the thread
+    /// fits, so the request went on without it (it is being written).
+    Pending,
+    /// One was wanted, but every background slot (or the memory budget)
+    /// was taken: none was started.
+    Skipped,
+}
+
+impl Precompute {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Precompute::Started => "started",
+            Precompute::Running => "running",
+            Precompute::Ready => "ready",
+            Precompute::Used => "used",
+            Precompute::Pending => "pending",
+            Precompute::Skipped => "skipped",
+        }
+    }
+
+    /// A summary is being written in the background for this caller (the
+    /// API answers 202 Accepted).
+    pub fn accepted(self) -> bool {
+        matches!(
+            self,
+            Precompute::Started | Precompute::Running | Precompute::Pending
+        )
+    }
+}
+
+/// Reserves memory for a background job of a thread of about this many
+/// bytes; None when the budget has not that much free. What it returns is
+/// held until the job ends. (The budget lives with the HTTP guards; the
+/// state hands it down as this function.)
+pub type Reserve = Arc<dyn Fn(u64) -> Option<Box<dyn Any + Send>> + Send + Sync>;
+
+/// Conversations this process names (see [`Anchor::since`]): with a job at
+/// work, and with one written (bounded; forgetting one costs a lookup).
+#[derive(Default)]
+struct Known {
+    running: HashSet<String>,
+    ready: HashSet<String>,
+}
+
+/// Names remembered as written ahead before the set starts over.
+const READY_KEPT: usize = 4096;
+
+/// The background jobs of one process.
+pub struct Precomputer {
+    slots: Arc<Semaphore>,
+    known: Arc<Mutex<Known>>,
+    tasks: Mutex<JoinSet<()>>,
+    reserve: Option<Reserve>,
+}
+
+impl Default for Precomputer {
+    fn default() -> Self {
+        Self::new(DEFAULT_CONCURRENCY, None)
+    }
+}
+
+/// Background summaries at work at once, by default: half the upstream's
+/// default concurrency, so due turns that must wait still find room.
+pub const DEFAULT_CONCURRENCY: usize = 2;
+
+impl Precomputer {
+    /// At most `concurrency` jobs at once (0: none ever starts), each
+    /// holding what `reserve` gives it.
+    pub fn new(concurrency: usize, reserve: Option<Reserve>) -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(concurrency)),
+            known: Arc::default(),
+            tasks: Mutex::default(),
+            reserve,
+        }
+    }
+
+    /// Aborts every job at work (shutdown). A job cut short stores nothing;
+    /// its cache claim runs out on its own.
+    pub fn shutdown(&self) {
+        self.tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .abort_all();
+    }
+
+    /// Starts writing ahead what `job` asks for, unless this conversation
+    /// has a job at work or written here, or there is no room. Returns at
+    /// once: the job owns what it needs. `due`: the summary is due and the
+    /// one written here (if any) was not the one it needs: write anew.
+    pub(super) fn start(&self, summarizer: Arc<SummaryService>, job: Job, due: bool) -> Precompute {
+        let metrics = summarizer.metrics().clone();
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        if due {
+            known.ready.remove(&job.name);
+        }
+        if known.running.contains(&job.name) {
+            return Precompute::Running;
+        }
+        if known.ready.contains(&job.name) {
+            return Precompute::Ready;
+        }
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            metrics.precompute("skipped_busy");
+            return Precompute::Skipped;
+        };
+        let held = match &self.reserve {
+            Some(reserve) => match reserve(job.bytes) {
+                Some(held) => Some(held),
+                None => {
+                    metrics.precompute("skipped_memory");
+                    return Precompute::Skipped;
+                }
+            },
+            None => None,
+        };
+        known.running.insert(job.name.clone());
+        drop(known);
+        metrics.precompute("started");
+        let name = Named {
+            known: self.known.clone(),
+            name: job.name.clone(),
+        };
+        let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+        // Finished jobs leave their results behind until reaped.
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(async move {
+            let _held = (slot, held);
+            let done = run(&summarizer, job).await;
+            metrics.precompute(done.as_str());
+            name.finish(done);
+        });
+        Precompute::Started
+    }
+}
+
+/// A conversation's name among the jobs at work, given back when its job
+/// ends, also when it is aborted.
+struct Named {
+    known: Arc<Mutex<Known>>,
+    name: String,
+}
+
+impl Named {
+    fn finish(self, done: Done) {
+        if matches!(done, Done::Written | Done::Found) {
+            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            if known.ready.len() >= READY_KEPT {
+                known.ready.clear();
+            }
+            known.ready.insert(self.name.clone());
+        }
+    }
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.running.remove(&self.name);
+    }
+}
+
+/// What a background job needs, owned: the request as it came (planned
+/// again as if due), its history's hashes, and its conversation's name.
+pub(super) struct Job {
+    pub req: Compression,
+    pub setup: Setup,
+    pub anchor: Arc<Anchor>,
+    /// The conversation since its last summary (see [`Anchor::since`]).
+    pub name: String,
+    /// The first message no summary covers.
+    pub start: usize,
+    /// About how many bytes the thread takes (for the memory budget).
+    pub bytes: u64,
+}
+
+/// How a job ended (the `outcome` label of `condense_precompute_jobs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Done {
+    /// The summary was written ahead and stored.
+    Written,
+    /// One was already stored for this conversation.
+    Found,
+    /// Another replica is writing it.
+    Elsewhere,
+    /// Nothing to write ahead (no span, or not one for the upstream).
+    Nothing,
+    /// The upstream or the cache failed (logged).
+    Failed,
+}
+
+impl Done {
+    fn as_str(self) -> &'static str {
+        match self {
+            Done::Written => "written",
+            Done::Found => "found",
+            Done::Elsewhere => "elsewhere",
+            Done::Nothing => "nothing",
+            Done::Failed => "failed",
+        }
+    }
+}
+
+/// The plan that takes `found`, a summary written ahead, as the summary
+/// `req` needs (the swap rule), and that summary's request: when it covers
+/// more than `start`, the result fits, and it is exactly the summary this
+/// request would write for that prefix (its key: the same previous
+/// summary, span and settings).
+pub(super) async fn matching(
+    found: &CachedSummary,
+    (req, mut setup): (Compression, Setup),
+    anchor: &Anchor,
+    start: usize,
+) -> Option<(Box<Plan>, SummaryRequest)> {
+    let cut = anchor.cut(found).filter(|&c| c > start)?;
+    setup.cut_at = Some(cut);
+    setup.hold = false;
+    // Planned as due: a job checks this before the summary is due.
+    setup.ahead = true;
+    let Ok(Planned::Pending(mut plan)) = cpu(move || plan::plan(req, setup)).await else {
+        return None;
+    };
+    let job = plan.job.take()?;
+    (plan.cut == cut && ahead(job.key()) == found.key).then_some((plan, job))
+}
+
+/// One job: claims the conversation across replicas, then writes the
+/// summary a due compression would write now, under its ahead key.
+async fn run(summarizer: &SummaryService, job: Job) -> Done {
+    let claim = summarizer.cache().claim_lease(&ahead(&job.name)).await;
+    let claim = match claim {
+        Ok(Some(claim)) => claim,
+        Ok(None) => return Done::Elsewhere,
+        Err(e) => {
+            tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
+            return Done::Failed;
+        }
+    };
+    let done = claim.hold(write(summarizer, job)).await;
+    claim.release().await;
+    done
+}
+
+async fn write(summarizer: &SummaryService, job: Job) -> Done {
+    let Job {
+        req,
+        mut setup,
+        anchor,
+        start,
+        ..
+    } = job;
+    match summarizer.find_ahead(anchor.hashes()).await {
+        Ok(Some(found)) => {
+            let copy = (req.clone(), setup.clone());
+            if matching(&found, copy, &anchor, start).await.is_some() {
+                return Done::Found;
+            }
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
+            return Done::Failed;
+        }
+    }
+    setup.ahead = true;
+    setup.hold = false;
+    let plan = match cpu(move || plan::plan(req, setup)).await {
+        Ok(Planned::Pending(plan)) => plan,
+        Ok(Planned::Done(..)) => return Done::Nothing,
+        Err(e) => {
+            tracing::warn!(error = %e, "precompute: planning failed");
+            return Done::Failed;
+        }
+    };
+    let Some(mut request) = plan.job.filter(|j| {
+        matches!(j.settings.writer, Writer::Llm(_) | Writer::Hybrid(_)) && j.iterations.is_none()
+    }) else {
+        return Done::Nothing;
+    };
+    // A failure writes no heuristic stand-in: the due turn decides then.
+    request.settings.fallback = false;
+    let request = request.written_ahead(anchor.index(plan.cut));
+    let written = summarizer.write(&request).await;
+    if let Some(u) = written.as_ref().ok().and_then(|w| w.usage) {
+        let tokens = u.prompt_tokens + u.completion_tokens;
+        summarizer.metrics().summary_call_tokens("ahead", tokens);
+    }
+    match written {
+        Ok(w) if w.warnings.is_empty() => Done::Written,
+        Ok(_) => Done::Failed,
+        Err(e) => {
+            tracing::warn!(error = %e, "precompute: the upstream summary failed");
+            Done::Failed
+        }
+    }
+}
