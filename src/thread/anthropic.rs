@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::anthropic_blocks::parse_blocks;
-use super::wire::{iteration, parse_all, string, type_name};
+use super::wire::{Content, iteration, parse_all, string, type_name};
 use super::{Bounded, FieldError, Message, Part, Role, echo};
 
 pub fn parse_thread(
@@ -68,7 +68,9 @@ fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Me
     })
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+/// Reads `source` and keeps it as the message's `raw` (moved when owned):
+/// its role, its content, whether the content's blocks belong in a message
+/// of that role, and its iteration, each step adding its errors.
 fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
     if !m.is_object() {
@@ -79,7 +81,25 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         return None;
     }
     let before = errs.len();
-    let role = match string(m, "role", at, errs)?.as_str() {
+    let role = parse_role(m, at, errs)?;
+    let content_at = format!("{at}/content");
+    let content = parse_content(m, &content_at, errs);
+    check_placement(role, &content.parts, &content_at, errs);
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name: None,
+        parts: content.parts,
+        plain: content.plain,
+        iteration,
+        raw: source.into_owned(),
+    })
+}
+
+/// The role; without one the blocks cannot be placed, so its error ends
+/// the message's parsing.
+fn parse_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
+    Some(match string(m, "role", at, errs)?.as_str() {
         "user" => Role::User,
         "assistant" => Role::Assistant,
         // A mid-conversation system message (beta
@@ -97,14 +117,18 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             ));
             return None;
         }
-    };
-    let content_at = format!("{at}/content");
+    })
+}
+
+/// The required `content` (at `content_at`) as parts: a string is plain,
+/// an array of blocks is not.
+fn parse_content(m: &Value, content_at: &str, errs: &mut Vec<FieldError>) -> Content {
     let (parts, plain) = match m.get("content") {
         Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
-        Some(Value::Array(blocks)) => (parse_blocks(blocks, &content_at, true, errs), false),
+        Some(Value::Array(blocks)) => (parse_blocks(blocks, content_at, true, errs), false),
         Some(other) => {
             errs.push(FieldError::new(
-                &content_at,
+                content_at,
                 format!(
                     "must be a string or an array of blocks, not {}",
                     type_name(other)
@@ -113,35 +137,33 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             (Vec::new(), false)
         }
         None => {
-            errs.push(FieldError::new(&content_at, "is required"));
+            errs.push(FieldError::new(content_at, "is required"));
             (Vec::new(), false)
         }
     };
+    Content { parts, plain }
+}
+
+/// Blocks in the wrong role's message, reported on its content: a
+/// tool_use belongs to the assistant, a tool_result to the user, and a
+/// system message holds text alone, as the Messages API has them.
+fn check_placement(role: Role, parts: &[Part], content_at: &str, errs: &mut Vec<FieldError>) {
     if role == Role::System && parts.iter().any(|p| !matches!(p, Part::Text(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "a system message holds text blocks only",
         ));
     }
     if role == Role::User && parts.iter().any(|p| matches!(p, Part::ToolCall(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "tool_use blocks belong in assistant messages",
         ));
     }
     if role == Role::Assistant && parts.iter().any(|p| matches!(p, Part::ToolResult(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "tool_result blocks belong in user messages",
         ));
     }
-    let iteration = iteration(m, at, errs);
-    (errs.len() == before).then(|| Message {
-        role,
-        name: None,
-        parts,
-        plain,
-        iteration,
-        raw: source.into_owned(),
-    })
 }
