@@ -12,8 +12,8 @@ use super::input::{MethodName, ThreadFields, method};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
-use crate::thread::{Role, WireFormat, compact};
-use crate::tokens::{CountSpec, Encoding};
+use crate::thread::{Role, Thread, WireFormat, compact};
+use crate::tokens::{CountSpec, Encoding, ThreadCount};
 use crate::upstream::CountSource;
 
 /// Said with every count of a Responses thread.
@@ -120,7 +120,8 @@ async fn count(
 }
 
 /// The local count, and the provider count to ask for when the request
-/// wants one.
+/// wants one: the request's shape is checked first (so a wrong shape is
+/// answered before any limit or count), then its text or thread counted.
 fn count_request(
     app: &AppState,
     req: TokensRequest,
@@ -128,111 +129,179 @@ fn count_request(
     caller: Caller,
 ) -> Result<(TokensResponse, Option<Ask>)> {
     let source = req.count.unwrap_or_default();
-    let counter = spec.counter(app.encoders);
-    let method_name = spec.method.as_str();
-    let counted = |tokens| {
-        app.metrics
-            .tokens_counted(spec.encoding.as_str(), method_name, tokens)
-    };
-    let base = |exact, total_tokens, messages, tools_tokens, reply_priming_tokens, format| {
-        TokensResponse {
-            model: spec.model.clone(),
-            encoding: spec.encoding,
-            method: method_name,
-            exact,
-            total_tokens,
-            provenance: Provenance::default(),
-            messages,
-            tools_tokens,
-            reply_priming_tokens,
-            context_window: spec.context_window,
-            format,
-            warnings: spec.warnings.clone(),
-        }
-    };
-    let thread_sent = req.messages.is_some() || req.input.is_some();
-    match (req.text, thread_sent) {
-        (Some(_), true) => Err(ApiError::field(
-            "/text",
-            "send either `text` or a thread (`messages` or `input`), not both",
-        )),
-        (None, false) => Err(ApiError::field(
-            match req.format {
-                Some(WireFormat::Responses) => "/input",
-                _ => "/messages",
-            },
-            "send `messages` (a thread), `input` (a Responses API thread) or `text`",
-        )),
-        (Some(text), false) => {
-            if source == CountSource::Provider {
-                return Err(ApiError::field(
-                    "/count",
-                    "`provider` counts a thread: send `messages` or `input`, or leave `count` out for a text",
-                ));
+    match Subject::of(req, source)? {
+        Subject::Text(text) => Ok((count_text(app, &spec, &text)?, None)),
+        Subject::Thread(fields) => count_thread(app, &spec, *fields, (source, caller)),
+    }
+}
+
+/// What a request counts: a bare text or a thread, never both. Decided
+/// once here so the counting steps need not re-check the request's shape.
+enum Subject {
+    Text(String),
+    /// Boxed: the thread's fields are large beside a text.
+    Thread(Box<ThreadFields>),
+}
+
+impl Subject {
+    /// Reads the request's shape; each error names the field that is wrong
+    /// (the thread fields are `text`'s neighbours only when a thread is sent).
+    fn of(req: TokensRequest, source: CountSource) -> Result<Subject> {
+        let thread_sent = req.messages.is_some() || req.input.is_some();
+        match (req.text, thread_sent) {
+            (Some(_), true) => Err(ApiError::field(
+                "/text",
+                "send either `text` or a thread (`messages` or `input`), not both",
+            )),
+            (None, false) => Err(ApiError::field(
+                match req.format {
+                    Some(WireFormat::Responses) => "/input",
+                    _ => "/messages",
+                },
+                "send `messages` (a thread), `input` (a Responses API thread) or `text`",
+            )),
+            (Some(text), false) => {
+                if source == CountSource::Provider {
+                    return Err(ApiError::field(
+                        "/count",
+                        "`provider` counts a thread: send `messages` or `input`, or leave `count` out for a text",
+                    ));
+                }
+                if req.system.is_some()
+                    || req.tools.is_some()
+                    || req.format.is_some()
+                    || req.instructions.is_some()
+                {
+                    return Err(ApiError::field(
+                        "/text",
+                        "`system`, `instructions`, `tools` and `format` describe a thread; they do not apply to `text`",
+                    ));
+                }
+                Ok(Subject::Text(text))
             }
-            if req.system.is_some()
-                || req.tools.is_some()
-                || req.format.is_some()
-                || req.instructions.is_some()
-            {
-                return Err(ApiError::field(
-                    "/text",
-                    "`system`, `instructions`, `tools` and `format` describe a thread; they do not apply to `text`",
-                ));
-            }
-            app.config.limits.thread().check_text(&text)?;
-            let c = counter.text(&text);
-            counted(c.tokens);
-            Ok((base(c.exact, c.tokens, Vec::new(), 0, 0, None), None))
-        }
-        (None, true) => {
-            let thread = ThreadFields {
+            (None, true) => Ok(Subject::Thread(Box::new(ThreadFields {
                 format: req.format,
                 messages: req.messages,
                 system: req.system,
                 input: req.input,
                 instructions: req.instructions,
                 tools: req.tools,
-            }
-            .parse(&app.config.limits.thread())?;
-            let count = counter.thread(&thread);
-            counted(count.total);
-            let mut response = base(
-                count.exact,
-                count.total,
-                Vec::new(),
-                count.tools,
-                crate::tokens::REPLY_PRIMING,
-                Some(thread.format),
-            );
-            if thread.format == WireFormat::Responses {
-                response.warnings.push(RESPONSES_ESTIMATE.into());
-            }
-            let system = count.system.map(|tokens| MessageTokens {
-                index: None,
-                role: Role::System,
-                tokens,
-                instruction: true,
-            });
-            response.messages = system
-                .into_iter()
-                .chain(thread.messages.iter().zip(&count.messages).enumerate().map(
-                    |(i, (m, &tokens))| MessageTokens {
-                        index: Some(i),
-                        role: m.role,
-                        tokens,
-                        instruction: m.is_instruction(),
-                    },
-                ))
-                .collect();
-            let ask = count::prepare(
-                app,
-                (source, AskedBy::Request),
-                caller,
-                &thread,
-                &spec.model,
-            )?;
-            Ok((response, ask))
+            }))),
+        }
+    }
+}
+
+/// A bare text's count: within the text limit, with no messages, tools
+/// or reply priming (a text is not a prompt).
+fn count_text(app: &AppState, spec: &CountSpec, text: &str) -> Result<TokensResponse> {
+    app.config.limits.thread().check_text(text)?;
+    let c = spec.counter(app.encoders).text(text);
+    counted(app, spec, c.tokens);
+    Ok(Totals {
+        exact: c.exact,
+        total_tokens: c.tokens,
+        tools_tokens: 0,
+        reply_priming_tokens: 0,
+        format: None,
+    }
+    .answer(spec))
+}
+
+/// A thread's count, message by message, and the provider count to ask
+/// for when `source` wants one (which `caller` may be refused).
+fn count_thread(
+    app: &AppState,
+    spec: &CountSpec,
+    fields: ThreadFields,
+    (source, caller): (CountSource, Caller),
+) -> Result<(TokensResponse, Option<Ask>)> {
+    let thread = fields.parse(&app.config.limits.thread())?;
+    let count = spec.counter(app.encoders).thread(&thread);
+    counted(app, spec, count.total);
+    let mut response = Totals {
+        exact: count.exact,
+        total_tokens: count.total,
+        tools_tokens: count.tools,
+        reply_priming_tokens: crate::tokens::REPLY_PRIMING,
+        format: Some(thread.format),
+    }
+    .answer(spec);
+    if thread.format == WireFormat::Responses {
+        response.warnings.push(RESPONSES_ESTIMATE.into());
+    }
+    response.messages = message_tokens(&thread, &count);
+    let ask = count::prepare(
+        app,
+        (source, AskedBy::Request),
+        caller,
+        &thread,
+        &spec.model,
+    )?;
+    Ok((response, ask))
+}
+
+/// The per-message counts as the answer lists them: the top-level system
+/// prompt (Anthropic's `system`, the Responses `instructions`) first with
+/// no index, then each message under its index in the request.
+fn message_tokens(thread: &Thread, count: &ThreadCount) -> Vec<MessageTokens> {
+    let system = count.system.map(|tokens| MessageTokens {
+        index: None,
+        role: Role::System,
+        tokens,
+        instruction: true,
+    });
+    system
+        .into_iter()
+        .chain(
+            thread
+                .messages
+                .iter()
+                .zip(&count.messages)
+                .enumerate()
+                .map(|(i, (m, &tokens))| MessageTokens {
+                    index: Some(i),
+                    role: m.role,
+                    tokens,
+                    instruction: m.is_instruction(),
+                }),
+        )
+        .collect()
+}
+
+/// Counts the tokens counted, by encoding and method, for the metrics.
+fn counted(app: &AppState, spec: &CountSpec, tokens: usize) {
+    app.metrics
+        .tokens_counted(spec.encoding.as_str(), spec.method.as_str(), tokens);
+}
+
+/// The totals of one count, named, so a text and a thread build their
+/// answers the same way (a text leaves tools, priming and format empty).
+struct Totals {
+    exact: bool,
+    total_tokens: usize,
+    tools_tokens: usize,
+    reply_priming_tokens: usize,
+    format: Option<WireFormat>,
+}
+
+impl Totals {
+    /// The answer for these totals under `spec` (its model, encoding,
+    /// method, window and warnings); the per-message counts come after,
+    /// and the provenance is local until a provider count replaces it.
+    fn answer(self, spec: &CountSpec) -> TokensResponse {
+        TokensResponse {
+            model: spec.model.clone(),
+            encoding: spec.encoding,
+            method: spec.method.as_str(),
+            exact: self.exact,
+            total_tokens: self.total_tokens,
+            provenance: Provenance::default(),
+            messages: Vec::new(),
+            tools_tokens: self.tools_tokens,
+            reply_priming_tokens: self.reply_priming_tokens,
+            context_window: spec.context_window,
+            format: self.format,
+            warnings: spec.warnings.clone(),
         }
     }
 }

@@ -4,20 +4,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{compaction, iteration, opaque, parse_all, string, type_name};
-use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
-
-const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
-
-/// Blocks of the provider's own tools and retrieval, kept verbatim: a
-/// server tool's use and its result sit in the same assistant message, so
-/// keeping messages whole keeps them together.
-fn is_server_block(kind: &str) -> bool {
-    matches!(
-        kind,
-        "server_tool_use" | "mcp_tool_use" | "search_result" | "container_upload"
-    ) || (kind.ends_with("_tool_result") && kind != "tool_result")
-}
+use super::anthropic_blocks::parse_blocks;
+use super::wire::{Content, iteration, parse_all, string, type_name};
+use super::{Bounded, FieldError, Message, Part, Role, echo};
 
 pub fn parse_thread(
     system: Option<Cow<'_, Value>>,
@@ -79,7 +68,9 @@ fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Me
     })
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+/// Reads `source` and keeps it as the message's `raw` (moved when owned):
+/// its role, its content, whether the content's blocks belong in a message
+/// of that role, and its iteration, each step adding its errors.
 fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
     if !m.is_object() {
@@ -90,7 +81,25 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         return None;
     }
     let before = errs.len();
-    let role = match string(m, "role", at, errs)?.as_str() {
+    let role = parse_role(m, at, errs)?;
+    let content_at = format!("{at}/content");
+    let content = parse_content(m, &content_at, errs);
+    check_placement(role, &content.parts, &content_at, errs);
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name: None,
+        parts: content.parts,
+        plain: content.plain,
+        iteration,
+        raw: source.into_owned(),
+    })
+}
+
+/// The role; without one the blocks cannot be placed, so its error ends
+/// the message's parsing.
+fn parse_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
+    Some(match string(m, "role", at, errs)?.as_str() {
         "user" => Role::User,
         "assistant" => Role::Assistant,
         // A mid-conversation system message (beta
@@ -108,14 +117,18 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             ));
             return None;
         }
-    };
-    let content_at = format!("{at}/content");
+    })
+}
+
+/// The required `content` (at `content_at`) as parts: a string is plain,
+/// an array of blocks is not.
+fn parse_content(m: &Value, content_at: &str, errs: &mut Vec<FieldError>) -> Content {
     let (parts, plain) = match m.get("content") {
         Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
-        Some(Value::Array(blocks)) => (parse_blocks(blocks, &content_at, true, errs), false),
+        Some(Value::Array(blocks)) => (parse_blocks(blocks, content_at, true, errs), false),
         Some(other) => {
             errs.push(FieldError::new(
-                &content_at,
+                content_at,
                 format!(
                     "must be a string or an array of blocks, not {}",
                     type_name(other)
@@ -124,156 +137,33 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             (Vec::new(), false)
         }
         None => {
-            errs.push(FieldError::new(&content_at, "is required"));
+            errs.push(FieldError::new(content_at, "is required"));
             (Vec::new(), false)
         }
     };
+    Content { parts, plain }
+}
+
+/// Blocks in the wrong role's message, reported on its content: a
+/// tool_use belongs to the assistant, a tool_result to the user, and a
+/// system message holds text alone, as the Messages API has them.
+fn check_placement(role: Role, parts: &[Part], content_at: &str, errs: &mut Vec<FieldError>) {
     if role == Role::System && parts.iter().any(|p| !matches!(p, Part::Text(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "a system message holds text blocks only",
         ));
     }
     if role == Role::User && parts.iter().any(|p| matches!(p, Part::ToolCall(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "tool_use blocks belong in assistant messages",
         ));
     }
     if role == Role::Assistant && parts.iter().any(|p| matches!(p, Part::ToolResult(_))) {
         errs.push(FieldError::new(
-            &content_at,
+            content_at,
             "tool_result blocks belong in user messages",
         ));
-    }
-    let iteration = iteration(m, at, errs);
-    (errs.len() == before).then(|| Message {
-        role,
-        name: None,
-        parts,
-        plain,
-        iteration,
-        raw: source.into_owned(),
-    })
-}
-
-/// Content blocks; `top` is false inside a tool_result, where tool blocks may not nest.
-fn parse_blocks(blocks: &[Value], at: &str, top: bool, errs: &mut Vec<FieldError>) -> Vec<Part> {
-    blocks
-        .iter()
-        .enumerate()
-        .filter_map(|(j, b)| parse_block(b, &format!("{at}/{j}"), top, errs))
-        .collect()
-}
-
-fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !b.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content block must be an object, not {}", type_name(b)),
-        ));
-        return None;
-    }
-    let kind = string(b, "type", at, errs)?;
-    match kind.as_str() {
-        "text" => string(b, "text", at, errs).map(Part::Text),
-        "image" => {
-            require_object(b, "source", at, errs)?;
-            Some(Part::Media(MediaKind::Image { low_detail: false }))
-        }
-        "document" => {
-            require_object(b, "source", at, errs)?;
-            Some(Part::Media(MediaKind::Document))
-        }
-        "thinking" => string(b, "thinking", at, errs).map(Part::Thinking),
-        "redacted_thinking" => string(b, "data", at, errs).map(Part::RedactedThinking),
-        "tool_use" if top => {
-            let id = string(b, "id", at, errs);
-            let name = string(b, "name", at, errs);
-            let input = match b.get("input") {
-                Some(v @ Value::Object(_)) => Some(v.to_string()),
-                _ => {
-                    errs.push(FieldError::new(
-                        format!("{at}/input"),
-                        "is required and must be an object",
-                    ));
-                    None
-                }
-            };
-            Some(Part::ToolCall(ToolCall {
-                id: id?,
-                name: name?,
-                arguments: input?,
-                pointer: format!("{at}/id"),
-            }))
-        }
-        "tool_result" if top => {
-            let call_id = string(b, "tool_use_id", at, errs);
-            let content = match b.get("content") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::String(s)) => vec![Part::Text(s.clone())],
-                Some(Value::Array(inner)) => {
-                    parse_blocks(inner, &format!("{at}/content"), false, errs)
-                }
-                Some(other) => {
-                    errs.push(FieldError::new(
-                        format!("{at}/content"),
-                        format!(
-                            "must be a string or an array of blocks, not {}",
-                            type_name(other)
-                        ),
-                    ));
-                    Vec::new()
-                }
-            };
-            let is_error = match b.get("is_error") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(v)) => *v,
-                Some(_) => {
-                    errs.push(FieldError::new(
-                        format!("{at}/is_error"),
-                        "must be a boolean",
-                    ));
-                    false
-                }
-            };
-            Some(Part::ToolResult(ToolResult {
-                call_id: call_id?,
-                content,
-                is_error,
-                pointer: format!("{at}/tool_use_id"),
-            }))
-        }
-        "compaction" => Some(compaction(b)),
-        k if is_server_block(k) => Some(opaque(k, b)),
-        "tool_use" | "tool_result" => {
-            errs.push(FieldError::new(
-                format!("{at}/type"),
-                format!("a {kind} block cannot appear inside a tool_result"),
-            ));
-            None
-        }
-        other => {
-            errs.push(FieldError::new(
-                format!("{at}/type"),
-                format!(
-                    "unknown content block type `{}`; expected one of {BLOCK_TYPES}",
-                    echo(other)
-                ),
-            ));
-            None
-        }
-    }
-}
-
-fn require_object(b: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
-    if b.get(key).is_some_and(Value::is_object) {
-        Some(())
-    } else {
-        errs.push(FieldError::new(
-            format!("{at}/{key}"),
-            "is required and must be an object",
-        ));
-        None
     }
 }

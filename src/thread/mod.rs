@@ -8,6 +8,7 @@
 //! custom metadata).
 
 mod anthropic;
+mod anthropic_blocks;
 mod clearing;
 pub mod compact;
 mod edit;

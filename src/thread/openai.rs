@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{iteration, opt_string, parse_all, string, type_name};
+use super::wire::{Content, iteration, opt_string, parse_all, string, type_name};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: &str = "system, developer, user, assistant, tool, function";
@@ -20,7 +20,9 @@ pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec
     }
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned).
+/// Reads `source` and keeps it as the message's `raw` (moved when owned):
+/// its role, name, content, calls and iteration, each step adding its
+/// errors, so one request reports every wrong field at once.
 fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
     if !m.is_object() {
@@ -31,7 +33,28 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         return None;
     }
     let before = errs.len();
-    let role = match string(m, "role", at, errs)?.as_str() {
+    let role = parse_role(m, at, errs)?;
+    let name = opt_string(m, "name", at, errs);
+    let mut content = parse_content(m, role, at, errs);
+    parse_calls(m, role, at, &mut content, errs);
+    if role == Role::Tool {
+        content = tool_result(m, at, content, errs);
+    }
+    let iteration = iteration(m, at, errs);
+    (errs.len() == before).then(|| Message {
+        role,
+        name,
+        parts: content.parts,
+        plain: content.plain,
+        iteration,
+        raw: source.into_owned(),
+    })
+}
+
+/// The role; without one the rest of the message cannot be judged (what
+/// is required depends on it), so its error ends the message's parsing.
+fn parse_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
+    Some(match string(m, "role", at, errs)?.as_str() {
         "system" => Role::System,
         "developer" => Role::Developer,
         "user" => Role::User,
@@ -45,10 +68,14 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             ));
             return None;
         }
-    };
-    let name = opt_string(m, "name", at, errs);
+    })
+}
+
+/// The `content` as parts: a string (or null) is plain, an array of parts
+/// is not. Only an assistant may leave it null: it can answer with calls alone.
+fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) -> Content {
     let content_at = format!("{at}/content");
-    let (mut parts, plain_content) = match m.get("content") {
+    let (parts, plain) = match m.get("content") {
         None | Some(Value::Null) => {
             if !matches!(role, Role::Assistant) {
                 errs.push(FieldError::new(
@@ -78,10 +105,15 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
             (Vec::new(), false)
         }
     };
-    let mut plain = plain_content;
+    Content { parts, plain }
+}
 
+/// The calls a message makes (`tool_calls`, and the legacy
+/// `function_call`), added after its content. Either makes the message not
+/// plain: calls have no official count.
+fn parse_calls(m: &Value, role: Role, at: &str, content: &mut Content, errs: &mut Vec<FieldError>) {
     if let Some(calls) = m.get("tool_calls").filter(|v| !v.is_null()) {
-        plain = false;
+        content.plain = false;
         if role != Role::Assistant {
             errs.push(FieldError::new(
                 format!("{at}/tool_calls"),
@@ -90,7 +122,7 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         } else if let Some(calls) = calls.as_array() {
             for (j, c) in calls.iter().enumerate() {
                 if let Some(call) = parse_tool_call(c, &format!("{at}/tool_calls/{j}"), errs) {
-                    parts.push(Part::ToolCall(call));
+                    content.parts.push(Part::ToolCall(call));
                 }
             }
         } else {
@@ -101,32 +133,28 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         }
     }
     if let Some(fc) = m.get("function_call").filter(|v| !v.is_null()) {
-        plain = false;
+        content.plain = false;
         let fat = format!("{at}/function_call");
         let name = string(fc, "name", &fat, errs).unwrap_or_default();
         let arguments = string(fc, "arguments", &fat, errs).unwrap_or_default();
-        parts.push(Part::FunctionCall { name, arguments });
+        content.parts.push(Part::FunctionCall { name, arguments });
     }
-    if role == Role::Tool {
-        plain = false;
-        let call_id = string(m, "tool_call_id", at, errs).unwrap_or_default();
-        let content = std::mem::take(&mut parts);
-        parts.push(Part::ToolResult(ToolResult {
+}
+
+/// A tool message's parts wrapped in one tool result for its
+/// `tool_call_id`, so the answer pairs with its call as in the other wire
+/// formats (and is cleared or kept with it).
+fn tool_result(m: &Value, at: &str, content: Content, errs: &mut Vec<FieldError>) -> Content {
+    let call_id = string(m, "tool_call_id", at, errs).unwrap_or_default();
+    Content {
+        parts: vec![Part::ToolResult(ToolResult {
             call_id,
-            content,
+            content: content.parts,
             is_error: false,
             pointer: format!("{at}/tool_call_id"),
-        }));
+        })],
+        plain: false,
     }
-    let iteration = iteration(m, at, errs);
-    (errs.len() == before).then(|| Message {
-        role,
-        name,
-        parts,
-        plain,
-        iteration,
-        raw: source.into_owned(),
-    })
 }
 
 fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolCall> {

@@ -28,6 +28,14 @@ pub fn parse_all<'a>(
         .collect()
 }
 
+/// A message's parts as read so far, and whether it is still plain (a
+/// string or null content with nothing else: the cookbook formula is exact
+/// for it). The chat parsers hand it from one step to the next.
+pub struct Content {
+    pub parts: Vec<Part>,
+    pub plain: bool,
+}
+
 /// A block or item kept verbatim, estimated from its compact JSON.
 pub fn opaque(kind: &str, v: &Value) -> Part {
     Part::Opaque(Opaque {

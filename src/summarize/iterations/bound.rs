@@ -21,7 +21,7 @@
 
 use super::HEADER;
 use super::entry::Entry;
-use super::fold::{self, Fragment};
+use super::refold::refold;
 use crate::summarize::clip;
 use crate::tokens::Counter;
 
@@ -39,7 +39,8 @@ pub(super) struct Rolling {
 /// The injection: `head`, then the list (`left_out` iterations an older
 /// injection left out, the `rolling` entry, then `entries`, oldest first),
 /// in at most `limit` tokens. Entries written before (`Entry::written`)
-/// come back as they were while the whole fits.
+/// come back as they were while the whole fits; when it does not, the
+/// list is re-folded.
 pub(super) fn injection(
     head: Option<&str>,
     left_out: usize,
@@ -48,85 +49,77 @@ pub(super) fn injection(
     limit: usize,
     c: &Counter<'_>,
 ) -> String {
-    let count = |s: &str| c.text(s).tokens;
-    let head = head
-        .map(|h| clip_tokens(h.trim(), limit / 4, c))
-        .filter(|h| !h.is_empty());
-    let head = head.as_deref();
-    let room = limit.saturating_sub(count(&render(head, left_out, None, &[])));
-    let cap = (room / 8).max(MIN_SHARE);
-    let full: Vec<String> = entries.iter().map(Entry::full).collect();
-    let lines: Vec<(u64, String)> = entries
-        .iter()
-        .zip(&full)
-        .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
-        .collect();
-    let text = render(head, left_out, rolling, &lines);
-    if count(&text) <= limit {
+    let frame = Frame::new(head, left_out, limit, c);
+    let list = List::appended(rolling, entries, (frame.room / 8).max(MIN_SHARE), c);
+    let text = frame.render(list.rolling, &list.lines);
+    if c.text(&text).tokens <= limit {
         return text;
     }
-    // Re-fold: the newest entries that take at most a quarter of the room
-    // (at least one) stay; the others join the rolling entry.
-    let sizes: Vec<usize> = lines
-        .iter()
-        .map(|(it, l)| count(&format!("- Iteration {it}: {l}\n")))
-        .collect();
-    let (mut keep, mut kept) = (0, 0);
-    for &n in sizes.iter().rev() {
-        if keep > 0 && kept + n > room / 4 {
-            break;
+    refold(&frame, &list, c)
+}
+
+/// What surrounds the list, the same for the appended list and each try of
+/// a re-fold: the previous plain summary (`head`, clipped to a quarter of
+/// the limit), the count of iterations an older injection left out, the
+/// limit, and the `room` the list's entries have under it.
+pub(super) struct Frame {
+    head: Option<String>,
+    left_out: usize,
+    pub limit: usize,
+    pub room: usize,
+}
+
+impl Frame {
+    fn new(head: Option<&str>, left_out: usize, limit: usize, c: &Counter<'_>) -> Frame {
+        let head = head
+            .map(|h| clip_tokens(h.trim(), limit / 4, c))
+            .filter(|h| !h.is_empty());
+        let bare = render(head.as_deref(), left_out, None, &[]);
+        let room = limit.saturating_sub(c.text(&bare).tokens);
+        Frame {
+            head,
+            left_out,
+            limit,
+            room,
         }
-        keep += 1;
-        kept += n;
     }
-    let folded = entries.len() - keep;
-    let mut frags: Vec<Fragment> = rolling
-        .map(|r| fold::fragments(&r.text, r.first))
-        .unwrap_or_default();
-    frags.extend(
-        entries[..folded]
+
+    pub fn render(&self, rolling: Option<&Rolling>, lines: &[(u64, String)]) -> String {
+        render(self.head.as_deref(), self.left_out, rolling, lines)
+    }
+}
+
+/// The list as appended: the rolling entry so far, then each entry's line
+/// (cut to its share of the room) beside its whole text, which a re-fold
+/// reads instead of the cut.
+pub(super) struct List<'a> {
+    pub rolling: Option<&'a Rolling>,
+    pub entries: &'a [Entry],
+    pub full: Vec<String>,
+    pub lines: Vec<(u64, String)>,
+}
+
+impl<'a> List<'a> {
+    /// The entries after `rolling`, each cut to `cap` tokens at most.
+    fn appended(
+        rolling: Option<&'a Rolling>,
+        entries: &'a [Entry],
+        cap: usize,
+        c: &Counter<'_>,
+    ) -> List<'a> {
+        let full: Vec<String> = entries.iter().map(Entry::full).collect();
+        let lines = entries
             .iter()
             .zip(&full)
-            .map(|(e, whole)| Fragment {
-                iteration: e.iteration,
-                text: whole.clone(),
-            }),
-    );
-    let first = rolling
-        .map(|r| r.first)
-        .or(entries.first().map(|e| e.iteration));
-    let last = match folded {
-        0 => rolling.map(|r| r.last),
-        n => Some(entries[n - 1].iteration),
-    };
-    let label = count("- Earlier iterations 0000000000–0000000000: \n");
-    // A quarter of the room is left free for the next rounds to append,
-    // unless that would leave a folded iteration's text out entirely: then
-    // the rolling entry takes all it can (and the next round re-folds).
-    let all = room.saturating_sub(kept + label);
-    let mut rolling_room =
-        match fold::rolling(&frags, (room * 3 / 4).saturating_sub(kept + label), c) {
-            (_, true) => all,
-            _ => (room * 3 / 4).saturating_sub(kept + label),
-        };
-    let mut text = String::new();
-    // Tokens of parts do not add up exactly to those of the whole: what
-    // came out over the limit is taken off the rolling entry's room.
-    for _ in 0..16 {
-        let folded_entry = first.zip(last).map(|(first, last)| Rolling {
-            first,
-            last,
-            text: fold::rolling(&frags, rolling_room, c).0,
-        });
-        text = render(head, left_out, folded_entry.as_ref(), &lines[folded..]);
-        let n = count(&text);
-        if n <= limit {
-            return text;
+            .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
+            .collect();
+        List {
+            rolling,
+            entries,
+            full,
+            lines,
         }
-        rolling_room = rolling_room.saturating_sub(n - limit);
     }
-    // Not reached in practice; the bound holds whatever happens.
-    clip_tokens(&text, limit, c)
 }
 
 /// The label of the rolling entry, read back by [`super::split`].

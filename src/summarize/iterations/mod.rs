@@ -19,6 +19,7 @@ mod entry;
 mod facts;
 mod fold;
 mod llm;
+mod refold;
 
 use std::ops::Range;
 

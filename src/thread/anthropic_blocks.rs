@@ -1,0 +1,166 @@
+//! Anthropic Messages content blocks -> parts: the block types, and the
+//! tool blocks that pair a call with its result.
+
+use serde_json::Value;
+
+use super::wire::{compaction, opaque, string, type_name};
+use super::{FieldError, MediaKind, Part, ToolCall, ToolResult, echo};
+
+const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
+
+/// Blocks of the provider's own tools and retrieval, kept verbatim: a
+/// server tool's use and its result sit in the same assistant message, so
+/// keeping messages whole keeps them together.
+fn is_server_block(kind: &str) -> bool {
+    matches!(
+        kind,
+        "server_tool_use" | "mcp_tool_use" | "search_result" | "container_upload"
+    ) || (kind.ends_with("_tool_result") && kind != "tool_result")
+}
+
+/// Content blocks; `top` is false inside a tool_result, where tool blocks may not nest.
+pub fn parse_blocks(
+    blocks: &[Value],
+    at: &str,
+    top: bool,
+    errs: &mut Vec<FieldError>,
+) -> Vec<Part> {
+    blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(j, b)| parse_block(b, &format!("{at}/{j}"), top, errs))
+        .collect()
+}
+
+/// One content block as a part. The tool blocks have their own steps;
+/// inside a tool_result (`top` false) they may not nest.
+fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Option<Part> {
+    if !b.is_object() {
+        errs.push(FieldError::new(
+            at,
+            format!("a content block must be an object, not {}", type_name(b)),
+        ));
+        return None;
+    }
+    let kind = string(b, "type", at, errs)?;
+    match kind.as_str() {
+        "text" => string(b, "text", at, errs).map(Part::Text),
+        "image" => {
+            require_object(b, "source", at, errs)?;
+            Some(Part::Media(MediaKind::Image { low_detail: false }))
+        }
+        "document" => {
+            require_object(b, "source", at, errs)?;
+            Some(Part::Media(MediaKind::Document))
+        }
+        "thinking" => string(b, "thinking", at, errs).map(Part::Thinking),
+        "redacted_thinking" => string(b, "data", at, errs).map(Part::RedactedThinking),
+        "tool_use" if top => parse_tool_use(b, at, errs),
+        "tool_result" if top => parse_tool_result(b, at, errs),
+        "compaction" => Some(compaction(b)),
+        k if is_server_block(k) => Some(opaque(k, b)),
+        "tool_use" | "tool_result" => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!("a {kind} block cannot appear inside a tool_result"),
+            ));
+            None
+        }
+        other => {
+            errs.push(FieldError::new(
+                format!("{at}/type"),
+                format!(
+                    "unknown content block type `{}`; expected one of {BLOCK_TYPES}",
+                    echo(other)
+                ),
+            ));
+            None
+        }
+    }
+}
+
+/// A tool_use block as a tool call: its `input` object kept as the call's
+/// compact JSON arguments, as a Chat Completions call carries them. Every
+/// missing field is reported before the block is dropped.
+fn parse_tool_use(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
+    let id = string(b, "id", at, errs);
+    let name = string(b, "name", at, errs);
+    let input = match b.get("input") {
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        _ => {
+            errs.push(FieldError::new(
+                format!("{at}/input"),
+                "is required and must be an object",
+            ));
+            None
+        }
+    };
+    Some(Part::ToolCall(ToolCall {
+        id: id?,
+        name: name?,
+        arguments: input?,
+        pointer: format!("{at}/id"),
+    }))
+}
+
+/// A tool_result block as a tool result: the call it answers, its content
+/// and whether it reports an error. Every wrong field is reported, but
+/// only a missing `tool_use_id` drops the block (it could pair with nothing).
+fn parse_tool_result(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
+    let call_id = string(b, "tool_use_id", at, errs);
+    let content = result_content(b, at, errs);
+    let is_error = is_error(b, at, errs);
+    Some(Part::ToolResult(ToolResult {
+        call_id: call_id?,
+        content,
+        is_error,
+        pointer: format!("{at}/tool_use_id"),
+    }))
+}
+
+/// A tool_result's `content`: absent, a string, or blocks that may not
+/// hold tool blocks themselves.
+fn result_content(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Vec<Part> {
+    match b.get("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![Part::Text(s.clone())],
+        Some(Value::Array(inner)) => parse_blocks(inner, &format!("{at}/content"), false, errs),
+        Some(other) => {
+            errs.push(FieldError::new(
+                format!("{at}/content"),
+                format!(
+                    "must be a string or an array of blocks, not {}",
+                    type_name(other)
+                ),
+            ));
+            Vec::new()
+        }
+    }
+}
+
+/// A tool_result's `is_error`: false when absent or null.
+fn is_error(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> bool {
+    match b.get("is_error") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(v)) => *v,
+        Some(_) => {
+            errs.push(FieldError::new(
+                format!("{at}/is_error"),
+                "must be a boolean",
+            ));
+            false
+        }
+    }
+}
+
+fn require_object(b: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
+    if b.get(key).is_some_and(Value::is_object) {
+        Some(())
+    } else {
+        errs.push(FieldError::new(
+            format!("{at}/{key}"),
+            "is required and must be an object",
+        ));
+        None
+    }
+}
