@@ -12,7 +12,7 @@ use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
 use crate::summarize::SummaryService;
-use crate::tokens::cancel::{self, Cancel};
+use crate::tokens::cancel;
 use crate::tokens::{Encoders, ModelRegistry};
 use crate::upstream::{ProviderCounter, Upstream};
 
@@ -158,24 +158,14 @@ impl AppState {
         })))
     }
 
-    /// Runs CPU-bound work (tokenizing a long thread) on the blocking pool,
-    /// so it cannot stall other requests on the async workers; the work stops
-    /// early when this future is dropped (see [`cancel`]).
+    /// Runs CPU-bound work (tokenizing a long thread) with this state on
+    /// the blocking pool ([`cancel::cpu`]: stopped when the request is gone).
     pub async fn cpu<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
         let state = self.clone();
-        // Dropped with this future (a timeout, a client gone): the task stops.
-        let (_cancel, flag) = Cancel::new();
-        // The request's place stays taken until the work has stopped.
-        let place = cancel::held();
-        tokio::task::spawn_blocking(move || {
-            let _place = place;
-            cancel::scope(flag, || work(&state))
-        })
-        .await
-        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("a counting task failed")))?
+        cancel::cpu(move || work(&state)).await
     }
 }

@@ -46,7 +46,6 @@ pub use service::SummaryService;
 pub use written::{PROMPT_VERSION, Usage, Written};
 
 use crate::tokens::Counter;
-use crate::tokens::cancel::{self, Cancel};
 
 /// A summary's content re-fitted into `max_tokens` (when the budget is
 /// tighter than the limit it was written for). The heuristic's sections
@@ -58,27 +57,7 @@ pub fn shrink(content: &str, strategy: Strategy, max_tokens: usize, c: &Counter<
     }
 }
 
-/// Runs CPU-bound work (tokenizing, extracting, hashing) on the blocking
-/// pool, so it cannot stall the async workers; it stops early when this
-/// future is dropped (`tokens::cancel`). A panic is passed on.
-pub(crate) async fn cpu<T, F>(work: F) -> T
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    let (_cancel, flag) = Cancel::new();
-    // The request's place stays taken until the work has stopped.
-    let place = cancel::held();
-    let task = tokio::task::spawn_blocking(move || {
-        let _place = place;
-        cancel::scope(flag, work)
-    });
-    match task.await {
-        Ok(v) => v,
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => panic!("a blocking task was cancelled: {e}"),
-    }
-}
+pub(crate) use crate::tokens::cancel::cpu;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -92,6 +92,30 @@ pub fn running() -> usize {
     RUNNING.load(Ordering::Relaxed)
 }
 
+/// Runs CPU-bound work (tokenizing, extracting, hashing) on the blocking
+/// pool, so it cannot stall the async workers; it stops early when this
+/// future is dropped (a timeout, a client gone: the [`scope`]'s flag), and
+/// the request's place stays taken until it has stopped ([`held`]). The one
+/// way the crate runs CPU work off the async workers. A panic is passed on
+/// (the HTTP layer's panic catcher answers it as a 500).
+pub async fn cpu<T, F>(work: F) -> T
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (_cancel, flag) = Cancel::new();
+    let place = held();
+    let task = tokio::task::spawn_blocking(move || {
+        let _place = place;
+        scope(flag, work)
+    });
+    match task.await {
+        Ok(v) => v,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => panic!("a blocking task was cancelled: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
