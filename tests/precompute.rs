@@ -496,6 +496,81 @@ async fn a_slow_or_failing_precompute_never_delays_or_fails_a_request() {
     );
 }
 
+/// A summarizer that reads a call and then only waits: it says when the
+/// call arrived, and when its connection was closed (by the caller, since
+/// it never answers).
+async fn silent_summarizer() -> (String, Arc<Notify>, Arc<Notify>) {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (arrived, closed) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (a, c) = (arrived.clone(), closed.clone());
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut told = false;
+        loop {
+            match conn.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) if !told => {
+                    told = true;
+                    a.notify_one();
+                }
+                Ok(_) => {}
+            }
+        }
+        c.notify_one();
+    });
+    (url, arrived, closed)
+}
+
+/// Shutdown aborts a summary being written ahead: its upstream call is
+/// dropped (the summarizer sees its connection close) instead of running
+/// on to its time limit (ten minutes here) after serving has stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_aborts_the_summaries_being_written_ahead() {
+    let (upstream, arrived, closed) = silent_summarizer().await;
+    let (provider, seen) = provider().await;
+    let dir = temp_dir("precompute-shutdown");
+    let profiles = dir.join("short.toml");
+    std::fs::write(&profiles, SHORT).unwrap();
+    let mut config = config(&dir, &sqlite(&dir, "c.sqlite3"), &upstream, &provider);
+    config.upstream.max_retries = 0;
+    config.models.profiles_file = Some(profiles);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (addr, server) = server::serve_until(config, async {
+        let _ = stopped.await;
+    })
+    .await;
+    let base = format!("http://{addr}");
+    // A client without kept-alive connections: serving can end as soon as
+    // the requests have.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    for i in 0..4 {
+        history.push(user(i));
+        turn(&client, &base, "default", &history, &seen).await;
+        history.push(assistant(i));
+    }
+    history.push(user(4));
+    let (h, _) = turn(&client, &base, "default", &history, &seen).await;
+    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    arrived.notified().await;
+    stop.send(()).unwrap();
+    // Generous: the job would hold its call for ten minutes.
+    tokio::time::timeout(Duration::from_secs(120), closed.notified())
+        .await
+        .expect("the summary written ahead was aborted at shutdown");
+    tokio::time::timeout(Duration::from_secs(120), server)
+        .await
+        .expect("serving ended")
+        .unwrap()
+        .unwrap();
+}
+
 /// `POST /v1/compress` for a direct caller (its whole history every call).
 async fn compress(client: &reqwest::Client, base: &str, body: &Value) -> (u16, Value) {
     let r = client
