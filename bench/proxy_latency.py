@@ -62,7 +62,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "threads"
+FIXTURES = ROOT / "data" / "threads"
 
 PROFILES_TOML = """\
 [profiles.big]

@@ -31,7 +31,7 @@ BASE = sys.argv[1].rstrip("/")
 OUT = pathlib.Path(sys.argv[2])
 DEGRADED = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
 KEYED, KEY = (sys.argv[4].rstrip("/"), sys.argv[5]) if len(sys.argv) > 5 else (None, None)
-FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "threads"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "data" / "threads"
 # Generous: a loaded 2-core CI machine; nothing here measures time.
 WAIT = 300
 
