@@ -1,0 +1,108 @@
+//! Who writes the summary, and the summary job handed to the
+//! [`SummaryService`](crate::summarize::SummaryService).
+
+use super::super::writer::{Upstream, decide};
+use super::super::{Error, Previous, Reason, iterations};
+use super::{Decision, Planner, Prior, Room, Tail};
+use crate::policy::OnUpstreamError;
+use crate::summarize::{SummaryRequest, SummarySettings, Writer};
+use crate::thread::{Message, Thread};
+
+/// What replaces the span, and the summary to write for it, if any.
+pub(super) struct Writing {
+    pub decision: Decision,
+    pub job: Option<SummaryRequest>,
+}
+
+impl Planner {
+    /// Who writes the summary of `start..cut` (see [`decide`]); the
+    /// instructions are unused, with a warning, when no LLM writes it.
+    pub(super) fn writer(
+        &mut self,
+        prior: &Prior,
+        tail: &Tail,
+        total_tokens: u64,
+    ) -> Result<Decision, Error> {
+        let upstream = Upstream {
+            model: self.setup.model.take(),
+            allowed: self.ask.upstream_allowed,
+        };
+        let span = self.span_tokens(prior.start, tail.cut) as u64;
+        let decision = decide(
+            self.ask.strategy,
+            upstream,
+            (span, total_tokens),
+            &self.p,
+            &mut self.warnings,
+        )?;
+        if self.ask.instructions.is_some()
+            && !matches!(
+                decision,
+                Decision::Write(Writer::Llm(_) | Writer::Hybrid(_))
+            )
+        {
+            self.warnings.push(
+                "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
+            );
+        }
+        Ok(decision)
+    }
+
+    /// The summary job for the span, if one is to be written. Per
+    /// iteration, only iterations are summarized: none, no summary. In
+    /// continuity mode the job is indexed under the whole conversation it
+    /// stands for.
+    pub(super) fn job(
+        &mut self,
+        prior: &Prior,
+        tail: &Tail,
+        decision: Decision,
+        reason: Reason,
+        room: &Room,
+    ) -> Writing {
+        let (t, start, cut) = (&self.t, prior.start, tail.cut);
+        let previous = &prior.previous;
+        let grouped = self.ask.keep_recent_iterations.is_some();
+        let elsewhere = reason == Reason::Continued;
+        let job = span(t, start, cut, previous, &decision, elsewhere)
+            .filter(|(span, _)| !(grouped && span.is_empty()))
+            .map(|(span, writer)| {
+                let settings = SummarySettings {
+                    prior: previous.as_ref().map(|p| p.content.clone()),
+                    limit: room.summary_limit,
+                    writer,
+                    instructions: self.ask.instructions.take(),
+                    counter: self.c,
+                    fallback: self.p.on_upstream_error == OnUpstreamError::Fallback,
+                };
+                let mut job = match grouped {
+                    true => iterations::request(&t.messages, start, cut, settings),
+                    false => SummaryRequest::new(span, settings),
+                };
+                job.index = self.setup.anchor.as_ref().and_then(|a| a.index(cut));
+                job
+            });
+        Writing { decision, job }
+    }
+}
+
+/// The span a summarizer must write and who writes it, if anyone:
+/// truncation writes none, and a continued summary stays as it is
+/// (`elsewhere`).
+fn span<'t>(
+    t: &'t Thread,
+    start: usize,
+    cut: usize,
+    previous: &Option<Previous>,
+    decision: &Decision,
+    elsewhere: bool,
+) -> Option<(&'t [Message], Writer)> {
+    let span = &t.messages[start..cut];
+    let extends = previous.as_ref().is_some_and(|p| !p.in_thread);
+    match decision {
+        Decision::Write(_) if elsewhere => None,
+        Decision::Write(_) if span.is_empty() && !extends => None,
+        Decision::Write(w) => Some((span, w.clone())),
+        Decision::Truncate => None,
+    }
+}

@@ -1,0 +1,218 @@
+//! Planning a compression: the verdict, where to cut, who writes the summary.
+//!
+//! Planning is CPU work and needs no I/O; writing the summary may call an
+//! upstream LLM. Keeping them apart lets the [`Compressor`](super::Compressor)
+//! plan on the blocking pool, await the summary, and finish on the blocking
+//! pool again. Every decision is made here, once: the tail, the strategy and
+//! model (as a [`Writer`]), the summary's size bound.
+//!
+//! [`plan`] reads as its steps, each in its own place: clear
+//! ([`start`]), the previous summary ([`start`]), the verdict
+//! ([`verdict`]), the room and the cut ([`cut`]), the writer and the
+//! summary job ([`job`]). A [`Planner`] carries the cleared thread and the
+//! request's settings from step to step; each step hands the next a small
+//! struct of what it decided.
+
+mod cut;
+mod job;
+mod start;
+mod verdict;
+
+use std::ops::Range;
+
+use super::{Compression, Error, Outcome, Previous, Reason, Setup, clear};
+use crate::policy::Profile;
+use crate::summarize::{Strategy, SummaryRequest, Writer};
+use crate::thread::Thread;
+use crate::tokens::{Counter, ThreadCount};
+
+use cut::{Room, Tail};
+use job::Writing;
+use start::Prior;
+
+/// A plan, or the answer when there is nothing to do.
+pub(super) enum Planned {
+    Done(Box<Outcome>, Stage),
+    Pending(Box<Plan>),
+}
+
+impl Planned {
+    /// The thread's tokens, as given.
+    pub fn tokens(&self) -> usize {
+        match self {
+            Planned::Done(outcome, _) => outcome.tokens_before,
+            Planned::Pending(plan) => plan.tokens_before,
+        }
+    }
+
+    /// Where the thread stands on its way to the next summary.
+    pub fn stage(&self) -> Stage {
+        match self {
+            Planned::Done(_, stage) => *stage,
+            Planned::Pending(plan) => plan.stage,
+        }
+    }
+}
+
+/// Where a thread stands on its way to its next summary, for precompute
+/// (see [`precompute`](super::precompute)). `start` is the first message
+/// no summary covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Nothing to write ahead.
+    Quiet,
+    /// Past `precompute_at` (or due but deferred in a tool loop): the
+    /// summary the due turn will need may be written ahead.
+    Ahead { start: usize },
+    /// Due: a summary written ahead is swapped in if there is one.
+    /// `held`: the thread fits, so without one it was not written now
+    /// (the previous summary stays) and waits for the one written ahead.
+    Due { start: usize, held: bool },
+}
+
+/// What replaces the span.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Decision {
+    /// Dropped without a summary.
+    Truncate,
+    /// Summarized by this writer.
+    Write(Writer),
+}
+
+/// Everything decided before the summary is written. Owns its data so it
+/// can cross an `.await`.
+pub(super) struct Plan {
+    pub thread: Thread,
+    pub profile: Profile,
+    pub counter: Counter<'static>,
+    pub context_window: u64,
+    pub budget: usize,
+    pub count: ThreadCount,
+    pub pinned: usize,
+    /// First message not covered by a previous summary.
+    pub start: usize,
+    /// First message of the verbatim tail.
+    pub cut: usize,
+    /// The units of `messages[start..]`.
+    pub units: Vec<Range<usize>>,
+    pub previous: Option<Previous>,
+    pub reason: Reason,
+    pub decision: Decision,
+    pub keep_recent_iterations: Option<usize>,
+    /// The summary to write between planning and finishing, if any.
+    pub job: Option<SummaryRequest>,
+    pub warnings: Vec<String>,
+    /// The request thread's count, before clearing.
+    pub tokens_before: usize,
+    /// What clearing did before planning (`count` is of the cleared thread).
+    pub applied_edits: Vec<clear::AppliedEdit>,
+    /// The first message clearing changed.
+    pub cleared_from: Option<usize>,
+    /// An active loop's final thinking must stay (see [`binding`]).
+    pub thinking_required: bool,
+    /// Continuity: where the reused summary is in use (see [`binding`]).
+    pub in_use: Option<super::continuity::InUse>,
+    /// Continuity: the caller's messages after the pinned prefix (where a
+    /// summary this request carries comes into use).
+    pub continuity_len: Option<usize>,
+    pub stage: Stage,
+}
+
+/// What the request asks of planning besides its thread and profile.
+struct Ask {
+    strategy: Strategy,
+    /// `summarizer.instructions`, taken by the job that uses them.
+    instructions: Option<String>,
+    force: bool,
+    keep_recent_iterations: Option<usize>,
+    upstream_allowed: bool,
+    thinking_required: bool,
+}
+
+/// The cleared thread and everything the steps read, carried from one to
+/// the next so that each step's signature names only what it decides on.
+struct Planner {
+    /// The thread after clearing.
+    t: Thread,
+    /// The count of `t` (after clearing).
+    count: ThreadCount,
+    p: Profile,
+    c: Counter<'static>,
+    /// The service's setup; its warnings are moved into `warnings`.
+    setup: Setup,
+    ask: Ask,
+    /// The pinned prefix's length, taken before clearing.
+    pinned: usize,
+    /// The request thread's count, before clearing.
+    tokens_before: usize,
+    applied_edits: Vec<clear::AppliedEdit>,
+    cleared_from: Option<usize>,
+    warnings: Vec<String>,
+}
+
+pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
+    let (mut planner, prior) = Planner::clear(req, setup);
+    if planner.ask.strategy == Strategy::ClearToolResults {
+        return Ok(planner.clear_only());
+    }
+    let prior = planner.previous(prior)?;
+    let due = planner.verdict(&prior);
+    let Some(reason) = due.reason else {
+        return Ok(planner.unchanged(due.stage));
+    };
+    let room = planner.room()?;
+    let mut tail = planner.tail(&prior, reason, &room);
+    let decision = planner.writer(&prior, &tail, due.total_tokens)?;
+    // The swap rule and per-iteration tails are final; a continued summary
+    // has nothing new to make room for.
+    if planner.ask.keep_recent_iterations.is_none() && reason != Reason::Continued && !tail.swapped
+    {
+        planner.shrink(&mut tail, &decision, &room);
+    }
+    // With no summary message, the conversation must open with a user turn.
+    if decision == Decision::Truncate && prior.previous.is_none() {
+        planner.open_with_user(&mut tail, prior.start);
+    }
+    let writing = planner.job(&prior, &tail, decision, reason, &room);
+    let plan = planner.into_plan(prior, tail, room, reason, due.stage, writing);
+    Ok(Planned::Pending(Box::new(plan)))
+}
+
+impl Planner {
+    /// The plan the finish step needs, owning its data.
+    fn into_plan(
+        self,
+        prior: Prior,
+        tail: Tail,
+        room: Room,
+        reason: Reason,
+        stage: Stage,
+        writing: Writing,
+    ) -> Plan {
+        Plan {
+            thread: self.t,
+            profile: self.p,
+            counter: self.c,
+            context_window: self.setup.context_window,
+            budget: room.budget,
+            count: self.count,
+            pinned: self.pinned,
+            start: prior.start,
+            cut: tail.cut,
+            units: tail.units,
+            previous: prior.previous,
+            reason,
+            decision: writing.decision,
+            keep_recent_iterations: self.ask.keep_recent_iterations,
+            job: writing.job,
+            warnings: self.warnings,
+            tokens_before: self.tokens_before,
+            applied_edits: self.applied_edits,
+            cleared_from: self.cleared_from,
+            thinking_required: self.ask.thinking_required,
+            in_use: self.setup.in_use.filter(|_| reason == Reason::Continued),
+            continuity_len: self.setup.anchor.as_ref().map(|a| a.len()),
+            stage,
+        }
+    }
+}

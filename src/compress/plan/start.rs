@@ -1,0 +1,128 @@
+//! The steps before the verdict: clear, and find the summary this
+//! compression extends. Also the answer when nothing is due.
+
+use super::super::previous::previous_summary;
+use super::super::{Compression, Error, Previous, Setup, binding, clear, rules, split};
+use super::{Ask, Planned, Planner, Stage};
+use crate::policy::{self, ClearSettings, PriorSummary};
+use crate::summarize::Strategy;
+
+/// The summary this compression extends, and where what it does not cover
+/// begins.
+pub(super) struct Prior {
+    pub previous: Option<Previous>,
+    /// First message not covered by `previous`, on a unit boundary.
+    pub start: usize,
+    /// The tokens `previous` takes in the thread (or would, as a message).
+    pub summary_tokens: usize,
+}
+
+impl Planner {
+    /// Clears first: the verdict is on the cleared thread, so a summary is
+    /// written only if one is still due. Clearing is not deferred in a tool
+    /// loop: once it has cleared a result it must go on clearing it, or the
+    /// prefix the thinking saw changes back. Thinking after what it clears
+    /// needs `drop_block` (`binding`). Returns the request's `summary`
+    /// object for [`previous`](Planner::previous).
+    pub(super) fn clear(req: Compression, mut setup: Setup) -> (Planner, Option<PriorSummary>) {
+        let Compression {
+            thread: mut t,
+            profile: p,
+            prior,
+            strategy,
+            instructions,
+            force,
+            keep_recent_iterations,
+            upstream_allowed,
+            thinking_required,
+            ..
+        } = req;
+        let c = setup.counter;
+        let warnings = std::mem::take(&mut setup.warnings);
+        let mut count = c.thread(&t);
+        let pinned = t.pinned_len();
+        let tokens_before = count.total;
+        let clearing = p
+            .clear
+            .clone()
+            .or_else(|| (strategy == Strategy::ClearToolResults).then(ClearSettings::default));
+        let (applied_edits, cleared_from) = match &clearing {
+            Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
+            None => (Vec::new(), None),
+        };
+        let ask = Ask {
+            strategy,
+            instructions,
+            force,
+            keep_recent_iterations,
+            upstream_allowed,
+            thinking_required,
+        };
+        let planner = Planner {
+            t,
+            count,
+            p,
+            c,
+            setup,
+            ask,
+            pinned,
+            tokens_before,
+            applied_edits,
+            cleared_from,
+            warnings,
+        };
+        (planner, prior)
+    }
+
+    /// `clear_tool_results` is clearing alone: the cleared thread is the
+    /// answer, with a warning for what the strategy cannot do (use
+    /// instructions, make an oversized thread fit).
+    pub(super) fn clear_only(mut self) -> Planned {
+        if self.ask.instructions.is_some() {
+            self.warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
+        }
+        let (window, reserve) = (self.setup.context_window, self.p.response_reserve);
+        let budget = window.saturating_sub(reserve);
+        if self.count.total as u64 > budget {
+            self.warnings.push(format!(
+                "after clearing, the thread holds {} tokens, over its budget of {budget} (context_window {window} - response_reserve {reserve}): clearing alone cannot make it fit; use a summarizing strategy (`auto`)",
+                self.count.total
+            ));
+        }
+        self.unchanged(Stage::Quiet)
+    }
+
+    /// The answer when no summary is written: the cleared thread, with the
+    /// profile's per-message rules applied and what clearing did reported.
+    pub(super) fn unchanged(self, stage: Stage) -> Planned {
+        let (t, count, window) = (self.t, &self.count, self.setup.context_window);
+        let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);
+        binding::mark_in_place(&mut outcome, self.cleared_from);
+        let outcome = clear::report(outcome, self.tokens_before, self.applied_edits);
+        Planned::Done(Box::new(outcome), stage)
+    }
+
+    /// The summary this compression extends (see [`previous_summary`]), and
+    /// the first message it does not cover, moved back to a unit boundary:
+    /// a summary that ends inside a tool unit must not leave the unit's
+    /// results without their call.
+    pub(super) fn previous(&mut self, prior: Option<PriorSummary>) -> Result<Prior, Error> {
+        let (t, pinned) = (&self.t, self.pinned);
+        let previous = previous_summary(t, prior, pinned, &mut self.warnings)?;
+        let after = previous.as_ref().map_or(pinned, |s| s.last + 1);
+        let start = split::unit_start(&split::units(&t.messages, pinned), after).max(pinned);
+        let summary_tokens = match &previous {
+            Some(prev) if prev.in_thread => self.count.messages[pinned],
+            Some(prev) => {
+                policy::summary_message_tokens(&self.c, prev.messages_summarized, &prev.content)
+                    as usize
+            }
+            None => 0,
+        };
+        Ok(Prior {
+            previous,
+            start,
+            summary_tokens,
+        })
+    }
+}
