@@ -21,26 +21,29 @@ fn bench(c: &mut Criterion) {
     group
         .measurement_time(Duration::from_secs(8))
         .sample_size(20);
-    // The fixture, its format, and its fields for the thread and its instructions.
+    // The thread's file, its format, and its fields for the thread and its instructions.
     for (name, format, (key, system)) in [
         (
-            "threads/large-04.openai",
+            "data/threads/large-04.openai",
             WireFormat::OpenAi,
             ("messages", "system"),
         ),
         (
-            "threads/large-04.anthropic",
+            "data/threads/large-04.anthropic",
             WireFormat::Anthropic,
             ("messages", "system"),
         ),
         (
-            "responses/large-04.responses",
+            "tests/fixtures/responses/large-04.responses",
             WireFormat::Responses,
             ("input", "instructions"),
         ),
     ] {
-        let path =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/{name}.json"));
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("{name}.json"));
+        // Named as before the files moved: `threads/large-04.openai`.
+        let name = name
+            .trim_start_matches("data/")
+            .trim_start_matches("tests/fixtures/");
         let bytes = std::fs::read(&path).expect("fixture readable");
         let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
         let model = body["model"].as_str().unwrap().to_string();
