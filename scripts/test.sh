@@ -12,7 +12,7 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
 
-echo "== Python clients in a virtual environment (target/venv): the official SDKs (tests/proxy_sdk.rs), selenium (tests/playground.rs), schemathesis (tests/schemathesis.rs); hadolint"
+echo "== Python clients in a virtual environment (target/venv): the official SDKs (tests/suite/proxy_sdk.rs), selenium (tests/suite/playground.rs), schemathesis (tests/suite/schemathesis.rs); hadolint"
 # Not the system interpreter: Debian 12 and Ubuntu 24.04 refuse a global
 # pip install (PEP 668). The tests run `python3`, so the environment goes
 # first on PATH for everything below.
@@ -22,7 +22,7 @@ export PATH="$venv/bin:$PATH"
 python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt \
   -r tests/browser/requirements.txt -r tests/schemathesis/requirements.txt -r tests/lint/requirements.txt
 
-echo "== the pinned agent CLIs, Claude Code and Codex (tests/agents.rs)"
+echo "== the pinned agent CLIs, Claude Code and Codex (tests/suite/agents.rs)"
 npm ci --prefix tests/agents --no-audit --no-fund --loglevel=error >/dev/null
 
 echo "== hadolint Dockerfile"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a command with DATABASE_URL pointing at a PostgreSQL server.
 #
-#   scripts/with-postgres.sh cargo test --test cache
+#   scripts/with-postgres.sh cargo test --test suite cache::
 #
 # If DATABASE_URL is already set, the command just runs (CI with a database
 # service, or a developer's own server). Otherwise a throwaway server is made

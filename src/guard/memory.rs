@@ -13,7 +13,7 @@
 //! A body without a length (chunked) counts as one of the body limit. The worst case of a replica is
 //! then the idle process plus the budget, whatever arrives: that is how
 //! `deploy/deployment.yaml`'s memory limit is derived (see the README's
-//! "Memory sizing"; `tests/deploy.rs` checks the arithmetic).
+//! "Memory sizing"; `tests/suite/deploy.rs` checks the arithmetic).
 //!
 //! The factors are measured, not guessed: `examples/peak_heap.rs` (heap per
 //! body byte of the worst shape: one message of 100,000 small text parts)

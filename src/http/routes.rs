@@ -5,7 +5,7 @@
 //! both its `router()` and its `ROUTES` entries from the same lines, so a
 //! route cannot be served without being in the table. The gates
 //! (`guard::admit`) look a request's matched route up here to choose its
-//! key, rate limit and shedding; `tests/openapi.rs` compares the table
+//! key, rate limit and shedding; `tests/suite/openapi.rs` compares the table
 //! with `openapi.yaml`; the probe listener serves the probes' rows.
 
 use axum::Router;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A scripted LLM provider that validates every request as Anthropic's and
 OpenAI's APIs do, and a recording relay, in one process (one clock). Used by
-tests/agents.rs; stdlib only.
+tests/suite/agents.rs; stdlib only.
 
   python3 tests/agents/provider.py   # prints {"provider": PORT, "relay": PORT}
 

@@ -1,6 +1,6 @@
 """Real clients against condense's proxy: the official openai and anthropic
 SDKs, base URL set to condense. SDK is `openai` (Chat Completions),
-`responses` (the openai SDK's Responses API) or `anthropic`. Run by tests/proxy_sdk.rs, which starts
+`responses` (the openai SDK's Responses API) or `anthropic`. Run by tests/suite/proxy_sdk.rs, which starts
 condense, a recording proxy and the local model, and checks what reached the
 provider. Each scenario prints one JSON object on stdout.
 

@@ -1,0 +1,116 @@
+//! Work on the blocking pool stops when its request is gone: timed out
+//! (503) or abandoned by its client. Measured in bytes tokenized, not in
+//! seconds: the request is a thread of `-` runs (the slowest text for a BPE
+//! tokenizer), and once the pool has drained, what was tokenized after the
+//! request was gone must be a few messages at most (each task finishes the
+//! string in hand, then looks at its flag). The check never assumes how
+//! fast a machine tokenizes: it compares the count when the request ended
+//! with the count when the work stopped.
+//!
+//! In `tests/solo/`: the byte counter is per process.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use condense::tokens::{cancel, tokenized_bytes};
+use condense::{AppState, Config};
+
+/// A valid thread of `n` messages of `chars` dashes each (each one distinct,
+/// so none is a memo hit), and its size.
+fn dashes(n: usize, chars: usize) -> (Value, u64) {
+    let messages: Vec<Value> = (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("{i} {}", "-".repeat(chars))})
+        })
+        .collect();
+    (json!({"messages": messages}), (n * chars) as u64)
+}
+
+fn request(body: &Value) -> Request<Body> {
+    Request::post("/v1/tokens")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// Waits until no cancellable task is left on the blocking pool.
+async fn drained() {
+    while cancel::running() > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counting_stops_when_the_request_is_gone() {
+    let _process = crate::alone().await;
+    let app = condense::http::router(
+        AppState::new(Config {
+            limits: condense::config::LimitSettings {
+                request_timeout: std::time::Duration::from_secs(1),
+                // More text than the default limit admits: the point is the work.
+                max_total_chars: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .expect("state builds"),
+    );
+
+    // Timed out: 503, and the task stops soon after. The thread is far more
+    // than a second's work (some 7 MB of dashes; this machine tokenizes well
+    // under 1 MB of them a second), so the limit falls while it counts.
+    let (body, size) = dashes(MESSAGES, CHARS);
+    let before = tokenized_bytes();
+    let res = app.clone().oneshot(request(&body)).await.unwrap();
+    let at_end = tokenized_bytes();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    drained().await;
+    assert_stopped("after the 503", before, at_end, size);
+
+    // Abandoned: the client drops the request once counting has begun.
+    let (body, size) = dashes(MESSAGES, CHARS + 1);
+    let before = tokenized_bytes();
+    let patient = condense::http::router(
+        AppState::new(Config {
+            limits: condense::config::LimitSettings {
+                max_total_chars: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap(),
+    );
+    let task = tokio::spawn(patient.oneshot(request(&body)));
+    while tokenized_bytes() == before {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    task.abort();
+    let _ = task.await;
+    let at_end = tokenized_bytes();
+    drained().await;
+    assert_stopped("after the client left", before, at_end, size);
+}
+
+/// Messages per thread, and characters per message: under the default body
+/// limit (8 MiB).
+const MESSAGES: usize = 450;
+const CHARS: usize = 16_000;
+
+/// What was tokenized between the request's end (`at_end`) and now, once
+/// the pool has drained, is at most a message per blocking task (two here,
+/// with room): never the rest of the thread.
+fn assert_stopped(when: &str, before: u64, at_end: u64, size: u64) {
+    let after = tokenized_bytes() - at_end;
+    let done = at_end - before;
+    assert!(
+        done < size,
+        "{when}: the whole thread ({size} bytes) was tokenized before the request ended"
+    );
+    assert!(
+        after <= 8 * CHARS as u64,
+        "{when}: {after} more bytes were tokenized ({done} of {size} before): the work did not stop"
+    );
+}

@@ -1,0 +1,192 @@
+//! The real agent CLIs, pinned (`tests/agents/package.json`): Claude Code
+//! and Codex CLI, each run non-interactively through condense to a scripted
+//! provider of our own (`tests/agents/provider.py`) that validates every
+//! request as Anthropic's and OpenAI's APIs do, behind a recording relay
+//! (CLI → relay → condense → provider, one process, one clock).
+//!
+//! The provider plays a 16-step session: each turn a shell command that
+//! makes the thread grow, then a final answer. Each CLI also runs once
+//! straight to the provider (the control), which proves the emulator
+//! accepts what the real client sends. Per client it prints turns,
+//! compressed turns, tokens before/after on the last turn, summaries
+//! written and condense's added latency per turn.
+use crate::support::{live, server};
+
+mod harness;
+mod refusals;
+mod session;
+
+use std::collections::BTreeSet;
+use std::io::Write;
+
+use harness::{Cli, Provider};
+use session::{Checks, Session};
+
+/// The scripted session's steps and final answer (`emulator/script.py`).
+const STEPS: usize = 16;
+const FINAL: &str = "AGENT-FINAL-OK";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_through_condense() {
+    through_condense(Cli::ClaudeCode).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_through_condense() {
+    through_condense(Cli::Codex).await;
+}
+
+async fn through_condense(cli: Cli) {
+    let test = format!("{}_through_condense", cli.name().replace('-', "_"));
+    let Some(()) = live::agent_clis(&test) else {
+        return;
+    };
+    let provider = Provider::start();
+    let dir = tempfile::tempdir().unwrap();
+    let condense = harness::condense(&provider.url, dir.path()).await;
+    let mut checks = Checks::default();
+
+    // Arrange: the control proves the emulator takes what the client sends.
+    let control = session(&provider, cli, "control", &provider.url, &mut checks).await;
+    // Act
+    let through = session(&provider, cli, "condense", &condense, &mut checks).await;
+
+    // Assert
+    let turns = through.turns();
+    let compressed = turns.iter().filter(|t| t.compressed()).count();
+    checks.check(
+        compressed * 2 > turns.len(),
+        format!(
+            "condense: {compressed} of {} turns compressed, not most",
+            turns.len()
+        ),
+    );
+    let mut held = 0;
+    for (n, turn) in turns.iter().enumerate() {
+        through.check_kept(turn, &mut checks);
+        through.check_forwarded(turn, &mut checks);
+        if let Some(next) = turns.get(n + 1) {
+            held += usize::from(through.check_prefix(turn, next, &mut checks));
+        }
+    }
+    checks.check(
+        held > 0,
+        "condense: no two consecutive turns carried the same summary (continuity never held)",
+    );
+    report(&test, &control, &through);
+    assert!(
+        checks.0.is_empty(),
+        "{} failed {} checks:\n- {}",
+        cli.name(),
+        checks.0.len(),
+        checks.0.join("\n- ")
+    );
+}
+
+/// Runs the CLI through the relay to `target` and checks what any session
+/// must show: a clean exit with the final answer, the tools' file, no
+/// request refused, every answer relayed byte for byte.
+async fn session(
+    provider: &Provider,
+    cli: Cli,
+    label: &str,
+    target: &str,
+    checks: &mut Checks,
+) -> Session {
+    let name = format!("{}-{label}", cli.name());
+    provider.session(&name, target).await;
+    let relay = provider.relay.clone();
+    let run = tokio::task::spawn_blocking(move || cli.run(&relay))
+        .await
+        .unwrap();
+    let tail = |s: &str| {
+        s.chars()
+            .rev()
+            .take(3000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<String>()
+    };
+    checks.check(
+        run.status.success() && run.answer.contains(FINAL),
+        format!(
+            "{name}: {} with answer {:?}; output (end):\n{}",
+            run.status,
+            run.answer,
+            tail(&run.output)
+        ),
+    );
+    let proof = std::fs::read_to_string(run.workdir.path().join("proof.txt")).unwrap_or_default();
+    checks.check(
+        proof.lines().count() == STEPS,
+        format!(
+            "{name}: the tools wrote {} of {STEPS} lines of proof.txt",
+            proof.lines().count()
+        ),
+    );
+    let session = Session {
+        cli,
+        entries: provider.log(&name).await,
+    };
+    // Kept for reading after the run: every request, both sides.
+    let kept =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("agents-{name}.json"));
+    std::fs::write(&kept, serde_json::to_vec_pretty(&session.entries).unwrap()).unwrap();
+    for refused in session.rejections() {
+        checks.check(false, format!("{name}: the provider refused {refused}"));
+    }
+    for altered in session.altered_streams() {
+        checks.check(
+            false,
+            format!("{name}: the answer to {altered} did not arrive byte for byte"),
+        );
+    }
+    checks.check(
+        session.turns().len() > STEPS,
+        format!(
+            "{name}: {} agent turns, expected {STEPS} tool turns and a final one",
+            session.turns().len()
+        ),
+    );
+    session
+}
+
+/// The numbers of one client, written past the test harness's capture.
+fn report(test: &str, control: &Session, through: &Session) {
+    let turns = through.turns();
+    let last = turns.last();
+    let header = |name| {
+        last.and_then(|t| t.condense(name))
+            .unwrap_or("-")
+            .to_string()
+    };
+    let summaries: BTreeSet<&str> = turns.iter().filter_map(|t| through.summary_of(t)).collect();
+    let mut added: Vec<f64> = turns.iter().filter_map(|t| t.added_ms()).collect();
+    added.sort_by(f64::total_cmp);
+    let rank = |p: f64| {
+        added
+            .get(((p * added.len() as f64).ceil() as usize).saturating_sub(1))
+            .copied()
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: turns {} (control {}), compressed {}, tokens on the last turn {} -> {}, \
+         summaries written {}, added latency per turn median {:.1} ms, p99 {:.1} ms",
+        turns.len(),
+        control.turns().len(),
+        turns.iter().filter(|t| t.compressed()).count(),
+        header("x-condense-tokens-before"),
+        header("x-condense-tokens-after"),
+        summaries.len(),
+        rank(0.5).unwrap_or(f64::NAN),
+        rank(0.99).unwrap_or(f64::NAN),
+    );
+    let notes: BTreeSet<&str> = turns
+        .iter()
+        .filter_map(|t| t.condense("x-condense-note"))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(std::io::stderr(), "{test}: condense notes: {notes:?}");
+    }
+}

@@ -1,0 +1,395 @@
+//! Bad input of every kind gets a 4xx problem naming the field, never a 500,
+//! and the service keeps serving.
+
+use axum::body::Body;
+use axum::http::Request;
+use serde_json::{Value, json};
+
+use crate::support::common::{app, app_with, chat, get, post, post_raw, send};
+
+fn call(id: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": "read_file", "arguments": "{}"}})
+}
+
+#[tokio::test]
+async fn malformed_json_is_400() {
+    let app = app();
+    for body in [
+        "{",
+        "{\"messages\": [}",
+        "",
+        "nul",
+        "\u{feff}{}",
+        "{\"a\":1}{}",
+    ] {
+        post_raw(&app, "/v1/tokens", "application/json", body.to_string())
+            .await
+            .problem(400);
+    }
+    // Invalid UTF-8.
+    post_raw(
+        &app,
+        "/v1/tokens",
+        "application/json",
+        vec![b'{', b'"', 0xff, b'"', b'}'],
+    )
+    .await
+    .problem(400);
+    // Nesting past serde_json's recursion limit.
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    post_raw(&app, "/v1/verdict", "application/json", deep)
+        .await
+        .problem(400);
+}
+
+#[tokio::test]
+async fn wrong_media_type_is_415() {
+    let app = app();
+    post_raw(&app, "/v1/tokens", "text/plain", "{}")
+        .await
+        .problem(415);
+    post_raw(
+        &app,
+        "/v1/tokens",
+        "application/x-www-form-urlencoded",
+        "a=b",
+    )
+    .await
+    .problem(415);
+    let req = Request::post("/v1/tokens").body(Body::from("{}")).unwrap();
+    send(&app, req).await.problem(415);
+    // A JSON suffix type and parameters are fine.
+    let ok = post_raw(
+        &app,
+        "/v1/tokens",
+        "application/vnd.api+json; charset=utf-8",
+        r#"{"text":"a"}"#,
+    )
+    .await;
+    assert_eq!(ok.status, 200);
+}
+
+#[tokio::test]
+async fn too_large_is_413_and_names_the_limit() {
+    let app = app_with(condense::Config {
+        limits: condense::config::LimitSettings {
+            body_limit: 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let body = json!({"text": "x".repeat(4096)});
+    let p = post(&app, "/v1/tokens", &body).await.problem(413);
+    assert!(p["detail"].as_str().unwrap().contains("1024"));
+    assert_eq!(get(&app, "/healthz").await.status, 200);
+}
+
+#[tokio::test]
+async fn too_many_parts_is_413_before_they_cost_memory() {
+    // 7.8 MB of one-character text parts: within the byte limit, but
+    // 250,000 JSON objects (about 1.2 KB of memory each once parsed).
+    let app = app();
+    let parts = vec![json!({"type": "text", "text": "a"}); 250_000];
+    let body = json!({"messages": [{"role": "user", "content": parts}]});
+    let r = post(&app, "/v1/tokens", &body).await;
+    let p = r.problem(413);
+    assert_eq!(p["type"], "urn:condense:problem:payload-too-large");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("100000 JSON objects"),
+        "{p}"
+    );
+    // The same text as 50,000 tiny messages is within the node limit: a
+    // thread like any other where the message limit is lifted, and a 413
+    // naming the limit under the default CONDENSE_MAX_MESSAGES.
+    let messages: Vec<Value> = (0..50_000)
+        .map(|i| json!({"role": if i % 2 == 0 { "user" } else { "assistant" }, "content": "a"}))
+        .collect();
+    let body = json!({"messages": messages});
+    let p = post(&app, "/v1/tokens", &body).await.problem(413);
+    assert!(
+        p["detail"].as_str().unwrap().contains("limit is 10000"),
+        "{p}"
+    );
+    let unlimited = crate::support::common::app_with(condense::Config {
+        limits: condense::config::LimitSettings {
+            max_messages: 0,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let r = post(&unlimited, "/v1/tokens", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["messages"].as_array().unwrap().len(), 50_000);
+}
+
+#[tokio::test]
+async fn wrong_shapes_name_their_field() {
+    let app = app();
+    let cases = [
+        (json!([1, 2]), "".to_string()),
+        (json!({"messages": {"role": "user"}}), "/messages".into()),
+        (json!({"messages": "hello"}), "/messages".into()),
+        (
+            json!({"messages": [{"role": "user", "content": 3}]}),
+            "/messages/0/content".into(),
+        ),
+        (
+            json!({"messages": [{"role": 1, "content": "x"}]}),
+            "/messages/0/role".into(),
+        ),
+        (
+            json!({"messages": [{"content": "x"}]}),
+            "/messages/0/role".into(),
+        ),
+        (json!({"messages": ["just a string"]}), "/messages/0".into()),
+        (
+            json!({"messages": [{"role": "user", "content": "x", "name": 7}]}),
+            "/messages/0/name".into(),
+        ),
+        (
+            json!({"messages": [{"role": "user"}]}),
+            "/messages/0/content".into(),
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": [{"type": "video", "url": "x"}]}]}),
+            "/messages/0/content/0/type".into(),
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": [{"type": "text"}]}]}),
+            "/messages/0/content/0/text".into(),
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function"}]}]}),
+            "/messages/0/tool_calls/0/function".into(),
+        ),
+        (
+            json!({"messages": [{"role": "assistant", "content": null, "tool_calls": {"id": "a"}}]}),
+            "/messages/0/tool_calls".into(),
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": "x", "tool_calls": [call("a")]}]}),
+            "/messages/0/tool_calls".into(),
+        ),
+        (
+            json!({"messages": [{"role": "tool", "content": "x"}]}),
+            "/messages/0/tool_call_id".into(),
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": "x", "metadata": {"iteration": -2}}]}),
+            "/messages/0/metadata/iteration".into(),
+        ),
+        (
+            json!({"messages": [], "format": "gemini"}),
+            "/format".into(),
+        ),
+        (json!({"messages": [], "tools": {"a": 1}}), "/tools".into()),
+        (json!({"messages": [], "model": 4}), "/model".into()),
+        (
+            json!({"messages": [], "temperature": 0.2}),
+            "/temperature".into(),
+        ),
+        (
+            json!({"messages": [], "format": "openai", "system": "s"}),
+            "/system".into(),
+        ),
+    ];
+    for (body, pointer) in cases {
+        let r = post(&app, "/v1/tokens", &body).await;
+        assert_eq!(r.pointers(), [pointer], "{body}");
+    }
+}
+
+#[tokio::test]
+async fn anthropic_shapes_name_their_field() {
+    let app = app();
+    let cases = [
+        (json!({"system": 5, "messages": []}), "/system"),
+        (
+            json!({"system": [{"type": "image"}], "messages": []}),
+            "/system/0/type",
+        ),
+        (
+            // A mid-conversation system message is read, but holds text only.
+            json!({"system": "s", "messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA=="}}]}]}),
+            "/messages/1/content",
+        ),
+        (
+            json!({"system": "s", "messages": [{"role": "tool", "content": "x"}]}),
+            "/messages/0/role",
+        ),
+        (
+            json!({"system": "s", "messages": [{"role": "user", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]}]}),
+            "/messages/0/content",
+        ),
+        (
+            json!({"system": "s", "messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "x"}]}]}),
+            "/messages/0/content/0/input",
+        ),
+        (
+            json!({"system": "s", "messages": [{"role": "user", "content": [{"type": "image"}]}]}),
+            "/messages/0/content/0/source",
+        ),
+        (
+            json!({"system": "s", "messages": [{"role": "user", "content": [{"type": "hologram"}]}]}),
+            "/messages/0/content/0/type",
+        ),
+    ];
+    for (body, pointer) in cases {
+        let r = post(&app, "/v1/tokens", &body).await;
+        assert_eq!(r.pointers(), [pointer.to_string()], "{body}");
+    }
+}
+
+#[tokio::test]
+async fn tool_pairing_errors_point_at_the_id() {
+    let app = app();
+    // OpenAI: a result whose call is in no earlier assistant message.
+    let r = post(
+        &app,
+        "/v1/tokens",
+        &json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "tool", "tool_call_id": "ghost", "content": "x"}
+        ]}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/messages/1/tool_call_id"]);
+
+    // Anthropic: the same, in a tool_result block.
+    let r = post(&app, "/v1/tokens", &json!({"system": "s", "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "ghost", "content": "x"}]}
+    ]}))
+    .await;
+    assert_eq!(r.pointers(), ["/messages/0/content/0/tool_use_id"]);
+
+    // A duplicate call id.
+    let r = post(
+        &app,
+        "/v1/verdict",
+        &json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("a")]},
+        ]}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/messages/1/tool_calls/1/id"]);
+
+    // A call whose result never came, followed by a user turn.
+    let r = post(
+        &app,
+        "/v1/tokens",
+        &json!({"messages": [
+            {"role": "assistant", "content": null, "tool_calls": [call("a"), call("b")]},
+            {"role": "tool", "tool_call_id": "a", "content": "x"},
+            {"role": "user", "content": "well?"}
+        ]}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/messages/0/tool_calls/1/id"]);
+
+    // Anthropic: the result must be in the very next user message.
+    let r = post(&app, "/v1/tokens", &json!({"system": "s", "messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": "wait"},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}
+    ]}))
+    .await;
+    let pointers = r.pointers();
+    assert!(
+        pointers.contains(&"/messages/0/content/0/id".to_string()),
+        "{pointers:?}"
+    );
+    assert!(
+        pointers.contains(&"/messages/2/content/0/tool_use_id".to_string()),
+        "{pointers:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_pending_call_at_the_end_is_valid_in_both_formats() {
+    let app = app();
+    let r = post(
+        &app,
+        "/v1/tokens",
+        &json!({"messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": null, "tool_calls": [call("a")]}
+        ]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = post(&app, "/v1/tokens", &json!({"messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"p": 1}}]}
+    ]}))
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["format"], "anthropic");
+}
+
+#[tokio::test]
+async fn several_problems_are_all_reported() {
+    let app = app();
+    let r = post(
+        &app,
+        "/v1/tokens",
+        &json!({"messages": [
+            {"role": "wizard", "content": "x"},
+            {"role": "user", "content": 5},
+            {"role": "user", "content": "fine"}
+        ]}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/messages/0/role", "/messages/1/content"]);
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems() {
+    let app = app();
+    get(&app, "/v1/nothing").await.problem(404);
+    let r = get(&app, "/v1/tokens").await;
+    r.problem(405);
+    let req = Request::delete("/healthz").body(Body::empty()).unwrap();
+    send(&app, req).await.problem(405);
+}
+
+#[tokio::test]
+async fn a_request_over_the_time_limit_is_503() {
+    let app = app_with(condense::Config {
+        limits: condense::config::LimitSettings {
+            request_timeout: std::time::Duration::from_secs(0),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let big = json!({"messages": [{"role": "user", "content": "word ".repeat(200_000)}]});
+    post(&app, "/v1/tokens", &big).await.problem(503);
+}
+
+#[tokio::test]
+async fn the_service_keeps_serving_after_bad_input() {
+    let app = app();
+    for body in ["{", "[]", "{\"messages\": 1}", "{\"text\": null}"] {
+        let r = post_raw(&app, "/v1/verdict", "application/json", body.to_string()).await;
+        assert!(r.status.is_client_error(), "{body}: {}", r.status);
+    }
+    let r = post(&app, "/v1/verdict", &json!({"messages": chat(3)})).await;
+    assert_eq!(r.status, 200);
+}
+
+#[tokio::test]
+async fn request_ids_are_honoured_or_made() {
+    let app = app();
+    let req = Request::get("/healthz")
+        .header("x-request-id", "agent-42")
+        .body(Body::empty())
+        .unwrap();
+    let r = send(&app, req).await;
+    assert_eq!(r.headers["x-request-id"], "agent-42");
+    let r = get(&app, "/readyz").await;
+    assert_eq!(r.headers["x-request-id"].to_str().unwrap().len(), 36);
+    assert_eq!(r.json()["status"], "ready");
+}

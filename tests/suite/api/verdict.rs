@@ -1,0 +1,237 @@
+//! `/v1/verdict`: the rules at their boundaries, summaries, profiles, text output.
+
+use serde_json::{Value, json};
+
+use crate::support::common::{app, app_with, chat, get, post, send, thread};
+
+async fn verdict(app: &axum::Router, body: Value) -> Value {
+    let r = post(app, "/v1/verdict", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
+#[tokio::test]
+async fn exactly_n_messages_fires_and_one_less_does_not() {
+    let app = app();
+    let mut msgs = vec![json!({"role": "system", "content": "pinned, never counted"})];
+    msgs.extend(chat(29));
+    let v = verdict(&app, json!({"messages": msgs})).await;
+    assert_eq!(v["messages_since_summary"], 29);
+    assert_eq!(v["should_summarize"], false);
+    assert_eq!(v["trigger"], Value::Null);
+
+    msgs.extend(chat(1));
+    let v = verdict(&app, json!({"messages": msgs})).await;
+    assert_eq!(v["messages_since_summary"], 30);
+    assert_eq!(v["trigger"], "messages");
+    assert_eq!(v["messages_percent"], 100.0);
+    assert_eq!(v["messages_threshold"], 30);
+}
+
+#[tokio::test]
+async fn exactly_k_tokens_fires_and_one_less_does_not() {
+    let app = app();
+    let msgs = chat(12);
+    let total = post(&app, "/v1/tokens", &json!({"messages": msgs}))
+        .await
+        .json()["total_tokens"]
+        .as_u64()
+        .unwrap();
+    let v = verdict(
+        &app,
+        json!({"messages": msgs, "config": {"max_tokens_before_summary": total}}),
+    )
+    .await;
+    assert_eq!(
+        v["total_tokens"], total,
+        "the verdict counts what /v1/tokens counts"
+    );
+    assert_eq!(v["trigger"], "tokens");
+    let v = verdict(
+        &app,
+        json!({"messages": msgs, "config": {"max_tokens_before_summary": total + 1}}),
+    )
+    .await;
+    assert_eq!(v["trigger"], Value::Null);
+}
+
+#[tokio::test]
+async fn too_few_messages_is_never_due_unless_the_window_overflows() {
+    let app = app();
+    // min_recent 6 + 4 = 10: nine messages with the token threshold long passed.
+    let msgs = chat(9);
+    let v = verdict(&app, json!({"messages": msgs, "config": {"max_tokens_before_summary": 1, "max_messages_before_summary": 1}})).await;
+    assert_eq!(v["should_summarize"], false);
+    // Ten is enough.
+    let v = verdict(&app, json!({"messages": chat(10), "config": {"max_tokens_before_summary": 1, "max_messages_before_summary": 1}})).await;
+    assert_eq!(v["trigger"], "messages");
+    // Over the window the next call would fail: due whatever the count of messages.
+    let big = vec![json!({"role": "user", "content": "word ".repeat(3000)})];
+    let v = verdict(
+        &app,
+        json!({"messages": big, "config": {"context_window": 3000, "response_reserve": 0}}),
+    )
+    .await;
+    assert_eq!(v["trigger"], "context_window");
+    assert!(v["available_tokens"].as_i64().unwrap() < 0);
+}
+
+#[tokio::test]
+async fn a_summary_excludes_what_it_covers_and_adds_itself() {
+    let app = app();
+    let mut msgs = vec![json!({"role": "system", "content": "sys"})];
+    msgs.extend(chat(40));
+    let full = verdict(&app, json!({"messages": msgs})).await;
+    assert_eq!(full["messages_since_summary"], 40);
+
+    let summary = json!({"last_message_idx": 30, "content": "The user asked for X; we did Y.", "strategy": "heuristic", "cached": false});
+    let v = verdict(&app, json!({"messages": msgs, "summary": summary})).await;
+    assert_eq!(v["messages_since_summary"], 10);
+    assert_eq!(v["trigger"], Value::Null);
+
+    // Tokens: pinned + summary message + the 10 after it + priming.
+    let tail: Vec<Value> = std::iter::once(msgs[0].clone())
+        .chain(std::iter::once(
+            json!({"role": "user", "content": "[Context Summary - 31 previous messages]\n\nThe user asked for X; we did Y."}),
+        ))
+        .chain(msgs[31..].iter().cloned())
+        .collect();
+    let want = post(&app, "/v1/tokens", &json!({"messages": tail}))
+        .await
+        .json()["total_tokens"]
+        .clone();
+    assert_eq!(v["total_tokens"], want);
+
+    let r = post(
+        &app,
+        "/v1/verdict",
+        &json!({"messages": msgs, "summary": {"last_message_idx": 41}}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/summary/last_message_idx"]);
+}
+
+#[tokio::test]
+async fn anthropic_threads_get_the_same_verdict_shape() {
+    let app = app();
+    let v = verdict(&app, thread("medium-02.anthropic")).await;
+    assert_eq!(v["format"], "anthropic");
+    assert_eq!(v["trigger"], "messages");
+    assert_eq!(v["context_window"], 200000);
+    let t = thread("medium-02.anthropic");
+    // The top-level system is pinned; every message in `messages` is conversation.
+    assert_eq!(
+        v["messages_since_summary"],
+        t["messages"].as_array().unwrap().len()
+    );
+}
+
+#[tokio::test]
+async fn text_plain_is_a_status_block_for_people() {
+    let app = app();
+    let body = serde_json::to_vec(&json!({"messages": chat(31)})).unwrap();
+    let req = axum::http::Request::post("/v1/verdict")
+        .header("content-type", "application/json")
+        .header("accept", "text/plain")
+        .body(axum::body::Body::from(body))
+        .unwrap();
+    let r = send(&app, req).await;
+    assert_eq!(r.status, 200);
+    assert!(r.content_type().starts_with("text/plain"));
+    let text = r.text();
+    assert!(text.contains("31 / 30 (103.3%)"), "{text}");
+    assert!(text.contains("[████████████████████]"), "{text}");
+    assert!(text.contains("Summarization is due"), "{text}");
+    assert!(text.contains("messages since the last summary"), "{text}");
+}
+
+#[tokio::test]
+async fn profiles_from_a_file_are_listed_and_used() {
+    let dir = std::env::temp_dir().join(format!("condense-profiles-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("profiles.toml");
+    std::fs::write(&file, "[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.researcher]\nmax_messages_before_summary = 50\nmax_tokens_before_summary = 180000\n").unwrap();
+    let app = app_with(condense::Config {
+        models: condense::config::ModelSettings {
+            profiles_file: Some(file),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+
+    let listed = get(&app, "/v1/profiles").await.json();
+    assert_eq!(
+        listed["profiles"]["quick"]["max_messages_before_summary"],
+        15
+    );
+    assert_eq!(
+        listed["profiles"]["researcher"]["max_tokens_before_summary"],
+        180000
+    );
+    assert_eq!(
+        listed["profiles"]["default"]["max_messages_before_summary"],
+        30
+    );
+
+    let v = verdict(&app, json!({"messages": chat(16), "profile": "quick"})).await;
+    assert_eq!(v["trigger"], "messages");
+    assert_eq!(v["profile"], "quick");
+    let v = verdict(&app, json!({"messages": chat(16), "profile": "quick", "config": {"max_messages_before_summary": 20}})).await;
+    assert_eq!(v["trigger"], Value::Null);
+
+    let r = post(
+        &app,
+        "/v1/verdict",
+        &json!({"messages": chat(2), "profile": "nope"}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/profile"]);
+}
+
+#[tokio::test]
+async fn config_typos_and_absurd_values_are_rejected() {
+    let app = app();
+    let r = post(
+        &app,
+        "/v1/verdict",
+        &json!({"messages": chat(2), "config": {"max_mesages_before_summary": 3}}),
+    )
+    .await;
+    assert_eq!(r.pointers(), ["/config/max_mesages_before_summary"]);
+    for (field, value) in [
+        ("max_messages_before_summary", json!(-1)),
+        ("max_messages_before_summary", json!(0)),
+        ("max_tokens_before_summary", json!(1.5)),
+        ("context_window", json!(1e12)),
+        ("response_reserve", json!("4096")),
+    ] {
+        let r = post(
+            &app,
+            "/v1/verdict",
+            &json!({"messages": chat(2), "config": {field: value}}),
+        )
+        .await;
+        assert_eq!(
+            r.pointers(),
+            [format!("/config/{field}")],
+            "{field}={value}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn models_are_listed() {
+    let body = get(&app(), "/v1/models").await.json();
+    assert_eq!(body["default_model"], "gpt-4o");
+    let models = body["models"].as_array().unwrap();
+    assert!(
+        models
+            .iter()
+            .any(|m| m["prefix"] == "claude-" && m["calibration"] == 1.25)
+    );
+    assert!(
+        models
+            .iter()
+            .all(|m| m["context_window"].as_u64().unwrap() > 0)
+    );
+}

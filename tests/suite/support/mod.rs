@@ -1,0 +1,17 @@
+//! What the suite's modules share.
+
+/// The in-process router with a chosen configuration, and request helpers.
+pub mod common;
+/// The real parts a test needs (PostgreSQL, the local LLM, the agent CLIs),
+/// or a failure that says how to provide them.
+pub mod live;
+/// The condense binary as its own process.
+pub mod process;
+/// A strict reader of `GET /metrics`.
+pub mod prometheus;
+/// A TCP relay that counts and can be cut.
+pub mod relay;
+/// condense serving on a free port, in-process.
+pub mod server;
+/// A stub upstream for the faults a real one will not produce on demand.
+pub mod stub;
