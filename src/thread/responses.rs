@@ -15,10 +15,12 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{compaction, iteration, opaque, opt_string, parse_all, string, type_name};
-use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
+use super::wire::{
+    compaction, iteration, object, opaque, opt_string, parse_all, parse_role, string, type_name,
+};
+use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
-const ROLES: &str = "user, assistant, system, developer";
+const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::System, Role::Developer];
 
 /// Items whose calls pair with a `{type}_output` item by `call_id`.
 const CALL_ITEMS: [&str; 3] = ["function_call", "custom_tool_call", "computer_call"];
@@ -82,18 +84,12 @@ fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Opt
 /// Reads `source` and keeps it as the message's `raw` (moved when owned).
 fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
-    if !m.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("an input item must be an object, not {}", type_name(m)),
-        ));
-        return None;
-    }
+    object(m, "an input item", at, errs)?;
     let before = errs.len();
     let kind = opt_string(m, "type", at, errs);
     let (role, parts) = match kind.as_deref() {
         None | Some("message") => {
-            let role = message_role(m, at, errs)?;
+            let role = parse_role(m, at, &ROLES, errs)?;
             let mut parts = Vec::new();
             let content = m.get("content");
             if content.is_none_or(Value::is_null) {
@@ -136,22 +132,6 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
 fn is_call_output(kind: &str) -> bool {
     kind.strip_suffix("_output")
         .is_some_and(|call| CALL_ITEMS.contains(&call))
-}
-
-fn message_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
-    Some(match string(m, "role", at, errs)?.as_str() {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        other => {
-            errs.push(FieldError::new(
-                format!("{at}/role"),
-                format!("unknown role `{}`; expected one of {ROLES}", echo(other)),
-            ));
-            return None;
-        }
-    })
 }
 
 /// A message's `content` (or a tool output): a string, or content parts.
