@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::anthropic_blocks::parse_blocks;
-use super::wire::{Content, iteration, object, parse_all, parse_role, string, type_name};
-use super::{Bounded, FieldError, Message, Part, Role};
+use super::wire::{self, Content, iteration, object, parse_role, string, type_name};
+use super::{FieldError, Message, Part, Role};
 
 /// The roles of a message. `system` is a mid-conversation system message
 /// (beta `mid-conversation-system-2026-04-07`): an instruction that changed
@@ -18,18 +18,7 @@ pub fn parse_thread(
     system: Option<Cow<'_, Value>>,
     messages: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    let system = system
-        .filter(|s| !s.is_null())
-        .and_then(|s| parse_system(s, &mut scratch));
-    errs.absorb(&mut scratch);
-    let parsed = parse_all(messages, "messages", &mut errs, parse_message);
-    if errs.is_empty() {
-        Ok((system, parsed))
-    } else {
-        Err(errs.finish())
-    }
+    wire::parse_thread(system, parse_system, messages, "messages", parse_message)
 }
 
 fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {

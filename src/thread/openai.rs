@@ -181,13 +181,7 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
 }
 
 fn parse_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !p.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content part must be an object, not {}", type_name(p)),
-        ));
-        return None;
-    }
+    object(p, "a content part", at, errs)?;
     let kind = string(p, "type", at, errs)?;
     match kind.as_str() {
         "text" => string(p, "text", at, errs).map(Part::Text),

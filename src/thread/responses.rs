@@ -16,9 +16,9 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::wire::{
-    compaction, iteration, object, opaque, opt_string, parse_all, parse_role, string, type_name,
+    self, compaction, iteration, object, opaque, opt_string, parse_role, string, type_name,
 };
-use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
+use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
 const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::System, Role::Developer];
 
@@ -29,18 +29,7 @@ pub fn parse_thread(
     instructions: Option<Cow<'_, Value>>,
     items: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    let system = instructions
-        .filter(|s| !s.is_null())
-        .and_then(|s| parse_instructions(s, &mut scratch));
-    errs.absorb(&mut scratch);
-    let parsed = parse_all(items, "input", &mut errs, parse_item);
-    if errs.is_empty() {
-        Ok((system, parsed))
-    } else {
-        Err(errs.finish())
-    }
+    wire::parse_thread(instructions, parse_instructions, items, "input", parse_item)
 }
 
 /// `instructions`: a string (an array of input items is also accepted by
@@ -162,13 +151,7 @@ fn content_parts(
 }
 
 fn content_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !p.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content part must be an object, not {}", type_name(p)),
-        ));
-        return None;
-    }
+    object(p, "a content part", at, errs)?;
     let kind = string(p, "type", at, errs)?;
     match kind.as_str() {
         "input_text" | "output_text" | "text" => string(p, "text", at, errs).map(Part::Text),

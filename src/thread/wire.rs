@@ -28,6 +28,33 @@ pub fn parse_all<'a>(
         .collect()
 }
 
+/// A parser of a thread's top-level system prompt (Anthropic's `system`,
+/// the Responses API's `instructions`); errors go where it says.
+pub type ParseSystem<'a> = fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>;
+
+/// A thread whose system prompt stands apart from its items: the system
+/// (null is none) and every item of `/{field}`, or the errors of both.
+pub fn parse_thread<'a>(
+    system: Option<Cow<'a, Value>>,
+    parse_system: ParseSystem<'a>,
+    items: Vec<Cow<'a, Value>>,
+    field: &str,
+    parse: ParseOne<'a>,
+) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
+    let mut errs = Bounded::default();
+    let mut scratch = Vec::new();
+    let system = system
+        .filter(|s| !s.is_null())
+        .and_then(|s| parse_system(s, &mut scratch));
+    errs.absorb(&mut scratch);
+    let parsed = parse_all(items, field, &mut errs, parse);
+    if errs.is_empty() {
+        Ok((system, parsed))
+    } else {
+        Err(errs.finish())
+    }
+}
+
 /// A message's parts as read so far, and whether it is still plain (a
 /// string or null content with nothing else: the cookbook formula is exact
 /// for it). The chat parsers hand it from one step to the next.
