@@ -10,6 +10,7 @@
 //! `tokens` → `thread`.
 
 mod binding;
+mod check;
 mod clear;
 mod continuity;
 mod finish;
@@ -33,6 +34,7 @@ use crate::thread::{FieldError, Thread};
 use crate::tokens::{Counter, Encoding, Method};
 use crate::upstream::UpstreamError;
 
+pub use check::{GroupBy, keep_recent_iterations};
 pub use clear::AppliedEdit;
 pub use continuity::Carried;
 pub use iterations::IterationSummary;
@@ -78,6 +80,10 @@ pub struct Compression {
     pub thread: Thread,
     /// The profile with the request's overrides applied.
     pub profile: Profile,
+    /// The profile's `min_recent_messages` is the caller's own (a
+    /// request's `config` override): then it may not exceed the thread's
+    /// length ([`Compression::check`]). The proxy takes no overrides.
+    pub min_recent_overridden: bool,
     /// The model whose tokenizer and window apply (None: the configured default).
     pub model: Option<String>,
     /// An encoding that overrides the model's.
@@ -120,6 +126,7 @@ impl Compression {
         Self {
             thread,
             profile,
+            min_recent_overridden: false,
             model: None,
             encoding: None,
             method: Method::Bpe,

@@ -80,8 +80,11 @@ impl Compressor {
     }
 
     /// Compresses `req`: CPU work on the blocking pool, the summary (cache,
-    /// single flight, maybe an upstream call) in between.
+    /// single flight, maybe an upstream call) in between. A request that
+    /// breaks a rule of its settings ([`Compression::check`]) is refused
+    /// first, whichever entry point built it.
     pub async fn run(&self, req: Compression) -> Result<Outcome, Error> {
+        req.check()?;
         let setup = self.setup(&req)?;
         let (encoding, method) = (setup.counter.encoding, setup.counter.method);
         let outcome = self.compress(req, setup).await?;
@@ -269,6 +272,7 @@ impl Compressor {
     /// upstream (`heuristic`, `truncate`, `auto` without an upstream):
     /// benchmarks, property tests, command-line use.
     pub fn run_offline(&self, req: Compression) -> Result<Outcome, Error> {
+        req.check()?;
         let mut setup = self.setup(&req)?;
         setup.model = None;
         let mut plan = match plan::plan(req, setup)? {

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::extract::ApiJson;
 use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
 use crate::compress::{
-    self, AppliedEdit, Compression, IterationSummary, Precompute, Reason, SummaryObject,
+    self, AppliedEdit, Compression, GroupBy, IterationSummary, Precompute, Reason, SummaryObject,
 };
-use crate::error::{ApiError, Result};
+use crate::error::Result;
 use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
@@ -21,9 +21,6 @@ use crate::thread::{WireFormat, compact};
 use crate::tokens::Encoding;
 
 super::routes::routes! { Access::Api; post "/v1/compress" => compress_thread }
-
-/// Longest `summarizer.instructions` accepted, in characters.
-const MAX_INSTRUCTIONS: usize = 4000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,12 +67,6 @@ pub struct SummarizerInput {
     #[serde(default, deserialize_with = "super::input::model_name")]
     pub model: Option<String>,
     pub instructions: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum GroupBy {
-    Iteration,
 }
 
 #[derive(Debug, Serialize)]
@@ -144,8 +135,9 @@ async fn compress_thread(
     Ok((status, Json(respond(outcome))))
 }
 
-/// The request as the domain takes it, with the checks only the wire knows
-/// (field pointers, the request's own overrides).
+/// The request as the domain takes it: the wire's fields, each parsed
+/// where its pointer is known; the rules they must meet together are the
+/// domain's ([`Compression::check`], in the compressor's `run`).
 fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result<Compression> {
     let profile = app
         .profiles
@@ -159,52 +151,18 @@ fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result
         tools: req.tools,
     }
     .parse(&app.config.limits.thread())?;
-    if let Some(min) = req.config.as_ref().and_then(|c| c.min_recent_messages)
-        && min as usize > thread.messages.len()
-    {
-        return Err(ApiError::field(
-            "/config/min_recent_messages",
-            format!(
-                "{min} is more than the {} messages of the thread",
-                thread.messages.len()
-            ),
-        ));
-    }
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let summarizer = req.summarizer.unwrap_or_default();
-    if summarizer
-        .instructions
-        .as_ref()
-        .is_some_and(|i| i.chars().count() > MAX_INSTRUCTIONS)
-    {
-        return Err(ApiError::field(
-            "/summarizer/instructions",
-            format!("must be at most {MAX_INSTRUCTIONS} characters"),
-        ));
-    }
-    let keep_recent_iterations = match (req.group_by, req.keep_recent_iterations) {
-        (Some(GroupBy::Iteration), keep) => {
-            let keep = keep.unwrap_or(3);
-            if !(1..=10_000).contains(&keep) {
-                return Err(ApiError::field(
-                    "/keep_recent_iterations",
-                    "must be between 1 and 10000",
-                ));
-            }
-            Some(keep as usize)
-        }
-        (None, Some(_)) => {
-            return Err(ApiError::field(
-                "/keep_recent_iterations",
-                "only applies with `group_by: \"iteration\"`",
-            ));
-        }
-        (None, None) => None,
-    };
+    let keep_recent_iterations =
+        compress::keep_recent_iterations(req.group_by, req.keep_recent_iterations)?;
     let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
     Ok(Compression {
         thread,
         profile,
+        min_recent_overridden: req
+            .config
+            .as_ref()
+            .is_some_and(|c| c.min_recent_messages.is_some()),
         model: req.model,
         encoding: req.encoding,
         method,

@@ -110,6 +110,9 @@ impl Proxy {
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_string);
+        // The profile as named, with no per-request overrides, and no
+        // instructions or grouping: the rules of `Compression::check` (in
+        // `run`) concern settings this path never sets.
         let req = Compression {
             model,
             continuity: true,

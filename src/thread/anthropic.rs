@@ -5,25 +5,20 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::anthropic_blocks::parse_blocks;
-use super::wire::{Content, iteration, parse_all, string, type_name};
-use super::{Bounded, FieldError, Message, Part, Role, echo};
+use super::wire::{self, Content, iteration, object, parse_role, string, type_name};
+use super::{FieldError, Message, Part, Role};
+
+/// The roles of a message. `system` is a mid-conversation system message
+/// (beta `mid-conversation-system-2026-04-07`): an instruction that changed
+/// during the session, placed where it applies so the cached prefix before
+/// it stays as it was.
+const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
 
 pub fn parse_thread(
     system: Option<Cow<'_, Value>>,
     messages: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    let system = system
-        .filter(|s| !s.is_null())
-        .and_then(|s| parse_system(s, &mut scratch));
-    errs.absorb(&mut scratch);
-    let parsed = parse_all(messages, "messages", &mut errs, parse_message);
-    if errs.is_empty() {
-        Ok((system, parsed))
-    } else {
-        Err(errs.finish())
-    }
+    wire::parse_thread(system, parse_system, messages, "messages", parse_message)
 }
 
 fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
@@ -73,15 +68,10 @@ fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Me
 /// of that role, and its iteration, each step adding its errors.
 fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
-    if !m.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a message must be an object, not {}", type_name(m)),
-        ));
-        return None;
-    }
+    object(m, "a message", at, errs)?;
     let before = errs.len();
-    let role = parse_role(m, at, errs)?;
+    // Without a role the blocks cannot be placed: its error ends the message.
+    let role = parse_role(m, at, &ROLES, errs)?;
     let content_at = format!("{at}/content");
     let content = parse_content(m, &content_at, errs);
     check_placement(role, &content.parts, &content_at, errs);
@@ -93,30 +83,6 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         plain: content.plain,
         iteration,
         raw: source.into_owned(),
-    })
-}
-
-/// The role; without one the blocks cannot be placed, so its error ends
-/// the message's parsing.
-fn parse_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
-    Some(match string(m, "role", at, errs)?.as_str() {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        // A mid-conversation system message (beta
-        // `mid-conversation-system-2026-04-07`): an instruction that changed
-        // during the session, placed where it applies so the cached prefix
-        // before it stays as it was.
-        "system" => Role::System,
-        other => {
-            errs.push(FieldError::new(
-                format!("{at}/role"),
-                format!(
-                    "unknown role `{}`; expected user, assistant or system",
-                    echo(other)
-                ),
-            ));
-            return None;
-        }
     })
 }
 

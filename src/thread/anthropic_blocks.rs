@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::wire::{compaction, opaque, string, type_name};
+use super::wire::{compaction, object, opaque, string, type_name};
 use super::{FieldError, MediaKind, Part, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
@@ -35,13 +35,7 @@ pub fn parse_blocks(
 /// One content block as a part. The tool blocks have their own steps;
 /// inside a tool_result (`top` false) they may not nest.
 fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !b.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content block must be an object, not {}", type_name(b)),
-        ));
-        return None;
-    }
+    object(b, "a content block", at, errs)?;
     let kind = string(b, "type", at, errs)?;
     match kind.as_str() {
         "text" => string(b, "text", at, errs).map(Part::Text),

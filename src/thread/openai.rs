@@ -4,10 +4,19 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{Content, iteration, opt_string, parse_all, string, type_name};
+use super::wire::{
+    Content, iteration, object, opt_string, parse_all, parse_role, string, type_name,
+};
 use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
-const ROLES: &str = "system, developer, user, assistant, tool, function";
+const ROLES: [Role; 6] = [
+    Role::System,
+    Role::Developer,
+    Role::User,
+    Role::Assistant,
+    Role::Tool,
+    Role::Function,
+];
 const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
 
 pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec<FieldError>> {
@@ -25,15 +34,9 @@ pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec
 /// errors, so one request reports every wrong field at once.
 fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
-    if !m.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a message must be an object, not {}", type_name(m)),
-        ));
-        return None;
-    }
+    object(m, "a message", at, errs)?;
     let before = errs.len();
-    let role = parse_role(m, at, errs)?;
+    let role = parse_role(m, at, &ROLES, errs)?;
     let name = opt_string(m, "name", at, errs);
     let mut content = parse_content(m, role, at, errs);
     parse_calls(m, role, at, &mut content, errs);
@@ -48,26 +51,6 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
         plain: content.plain,
         iteration,
         raw: source.into_owned(),
-    })
-}
-
-/// The role; without one the rest of the message cannot be judged (what
-/// is required depends on it), so its error ends the message's parsing.
-fn parse_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
-    Some(match string(m, "role", at, errs)?.as_str() {
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        "function" => Role::Function,
-        other => {
-            errs.push(FieldError::new(
-                format!("{at}/role"),
-                format!("unknown role `{}`; expected one of {ROLES}", echo(other)),
-            ));
-            return None;
-        }
     })
 }
 
@@ -198,13 +181,7 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
 }
 
 fn parse_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !p.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content part must be an object, not {}", type_name(p)),
-        ));
-        return None;
-    }
+    object(p, "a content part", at, errs)?;
     let kind = string(p, "type", at, errs)?;
     match kind.as_str() {
         "text" => string(p, "text", at, errs).map(Part::Text),

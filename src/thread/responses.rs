@@ -15,10 +15,12 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{compaction, iteration, opaque, opt_string, parse_all, string, type_name};
-use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
+use super::wire::{
+    self, compaction, iteration, object, opaque, opt_string, parse_role, string, type_name,
+};
+use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
-const ROLES: &str = "user, assistant, system, developer";
+const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::System, Role::Developer];
 
 /// Items whose calls pair with a `{type}_output` item by `call_id`.
 const CALL_ITEMS: [&str; 3] = ["function_call", "custom_tool_call", "computer_call"];
@@ -27,18 +29,7 @@ pub fn parse_thread(
     instructions: Option<Cow<'_, Value>>,
     items: Vec<Cow<'_, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    let system = instructions
-        .filter(|s| !s.is_null())
-        .and_then(|s| parse_instructions(s, &mut scratch));
-    errs.absorb(&mut scratch);
-    let parsed = parse_all(items, "input", &mut errs, parse_item);
-    if errs.is_empty() {
-        Ok((system, parsed))
-    } else {
-        Err(errs.finish())
-    }
+    wire::parse_thread(instructions, parse_instructions, items, "input", parse_item)
 }
 
 /// `instructions`: a string (an array of input items is also accepted by
@@ -82,18 +73,12 @@ fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Opt
 /// Reads `source` and keeps it as the message's `raw` (moved when owned).
 fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
-    if !m.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("an input item must be an object, not {}", type_name(m)),
-        ));
-        return None;
-    }
+    object(m, "an input item", at, errs)?;
     let before = errs.len();
     let kind = opt_string(m, "type", at, errs);
     let (role, parts) = match kind.as_deref() {
         None | Some("message") => {
-            let role = message_role(m, at, errs)?;
+            let role = parse_role(m, at, &ROLES, errs)?;
             let mut parts = Vec::new();
             let content = m.get("content");
             if content.is_none_or(Value::is_null) {
@@ -138,22 +123,6 @@ fn is_call_output(kind: &str) -> bool {
         .is_some_and(|call| CALL_ITEMS.contains(&call))
 }
 
-fn message_role(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Role> {
-    Some(match string(m, "role", at, errs)?.as_str() {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        other => {
-            errs.push(FieldError::new(
-                format!("{at}/role"),
-                format!("unknown role `{}`; expected one of {ROLES}", echo(other)),
-            ));
-            return None;
-        }
-    })
-}
-
 /// A message's `content` (or a tool output): a string, or content parts.
 fn content_parts(
     content: Option<&Value>,
@@ -182,13 +151,7 @@ fn content_parts(
 }
 
 fn content_part(p: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
-    if !p.is_object() {
-        errs.push(FieldError::new(
-            at,
-            format!("a content part must be an object, not {}", type_name(p)),
-        ));
-        return None;
-    }
+    object(p, "a content part", at, errs)?;
     let kind = string(p, "type", at, errs)?;
     match kind.as_str() {
         "input_text" | "output_text" | "text" => string(p, "text", at, errs).map(Part::Text),

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use super::{Bounded, FieldError, Message, Opaque, Part};
+use super::{Bounded, FieldError, Message, Opaque, Part, Role, echo};
 use serde_json::Value;
 
 /// A message parser: the source, its JSON pointer, where errors go.
@@ -26,6 +26,33 @@ pub fn parse_all<'a>(
             parsed
         })
         .collect()
+}
+
+/// A parser of a thread's top-level system prompt (Anthropic's `system`,
+/// the Responses API's `instructions`); errors go where it says.
+pub type ParseSystem<'a> = fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>;
+
+/// A thread whose system prompt stands apart from its items: the system
+/// (null is none) and every item of `/{field}`, or the errors of both.
+pub fn parse_thread<'a>(
+    system: Option<Cow<'a, Value>>,
+    parse_system: ParseSystem<'a>,
+    items: Vec<Cow<'a, Value>>,
+    field: &str,
+    parse: ParseOne<'a>,
+) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
+    let mut errs = Bounded::default();
+    let mut scratch = Vec::new();
+    let system = system
+        .filter(|s| !s.is_null())
+        .and_then(|s| parse_system(s, &mut scratch));
+    errs.absorb(&mut scratch);
+    let parsed = parse_all(items, field, &mut errs, parse);
+    if errs.is_empty() {
+        Ok((system, parsed))
+    } else {
+        Err(errs.finish())
+    }
 }
 
 /// A message's parts as read so far, and whether it is still plain (a
@@ -73,6 +100,19 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Whether `v`, at `at`, is an object; when not, the error says what
+/// (`a message`, `an input item`) must be one. None ends the item's parsing.
+pub fn object(v: &Value, what: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
+    if v.is_object() {
+        return Some(());
+    }
+    errs.push(FieldError::new(
+        at,
+        format!("{what} must be an object, not {}", type_name(v)),
+    ));
+    None
+}
+
 /// A required string field.
 pub fn string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
     match obj.get(key) {
@@ -103,6 +143,27 @@ fn not_a_string(other: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) 
     None
 }
 
+/// The required `role`, one of `roles` (each wire names a role as
+/// [`Role::as_str`] does; an error lists them in this order). None with an error when it is
+/// missing or unknown: what else a message needs depends on its role, so
+/// the caller ends the message's parsing there.
+pub fn parse_role(m: &Value, at: &str, roles: &[Role], errs: &mut Vec<FieldError>) -> Option<Role> {
+    let name = string(m, "role", at, errs)?;
+    if let Some(&role) = roles.iter().find(|r| r.as_str() == name) {
+        return Some(role);
+    }
+    let expected: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+    errs.push(FieldError::new(
+        format!("{at}/role"),
+        format!(
+            "unknown role `{}`; expected one of {}",
+            echo(&name),
+            expected.join(", ")
+        ),
+    ));
+    None
+}
+
 /// `metadata.iteration`, when present: a non-negative integer.
 pub fn iteration(obj: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<u64> {
     let it = obj.get("metadata")?.get("iteration")?;
@@ -116,5 +177,38 @@ pub fn iteration(obj: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<u6
             ));
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_role_is_one_of_the_wires_or_an_error_listing_them() {
+        let roles = [Role::User, Role::Assistant, Role::System];
+        let mut errs = Vec::new();
+        let m = json!({"role": "assistant"});
+        assert_eq!(
+            parse_role(&m, "/m/0", &roles, &mut errs),
+            Some(Role::Assistant)
+        );
+        // A role of another wire is unknown here.
+        let m = json!({"role": "tool"});
+        assert_eq!(parse_role(&m, "/m/1", &roles, &mut errs), None);
+        assert_eq!(parse_role(&json!({}), "/m/2", &roles, &mut errs), None);
+        let got: Vec<_> = errs.iter().map(|e| (&*e.pointer, &*e.message)).collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "/m/1/role",
+                    "unknown role `tool`; expected one of user, assistant, system"
+                ),
+                ("/m/2/role", "is required"),
+            ]
+        );
     }
 }

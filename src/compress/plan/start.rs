@@ -25,18 +25,15 @@ impl Planner {
     /// needs `drop_block` (`binding`). Returns the request's `summary`
     /// object for [`previous`](Planner::previous).
     pub(super) fn clear(req: Compression, mut setup: Setup) -> (Planner, Option<PriorSummary>) {
-        let Compression {
-            thread: mut t,
-            profile: p,
-            prior,
-            strategy,
-            instructions,
-            force,
-            keep_recent_iterations,
-            upstream_allowed,
-            thinking_required,
-            ..
-        } = req;
+        let (mut t, p) = (req.thread, req.profile);
+        let ask = Ask {
+            strategy: req.strategy,
+            instructions: req.instructions,
+            force: req.force,
+            keep_recent_iterations: req.keep_recent_iterations,
+            upstream_allowed: req.upstream_allowed,
+            thinking_required: req.thinking_required,
+        };
         let c = setup.counter;
         let warnings = std::mem::take(&mut setup.warnings);
         let mut count = c.thread(&t);
@@ -45,18 +42,10 @@ impl Planner {
         let clearing = p
             .clear
             .clone()
-            .or_else(|| (strategy == Strategy::ClearToolResults).then(ClearSettings::default));
+            .or_else(|| (ask.strategy == Strategy::ClearToolResults).then(ClearSettings::default));
         let (applied_edits, cleared_from) = match &clearing {
-            Some(s) => clear::apply(&mut t, &mut count, s, force, &c),
+            Some(s) => clear::apply(&mut t, &mut count, s, ask.force, &c),
             None => (Vec::new(), None),
-        };
-        let ask = Ask {
-            strategy,
-            instructions,
-            force,
-            keep_recent_iterations,
-            upstream_allowed,
-            thinking_required,
         };
         let planner = Planner {
             t,
@@ -71,7 +60,7 @@ impl Planner {
             cleared_from,
             warnings,
         };
-        (planner, prior)
+        (planner, req.prior)
     }
 
     /// `clear_tool_results` is clearing alone: the cleared thread is the
