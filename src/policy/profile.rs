@@ -205,6 +205,13 @@ const BOUNDS: [(&str, u64, u64); 12] = [
 impl ProfileOverrides {
     /// `base` with these fields changed; errors point at `{at}/{field}`.
     pub fn apply(&self, base: &Profile, at: &str) -> Result<Profile, Vec<FieldError>> {
+        let clear = self.checked(base, at)?;
+        Ok(self.merged(base, clear))
+    }
+
+    /// Every field within its bounds (all errors at once), and the clearing
+    /// settings as they apply on top of `base`'s.
+    fn checked(&self, base: &Profile, at: &str) -> Result<Option<ClearSettings>, Vec<FieldError>> {
         let fields = [
             self.max_messages_before_summary,
             self.max_tokens_before_summary,
@@ -266,10 +273,16 @@ impl ProfileOverrides {
             },
             None => base.clear.clone(),
         };
-        if !errs.is_empty() {
-            return Err(errs);
+        if errs.is_empty() {
+            Ok(clear)
+        } else {
+            Err(errs)
         }
-        Ok(Profile {
+    }
+
+    /// `base` with the fields set here taken instead; `clear` already merged.
+    fn merged(&self, base: &Profile, clear: Option<ClearSettings>) -> Profile {
+        Profile {
             max_messages_before_summary: self
                 .max_messages_before_summary
                 .unwrap_or(base.max_messages_before_summary),
@@ -300,7 +313,7 @@ impl ProfileOverrides {
             clear,
             min_summary_gain: self.min_summary_gain.unwrap_or(base.min_summary_gain),
             precompute_at: self.precompute_at.unwrap_or(base.precompute_at),
-        })
+        }
     }
 }
 

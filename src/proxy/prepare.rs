@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::thinking::{Binding, DROP_BLOCK_BETA, removed_thinking, thinking_on};
 use super::{Provider, Proxy, ProxyError, Unchanged};
-use crate::compress::{Compression, Precompute, Reason};
+use crate::compress::{Compression, Outcome, Precompute, Reason};
 use crate::summarize::{Fidelity, cpu};
 use crate::thread::{self, Limits, RawThread, Thread};
 
@@ -83,7 +83,8 @@ impl Prepared {
 impl Proxy {
     /// Compresses the thread of `body` when due. Fails only for a thread
     /// over the configured limits; anything else that stops compression
-    /// forwards the body as it came, with a note.
+    /// forwards the body as it came, with a note. The steps: read the
+    /// thread, compress it, report, write the body.
     pub async fn prepare(
         &self,
         provider: Provider,
@@ -106,15 +107,14 @@ impl Proxy {
             Err(Unread::TooLarge(detail)) => return Err(ProxyError::TooLarge(detail)),
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
-        let model = json
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string);
         // The profile as named, with no per-request overrides, and no
         // instructions or grouping: the rules of `Compression::check` (in
         // `run`) concern settings this path never sets.
         let req = Compression {
-            model,
+            model: json
+                .get("model")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             continuity: true,
             upstream_allowed: options.upstream_allowed,
             thinking_required: thinking_on(&json),
@@ -133,37 +133,7 @@ impl Proxy {
                 return Ok(Prepared::unchanged(body, Unchanged::Timeout, note));
             }
         };
-        let mut report = Report {
-            compressed: out.compressed && !shadow,
-            would_compress: out.compressed,
-            shadow,
-            tokens_before: Some(out.tokens_before),
-            tokens_after: Some(out.tokens_after),
-            // A continued thread carries the previous summary, from the cache.
-            summary_cached: match (&out.summary, out.reason) {
-                (Some(s), _) => Some(s.cached),
-                (None, Some(Reason::Continued)) => Some(true),
-                (None, _) => None,
-            },
-            fidelity: out.summary.as_ref().and_then(|s| s.fidelity),
-            summary_call_tokens: match (&out.summary, out.reason) {
-                (Some(_), _) | (None, Some(Reason::Continued)) => Some(
-                    out.usage
-                        .map_or(0, |u| u.prompt_tokens + u.completion_tokens),
-                ),
-                (None, _) => None,
-            },
-            prefix_reused: match (&out.summary, out.reason) {
-                (Some(_), _) => Some(false),
-                (None, Some(Reason::Continued)) => Some(true),
-                (None, _) => None,
-            },
-            precompute: out.precompute,
-            unchanged: None,
-            note: None,
-            thinking_removed: removed_thinking(&out.applied_edits),
-            drop_block: false,
-        };
+        let report = Report::of(&out, shadow);
         if !report.compressed {
             return Ok(Prepared {
                 body,
@@ -171,6 +141,20 @@ impl Proxy {
                 report,
             });
         }
+        Ok(self.write(provider, json, out, body, report).await)
+    }
+
+    /// The forwarded body: `json` with the compressed thread in its field,
+    /// and thinking bound as the provider needs it (or `original`, unchanged,
+    /// if it cannot be written).
+    async fn write(
+        &self,
+        provider: Provider,
+        json: Value,
+        out: Outcome,
+        original: Bytes,
+        mut report: Report,
+    ) -> Prepared {
         let binding = Binding::of(provider, &json, out.thinking_drop_block);
         let carried = out.carried;
         let written = cpu(move || {
@@ -181,26 +165,56 @@ impl Proxy {
             serde_json::to_vec(&json).map(|bytes| (bytes, removed))
         })
         .await;
-        Ok(match written {
-            Ok((bytes, removed)) => {
-                // Forwarded from here on: later turns may trust the thinking
-                // produced after this request (see `compress::binding`).
-                if let Some(c) = &carried {
-                    self.compressor.mark_carried(c).await;
-                }
-                report.thinking_removed += removed;
-                report.drop_block = binding == Binding::OptIn;
-                Prepared {
-                    body: bytes.into(),
-                    beta: report.drop_block.then_some(DROP_BLOCK_BETA),
-                    report,
-                }
-            }
-            Err(_) => {
-                let note = "the compressed body could not be written";
-                Prepared::unchanged(body, Unchanged::Internal, note)
-            }
-        })
+        let Ok((bytes, removed)) = written else {
+            let note = "the compressed body could not be written";
+            return Prepared::unchanged(original, Unchanged::Internal, note);
+        };
+        // Forwarded from here on: later turns may trust the thinking
+        // produced after this request (see `compress::binding`).
+        if let Some(c) = &carried {
+            self.compressor.mark_carried(c).await;
+        }
+        report.thinking_removed += removed;
+        report.drop_block = binding == Binding::OptIn;
+        Prepared {
+            body: bytes.into(),
+            beta: report.drop_block.then_some(DROP_BLOCK_BETA),
+            report,
+        }
+    }
+}
+
+impl Report {
+    /// What `out` did, as the headers say it; in shadow mode nothing is
+    /// forwarded compressed, only reported.
+    fn of(out: &Outcome, shadow: bool) -> Self {
+        // A continued thread carries the previous summary, from the cache.
+        let continued = out.summary.is_none() && out.reason == Some(Reason::Continued);
+        let with_summary = out.summary.is_some() || continued;
+        Self {
+            compressed: out.compressed && !shadow,
+            would_compress: out.compressed,
+            shadow,
+            tokens_before: Some(out.tokens_before),
+            tokens_after: Some(out.tokens_after),
+            summary_cached: out
+                .summary
+                .as_ref()
+                .map(|s| s.cached)
+                .or(continued.then_some(true)),
+            fidelity: out.summary.as_ref().and_then(|s| s.fidelity),
+            summary_call_tokens: with_summary.then(|| {
+                out.usage
+                    .map_or(0, |u| u.prompt_tokens + u.completion_tokens)
+            }),
+            // A new summary changes the prefix; a continued one keeps it.
+            prefix_reused: with_summary.then_some(continued),
+            precompute: out.precompute,
+            unchanged: None,
+            note: None,
+            thinking_removed: removed_thinking(&out.applied_edits),
+            drop_block: false,
+        }
     }
 }
 
