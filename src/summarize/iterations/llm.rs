@@ -17,7 +17,8 @@ use regex::Regex;
 
 use crate::summarize::llm::transcript;
 use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
-use crate::thread::cut_middle;
+use crate::thread::{Message, cut_middle};
+use crate::tokens::Counter;
 use crate::upstream::{ChatRequest, Upstream, UpstreamError};
 
 /// The instructions (their version, `PROMPT_VERSION`, is part of the cache key).
@@ -65,17 +66,7 @@ pub(super) async fn write(
             let room = (window.saturating_sub(window / 4 + overhead) * 2 / 3).max(256);
             let blocks: Vec<String> = groups
                 .iter()
-                .map(|(it, r)| {
-                    let text = transcript(&span[r.clone()], result_chars).join("\n");
-                    let n = c.raw(&text);
-                    let text = if n > room {
-                        let keep = (text.chars().count() * room / n.max(1)).max(64);
-                        cut_middle(&text, keep).unwrap_or(text)
-                    } else {
-                        text
-                    };
-                    format!("<iteration number=\"{it}\">\n{text}\n</iteration>")
-                })
+                .map(|(it, r)| block(*it, &span[r.clone()], result_chars, c, room))
                 .collect();
             let sizes: Vec<usize> = blocks.iter().map(|b| c.raw(b)).collect();
             (blocks, batches(&sizes, room, per_call))
@@ -122,6 +113,20 @@ pub(super) async fn write(
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((stories, usage))
+}
+
+/// One iteration's transcript in its `<iteration>` tags, its middle cut
+/// when it alone would take more than `room` tokens.
+fn block(it: u64, messages: &[Message], result_chars: usize, c: Counter, room: usize) -> String {
+    let text = transcript(messages, result_chars).join("\n");
+    let n = c.raw(&text);
+    let text = if n > room {
+        let keep = (text.chars().count() * room / n.max(1)).max(64);
+        cut_middle(&text, keep).unwrap_or(text)
+    } else {
+        text
+    };
+    format!("<iteration number=\"{it}\">\n{text}\n</iteration>")
 }
 
 /// Consecutive groups per call: as many as fit `room` tokens, at most `per_call`.
