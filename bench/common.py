@@ -1,5 +1,5 @@
 """The chores every bench script shares: build, start and stop condense, read
-its memory, load the fixture threads.
+its memory, talk to it, load the fixture threads.
 
 Stdlib only, like the scripts, so that each still runs with a bare
 `python3` (compare_tiktoken.py runs in a virtualenv that has tiktoken and
@@ -18,7 +18,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -168,3 +170,97 @@ def status_kb(pid):
         if v.endswith(" kB"):
             out[k] = int(v.split()[0])
     return out
+
+
+# --------------------------------------------------------------------------
+# Talking HTTP.
+# --------------------------------------------------------------------------
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection with TCP_NODELAY, as an SDK keeps
+    one: connecting is not part of a request's time."""
+
+    def __init__(self, port, timeout=300):
+        self.port = port
+        self.timeout = timeout
+        self.c = None
+
+    def _connect(self):
+        self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        self.c.connect()
+        self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def request(self, method, path, body=None, headers=None):
+        """(seconds, status, headers as a lower-cased dict, body bytes)."""
+        for attempt in (0, 1):
+            if self.c is None:
+                self._connect()
+            t0 = time.perf_counter()
+            try:
+                self.c.request(method, path, body=body, headers=headers or {})
+                r = self.c.getresponse()
+                data = r.read()
+                break
+            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                # The server closed an idle keep-alive connection: reconnect
+                # (untimed) and send again, once.
+                self.c.close()
+                self.c = None
+                if attempt:
+                    raise
+        dt = time.perf_counter() - t0
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+        if r.will_close:
+            self.c.close()
+            self.c = None
+        return dt, r.status, hdrs, data
+
+    def close(self):
+        if self.c is not None:
+            self.c.close()
+
+
+def api_headers(fmt):
+    """What an SDK sends to the OpenAI (`openai`) or Anthropic API: the
+    proxy forwards the key, the stand-in providers ignore it."""
+    if fmt == "openai":
+        return {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    return {"content-type": "application/json", "x-api-key": "sk-ant-bench", "anthropic-version": "2023-06-01"}
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """Base of the scripts' stand-in providers: HTTP/1.1 keep-alive (as a
+    provider's API is), no access log on the terminal, and answers written
+    head and body at once (two writes would wait on Nagle and delayed ACKs,
+    and the stand-in's time would no longer be ~0)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, body, status="200 OK"):
+        head = (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
+                f"content-length: {len(body)}\r\n\r\n").encode()
+        self.wfile.write(head + body)
+
+
+def serve(handler):
+    """`handler` on a free loopback port, in daemon threads of this process
+    (they end with the script)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def pct(xs, p):
+    """Percentile by linear interpolation between closest ranks (numpy's default)."""
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)

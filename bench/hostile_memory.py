@@ -30,7 +30,6 @@ import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import common
@@ -81,12 +80,7 @@ class Stall:
 
 
 def stub_handler(stall):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(common.QuietHandler):
         def do_POST(self):
             n = int(self.headers.get("content-length") or 0)
             remaining = n
@@ -98,9 +92,7 @@ def stub_handler(stall):
             with stall.lock:
                 stall.received += 1
             stall.release.wait(600)
-            body = b'{"id":"x","object":"chat.completion","choices":[]}'
-            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                             + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            self.send_json(b'{"id":"x","object":"chat.completion","choices":[]}')
 
     return Handler
 
@@ -232,9 +224,7 @@ def main():
         common.build()
 
     stall = Stall()
-    stub = ThreadingHTTPServer(("127.0.0.1", 0), stub_handler(stall))
-    stub.daemon_threads = True
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    stub = common.serve(stub_handler(stall))
     env = {"CONDENSE_DATABASE_URL": "off",
            "CONDENSE_PROXY_OPENAI_URL": f"http://127.0.0.1:{stub.server_address[1]}/v1"}
     env.update(kv.split("=", 1) for kv in args.env)
