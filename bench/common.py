@@ -30,6 +30,16 @@ BINARY = TARGET / "release" / "condense"
 THREADS = ROOT / "data" / "threads"
 
 
+# tiktoken caches https://openaipublic.blob.core.windows.net/encodings/NAME.tiktoken
+# as sha1(url) in TIKTOKEN_CACHE_DIR; it cannot download them here, so the
+# scripts put tiktoken-rs's copies there under these names (bench/run.sh
+# carries the same two names, in bash).
+TIKTOKEN_RANK_FILES = {
+    "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
+    "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
+}
+
+
 def build(*targets, quiet=True):
     """`cargo build --release --bin condense` plus `targets` (say an example),
     in the repository the script belongs to, so that the binary measured is

@@ -43,8 +43,7 @@ def tiktoken_cache():
     assets = Path(crate["manifest_path"]).parent / "assets"
     cache = TARGET / "bench-tiktoken" / "tiktoken-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    for name, sha1 in [("cl100k_base", "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),
-                       ("o200k_base", "fb374d419588a4632f3f557e76b4b70aebbca790")]:
+    for name, sha1 in common.TIKTOKEN_RANK_FILES.items():
         shutil.copyfile(assets / f"{name}.tiktoken", cache / sha1)
     return cache
 
