@@ -224,7 +224,7 @@ def main():
     # the thread limits lifted so that the work itself is timed (by default
     # more than 10,000 messages or 4,000,000 characters is a 413 in milliseconds).
     slow = common.Condense(binary, {"CONDENSE_DATABASE_URL": "off", "CONDENSE_MAX_TOTAL_CHARS": "0",
-                             "CONDENSE_MAX_MESSAGES": "0"}, ["--request-timeout", "600"])
+                                    "CONDENSE_MAX_MESSAGES": "0"}, ["--request-timeout", "600"])
     try:
         for name, path, make in hostile.CASES:
             hostile.post(slow.base, path, hostile.sized(make, 100_000))
