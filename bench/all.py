@@ -24,7 +24,6 @@ venv, and PostgreSQL's server binaries.
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -33,56 +32,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import hostile  # noqa: E402
-import peers  # noqa: E402
+import common
+import hostile
+import peers
 
-ROOT = peers.ROOT
-TARGET = peers.TARGET
+ROOT = common.ROOT
+TARGET = common.TARGET
 MB = 1_000_000
-
-
-def status_kb(pid, field):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
-class Condense:
-    """One condense process on a free port, with extra environment."""
-
-    def __init__(self, binary, env=None, args=()):
-        self.port = peers.free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        clean = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSE_") and k != "DATABASE_URL"}
-        clean.update(RUST_LOG="warn", CONDENSE_LISTEN=f"127.0.0.1:{self.port}")
-        clean.update(env or {})
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen([binary, *args], env=clean, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.ready_after = self._wait_ready()
-
-    def _wait_ready(self):
-        while True:
-            if self.proc.poll() is not None:
-                sys.exit(f"condense exited with {self.proc.returncode}")
-            try:
-                with urllib.request.urlopen(self.base + "/healthz", timeout=2):
-                    return time.perf_counter() - self.started
-            except Exception:
-                if time.perf_counter() - self.started > 120:
-                    sys.exit("condense did not become ready")
-                time.sleep(0.01)
-
-    def rss_mb(self, field="VmRSS"):
-        return status_kb(self.proc.pid, field) / 1024
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def post_json(url, body):
@@ -126,7 +82,7 @@ def tiktoken_mb_s(python, path, expected):
 
 
 def compress_bodies(work):
-    thread = json.loads((ROOT / "data/threads/large-04.openai.json").read_text())
+    thread = common.load_thread("large-04.openai")
     body = {"model": "gpt-4o", "messages": thread["messages"], "force": True,
             "summarizer": {"strategy": "heuristic"}}
     marked = dict(body, messages=[dict(m, content="@@NONCE@@" + m["content"]) if isinstance(m.get("content"), str)
@@ -152,12 +108,10 @@ def main():
     if not os.environ.get("DATABASE_URL"):
         os.execv(str(ROOT / "scripts/with-postgres.sh"),
                  [str(ROOT / "scripts/with-postgres.sh"), sys.executable, __file__, *sys.argv[1:]])
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is needed: apt-get install wrk")
+    common.need_wrk()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense",
-                               "--example", "count_text"], cwd=ROOT)
-    binary = str(TARGET / "release" / "condense")
+        common.build("--example", "count_text")
+    binary = str(common.BINARY)
     work = Path(tempfile.mkdtemp(prefix="condense-all-"))
     rows = []  # (measurement, condense, peer, ratio, target, met)
 
@@ -165,10 +119,11 @@ def main():
         rows.append((name, ours, peer, "-" if ratio is None else f"{ratio:.1f}x", target,
                      "" if met is None else ("yes" if met else "no")))
 
-    # Start-up and idle memory: three starts, no cache, nothing sent.
+    # Start-up and idle memory: three starts, no cache, nothing sent; asked
+    # every 10 ms, as the start is what is timed.
     starts, idle = [], []
     for _ in range(3):
-        c = Condense(binary, {"CONDENSE_DATABASE_URL": "off"})
+        c = common.Condense(binary, {"CONDENSE_DATABASE_URL": "off"}, poll=0.01)
         starts.append(c.ready_after)
         time.sleep(1)
         idle.append(c.rss_mb())
@@ -181,7 +136,7 @@ def main():
     # /v1/tokens beside LiteLLM, then 64 connections for memory.
     files = peers.bodies(work)
     # The 5 MB text is over the default CONDENSE_MAX_TOTAL_CHARS (4,000,000): lifted here.
-    counting = Condense(binary, {"CONDENSE_DATABASE_URL": "off", "CONDENSE_MAX_TOTAL_CHARS": "0"})
+    counting = common.Condense(binary, {"CONDENSE_DATABASE_URL": "off", "CONDENSE_MAX_TOTAL_CHARS": "0"})
     litellm, lurl, venv = None, None, None
     if not args.no_litellm:
         venv = peers.litellm_venv()
@@ -236,11 +191,10 @@ def main():
     finally:
         counting.stop()
         if litellm:
-            litellm.terminate()
-            litellm.wait(timeout=30)
+            common.stop(litellm)
 
     # /v1/compress (heuristic) on the largest thread, with PostgreSQL.
-    cached = Condense(binary, {"CONDENSE_DATABASE_URL": os.environ["DATABASE_URL"]})
+    cached = common.Condense(binary, {"CONDENSE_DATABASE_URL": os.environ["DATABASE_URL"]})
     try:
         body, cold, same = compress_bodies(work)
         url = cached.base + "/v1/compress"
@@ -269,8 +223,8 @@ def main():
     # Hostile inputs: one request each at 1 and 8 MB, 600 s request limit, and
     # the thread limits lifted so that the work itself is timed (by default
     # more than 10,000 messages or 4,000,000 characters is a 413 in milliseconds).
-    slow = Condense(binary, {"CONDENSE_DATABASE_URL": "off", "CONDENSE_MAX_TOTAL_CHARS": "0",
-                             "CONDENSE_MAX_MESSAGES": "0"}, ["--request-timeout", "600"])
+    slow = common.Condense(binary, {"CONDENSE_DATABASE_URL": "off", "CONDENSE_MAX_TOTAL_CHARS": "0",
+                                    "CONDENSE_MAX_MESSAGES": "0"}, ["--request-timeout", "600"])
     try:
         for name, path, make in hostile.CASES:
             hostile.post(slow.base, path, hostile.sized(make, 100_000))

@@ -30,14 +30,9 @@ import statistics
 import sys
 import time
 
-ENCODINGS = ("o200k_base", "cl100k_base")
+from common import TIKTOKEN_RANK_FILES
 
-# tiktoken caches https://openaipublic.blob.core.windows.net/encodings/NAME.tiktoken
-# as sha1(url) in TIKTOKEN_CACHE_DIR.
-CACHE_NAMES = {
-    "cl100k_base": "9b5ad71b2ce5302211f9c61530b329a4922fc6a4",
-    "o200k_base": "fb374d419588a4632f3f557e76b4b70aebbca790",
-}
+ENCODINGS = ("o200k_base", "cl100k_base")
 
 
 def check_cache() -> None:
@@ -45,9 +40,9 @@ def check_cache() -> None:
     if not cache:
         sys.exit("TIKTOKEN_CACHE_DIR is not set: tiktoken would try to download its rank files")
     missing = [
-        f"{name} ({CACHE_NAMES[name]})"
+        f"{name} ({TIKTOKEN_RANK_FILES[name]})"
         for name in ENCODINGS
-        if not os.path.isfile(os.path.join(cache, CACHE_NAMES[name]))
+        if not os.path.isfile(os.path.join(cache, TIKTOKEN_RANK_FILES[name]))
     ]
     if missing:
         sys.exit(f"TIKTOKEN_CACHE_DIR={cache} lacks the rank files of {', '.join(missing)}")

@@ -117,21 +117,18 @@ import argparse
 import hashlib
 import http.client
 import json
-import os
 import queue
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "data" / "threads"
+import common
+from common import pct
+
 PARTS = ["small-00", "small-01", "medium-02", "medium-03", "large-04"]
 LONG_ORDER = ["large-04", "medium-02", "medium-03", "small-00", "small-01"]
 
@@ -158,16 +155,6 @@ SUMMARY_MARK = "[Context Summary"
 
 def dump(d):
     return json.dumps(d, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
 # --------------------------------------------------------------------------
@@ -252,18 +239,7 @@ ANTHROPIC_ANSWER = {
 }
 
 
-class ProviderHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, status, doc):
-        body = dump(doc)
-        head = (f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
-                f"content-length: {len(body)}\r\n\r\n").encode()
-        self.wfile.write(head + body)
-
+class ProviderHandler(common.QuietHandler):
     def do_POST(self):
         t0 = time.perf_counter()
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -282,28 +258,21 @@ class ProviderHandler(BaseHTTPRequestHandler):
         else:
             err, answer = f"no route {path}", None
         if err:
-            self._send("400 Bad Request", {"error": {"type": "invalid_request_error", "message": err}})
+            self.send_json(dump({"error": {"type": "invalid_request_error", "message": err}}), "400 Bad Request")
         else:
-            self._send("200 OK", answer)
+            self.send_json(dump(answer))
         self.server.records.put({"path": path, "body": body, "doc": doc, "error": err,
                                  "own": time.perf_counter() - t0})
 
 
 def start_provider():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ProviderHandler)
-    server.daemon_threads = True
+    server = common.serve(ProviderHandler)
     server.records = queue.Queue()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
-class RelayHandler(BaseHTTPRequestHandler):
+class RelayHandler(common.QuietHandler):
     """Condense's summarizing upstream: forwards to the real LLM, records usage."""
-
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args):
-        pass
 
     def _relay(self, method):
         body = self.rfile.read(int(self.headers.get("content-length") or 0)) if method == "POST" else None
@@ -353,13 +322,11 @@ def urllib_parse(url):
 
 
 def start_relay(upstream):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), RelayHandler)
-    server.daemon_threads = True
+    server = common.serve(RelayHandler)
     server.upstream = upstream.rstrip("/")
     server.lock = threading.Lock()
     server.in_flight = 0
     server.calls = []
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
 
@@ -368,19 +335,11 @@ def start_relay(upstream):
 # --------------------------------------------------------------------------
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_condense(binary, workdir, name, provider_port=None, profiles=None, llm=None):
-    """(process, port), or (None, log text) when it does not come up."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CONDENSE_") and k not in ("DATABASE_URL", "RUST_LOG")}
-    env.update(CONDENSE_LISTEN=f"127.0.0.1:{port}", RUST_LOG="warn", CONDENSE_MAX_CONCURRENCY="0",
-               CONDENSE_MEMORY_BUDGET_BYTES="0", CONDENSE_REQUEST_TIMEOUT="3600",
+    """condense with its own SQLite cache, no limits that would turn a long
+    replay away, and only these settings; its output in `workdir/NAME.log`
+    (NotReady carries it when condense refuses a setting)."""
+    env = dict(CONDENSE_MAX_CONCURRENCY="0", CONDENSE_MEMORY_BUDGET_BYTES="0", CONDENSE_REQUEST_TIMEOUT="3600",
                CONDENSE_DATABASE_URL=f"sqlite://{workdir}/{name}.sqlite3?mode=rwc")
     if provider_port:
         env.update(CONDENSE_PROXY_OPENAI_URL=f"http://127.0.0.1:{provider_port}/v1",
@@ -392,78 +351,20 @@ def start_condense(binary, workdir, name, provider_port=None, profiles=None, llm
         env.update(CONDENSE_UPSTREAM_URL=llm, CONDENSE_UPSTREAM_MODEL="local",
                    CONDENSE_UPSTREAM_CONTEXT_WINDOW="8192", CONDENSE_UPSTREAM_TIMEOUT="1800",
                    CONDENSE_UPSTREAM_RETRY_BUDGET="3600", CONDENSE_UPSTREAM_MAX_RETRIES="1")
-    log_path = workdir / f"{name}.log"
-    proc = subprocess.Popen([str(binary)], env=env, stdout=open(log_path, "wb"), stderr=subprocess.STDOUT)
-    for _ in range(600):
-        if proc.poll() is not None:
-            return None, log_path.read_text(errors="replace")
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-            c.request("GET", "/healthz")
-            if c.getresponse().status == 200:
-                c.close()
-                return proc, port
-        except OSError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    return None, "did not answer /healthz within 30 s"
-
-
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-class Client:
-    """One keep-alive connection; (seconds, status, headers, body) per request."""
-
-    def __init__(self, port):
-        self.port, self.c = port, None
-
-    def post(self, path, body, headers):
-        for attempt in (0, 1):
-            if self.c is None:
-                self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=7200)
-                self.c.connect()
-                self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            t0 = time.perf_counter()
-            try:
-                self.c.request("POST", path, body=body, headers=headers)
-                r = self.c.getresponse()
-                data = r.read()
-                break
-            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                self.c.close()
-                self.c = None
-                if attempt:
-                    raise
-        dt = time.perf_counter() - t0
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-        if r.will_close:
-            self.c.close()
-            self.c = None
-        return dt, r.status, hdrs, data
-
-    def close(self):
-        if self.c is not None:
-            self.c.close()
+    return common.Condense(binary, env, what=f"condense ({name})", log=workdir / f"{name}.log")
 
 
 class Counter:
     """Per-part token counts of a thread by condense's POST /v1/tokens."""
 
     def __init__(self, port):
-        self.client = Client(port)
+        self.client = common.Conn(port, timeout=7200)
 
     def count(self, fmt, doc):
         req = {k: doc[k] for k in ("model", "messages", "system", "tools") if k in doc}
         req["format"] = fmt
-        _, status, _, data = self.client.post("/v1/tokens", dump(req), {"content-type": "application/json"})
+        _, status, _, data = self.client.request("POST", "/v1/tokens", dump(req),
+                                                 {"content-type": "application/json"})
         r = json.loads(data)
         if status != 200:
             sys.exit(f"/v1/tokens answered {status}: {data[:300]!r}")
@@ -481,7 +382,7 @@ class Counter:
 
 
 def load(fmt, name):
-    return json.loads((FIXTURES / f"{name}.{fmt}.json").read_text())
+    return common.load_thread(f"{name}.{fmt}")
 
 
 def prefixed_ids(fmt, msgs, tag):
@@ -689,12 +590,7 @@ def summary_text(fmt, doc):
 
 
 def headers(fmt, mode):
-    h = {"content-type": "application/json"}
-    if fmt == "openai":
-        h["authorization"] = "Bearer sk-replay"
-    else:
-        h["x-api-key"] = "sk-ant-replay"
-        h["anthropic-version"] = "2023-06-01"
+    h = common.api_headers(fmt)
     if mode in ("precompute", "every-turn"):
         h["x-condense-profile"] = mode
     return h
@@ -702,27 +598,29 @@ def headers(fmt, mode):
 
 def replay(args, fmt, name, thread, mode, provider, counter, relay, workdir):
     """Per-turn records of one session in one mode; None when the mode is unavailable."""
-    proc = None
+    server = None
     port = provider.server_address[1]
     if mode != "none":
         tag = f"{fmt}-{name}-{mode}"
-        proc, port = start_condense(args.bin, workdir, tag, provider.server_address[1],
+        try:
+            server = start_condense(args.bin, workdir, tag, provider.server_address[1],
                                     PROFILES[mode], relay and f"http://127.0.0.1:{relay.server_address[1]}/v1")
-        if proc is None:
-            if mode == "precompute" and "precompute_at" in port:
+        except common.NotReady as e:
+            if mode == "precompute" and "precompute_at" in e.log:
                 return None
-            sys.exit(f"condense ({tag}) did not start:\n{port}")
+            raise
+        port = server.port
     model = args.anthropic_model if fmt == "anthropic" else args.openai_model
     path = "/v1/messages" if fmt == "anthropic" else "/v1/chat/completions"
     cache = AnthropicCache() if fmt == "anthropic" else OpenAICache()
     fixture_counts = counter.count(fmt, dict(thread, model=model))
-    client = Client(port)
+    client = common.Conn(port, timeout=7200)
     now, prev_summary, out, marks = 0.0, None, [], []
     try:
         for n, (k, j) in enumerate(turns(fmt, thread["messages"])):
             body = dump(client_request(fmt, thread, k, model))
             marks.append(len(relay.calls) if relay else 0)
-            dt, status, hdrs, data = client.post(path, body, headers(fmt, mode))
+            dt, status, hdrs, data = client.request("POST", path, body, headers(fmt, mode))
             rec = provider.records.get(timeout=60)
             while not provider.records.empty():  # one forward per turn is expected
                 rec = provider.records.get()
@@ -770,8 +668,8 @@ def replay(args, fmt, name, thread, mode, provider, counter, relay, workdir):
                          summarizer_cost=(s_in * price["input"] + s_out * price["output"]) / 1e6)
     finally:
         client.close()
-        if proc:
-            stop(proc)
+        if server:
+            server.stop()
     return out
 
 
@@ -814,7 +712,7 @@ def print_table(title, rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--bin", default=str(common.BINARY))
     ap.add_argument("--format", default="openai,anthropic")
     ap.add_argument("--session", default=",".join(PARTS + ["long"]))
     ap.add_argument("--mode", default=",".join(MODES))
@@ -830,17 +728,15 @@ def main():
     ap.add_argument("--json", help="write every turn's record to this file")
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+        common.build()
     fmts, sessions, modes = args.format.split(","), args.session.split(","), args.mode.split(",")
     if "none" not in modes:
         modes = ["none"] + modes  # the baseline of "vs none"
     workdir = Path(tempfile.mkdtemp(prefix="cost-replay-"))
     provider = start_provider()
     relay = start_relay(args.llm) if args.llm else None
-    cproc, cport = start_condense(args.bin, workdir, "counter")
-    if cproc is None:
-        sys.exit(f"the counting condense did not start:\n{cport}")
-    counter = Counter(cport)
+    counting = start_condense(args.bin, workdir, "counter")
+    counter = Counter(counting.port)
     print(f"priced: {args.openai_model} (OpenAI), {args.anthropic_model} (Anthropic); interval {args.interval:g} s; "
           f"system prompt padded by ~{args.pinned_tokens} tokens; "
           f"summarizer: {'LLM at ' + args.llm + ', priced as ' + args.summarizer_model if args.llm else 'heuristic ($0)'}")
@@ -862,7 +758,7 @@ def main():
                           f"{s['summarizer_tokens']} tokens), {time.time() - t0:.1f} s" if s else "unavailable"),
                           flush=True)
     finally:
-        stop(cproc)
+        counting.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     report(args, fmts, sessions, modes, results)
     if args.json:

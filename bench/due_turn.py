@@ -4,8 +4,9 @@
     python3 bench/due_turn.py [-n 10] [--llm http://127.0.0.1:8089/v1]
                               [--bin target/release/condense] [--no-build] [--json FILE]
 
-Stdlib only (and the helpers of bench/proxy_latency.py). It builds the
-release binary (unless --no-build) and starts, in a temporary directory:
+Stdlib only (with bench/common.py and bench/proxy_latency.py's stub). It
+builds the release binary (unless --no-build) and starts, in a temporary
+directory:
 
 * the **stub provider** of bench/proxy_latency.py (answers at once, so the
   provider's own time is ~0);
@@ -37,17 +38,13 @@ The figure to read: `due - plain` with precompute should be as small as
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import proxy_latency as pl  # noqa: E402
-
-ROOT = pl.ROOT
+import common
+import proxy_latency as pl
 
 PROFILES_TOML = """\
 [profiles.on]
@@ -65,37 +62,6 @@ precompute_at = 0
 """
 
 PLAIN, AHEAD, DUE, REUSE = 4, 5, 6, 7
-
-
-def start_condense(binary, workdir, name, provider_url, llm):
-    port = pl.free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CONDENSE_") and k not in ("DATABASE_URL", "RUST_LOG")}
-    env.update(
-        CONDENSE_LISTEN=f"127.0.0.1:{port}",
-        CONDENSE_PROXY_OPENAI_URL=provider_url,
-        CONDENSE_DATABASE_URL=f"sqlite://{workdir}/{name}-cache.sqlite3?mode=rwc",
-        CONDENSE_PROFILES_FILE=str(workdir / "profiles.toml"),
-        CONDENSE_UPSTREAM_URL=llm,
-        CONDENSE_UPSTREAM_MODEL="SmolLM2-135M-Instruct",
-        CONDENSE_UPSTREAM_CONTEXT_WINDOW="8192",
-        CONDENSE_UPSTREAM_TIMEOUT="600",
-        CONDENSE_UPSTREAM_RETRY_BUDGET="900",
-        CONDENSE_REQUEST_TIMEOUT="1200",
-    )
-    log = open(workdir / f"{name}.log", "wb")
-    proc = subprocess.Popen([str(binary)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    pl.wait_port(port, proc, f"condense ({name})")
-    c = pl.Conn(port)
-    for _ in range(200):
-        try:
-            if c.request("GET", "/healthz")[1] == 200:
-                break
-        except OSError:
-            c = pl.Conn(port)
-        time.sleep(0.05)
-    c.close()
-    return proc, port
 
 
 def user(s, i):
@@ -166,7 +132,7 @@ def session(conn, profile, s):
 
 def summarize(rows):
     def stats(xs):
-        return {"p50_ms": pl.pct(xs, 50) * 1000, "p99_ms": pl.pct(xs, 99) * 1000}
+        return {"p50_ms": common.pct(xs, 50) * 1000, "p99_ms": common.pct(xs, 99) * 1000}
     plain = [r["plain"] for r in rows]
     due = [r["due"] for r in rows]
     reuse = [r["reuse"] for r in rows]
@@ -183,41 +149,43 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=10, help="sessions per instance")
     ap.add_argument("--llm", default="http://127.0.0.1:8089/v1")
-    ap.add_argument("--bin", type=Path, default=ROOT / "target" / "release" / "condense")
+    ap.add_argument("--bin", type=Path, default=common.BINARY)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release", "--bin", "condense"], cwd=ROOT, check=True)
+        common.build(quiet=False)
     if not args.bin.exists():
         sys.exit(f"{args.bin} is missing: cargo build --release")
 
-    procs = []
+    workdir = Path(tempfile.mkdtemp(prefix="condense-due-turn-"))
+    (workdir / "profiles.toml").write_text(PROFILES_TOML)
+    stub, stub_port = pl.start_stub()
+    servers = []
     try:
-        workdir = Path(tempfile.mkdtemp(prefix="condense-due-turn-"))
-        (workdir / "profiles.toml").write_text(PROFILES_TOML)
-        stub_port = pl.free_port()
-        stub = subprocess.Popen([sys.executable, str(Path(pl.__file__)), "stub", str(stub_port)],
-                                stdout=subprocess.PIPE)
-        procs.append(stub)
-        pl.wait_port(stub_port, stub, "stub provider")
         provider = f"http://127.0.0.1:{stub_port}/v1"
         results = {}
         for name in ("on", "off"):
-            proc, port = start_condense(args.bin, workdir, name, provider, args.llm)
-            procs.append(proc)
-            conn = pl.Conn(port, timeout=1200)
+            # The real local model writes the summaries: its window, and
+            # time enough for a tiny model on shared cores.
+            server = pl.start_condense(
+                args.bin, workdir, name, provider,
+                CONDENSE_UPSTREAM_URL=args.llm,
+                CONDENSE_UPSTREAM_MODEL="SmolLM2-135M-Instruct",
+                CONDENSE_UPSTREAM_CONTEXT_WINDOW="8192",
+                CONDENSE_UPSTREAM_TIMEOUT="600",
+                CONDENSE_UPSTREAM_RETRY_BUDGET="900",
+                CONDENSE_REQUEST_TIMEOUT="1200",
+            )
+            servers.append(server)
+            conn = common.Conn(server.port, timeout=1200)
             rows = [session(conn, name, s) for s in range(args.n)]
             conn.close()
             results[name] = summarize(rows)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        for server in servers:
+            server.stop()
+        common.stop(stub)
 
     print(f"Due turn latency through the proxy, {args.n} sessions per row, "
           f"summarizer {args.llm} (ms)")

@@ -18,17 +18,14 @@ written (before the repair) and with the `### Also in the span` list
 
 import argparse
 import json
-import os
 import re
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-THREADS = sorted(p for p in (ROOT / "data/threads").glob("*.json") if ".facts." not in p.name)
+import common
+
+THREADS = sorted(p for p in common.THREADS.glob("*.json") if ".facts." not in p.name)
 ALSO = "### Also in the span"
 MENTIONED = r"Also mentioned: .*?(?:\.(?= \[\d+\] )|$)"
 
@@ -81,7 +78,7 @@ def repair_tokens(base, content):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     ap.add_argument("--llm", help="OpenAI-compatible base URL for llm and hybrid")
     ap.add_argument("--llm-window", type=int, default=8192, help="the --llm model's context window")
     ap.add_argument("--limit", type=int, default=2000, help="max_summary_tokens")
@@ -90,25 +87,17 @@ def main():
                     "model takes minutes per summary, tens of minutes on large-04")
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
-    port = 19000 + os.getpid() % 1000
-    env = dict(os.environ, RUST_LOG="warn", CONDENSE_MAX_CONCURRENCY="0")
-    cmd = [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "31m"]
+        common.build()
+    flags = ["--database-url", "off", "--request-timeout", "31m"]
     if args.llm:
         # The local model's window is 8,192 tokens: condense chunks to it.
         # A tiny model on shared cores is slow: minutes per summary, not
         # the default 60 s per call and 90 s in all.
-        cmd += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "30m",
-                "--upstream-retry-budget", "30m", "--upstream-context-window", str(args.llm_window)]
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+        flags += ["--upstream-url", args.llm, "--upstream-model", "local", "--upstream-timeout", "30m",
+                  "--upstream-retry-budget", "30m", "--upstream-context-window", str(args.llm_window)]
+    server = common.Condense(args.condense, {"CONDENSE_MAX_CONCURRENCY": "0"}, flags, clean=False)
+    base = server.base
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.05)
         strategies = ["heuristic", "per-iteration"] + (["llm", "hybrid"] if args.llm else [])
         if args.strategies:
             strategies = [s for s in strategies if s in args.strategies.split(",")]
@@ -150,8 +139,7 @@ def main():
         for s, (a, k, ka, tok) in totals.items():
             print(f"| {s} | {a} | {k / max(a, 1):.1%} | {ka / max(a, 1):.1%} | {tok} |")
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
 
 
 if __name__ == "__main__":

@@ -14,16 +14,14 @@ the many-small-parts cases at 8 MB. Prints one table.
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import common
+
 MB = 1_000_000
 
 
@@ -123,24 +121,14 @@ def post(base, path, body):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
-    port = 18000 + os.getpid() % 1000
-    server = subprocess.Popen(
-        [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off", "--request-timeout", "600",
-         "--max-messages", "0"],
-        env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
+        common.build()
+    server = common.Condense(args.condense, args=["--database-url", "off", "--request-timeout", "600",
+                                                  "--max-messages", "0"], clean=False)
+    base = server.base
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/healthz", timeout=1)
-                break
-            except Exception:
-                time.sleep(0.05)
         print("| input | 1 MB | 3 MB | 8 MB | 3 MB / 1 MB |")
         print("|---|---|---|---|---|")
         for name, path, make in CASES:
@@ -154,8 +142,7 @@ def main():
             print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]} | {times[1][0] / max(times[0][0], 1e-9):.1f}x |",
                   flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
 
 
 if __name__ == "__main__":

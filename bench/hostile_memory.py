@@ -24,19 +24,16 @@ limit of deploy/deployment.yaml. MB are 10^6 bytes; MiB 2^20.
 """
 
 import argparse
-import http.client
 import json
-import os
 import re
 import socket
-import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import common
+
 MIB = 1 << 20
 MAX_JSON_NODES = 100_000  # src/thread/limits.rs
 
@@ -83,12 +80,7 @@ class Stall:
 
 
 def stub_handler(stall):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(common.QuietHandler):
         def do_POST(self):
             n = int(self.headers.get("content-length") or 0)
             remaining = n
@@ -100,9 +92,7 @@ def stub_handler(stall):
             with stall.lock:
                 stall.received += 1
             stall.release.wait(600)
-            body = b'{"id":"x","object":"chat.completion","choices":[]}'
-            self.wfile.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                             + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            self.send_json(b'{"id":"x","object":"chat.completion","choices":[]}')
 
     return Handler
 
@@ -111,12 +101,9 @@ def stub_handler(stall):
 
 
 def status(pid):
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        k, _, v = line.partition(":")
-        if k in ("VmRSS", "VmHWM"):
-            out[k] = int(v.split()[0]) * 1024
-    return out
+    """VmRSS and VmHWM in bytes."""
+    kb = common.status_kb(pid)
+    return {k: kb[k] * 1024 for k in ("VmRSS", "VmHWM")}
 
 
 class Sampler(threading.Thread):
@@ -219,50 +206,31 @@ def run_case(port, pid, stall, path, body, n, hold):
 
 
 def manifest_limit():
-    text = (ROOT / "deploy" / "deployment.yaml").read_text()
+    text = (common.ROOT / "deploy" / "deployment.yaml").read_text()
     m = re.search(r"limits:\s*\n(?:\s+cpu:.*\n)?(?:\s*#.*\n)*\s+memory:\s*(\d+)(Mi|Gi)", text)
     if not m:
         return None
     return int(m.group(1)) * (MIB if m.group(2) == "Mi" else 1024 * MIB)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     ap.add_argument("--cases", default="compress,proxy16,proxy100")
     ap.add_argument("--env", action="append", default=[], help="K=V for condense's environment")
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+        common.build()
 
     stall = Stall()
-    stub = ThreadingHTTPServer(("127.0.0.1", 0), stub_handler(stall))
-    stub.daemon_threads = True
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSE_") and k != "DATABASE_URL"}
-    env.update(CONDENSE_LISTEN=f"127.0.0.1:{port}", CONDENSE_DATABASE_URL="off", RUST_LOG="warn",
-               CONDENSE_PROXY_OPENAI_URL=f"http://127.0.0.1:{stub.server_address[1]}/v1")
+    stub = common.serve(stub_handler(stall))
+    env = {"CONDENSE_DATABASE_URL": "off",
+           "CONDENSE_PROXY_OPENAI_URL": f"http://127.0.0.1:{stub.server_address[1]}/v1"}
     env.update(kv.split("=", 1) for kv in args.env)
-    server = subprocess.Popen([args.condense], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = common.Condense(args.condense, env, ready="/readyz")
+    port = server.port
     try:
-        for _ in range(600):
-            try:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-                c.request("GET", "/readyz")
-                if c.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
         time.sleep(1.0)
         idle = status(server.pid)["VmRSS"]
         limit = manifest_limit()
@@ -289,8 +257,7 @@ def main():
                   f"| {answers} | {ok} |", flush=True)
     finally:
         stall.release.set()
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
         stub.shutdown()
 
 

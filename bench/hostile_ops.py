@@ -32,10 +32,10 @@ import sys
 import time
 import urllib.parse
 import uuid
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-THREAD = json.loads((ROOT / "data/threads/small-01.openai.json").read_text())
+import common
+
+THREAD = common.load_thread("small-01.openai")
 
 
 # ------------------------------------------------------------------ HTTP
@@ -119,34 +119,10 @@ async def relay(listen_port, upstream, delay):
 
 # --------------------------------------------------------------- servers
 
-def free_port():
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-def start(binary, args, env=None):
-    server = subprocess.Popen(
-        [binary, *args], env=dict(os.environ, RUST_LOG="error", **(env or {})),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    return server
-
-
-async def wait_healthy(port):
-    for _ in range(600):
-        try:
-            status, _, c = await http("127.0.0.1", port, "GET", "/healthz", timeout=1)
-            close(c)
-            if status == 200:
-                return
-        except (OSError, asyncio.TimeoutError, ConnectionError):
-            pass
-        await asyncio.sleep(0.1)
-    raise SystemExit("condense did not start")
+async def start(binary, args=(), env=None):
+    """condense with the caller's settings and RUST_LOG=error, started in a
+    thread: the loop keeps serving the relay it may connect through."""
+    return await asyncio.to_thread(common.Condense, binary, env, args, clean=False, rust_log="error")
 
 
 def has_probe_listener(binary):
@@ -213,12 +189,13 @@ async def part_a(args):
     if not url:
         raise SystemExit("part (a) needs PostgreSQL: run under scripts/with-postgres.sh or set DATABASE_URL")
     u = urllib.parse.urlsplit(url)
-    relay_port, port = free_port(), free_port()
+    relay_port = common.free_port()
     server_relay = await relay(relay_port, (u.hostname, u.port or 5432), args.delay_ms / 1000)
     via = u._replace(netloc=u.netloc.replace(f"{u.hostname}:{u.port}", f"127.0.0.1:{relay_port}")).geturl()
-    server = start(args.condense, ["--listen", f"127.0.0.1:{port}"], {"CONDENSE_DATABASE_URL": via})
+    server = None
     try:
-        await wait_healthy(port)
+        server = await start(args.condense, env={"CONDENSE_DATABASE_URL": via})
+        port = server.port
         await compress_run(port, 3)  # warm-up: pool, schema
         quiet = await compress_run(port, args.requests)
         stop = asyncio.Event()
@@ -228,8 +205,8 @@ async def part_a(args):
         stop.set()
         await asyncio.gather(*tasks)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        if server:
+            server.stop()
         server_relay.close()
     answers = counts["ok"] + counts["down"] + counts["other"]
     print(f"(a) /readyz flood, {args.clients} clients, {args.delay_ms} ms to PostgreSQL each way")
@@ -281,11 +258,11 @@ async def probe(port, source):
 
 
 async def part_b(args):
-    port, probe_port = free_port(), free_port()
+    probe_port = common.free_port()
     extra = ["--probe-listen", f"127.0.0.1:{probe_port}"] if has_probe_listener(args.condense) else []
-    server = start(args.condense, ["--listen", f"127.0.0.1:{port}", "--database-url", "off", *extra])
+    server = await start(args.condense, ["--database-url", "off", *extra])
+    port = server.port
     try:
-        await wait_healthy(port)
         stop = asyncio.Event()
         held, tasks = await slow_headers(port, args.slow, stop)
         await asyncio.sleep(5)  # every socket connected and holding
@@ -302,8 +279,7 @@ async def part_b(args):
         for t in tasks:
             t.cancel()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
     print(f"(b) liveness under {args.slow} slow-header sockets from 127.0.0.1 ({open_now} open at the end)")
     for name, n in ok.items():
         print(f"    GET /healthz {name}: {n}/24 answered within 1 s")
@@ -318,7 +294,7 @@ async def quietly(work):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--no-build", action="store_true")
-    ap.add_argument("--condense", default=str(ROOT / "target" / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     ap.add_argument("--part", choices=["a", "b", "both"], default="both")
     ap.add_argument("--clients", type=int, default=128)
     ap.add_argument("--delay-ms", type=float, default=5.0)
@@ -326,7 +302,7 @@ def main():
     ap.add_argument("--slow", type=int, default=1100)
     args = ap.parse_args()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+        common.build()
     if args.part in ("a", "both"):
         asyncio.run(quietly(part_a(args)))
     if args.part in ("b", "both"):

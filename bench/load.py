@@ -27,8 +27,6 @@ import argparse
 import json
 import os
 import re
-import signal
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,16 +36,15 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from peers import free_port, peak_rss_mb, wait_ready
+import common
 
-ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "target"
+ROOT = common.ROOT
 THREAD = "medium-02.openai"
 
 
 def bodies(work):
     """The body files for bodies.lua: one body each, sent on every request."""
-    thread = json.loads((ROOT / f"data/threads/{THREAD}.json").read_text())
+    thread = common.load_thread(THREAD)
     request = {k: thread[k] for k in ("model", "messages", "tools") if k in thread}
     compress = dict(request, force=True, summarizer={"strategy": "heuristic"})
     files = {}
@@ -56,25 +53,6 @@ def bodies(work):
         path.write_text(json.dumps(body))
         files[name] = path
     return files
-
-
-def start(binary, extra_env):
-    """condense on a free port, with only the settings given here."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CONDENSE_") and k != "DATABASE_URL"}
-    env.update(CONDENSE_LISTEN=f"127.0.0.1:{port}", CONDENSE_DATABASE_URL="off", RUST_LOG="warn", **extra_env)
-    proc = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    wait_ready(f"{base}/healthz", proc, "condense")
-    return proc, base
-
-
-def stop(proc):
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
 
 
 def wrk(url, body, duration, connections, timeout):
@@ -161,12 +139,11 @@ def main():
     ap.add_argument("--timeout", type=int, default=60, help="wrk's request timeout, seconds")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-overload", action="store_true")
-    ap.add_argument("--condense", default=str(TARGET / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     args = ap.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is needed: apt-get install wrk")
+    common.need_wrk()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+        common.build()
 
     work = Path(tempfile.mkdtemp(prefix="condense-load-"))
     files = bodies(work)
@@ -174,36 +151,39 @@ def main():
               "socket errors connect/read/write | timeouts | peak RSS MB |\n|---|---|---|---|---|---|---|---|---|---|---|")
     rows, notes, failures = [], [], []
 
-    proc, base = start(args.condense, {})
+    # condense with no cache and only the settings given here.
+    server = common.Condense(args.condense, {"CONDENSE_DATABASE_URL": "off"})
     try:
-        rss_start = peak_rss_mb(proc.pid)
+        rss_start = server.rss_mb("VmHWM")
         for name in ("tokens", "compress"):
-            url = f"{base}/v1/{name}"
+            url = f"{server.base}/v1/{name}"
             wrk(url, files[name], 2, args.connections, args.timeout)
             r = wrk(url, files[name], args.duration, args.connections, args.timeout)
-            rows.append(row(f"/v1/{name}", args.connections, r, peak_rss_mb(proc.pid)))
-        m = scrape(base)
+            rows.append(row(f"/v1/{name}", args.connections, r, server.rss_mb("VmHWM")))
+        m = scrape(server.base)
         notes.append(f"normal: peak RSS {rss_start:.0f} MB after start; the server counted "
                      f"{counted(m, 'condense_http_requests_total', route='/v1/tokens'):.0f} /v1/tokens and "
                      f"{counted(m, 'condense_http_requests_total', route='/v1/compress'):.0f} /v1/compress answers, "
                      f"{counted(m, 'condense_problems_total'):.0f} problems, "
                      f"{counted(m, 'condense_summaries_written_total', strategy='heuristic'):.0f} summaries written")
     finally:
-        stop(proc)
+        server.stop()
 
     if not args.no_overload:
-        proc, base = start(args.condense, {"CONDENSE_MAX_CONCURRENCY": str(args.limit)})
-        probe = HealthProbe(base)
+        server = common.Condense(args.condense, {"CONDENSE_DATABASE_URL": "off",
+                                                 "CONDENSE_MAX_CONCURRENCY": str(args.limit)})
+        probe = HealthProbe(server.base)
         try:
             probe.start()
-            r = wrk(f"{base}/v1/compress", files["compress"], args.duration, args.overload_connections, args.timeout)
+            r = wrk(f"{server.base}/v1/compress", files["compress"], args.duration, args.overload_connections,
+                    args.timeout)
             probe.stopping.set()
             probe.join()
             rows.append(row(f"/v1/compress, limit {args.limit}", args.overload_connections, r,
-                            peak_rss_mb(proc.pid)))
-            m = scrape(base)
+                            server.rss_mb("VmHWM")))
+            m = scrape(server.base)
         finally:
-            stop(proc)
+            server.stop()
         shed = r["statuses"].get(503, 0)
         notes.append(f"overloaded: {shed} answers 503, {r['retry_after']} of them with Retry-After; "
                      f"wrk timeouts {r['timeouts']}; /healthz during the run: {probe.statuses}, "

@@ -23,38 +23,17 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TARGET = ROOT / "target"
+import common
+
+ROOT = common.ROOT
+TARGET = common.TARGET
 LITELLM_VERSION = os.environ.get("LITELLM_VERSION", "")  # empty: the registry's newest
 NONCE = "\0"  # the piece separator of bodies.lua's nonce mode
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url, proc, what, timeout=180):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"{what} exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except Exception:
-            time.sleep(0.3)
-    sys.exit(f"{what} did not become ready at {url}")
 
 
 def tiktoken_cache():
@@ -64,8 +43,7 @@ def tiktoken_cache():
     assets = Path(crate["manifest_path"]).parent / "assets"
     cache = TARGET / "bench-tiktoken" / "tiktoken-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    for name, sha1 in [("cl100k_base", "9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),
-                       ("o200k_base", "fb374d419588a4632f3f557e76b4b70aebbca790")]:
+    for name, sha1 in common.TIKTOKEN_RANK_FILES.items():
         shutil.copyfile(assets / f"{name}.tiktoken", cache / sha1)
     return cache
 
@@ -82,7 +60,7 @@ def litellm_venv():
 
 def start_litellm(venv, work):
     """The LiteLLM proxy on a free port, and its token-counter URL."""
-    port = free_port()
+    port = common.free_port()
     config = work / "litellm.yaml"
     config.write_text("model_list:\n  - model_name: gpt-4o\n    litellm_params:\n"
                       "      model: openai/gpt-4o\n      api_key: sk-unused\n")
@@ -97,13 +75,13 @@ def start_litellm(venv, work):
          "--num_workers", "1"],
         env=env, stdout=subprocess.DEVNULL, stderr=open(work / "litellm.log", "w"),
     )
-    wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc, "LiteLLM proxy")
+    common.wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc, "LiteLLM proxy")
     return proc, f"http://127.0.0.1:{port}/utils/token_counter"
 
 
 def bodies(work):
     """The three scenarios' body files for bodies.lua."""
-    thread = json.loads((ROOT / "data/threads/large-04.openai.json").read_text())
+    thread = common.load_thread("large-04.openai")
     messages = thread["messages"]
     out = {}
     # cold: pieces around a nonce placed at the start of every string content.
@@ -155,41 +133,26 @@ def wrk(url, mode, path, duration, connections):
     return {"rps": rps, "p50": lat.get(50), "p99": lat.get(99), "errors": errors}
 
 
-def peak_rss_mb(pid):
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return None
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-litellm", action="store_true")
-    ap.add_argument("--condense", default=str(TARGET / "release" / "condense"))
+    ap.add_argument("--condense", default=str(common.BINARY))
     args = ap.parse_args()
-    if shutil.which("wrk") is None:
-        sys.exit("wrk is needed: apt-get install wrk")
+    common.need_wrk()
     if not args.no_build:
-        subprocess.check_call(["cargo", "build", "--release", "--quiet", "--bin", "condense"], cwd=ROOT)
+        common.build()
 
     work = Path(tempfile.mkdtemp(prefix="condense-peers-"))
     files = bodies(work)
-    procs = []
+    condense, litellm = None, None
     try:
-        port = free_port()
-        condense = subprocess.Popen(
-            [args.condense, "--listen", f"127.0.0.1:{port}", "--database-url", "off"],
-            env=dict(os.environ, RUST_LOG="warn"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        procs.append(condense)
-        wait_ready(f"http://127.0.0.1:{port}/healthz", condense, "condense")
-        servers = {"condense": f"http://127.0.0.1:{port}/v1/tokens"}
+        condense = common.Condense(args.condense, args=["--database-url", "off"], clean=False)
+        servers = {"condense": f"{condense.base}/v1/tokens"}
         if not args.no_litellm:
             litellm, servers["LiteLLM"] = start_litellm(litellm_venv(), work)
-            procs.append(litellm)
 
         results = {}
         for scenario, (mode, path) in files.items():
@@ -197,15 +160,12 @@ def main():
                 # A short warm-up, then the measured run.
                 wrk(url, mode, path, 2, args.connections)
                 results[(scenario, name)] = wrk(url, mode, path, args.duration, args.connections)
-        rss = peak_rss_mb(condense.pid)
+        rss = condense.rss_mb("VmHWM")
     finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        if condense:
+            condense.stop()
+        if litellm:
+            common.stop(litellm)
 
     targets = {"cold": 5, "turns": 20, "short": None}
     print(f"\nwrk -t2 -c{args.connections} -d{args.duration}s on loopback; condense peak RSS {rss:.0f} MB\n")

@@ -15,7 +15,6 @@ Needs valgrind (Debian's `valgrind`).
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,8 +23,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import peers  # noqa: E402
+import common
+import peers
 
 # condense's own stages of a /v1/tokens request, by inclusive instructions
 # (a function and all it calls); the names hold in older builds too.
@@ -61,7 +60,7 @@ def annotate(path, inclusive):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default=str(peers.TARGET / "release" / "condense"))
+    ap.add_argument("--binary", default=str(common.BINARY))
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--case", choices=["tokens-cold", "compress-hit"], default="tokens-cold",
@@ -76,34 +75,31 @@ def main():
     route = "/v1/tokens"
     if args.case == "compress-hit":
         # One body, sent once before the counters start: every measured request is a cache hit.
-        thread = json.loads((peers.ROOT / "data/threads/large-04.openai.json").read_text())
+        thread = common.load_thread("large-04.openai")
         pieces = [json.dumps({"model": "gpt-4o", "messages": thread["messages"], "force": True,
                               "summarizer": {"strategy": "heuristic"}}).encode()]
         route = "/v1/compress"
-    port = peers.free_port()
     out = work / "callgrind.out"
-    env = dict(os.environ, RUST_LOG="warn", CONDENSE_LISTEN=f"127.0.0.1:{port}", CONDENSE_REQUEST_TIMEOUT="600",
-               CONDENSE_DATABASE_URL="off" if args.case == "tokens-cold" else f"sqlite://{work}/cache.db?mode=rwc")
-    proc = subprocess.Popen(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", args.binary],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {"CONDENSE_REQUEST_TIMEOUT": "600",
+           "CONDENSE_DATABASE_URL": "off" if args.case == "tokens-cold" else f"sqlite://{work}/cache.db?mode=rwc"}
+    server = common.Condense(args.binary, env, what="condense under callgrind", clean=False, timeout=600,
+                             wrap=["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"])
     try:
-        peers.wait_ready(f"http://127.0.0.1:{port}/healthz", proc, "condense under callgrind", timeout=600)
         def send(i):
             body = f"profile-{i} ".encode().join(pieces)
-            req = urllib.request.Request(f"http://127.0.0.1:{port}{route}", data=body,
+            req = urllib.request.Request(f"{server.base}{route}", data=body,
                                          headers={"content-type": "application/json"})
             with urllib.request.urlopen(req, timeout=600) as res:
                 return json.loads(res.read())
         if args.case == "compress-hit":
             send(0)
-        subprocess.run(["callgrind_control", "-z", str(proc.pid)], check=True, capture_output=True)
+        subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
         for i in range(args.requests):
             answer = send(i)
             if args.case == "compress-hit" and not answer["summary"]["cached"]:
                 sys.exit("a measured compression was not a cache hit")
     finally:
-        proc.terminate()
-        proc.wait(timeout=120)
+        server.stop(timeout=120)  # callgrind writes its output on the way out
     time.sleep(0.5)
     files = sorted(work.glob("callgrind.out*"), key=lambda f: f.stat().st_size)
     print(f"callgrind output: {files[-1]}")

@@ -47,22 +47,20 @@ llama-server), with a tiny thread and few requests: the end-to-end picture.
 
 import argparse
 import hashlib
-import http.client
 import json
 import os
 import shutil
-import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "data" / "threads"
+import common
+from common import Conn, pct
+
+ROOT = common.ROOT
 
 PROFILES_TOML = """\
 [profiles.big]
@@ -110,24 +108,12 @@ ANTHROPIC_ANSWER = json.dumps(
 # --------------------------------------------------------------------------
 
 
-class StubHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class StubHandler(common.QuietHandler):
     last = {"path": None, "body": b"", "count": 0}
 
     def setup(self):
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, *args):
-        pass
-
-    def _send(self, body, status="200 OK"):
-        # Status line, headers and body in one write: no Nagle/delayed-ACK stall.
-        head = (
-            f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n"
-        ).encode()
-        self.wfile.write(head + body)
 
     def do_POST(self):
         n = int(self.headers.get("content-length") or 0)
@@ -136,11 +122,11 @@ class StubHandler(BaseHTTPRequestHandler):
         # depend on the body's size, and so differ between direct and proxied.
         StubHandler.last = {"path": self.path, "body": body, "count": StubHandler.last["count"] + 1}
         if self.path.endswith("/chat/completions"):
-            self._send(OPENAI_ANSWER)
+            self.send_json(OPENAI_ANSWER)
         elif self.path.endswith("/v1/messages"):
-            self._send(ANTHROPIC_ANSWER)
+            self.send_json(ANTHROPIC_ANSWER)
         else:
-            self._send(b'{"error":"not found"}', "404 Not Found")
+            self.send_json(b'{"error":"not found"}', "404 Not Found")
 
     def do_GET(self):
         # /_last: what the last POST carried (for the checks, off the timed path).
@@ -152,7 +138,7 @@ class StubHandler(BaseHTTPRequestHandler):
             info["messages"] = len(json.loads(body)["messages"])
         except Exception:
             pass
-        self._send(json.dumps(info).encode())
+        self.send_json(json.dumps(info).encode())
 
 
 def run_stub(port):
@@ -167,80 +153,9 @@ def run_stub(port):
 # --------------------------------------------------------------------------
 
 
-class Conn:
-    """One keep-alive HTTP/1.1 connection with TCP_NODELAY."""
-
-    def __init__(self, port, timeout=300):
-        self.port = port
-        self.timeout = timeout
-        self.c = None
-        self.reconnects = 0
-
-    def _connect(self):
-        self.c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-        self.c.connect()
-        self.c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def request(self, method, path, body=None, headers=None):
-        """(seconds, status, headers as a lower-cased dict, body bytes)."""
-        for attempt in (0, 1):
-            if self.c is None:
-                self._connect()
-            t0 = time.perf_counter()
-            try:
-                self.c.request(method, path, body=body, headers=headers or {})
-                r = self.c.getresponse()
-                data = r.read()
-                break
-            except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                # The server closed an idle keep-alive connection: reconnect
-                # (untimed) and send again, once.
-                self.c.close()
-                self.c = None
-                self.reconnects += 1
-                if attempt:
-                    raise
-        dt = time.perf_counter() - t0
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-        if r.will_close:
-            self.c.close()
-            self.c = None
-        return dt, r.status, hdrs, data
-
-    def close(self):
-        if self.c is not None:
-            self.c.close()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, proc, what, deadline=60.0):
-    end = time.time() + deadline
-    while time.time() < end:
-        if proc.poll() is not None:
-            sys.exit(f"{what} exited with {proc.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"{what} did not listen on {port} within {deadline}s")
-
-
 def proc_status(pid):
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            k, _, v = line.partition(":")
-            if k in ("VmHWM", "VmRSS"):
-                out[k] = int(v.split()[0]) // 1024  # MiB
-    except OSError:
-        pass
-    return out
+    """VmHWM and VmRSS in whole MiB."""
+    return {k: v // 1024 for k, v in common.status_kb(pid).items() if k in ("VmHWM", "VmRSS")}
 
 
 def cpu_seconds(pid):
@@ -252,63 +167,38 @@ def cpu_seconds(pid):
         return float("nan")
 
 
-def pct(xs, p):
-    """Percentile by linear interpolation between closest ranks (numpy's default)."""
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * p / 100
-    lo = int(k)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
-
-
-def start_condense(binary, workdir, name, openai_url, anthropic_url):
-    port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("CONDENSE_") and k not in ("DATABASE_URL", "RUST_LOG")}
-    env.update(
-        CONDENSE_LISTEN=f"127.0.0.1:{port}",
-        CONDENSE_PROXY_OPENAI_URL=openai_url,
-        CONDENSE_PROXY_ANTHROPIC_URL=anthropic_url,
-        CONDENSE_DATABASE_URL=f"sqlite://{workdir}/{name}-cache.sqlite3?mode=rwc",
-        CONDENSE_PROFILES_FILE=str(workdir / "profiles.toml"),
-    )
-    log = open(workdir / f"{name}.log", "wb")
-    proc = subprocess.Popen([str(binary)], env=env, stdout=log, stderr=subprocess.STDOUT)
-    wait_port(port, proc, f"condense ({name})")
-    # Listening is not ready: wait for /healthz.
-    c = Conn(port)
-    for _ in range(200):
-        try:
-            if c.request("GET", "/healthz")[1] == 200:
-                break
-        except OSError:
-            c = Conn(port)
-        time.sleep(0.05)
-    c.close()
+def start_stub():
+    """The stub provider in a process of its own, so that its time does not
+    compete with this script's client for one interpreter: (process, port)."""
+    port = common.free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "stub", str(port)], stdout=subprocess.PIPE, text=True)
+    if proc.stdout.readline().strip() != "ready":  # printed once it listens
+        common.stop(proc)
+        sys.exit("the stub provider did not start")
     return proc, port
+
+
+def start_condense(binary, workdir, name, openai_url, anthropic_url=None, **env):
+    """condense proxying to these provider URLs, with its own SQLite cache and
+    the profiles of `workdir`, its output in `workdir/NAME.log`, and no other
+    settings: every other CONDENSE_*, DATABASE_URL and RUST_LOG is dropped."""
+    env.update(CONDENSE_PROXY_OPENAI_URL=openai_url,
+               CONDENSE_DATABASE_URL=f"sqlite://{workdir}/{name}-cache.sqlite3?mode=rwc",
+               CONDENSE_PROFILES_FILE=str(workdir / "profiles.toml"))
+    if anthropic_url:
+        env["CONDENSE_PROXY_ANTHROPIC_URL"] = anthropic_url
+    return common.Condense(binary, env, what=f"condense ({name})", rust_log=None, log=workdir / f"{name}.log")
 
 
 ROUTES = {
     # route: (fixture, path at condense, path at the provider given the base URLs below)
-    "openai": ("large-04.openai.json", "/v1/chat/completions", "/v1/chat/completions"),
-    "anthropic": ("large-04.anthropic.json", "/v1/messages", "/v1/messages"),
+    "openai": ("large-04.openai", "/v1/chat/completions", "/v1/chat/completions"),
+    "anthropic": ("large-04.anthropic", "/v1/messages", "/v1/messages"),
 }
 
 
-def provider_headers(route):
-    h = {"content-type": "application/json"}
-    if route == "openai":
-        h["authorization"] = "Bearer sk-bench"
-    else:
-        h["x-api-key"] = "sk-ant-bench"
-        h["anthropic-version"] = "2023-06-01"
-    return h
-
-
 def load_body(route):
-    fixture = json.loads((FIXTURES / ROUTES[route][0]).read_text())
+    fixture = common.load_thread(ROUTES[route][0])
     tokens_req = dict(fixture)  # /v1/tokens takes model, messages, system, tools
     if route == "anthropic":
         fixture["max_tokens"] = 1024
@@ -363,7 +253,7 @@ def check_report(case, rep):
 
 def measure_pair(direct, proxied, n, warmup, body, route, profile, case, stub):
     path_c, path_p = ROUTES[route][1], ROUTES[route][2]
-    h_direct = provider_headers(route)
+    h_direct = common.api_headers(route)
     h_proxy = dict(h_direct, **{"x-condense-profile": profile})
 
     def one_direct():
@@ -452,18 +342,14 @@ def ms(x):
 
 
 def run_stub_bench(args, workdir, results):
-    stub_port = free_port()
-    stub_proc = subprocess.Popen([sys.executable, __file__, "stub", str(stub_port)],
-                                 stdout=subprocess.PIPE, text=True)
+    stub_proc, stub_port = start_stub()
     try:
-        assert stub_proc.stdout.readline().strip() == "ready"
-        wait_port(stub_port, stub_proc, "stub")
         base = f"http://127.0.0.1:{stub_port}"
-        proc, port = start_condense(args.bin, workdir, "stub", base + "/v1", base)
-        measure_pair.condense_pid = proc.pid
-        results["rss_start_mib"] = proc_status(proc.pid)
+        server = start_condense(args.bin, workdir, "stub", base + "/v1", base)
+        measure_pair.condense_pid = server.pid
+        results["rss_start_mib"] = proc_status(server.pid)
         try:
-            direct, proxied, stub = Conn(stub_port), Conn(port), Conn(stub_port)
+            direct, proxied, stub = Conn(stub_port), Conn(server.port), Conn(stub_port)
             rows = []
             bodies = {r: load_body(r) for r in ROUTES}
             # not_due first, on an empty cache (see the module docstring).
@@ -474,7 +360,7 @@ def run_stub_bench(args, workdir, results):
                     r = measure_pair(direct, proxied, args.n, args.warmup, body, route,
                                      profile, case, stub)
                     r.update(route=route, case=case, profile=profile, body_bytes=len(body),
-                             messages=nmsg, rss_mib=proc_status(proc.pid))
+                             messages=nmsg, rss_mib=proc_status(server.pid))
                     rows.append(r)
             ref = []
             for route in ROUTES:
@@ -484,29 +370,27 @@ def run_stub_bench(args, workdir, results):
                             "body_bytes": len(tokens_body)})
             results["stub"] = rows
             results["tokens_reference"] = ref
-            results["rss_end_mib"] = proc_status(proc.pid)
+            results["rss_end_mib"] = proc_status(server.pid)
             for c in (direct, proxied, stub):
                 c.close()
         finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+            server.stop()
     finally:
-        stub_proc.terminate()
-        stub_proc.wait(timeout=10)
+        common.stop(stub_proc)
 
 
 def run_llm_bench(args, workdir, results):
     url = args.llm.rstrip("/")
     host_port = int(url.rsplit(":", 1)[1])
-    proc, port = start_condense(args.bin, workdir, "llm", url + "/v1", url)
-    measure_pair.condense_pid = proc.pid
+    server = start_condense(args.bin, workdir, "llm", url + "/v1", url)
+    measure_pair.condense_pid = server.pid
     rows = []
     try:
-        direct, proxied = Conn(host_port), Conn(port)
+        direct, proxied = Conn(host_port), Conn(server.port)
         for route in ROUTES:
             body = tiny_body(route)
             path = ROUTES[route][1]
-            h = provider_headers(route)
+            h = common.api_headers(route)
             hp = dict(h, **{"x-condense-profile": "big"})
             d, p = [], []
             for i in range(args.warmup_llm + args.llm_n):
@@ -529,8 +413,7 @@ def run_llm_bench(args, workdir, results):
         direct.close()
         proxied.close()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        server.stop()
     results["llm"] = rows
 
 
@@ -589,7 +472,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=100, help="timed pairs per case (default 100)")
     ap.add_argument("--warmup", type=int, default=10, help="untimed pairs first (default 10)")
-    ap.add_argument("--bin", type=Path, default=ROOT / "target" / "release" / "condense")
+    ap.add_argument("--bin", type=Path, default=common.BINARY)
     ap.add_argument("--llm", help="also proxy to this real server, e.g. http://127.0.0.1:8089")
     ap.add_argument("--llm-n", type=int, default=20)
     ap.add_argument("--warmup-llm", type=int, default=3)
