@@ -598,9 +598,7 @@ async fn stalling_at(path: &str, streams: bool) -> (String, Arc<Notify>, Arc<Not
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = server::serve_router(app).await;
     (url, arrived, ended)
 }
 

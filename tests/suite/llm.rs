@@ -1,95 +1,29 @@
 //! The upstream LLM's happy paths against a real model, for both client
 //! kinds: llama.cpp's `llama-server` (SmolLM2-135M, started by
 //! `scripts/local-llm.sh`) speaks OpenAI Chat Completions at `/v1` and
-//! Anthropic Messages at `/v1/messages`. A counting proxy in front of it
+//! Anthropic Messages at `/v1/messages`. A recording relay in front of it
 //! shows how many calls each summary took. The model is tiny: these judge
 //! the mechanics (who wrote it, usage, chunking, single flight, a valid
 //! thread back), never the prose.
 use crate::support::live;
-
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use crate::support::recorder::Recorder;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Request, StatusCode, Uri, header};
-use axum::response::IntoResponse;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use condense::upstream::Kind;
 
-/// Requests forwarded, by path.
-#[derive(Clone, Default)]
-struct Calls(Arc<Mutex<BTreeMap<String, usize>>>);
-
-impl Calls {
-    fn total(&self) -> usize {
-        self.0.lock().unwrap().values().sum()
-    }
-}
-
-/// A forwarder on a free port that counts requests and passes them (and
-/// the answers) through unchanged.
-async fn counting_proxy(target: String) -> (String, Calls) {
-    let calls = Calls::default();
-    let client = reqwest::Client::new();
-    let app = Router::new()
-        .fallback(
-            |State((target, client, calls)): State<(String, reqwest::Client, Calls)>,
-             uri: Uri,
-             headers: HeaderMap,
-             body: Bytes| async move {
-                *calls
-                    .0
-                    .lock()
-                    .unwrap()
-                    .entry(uri.path().to_string())
-                    .or_default() += 1;
-                let mut req = client.post(format!("{target}{}", uri.path())).body(body);
-                for name in [
-                    "content-type",
-                    "authorization",
-                    "x-api-key",
-                    "anthropic-version",
-                ] {
-                    if let Some(v) = headers.get(name) {
-                        req = req.header(name, v);
-                    }
-                }
-                match req.send().await {
-                    Ok(res) => {
-                        let status = StatusCode::from_u16(res.status().as_u16()).unwrap();
-                        (status, res.bytes().await.unwrap_or_default()).into_response()
-                    }
-                    Err(_) => StatusCode::BAD_GATEWAY.into_response(),
-                }
-            },
-        )
-        .with_state((target, client, calls.clone()));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, calls)
-}
-
-/// The server's root (`http://127.0.0.1:8089`) from the OpenAI base URL.
-fn root(openai_url: &str) -> String {
-    openai_url
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string()
-}
-
-/// Condense with the real model behind a counting proxy, as `kind` speaks.
-async fn condense(test: &str, kind: Kind) -> Option<(Router, Calls)> {
+/// Condense with the real model behind a recording relay, as `kind` speaks.
+async fn condense(test: &str, kind: Kind) -> Option<(Router, Recorder)> {
     let url = live::llm(test)?;
-    let (proxy, calls) = counting_proxy(root(&url)).await;
+    let proxy = Recorder::start(&live::origin(&url)).await;
     let upstream_url = match kind {
-        Kind::OpenAi => format!("{proxy}/v1"),
-        Kind::Anthropic => proxy,
+        Kind::OpenAi => format!("{}/v1", proxy.url),
+        Kind::Anthropic => proxy.url.clone(),
     };
     let config = condense::Config {
         limits: condense::config::LimitSettings {
@@ -109,7 +43,7 @@ async fn condense(test: &str, kind: Kind) -> Option<(Router, Calls)> {
         ..Default::default()
     };
     let app = condense::http::router(condense::AppState::new(config).expect("state builds"));
-    Some((app, calls))
+    Some((app, proxy))
 }
 
 async fn post(app: &Router, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -196,7 +130,7 @@ async fn llm_hybrid_and_auto_with_both_clients() {
         let worth_it =
             json!({"max_summary_tokens": 120, "llm_min_tokens": 100, "llm_min_total_tokens": 1000});
         written_by_the_model(&app, &request("small-01.openai", "auto", worth_it), "llm").await;
-        let before = calls.total();
+        let before = calls.count();
         let not_worth = json!({"max_summary_tokens": 120, "llm_min_tokens": 100_000_000});
         let (status, out) = post(
             &app,
@@ -207,7 +141,7 @@ async fn llm_hybrid_and_auto_with_both_clients() {
         assert_eq!(status, 200, "{out}");
         assert_eq!(out["summary"]["strategy"], "heuristic");
         assert!(out["usage"].is_null());
-        assert_eq!(calls.total(), before, "{kind:?}: no upstream call");
+        assert_eq!(calls.count(), before, "{kind:?}: no upstream call");
         // The same span in a thread below the tier's total: no call.
         let small_thread = json!({"max_summary_tokens": 120, "llm_min_tokens": 100, "llm_min_total_tokens": 100_000_000});
         let (status, out) = post(
@@ -219,7 +153,7 @@ async fn llm_hybrid_and_auto_with_both_clients() {
         assert_eq!(status, 200, "{out}");
         assert_eq!(out["summary"]["strategy"], "heuristic");
         assert_eq!(
-            calls.total(),
+            calls.count(),
             before,
             "{kind:?}: below the tier's total, no call"
         );
@@ -227,11 +161,12 @@ async fn llm_hybrid_and_auto_with_both_clients() {
             Kind::OpenAi => "/v1/chat/completions",
             Kind::Anthropic => "/v1/messages",
         };
-        assert_eq!(
-            calls.0.lock().unwrap().keys().collect::<Vec<_>>(),
-            [path],
-            "{kind:?}"
-        );
+        let paths: std::collections::BTreeSet<String> = calls
+            .exchanges()
+            .iter()
+            .map(|c| c.path().to_string())
+            .collect();
+        assert_eq!(paths.iter().collect::<Vec<_>>(), [path], "{kind:?}");
     }
 }
 
@@ -275,7 +210,7 @@ async fn long_spans_are_chunked_and_identical_requests_share_the_calls() {
             "{kind:?}: one summary for all"
         );
         assert_eq!(
-            calls.total() as u64,
+            calls.count() as u64,
             chunks,
             "{kind:?}: three requests, one set of calls"
         );
@@ -318,7 +253,7 @@ async fn per_iteration_summaries_are_written_by_the_model() {
     let usage = &out["usage"];
     assert!(usage["calls"].as_u64().unwrap() >= 1, "{usage}");
     assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{usage}");
-    assert_eq!(calls.total() as u64, usage["calls"].as_u64().unwrap());
+    assert_eq!(calls.count() as u64, usage["calls"].as_u64().unwrap());
     let summaries = out["summaries"].as_array().expect("summaries");
     let its: Vec<u64> = summaries
         .iter()

@@ -7,6 +7,8 @@
 //! accepts the body the server accepted or rejected. A path or method the spec
 //! does not list must answer the generic 404/405 of `components/responses`.
 
+use crate::support::server;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -1251,12 +1253,7 @@ async fn fake_upstream() -> String {
     let upstream = Router::new()
         .route("/ok/chat/completions", axum::routing::post(completion))
         .route("/bad/chat/completions", axum::routing::post(refuse));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a free port");
-    let addr = listener.local_addr().expect("a bound address");
-    tokio::spawn(async move { axum::serve(listener, upstream).await });
-    format!("http://{addr}")
+    server::serve_router(upstream).await
 }
 
 fn app_with_upstream(url: String) -> Router {

@@ -8,6 +8,7 @@
 //! precompute forwards what it would have without it. A summarizer that is
 //! slow or fails (a stub: faults the real one will not produce on demand)
 //! never delays or fails a request.
+use crate::support::recorder::{Exchange, Recorder};
 use crate::support::{live, prometheus, server};
 
 use std::path::Path;
@@ -18,70 +19,10 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
-
-/// One call the summarizer relay saw: the agent's turn it came during, and
-/// the text the model answered.
-#[derive(Debug, Clone)]
-struct Call {
-    turn: usize,
-    answer: String,
-}
-
-/// A relay in front of the real local LLM that records every call.
-#[derive(Clone)]
-struct Relay {
-    llm: String,
-    client: reqwest::Client,
-    /// The agent's current turn (set by the test before each request).
-    turn: Arc<AtomicUsize>,
-    calls: Arc<Mutex<Vec<Call>>>,
-}
-
-async fn relay(State(r): State<Relay>, uri: Uri, body: Bytes) -> impl IntoResponse {
-    let turn = r.turn.load(Ordering::SeqCst);
-    let answer = r
-        .client
-        .post(format!("{}{}", r.llm, uri.path()))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("the local LLM answers");
-    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap();
-    let bytes = answer.bytes().await.unwrap_or_default();
-    let text = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| {
-            v["choices"][0]["message"]["content"]
-                .as_str()
-                .map(str::to_string)
-        })
-        .unwrap_or_default();
-    r.calls.lock().unwrap().push(Call { turn, answer: text });
-    (status, [(header::CONTENT_TYPE, "application/json")], bytes)
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
-}
-
-async fn start_relay(llm: &str) -> (String, Relay) {
-    let r = Relay {
-        llm: llm.trim_end_matches('/').to_string(),
-        client: reqwest::Client::new(),
-        turn: Arc::default(),
-        calls: Arc::default(),
-    };
-    let url = serve(Router::new().fallback(relay).with_state(r.clone())).await;
-    (url, r)
-}
 
 /// The agent's provider: records each forwarded body, answers a short
 /// completion.
@@ -101,7 +42,7 @@ async fn provider() -> (String, Forwarded) {
             }))
         }
     });
-    (serve(app).await, seen)
+    (server::serve_router(app).await, seen)
 }
 
 /// N = 30 messages, 4 kept verbatim, any span worth the LLM, short summaries;
@@ -192,6 +133,20 @@ async fn turn(
     (headers, body)
 }
 
+/// The agent's turn of each summary call, in order.
+fn turns(recorder: &Recorder) -> Vec<usize> {
+    recorder.exchanges().iter().map(|e| e.tag).collect()
+}
+
+/// The text the model answered a summary call.
+fn answer(call: &Exchange) -> String {
+    let answer = call.answer();
+    answer["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
@@ -243,7 +198,8 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
     let Some(database) = live::fresh_database(test).await else {
         return;
     };
-    let (upstream, recorded) = start_relay(&llm).await;
+    let recorder = Recorder::start(&llm).await;
+    let upstream = recorder.url.clone();
     let (provider, seen) = provider().await;
     let dir = temp_dir("precompute");
     let a = server::serve(config(&dir, &database, &upstream, &provider)).await;
@@ -270,7 +226,7 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
     let mut prefix: Option<Vec<Value>> = None;
     for i in 0..30 {
         history.push(user(i));
-        recorded.turn.store(i, Ordering::SeqCst);
+        recorder.set_tag(i);
         let (ha, fa) = turn(&client, &a, "default", &history, &seen).await;
         let (hb, fb) = turn(&client, &b, "default", &history, &seen).await;
         assert_eq!(fa, fb, "turn {i}: both replicas forward the same bytes");
@@ -305,8 +261,8 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
             assert!(removed > 0, "turn {i}: the summary took tokens out");
             // The due turn waited for no upstream call: every one the relay
             // saw came during an earlier turn.
-            let calls = recorded.calls.lock().unwrap().clone();
-            assert!(calls.iter().all(|c| c.turn != i), "turn {i}: {calls:?}");
+            let turns = turns(&recorder);
+            assert!(turns.iter().all(|&t| t != i), "turn {i}: {turns:?}");
             // The precomputed summary, then every newer message verbatim.
             let m = messages(&fa);
             let cut = covers(i);
@@ -325,7 +281,7 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
                 "{text}"
             );
             // Its text is what the model wrote on the earlier turn.
-            let written = calls.last().expect("written ahead").answer.clone();
+            let written = answer(recorder.exchanges().last().expect("written ahead"));
             let content = text.split_once("\n\n").map_or("", |(_, c)| c).trim();
             let opening: String = content.chars().take(25).collect();
             assert!(
@@ -349,10 +305,9 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
         idle(&client, &b).await;
         history.push(assistant(i));
     }
-    let calls = recorded.calls.lock().unwrap().clone();
-    let turns: Vec<usize> = calls.iter().map(|c| c.turn).collect();
     assert_eq!(
-        turns, ahead,
+        turns(&recorder),
+        ahead,
         "one summary call per summary, on the turn that started it, over both replicas"
     );
     let due_turns = |s: &prometheus::Scrape, result| {
@@ -394,7 +349,7 @@ const SHORT: &str = "[profiles.default]\nmax_messages_before_summary = 10\nmin_r
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_or_failing_precompute_never_delays_or_fails_a_request() {
     let s = Stuck::default();
-    let upstream = serve(Router::new().fallback(stuck).with_state(s.clone())).await;
+    let upstream = server::serve_router(Router::new().fallback(stuck).with_state(s.clone())).await;
     let (provider, seen) = provider().await;
     let dir = temp_dir("precompute-stuck");
     let profiles = dir.join("short.toml");
@@ -577,7 +532,8 @@ async fn compress(client: &reqwest::Client, base: &str, body: &Value) -> (u16, V
 async fn a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap() {
     let test = "a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap";
     let Some(llm) = live::llm(test) else { return };
-    let (upstream, recorded) = start_relay(&llm).await;
+    let recorder = Recorder::start(&llm).await;
+    let upstream = recorder.url.clone();
     let (provider, _) = provider().await;
     let dir = temp_dir("precompute-api");
     let base = server::serve(config(
@@ -599,7 +555,7 @@ async fn a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap() {
     }
     history.push(user(5));
     // 11 messages since the system prompt: past 0.8 of N = 12, not due.
-    recorded.turn.store(5, Ordering::SeqCst);
+    recorder.set_tag(5);
     let body = json!({"messages": history, "config": settings, "precompute": true});
     let (status, v) = compress(&client, &base, &body).await;
     assert_eq!(status, 202, "{v}");
@@ -615,7 +571,7 @@ async fn a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap() {
     // call had less its newest 4, then every newer message verbatim.
     history.push(assistant(5));
     history.push(user(6));
-    recorded.turn.store(6, Ordering::SeqCst);
+    recorder.set_tag(6);
     let body = json!({"messages": history, "config": settings, "precompute": true});
     let (status, v) = compress(&client, &base, &body).await;
     assert_eq!(status, 200, "{v}");
@@ -627,14 +583,11 @@ async fn a_direct_caller_asks_for_precompute_and_gets_202_then_the_swap() {
     let m = v["messages"].as_array().unwrap();
     assert_eq!(m[0], history[0]);
     assert_eq!(&m[2..], &history[8..]);
-    let turns: Vec<usize> = recorded
-        .calls
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|c| c.turn)
-        .collect();
-    assert_eq!(turns, [5], "one summary call, on the call that started it");
+    assert_eq!(
+        turns(&recorder),
+        [5],
+        "one summary call, on the call that started it"
+    );
 }
 
 #[tokio::test]

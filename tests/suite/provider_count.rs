@@ -5,13 +5,9 @@
 //! real server will not produce on demand (429, 500, garbage, a hang, a
 //! redirect, an error that echoes the key) from the stub, each answered
 //! with the local estimate and a warning.
+use crate::support::recorder::Recorder;
 use crate::support::{common, live, prometheus, stub};
 
-use std::sync::{Arc, Mutex};
-
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{StatusCode, Uri};
 use serde_json::{Value, json};
 
 use common::{Reply, app_with, get, post, thread};
@@ -20,55 +16,12 @@ use stub::Fault;
 
 const KEY: &str = "sk-count-SECRET-7311";
 
-/// Requests the relay forwarded: path and body.
-type Seen = Arc<Mutex<Vec<(String, Value)>>>;
-
-#[derive(Clone)]
-struct Relay {
-    target: String,
-    client: reqwest::Client,
-    seen: Seen,
-}
-
-/// Forwards `POST /…` to the llama-server's `…`, recording it.
-async fn relay(State(r): State<Relay>, uri: Uri, body: Bytes) -> (StatusCode, Bytes) {
-    let parsed = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    r.seen
-        .lock()
-        .unwrap()
-        .push((uri.path().to_string(), parsed));
-    let answer = r
-        .client
-        .post(format!("{}{}", r.target, uri.path()))
-        .header("content-type", "application/json")
-        .body(body)
-        .send()
-        .await
-        .expect("the local LLM answers");
-    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap();
-    (status, answer.bytes().await.unwrap())
-}
-
-/// The llama-server's origin (`http://host:port`), from its `…/v1` URL.
-fn origin(llm: &str) -> String {
-    llm.trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string()
-}
-
-/// A relay in front of the llama-server: its URL and what it saw.
-async fn start_relay(llm: &str) -> (String, Seen) {
-    let seen = Seen::default();
-    let state = Relay {
-        target: origin(llm),
-        client: reqwest::Client::new(),
-        seen: seen.clone(),
-    };
-    let app = axum::Router::new().fallback(relay).with_state(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, seen)
+/// The body of the one request the relay has forwarded, which went to `path`.
+fn only(relay: &Recorder, path: &str) -> Value {
+    let calls = relay.exchanges();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].path(), path);
+    calls[0].json()
 }
 
 /// condense with both provider routes pointing at `base` (the Anthropic
@@ -106,7 +59,7 @@ async fn local_total(app: &axum::Router, body: &Value) -> u64 {
 /// `input_tokens` the llama-server answers for `body` at `path`, asked directly.
 async fn direct(llm: &str, path: &str, body: &Value) -> u64 {
     let answer: Value = reqwest::Client::new()
-        .post(format!("{}{path}", origin(llm)))
+        .post(format!("{}{path}", live::origin(llm)))
         .json(body)
         .send()
         .await
@@ -134,19 +87,14 @@ async fn anthropic_threads_are_counted_by_count_tokens_once() {
     let Some(llm) = live::llm("anthropic_threads_are_counted_by_count_tokens_once") else {
         return;
     };
-    let (relay, seen) = start_relay(&llm).await;
-    let app = app_for(&relay);
+    let relay = Recorder::start(&live::origin(&llm)).await;
+    let app = app_for(&relay.url);
     // llama-server's template takes a thread that ends on a user turn.
     let body = first("small-00.anthropic", 12);
 
     let r = post(&app, "/v1/tokens", &body).await;
     let answer = assert_provider(&r);
-    let sent = {
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].0, "/v1/messages/count_tokens");
-        seen[0].1.clone()
-    };
+    let sent = only(&relay, "/v1/messages/count_tokens");
     // What was sent is the caller's thread as it came...
     let fixture = thread("small-00.anthropic");
     let expected = json!({
@@ -176,11 +124,7 @@ async fn anthropic_threads_are_counted_by_count_tokens_once() {
     // Asked again: remembered, no request.
     let again = assert_provider(&post(&app, "/v1/tokens", &body).await);
     assert_eq!(again["total_tokens"], want);
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "a remembered count asks nothing"
-    );
+    assert_eq!(relay.count(), 1, "a remembered count asks nothing");
     let requests = "condense_upstream_requests_total";
     let kind = [("kind", "count_anthropic")];
     assert_eq!(count_metrics(&app, requests, &kind).await, 1.0);
@@ -188,7 +132,7 @@ async fn anthropic_threads_are_counted_by_count_tokens_once() {
     // A grown thread is another question.
     let grown = first("small-00.anthropic", 14);
     let bigger = assert_provider(&post(&app, "/v1/tokens", &grown).await);
-    assert_eq!(seen.lock().unwrap().len(), 2, "a grown thread asks again");
+    assert_eq!(relay.count(), 2, "a grown thread asks again");
     assert!(bigger["total_tokens"].as_u64().unwrap() > want);
 }
 
@@ -197,19 +141,14 @@ async fn openai_threads_are_counted_by_responses_input_tokens() {
     let Some(llm) = live::llm("openai_threads_are_counted_by_responses_input_tokens") else {
         return;
     };
-    let (relay, seen) = start_relay(&llm).await;
-    let app = app_for(&relay);
+    let relay = Recorder::start(&live::origin(&llm)).await;
+    let app = app_for(&relay.url);
     let fixture = thread("small-00.openai");
     // Up to a user turn (messages[22]), as llama-server's template wants.
     let body = first("small-00.openai", 23);
 
     let answer = assert_provider(&post(&app, "/v1/tokens", &body).await);
-    let sent = {
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].0, "/v1/responses/input_tokens");
-        seen[0].1.clone()
-    };
+    let sent = only(&relay, "/v1/responses/input_tokens");
     // The chat thread went as Responses items: one function call per tool
     // call, one output per tool message, the tools as function tools.
     let messages = body["messages"].as_array().unwrap();
@@ -235,15 +174,11 @@ async fn openai_threads_are_counted_by_responses_input_tokens() {
 
     let again = assert_provider(&post(&app, "/v1/tokens", &body).await);
     assert_eq!(again["total_tokens"], want);
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "a remembered count asks nothing"
-    );
+    assert_eq!(relay.count(), 1, "a remembered count asks nothing");
 
     let grown = first("small-00.openai", 24);
     let bigger = assert_provider(&post(&app, "/v1/tokens", &grown).await);
-    assert_eq!(seen.lock().unwrap().len(), 2, "a grown thread asks again");
+    assert_eq!(relay.count(), 2, "a grown thread asks again");
     assert!(bigger["total_tokens"].as_u64().unwrap() > want);
 }
 
@@ -254,8 +189,8 @@ async fn responses_threads_are_counted_as_they_came() {
     let Some(llm) = live::llm("responses_threads_are_counted_as_they_came") else {
         return;
     };
-    let (relay, seen) = start_relay(&llm).await;
-    let app = app_for(&relay);
+    let relay = Recorder::start(&live::origin(&llm)).await;
+    let app = app_for(&relay.url);
     let body = json!({
         "count": "provider",
         "model": "gpt-4o",
@@ -273,12 +208,7 @@ async fn responses_threads_are_counted_as_they_came() {
     });
     let answer = assert_provider(&post(&app, "/v1/tokens", &body).await);
     assert_eq!(answer["format"], "responses");
-    let sent = {
-        let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1);
-        assert_eq!(seen[0].0, "/v1/responses/input_tokens");
-        seen[0].1.clone()
-    };
+    let sent = only(&relay, "/v1/responses/input_tokens");
     for key in ["model", "instructions", "input", "tools"] {
         assert_eq!(sent[key], body[key], "{key} went as it came");
     }
@@ -286,11 +216,7 @@ async fn responses_threads_are_counted_as_they_came() {
     assert_eq!(answer["total_tokens"], want);
     let again = assert_provider(&post(&app, "/v1/tokens", &body).await);
     assert_eq!(again["total_tokens"], want);
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "a remembered count asks nothing"
-    );
+    assert_eq!(relay.count(), 1, "a remembered count asks nothing");
 }
 
 #[tokio::test]
@@ -298,8 +224,8 @@ async fn the_verdict_decides_on_the_provider_total() {
     let Some(llm) = live::llm("the_verdict_decides_on_the_provider_total") else {
         return;
     };
-    let (relay, seen) = start_relay(&llm).await;
-    let app = app_for(&relay);
+    let relay = Recorder::start(&live::origin(&llm)).await;
+    let app = app_for(&relay.url);
     let mut body = first("small-00.anthropic", 12);
     body.as_object_mut().unwrap().remove("count");
     let provider = direct(
@@ -320,11 +246,7 @@ async fn the_verdict_decides_on_the_provider_total() {
     by_profile["config"]["max_tokens_before_summary"] = json!(provider);
     let v = assert_provider(&post(&app, "/v1/verdict", &by_profile).await);
     assert_eq!(v["trigger"], "tokens", "{v}");
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "the same thread is asked once"
-    );
+    assert_eq!(relay.count(), 1, "the same thread is asked once");
 
     // The request's own `count` wins over the profile's.
     by_profile["count"] = json!("local");
@@ -355,11 +277,7 @@ async fn the_verdict_decides_on_the_provider_total() {
         v["total_tokens"].as_u64().unwrap(),
         provider + local_verdict - local_thread
     );
-    assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "the same thread, still remembered"
-    );
+    assert_eq!(relay.count(), 1, "the same thread, still remembered");
 }
 
 // ---------------------------------------------------------------- faults

@@ -2,7 +2,7 @@
 //! reaches the provider (headers, body), what comes back, and every way
 //! condense steps aside. (The official SDKs against the real local model
 //! are in `proxy_sdk.rs`.)
-use crate::support::prometheus;
+use crate::support::{prometheus, server};
 
 use std::sync::{Arc, Mutex};
 
@@ -72,9 +72,7 @@ async fn provider_answering(
         .route("/v1/responses/input_tokens", post(answer.clone()))
         .route("/v1/messages", post(answer.clone()))
         .route("/v1/messages/count_tokens", post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = server::serve_router(app).await;
     (url, seen)
 }
 
@@ -443,10 +441,7 @@ async fn redirecting_provider(target: &str) -> String {
             )
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    server::serve_router(app).await
 }
 
 #[tokio::test]

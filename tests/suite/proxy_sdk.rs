@@ -1,81 +1,37 @@
 //! The proxy with real clients and a real provider: the official `openai`
 //! and `anthropic` Python SDKs (`tests/sdk/scenarios.py`) with their base
 //! URL set to condense, condense in front of the local model
-//! (`llama-server`, which speaks both APIs), and a recording proxy between
+//! (`llama-server`, which speaks both APIs), and a recording relay between
 //! them that keeps every request exactly as it reached the provider.
+use crate::support::recorder::Recorder;
 use crate::support::{live, server};
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::body::Bytes;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
-/// What reached the provider: path and query, and body bytes, in order.
-#[derive(Clone, Default)]
-struct Recorded(Arc<Mutex<Vec<(String, Bytes)>>>);
-
-impl Recorded {
-    /// The path and query string of each request.
-    fn targets(&self) -> Vec<String> {
-        let seen = self.0.lock().unwrap();
-        seen.iter().map(|(t, _)| t.clone()).collect()
-    }
-
-    fn bodies(&self) -> Vec<Value> {
-        let seen = self.0.lock().unwrap();
-        seen.iter()
-            .map(|(_, b)| serde_json::from_slice(b).unwrap())
-            .collect()
-    }
-    fn raw(&self) -> Vec<Bytes> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, b)| b.clone())
-            .collect()
-    }
+/// What reached the provider, in order: each request's path and query.
+fn targets(seen: &Recorder) -> Vec<String> {
+    seen.exchanges().into_iter().map(|e| e.target).collect()
 }
 
-type RecorderState = (String, reqwest::Client, Recorded);
+/// Each request's body, parsed.
+fn bodies(seen: &Recorder) -> Vec<Value> {
+    let calls = seen.exchanges();
+    calls
+        .iter()
+        .map(|e| serde_json::from_slice(&e.request).unwrap())
+        .collect()
+}
 
-/// Records each request, forwards it to `target`, relays the answer as it streams.
-async fn recorder(target: String) -> (String, Recorded) {
-    let seen = Recorded::default();
-    let app = Router::new()
-        .fallback(
-            |State((target, client, seen)): State<RecorderState>,
-             uri: Uri,
-             headers: HeaderMap,
-             body: Bytes| async move {
-                let path = uri.path_and_query().map_or("/", |p| p.as_str()).to_string();
-                seen.0.lock().unwrap().push((path.clone(), body.clone()));
-                let mut req = client.post(format!("{target}{path}")).body(body);
-                for (name, value) in &headers {
-                    if !matches!(name.as_str(), "host" | "content-length" | "connection") {
-                        req = req.header(name, value);
-                    }
-                }
-                let Ok(res) = req.send().await else {
-                    return StatusCode::BAD_GATEWAY.into_response();
-                };
-                let mut out = Response::builder().status(res.status().as_u16());
-                for name in ["content-type", "retry-after"] {
-                    if let Some(v) = res.headers().get(name) {
-                        out = out.header(name, v);
-                    }
-                }
-                out.body(Body::from_stream(res.bytes_stream())).unwrap()
-            },
-        )
-        .with_state((target, reqwest::Client::new(), seen.clone()));
-    (serve(app).await, seen)
+/// Each request's body, byte for byte.
+fn raw(seen: &Recorder) -> Vec<Bytes> {
+    seen.exchanges().into_iter().map(|e| e.request).collect()
 }
 
 /// A provider that answers every request with `status` and a JSON error.
@@ -84,14 +40,7 @@ async fn failing_provider(status: StatusCode) -> String {
         let body = json!({"type": "error", "error": {"type": "stub", "message": format!("stub says {status}")}});
         (status, [("retry-after", "7")], axum::Json(body)).into_response()
     });
-    serve(app).await
-}
-
-async fn serve(app: Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    server::serve_router(app).await
 }
 
 /// Condense on a free port, proxying both routes to `provider`, with a
@@ -146,16 +95,12 @@ fn sdks(test: &str) -> Option<()> {
 /// Condense in front of a recorder in front of the local model: condense's
 /// URL, the recorder's, and what the recorder saw. None when the run opted
 /// out of live parts.
-async fn through_a_recorder(test: &str) -> Option<(String, String, Recorded)> {
+async fn through_a_recorder(test: &str) -> Option<(String, String, Recorder)> {
     let llm = live::llm(test)?;
     sdks(test)?;
-    let model = llm
-        .trim_end_matches('/')
-        .trim_end_matches("/v1")
-        .to_string();
-    let (provider, seen) = recorder(model).await;
-    let url = condense(&provider).await;
-    Some((url, provider, seen))
+    let seen = Recorder::start(&live::origin(&llm)).await;
+    let url = condense(&seen.url).await;
+    Some((url, seen.url.clone(), seen))
 }
 
 /// Runs one scenario of `tests/sdk/scenarios.py` and returns what it printed.
@@ -226,7 +171,7 @@ async fn both_sdks_through_the_proxy() {
             out["headers"]["x-condense-compressed"], "true",
             "{sdk}: {out}"
         );
-        let body = seen.bodies().pop().unwrap();
+        let body = bodies(&seen).pop().unwrap();
         let msgs = messages(&body);
         let at = if sdk == "openai" { 1 } else { 0 };
         assert!(
@@ -241,7 +186,7 @@ async fn both_sdks_through_the_proxy() {
         let out = scenario("shadow", sdk, &url, &provider);
         assert_eq!(out["headers"]["x-condense-shadow"], "true", "{out}");
         assert_eq!(out["headers"]["x-condense-would-compress"], "true", "{out}");
-        let raw = seen.raw();
+        let raw = raw(&seen);
         assert_eq!(
             raw[raw.len() - 2],
             raw[raw.len() - 1],
@@ -252,7 +197,7 @@ async fn both_sdks_through_the_proxy() {
         let out = scenario("stream", sdk, &url, &provider);
         assert!(out["chunks"].as_u64().unwrap() > 2, "{sdk}: {out}");
         assert!(!out["text"].as_str().unwrap().is_empty(), "{sdk}: {out}");
-        assert_eq!(seen.bodies().pop().unwrap()["stream"], true);
+        assert_eq!(bodies(&seen).pop().unwrap()["stream"], true);
 
         // The provider's own 400 (a request over the model's window) reaches the SDK as such.
         let out = scenario("errors", sdk, &url, &provider);
@@ -301,7 +246,7 @@ async fn a_session_keeps_its_forwarded_prefix_between_summaries() {
     let out = scenario("session", "openai", &url, &provider);
     let turns = out["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 20);
-    let bodies = seen.bodies();
+    let bodies = bodies(&seen);
     assert_eq!(bodies.len(), 20);
 
     let (mut summaries, mut kept_bytes, mut continued) = (0, 0usize, 0);
@@ -354,7 +299,7 @@ async fn the_sdks_count_what_condense_would_forward() {
         ("anthropic", "/v1/messages/count_tokens", "messages"),
         ("responses", "/v1/responses/input_tokens", "input"),
     ] {
-        let before = seen.bodies().len();
+        let before = bodies(&seen).len();
         let out = scenario("count", sdk, &url, &provider);
         assert_eq!(
             out["headers"]["x-condense-compressed"], "true",
@@ -365,9 +310,9 @@ async fn the_sdks_count_what_condense_would_forward() {
             through.as_u64().unwrap() < direct.as_u64().unwrap(),
             "{sdk}: {through} tokens through condense, {direct} at the provider"
         );
-        let targets = &seen.targets()[before..];
+        let targets = &targets(&seen)[before..];
         assert_eq!(targets[..2], [endpoint, endpoint], "{sdk}: {targets:?}");
-        let bodies = &seen.bodies()[before..];
+        let bodies = &bodies(&seen)[before..];
         assert!(bodies[0].get("max_tokens").is_none(), "{sdk}: a count body");
         assert_eq!(
             bodies[0][thread], bodies[2][thread],
@@ -393,7 +338,7 @@ async fn mid_conversation_system_messages_stay_beside_the_summary() {
             out["headers"]["x-condense-compressed"], "true",
             "{sdk}: {out}"
         );
-        let body = seen.bodies().pop().unwrap();
+        let body = bodies(&seen).pop().unwrap();
         let msgs = messages(&body);
         let at = msgs.iter().position(is_summary).expect("a summary");
         assert_eq!(
@@ -421,7 +366,7 @@ async fn query_strings_reach_the_provider() {
         ("responses", "/v1/responses"),
     ] {
         scenario("query", sdk, &url, &provider);
-        let target = seen.targets().pop().unwrap();
+        let target = targets(&seen).pop().unwrap();
         assert_eq!(
             target,
             format!("{path}?beta=true&api-version=2024-10-21"),
@@ -463,7 +408,7 @@ async fn the_responses_api_through_the_proxy() {
     };
     let out = scenario("due", "responses", &url, &provider);
     assert_eq!(out["headers"]["x-condense-compressed"], "true", "{out}");
-    let body = seen.bodies().pop().unwrap();
+    let body = bodies(&seen).pop().unwrap();
     assert_eq!(body["instructions"], json!(SYSTEM_PROMPT));
     let items = body["input"].as_array().expect("input items");
     assert!(is_summary(&items[0]), "a summary first: {}", items[0]);
@@ -480,17 +425,17 @@ async fn the_responses_api_through_the_proxy() {
 
     let out = scenario("shadow", "responses", &url, &provider);
     assert_eq!(out["headers"]["x-condense-would-compress"], "true", "{out}");
-    let raw = seen.raw();
+    let raw = raw(&seen);
     assert_eq!(
         raw[raw.len() - 2],
         raw[raw.len() - 1],
         "shadow forwards byte-identical requests"
     );
 
-    let before = seen.bodies().len();
+    let before = bodies(&seen).len();
     let out = scenario("session", "responses", &url, &provider);
     assert_eq!(out["turns"].as_array().unwrap().len(), 20);
-    let bodies = &seen.bodies()[before..];
+    let bodies = &bodies(&seen)[before..];
     let mut continued = 0;
     for pair in bodies.windows(2) {
         let (a, b) = (

@@ -7,16 +7,13 @@
 //!
 //! Upstream calls are counted by a relay in front of the real LLM (not a
 //! stub), so the summaries are the model's own. The run prints its figures.
+use crate::support::recorder::Recorder;
 use crate::support::{live, process};
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{StatusCode, Uri, header};
-use axum::response::IntoResponse;
 use serde_json::{Value, json};
 
 const REPLICAS: usize = 3;
@@ -27,58 +24,20 @@ const SPANS: [&str; 3] = ["Zephyrine", "Quokkabay", "Marlinford"];
 const PER_REPLICA: usize = 2;
 const MODEL: &str = "SmolLM2-135M-Instruct";
 
-/// Calls per span label seen by the relay ("?" when none or several match).
-type Calls = Arc<Mutex<BTreeMap<String, usize>>>;
-
-#[derive(Clone)]
-struct Relay {
-    llm: String,
-    client: reqwest::Client,
-    calls: Calls,
-}
-
-/// Forwards `POST /…` to the real LLM's `…` and counts it by span.
-async fn relay(State(r): State<Relay>, uri: Uri, body: Bytes) -> impl IntoResponse {
-    let text = String::from_utf8_lossy(&body);
-    let labels: Vec<&str> = SPANS.iter().copied().filter(|s| text.contains(s)).collect();
-    let label = match labels.as_slice() {
-        [one] => one.to_string(),
-        _ => "?".to_string(),
-    };
-    *r.calls.lock().unwrap().entry(label).or_default() += 1;
-    let answer = r
-        .client
-        .post(format!("{}{}", r.llm, uri.path()))
-        .header(header::CONTENT_TYPE, "application/json")
-        .body(body)
-        .send()
-        .await;
-    match answer {
-        Ok(a) => {
-            let status = StatusCode::from_u16(a.status().as_u16()).unwrap();
-            (
-                status,
-                [(header::CONTENT_TYPE, "application/json")],
-                a.bytes().await.unwrap_or_default(),
-            )
-                .into_response()
-        }
-        Err(e) => (StatusCode::BAD_GATEWAY, e.to_string()).into_response(),
+/// Calls per span label in what the relay saw: the span whose project name
+/// the prompt carries ("?" when none or several match).
+fn calls(recorder: &Recorder) -> BTreeMap<String, usize> {
+    let mut calls = BTreeMap::new();
+    for call in recorder.exchanges() {
+        let text = String::from_utf8_lossy(&call.request);
+        let labels: Vec<&str> = SPANS.iter().copied().filter(|s| text.contains(s)).collect();
+        let label = match labels.as_slice() {
+            [one] => one.to_string(),
+            _ => "?".to_string(),
+        };
+        *calls.entry(label).or_default() += 1;
     }
-}
-
-async fn start_relay(llm: &str) -> (String, Calls) {
-    let calls: Calls = Arc::default();
-    let state = Relay {
-        llm: llm.trim_end_matches('/').to_string(),
-        client: reqwest::Client::new(),
-        calls: calls.clone(),
-    };
-    let app = axum::Router::new().fallback(relay).with_state(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, calls)
+    calls
 }
 
 /// A short coding thread about `project`: one chunk for the model's window.
@@ -185,13 +144,13 @@ async fn three_replicas_share_one_postgres_and_nothing_else() {
     let Some(database) = live::fresh_database(test).await else {
         return;
     };
-    let (upstream, calls) = start_relay(&llm).await;
+    let recorder = Recorder::start(&llm).await;
     let dirs: Vec<_> = (0..REPLICAS)
         .map(|_| tempfile::tempdir().unwrap())
         .collect();
     let replicas: Vec<process::Process> = dirs
         .iter()
-        .map(|d| process::Process::start(&[], &env(&database, &upstream), d.path()))
+        .map(|d| process::Process::start(&[], &env(&database, &recorder.url), d.path()))
         .collect();
     let bases: Vec<String> = replicas.iter().map(process::Process::url).collect();
     let ports: Vec<u16> = replicas.iter().map(|p| p.addr.port()).collect();
@@ -206,10 +165,10 @@ async fn three_replicas_share_one_postgres_and_nothing_else() {
 
     // Round 1: every span on every replica at once.
     let first = round(&bases, PER_REPLICA).await;
-    let after_first = calls.lock().unwrap().clone();
+    let after_first = calls(&recorder);
     // Round 2: the same requests again, one per span per replica.
     let second = round(&bases, 1).await;
-    let after_second = calls.lock().unwrap().clone();
+    let after_second = calls(&recorder);
 
     let mut report = vec![format!(
         "three-replica run: {REPLICAS} condense processes (ports {ports:?}) sharing one PostgreSQL, \

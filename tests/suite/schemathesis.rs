@@ -43,10 +43,7 @@ async fn provider() -> String {
         .route("/v1/messages", axum::routing::post(answer))
         .route("/v1/messages/count_tokens", axum::routing::post(answer))
         .route("/v1/responses/input_tokens", axum::routing::post(answer));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
+    server::serve_router(app).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

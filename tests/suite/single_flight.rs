@@ -8,7 +8,7 @@
 //! demand): its first call is held until the test releases it, which it
 //! does on an event (the claim seen renewed in the database), never after
 //! a fixed sleep. The call count is what is checked.
-use crate::support::live;
+use crate::support::{live, server};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,9 +55,7 @@ async fn held_upstream() -> HeldUpstream {
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = server::serve_router(app).await;
     HeldUpstream {
         url,
         calls,

@@ -69,6 +69,14 @@ pub fn llm(test: &str) -> Option<String> {
     }
 }
 
+/// The local LLM's origin (`http://127.0.0.1:8089`) from its `…/v1` URL:
+/// where its Anthropic routes (`/v1/messages`, `…/count_tokens`) hang.
+pub fn origin(llm: &str) -> String {
+    llm.trim_end_matches('/')
+        .trim_end_matches("/v1")
+        .to_string()
+}
+
 /// A new, empty database on the `DATABASE_URL` server (one per test, so
 /// tests never see each other's rows): the server's options and the new
 /// database's name, or `None` when the run opted out.

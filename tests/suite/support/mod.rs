@@ -9,6 +9,8 @@ pub mod live;
 pub mod process;
 /// A strict reader of `GET /metrics`.
 pub mod prometheus;
+/// An HTTP relay that records each exchange it forwards.
+pub mod recorder;
 /// A TCP relay that counts and can be cut.
 pub mod relay;
 /// condense serving on a free port, in-process.

@@ -1,6 +1,6 @@
 //! Condense served for real on a free loopback port, for tests whose
 //! clients are real programs (SDKs, a browser, raw sockets) rather than the
-//! in-process router.
+//! in-process router; and any other router (a provider, a stub) likewise.
 
 /// Serves `config` on a free port of 127.0.0.1 (its `listen` is replaced)
 /// until the test ends; the base URL.
@@ -23,6 +23,15 @@ pub async fn serve_until(
     let app = build(config).await;
     let addr = app.local_addr();
     (addr, tokio::spawn(app.run_until(stop)))
+}
+
+/// Serves `app` on a free port of 127.0.0.1 until the test ends; the base
+/// URL (`http://127.0.0.1:port`).
+pub async fn serve_router(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
 }
 
 async fn build(config: condense::Config) -> condense::Application {
@@ -94,8 +103,5 @@ pub async fn held_provider() -> (
             }
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, arrived, release)
+    (serve_router(app).await, arrived, release)
 }
