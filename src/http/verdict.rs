@@ -155,7 +155,7 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
         req.encoding,
         method,
     );
-    let window = profile.context_window.unwrap_or(spec.context_window);
+    let window = profile.window_for(&spec);
     let counter = spec.counter(app.encoders);
     let verdict = policy::verdict(&thread, &counter, &profile, window, prior.as_ref());
     app.metrics.tokens_counted(
