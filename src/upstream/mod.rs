@@ -4,6 +4,7 @@
 
 mod answer;
 mod anthropic;
+mod base_url;
 pub mod count;
 mod openai;
 mod retry;
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+pub use base_url::{BaseUrl, ProviderUrls};
 pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
 pub use retry::RetryPolicy;
 pub use secret::{Scrubber, Secret, redact_userinfo};
