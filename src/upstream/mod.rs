@@ -277,7 +277,7 @@ impl Upstream {
                 .http
                 .post(format!("{base}/v1/messages"))
                 .header("x-api-key", c.api_key.expose())
-                .header("anthropic-version", "2023-06-01")
+                .header("anthropic-version", anthropic::VERSION)
                 .json(&anthropic::body(req)),
         };
         let res = builder.send().await.map_err(transport)?;

@@ -187,7 +187,7 @@ impl ProviderCounter {
             };
         }
         if call.endpoint == Endpoint::Anthropic {
-            req = req.header("anthropic-version", "2023-06-01");
+            req = req.header("anthropic-version", super::anthropic::VERSION);
         }
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
