@@ -19,9 +19,10 @@ use tokio::sync::Semaphore;
 pub use base_url::{BaseUrl, ProviderUrls};
 pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
 pub use retry::RetryPolicy;
-pub use secret::{Scrubber, Secret, redact_userinfo};
+pub use secret::{Scrubber, Secret};
 
 use crate::metrics::Metrics;
+use crate::redact::redact_url;
 
 /// Which API the upstream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -170,7 +171,7 @@ impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("kind", &self.config.kind)
-            .field("base_url", &redact_userinfo(&self.config.base_url))
+            .field("base_url", &redact_url(&self.config.base_url))
             .field("model", &self.config.model)
             .finish_non_exhaustive()
     }
