@@ -20,6 +20,7 @@
 //! - [`guard`]: API keys, the rate limit, the concurrency limit, the memory
 //!   budget, allowed hosts and CORS origins;
 //! - [`metrics`]: the Prometheus registry every layer records into;
+//! - [`redact`]: credentials in URLs hidden from logs and errors, for every layer;
 //! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
 //!   [`serve`] accepts connections (a cap, timeouts for slow clients);
 //! - [`cli`] and [`healthcheck`]: the command line, and the self-check a
@@ -38,6 +39,7 @@ pub mod http;
 pub mod metrics;
 pub mod policy;
 pub mod proxy;
+pub mod redact;
 pub mod serve;
 pub mod startup;
 pub mod state;

@@ -59,7 +59,7 @@ impl Application {
             .probe_listen
             .map(|addr| (addr, server.probe_serve_options()));
         if let Some(url) = config.upstream.url() {
-            tracing::info!(url = %crate::upstream::redact_userinfo(url), "upstream LLM configured");
+            tracing::info!(url = %crate::redact::redact_url(url), "upstream LLM configured");
         }
         let state = AppState::connect(config).await?;
         let cache = state.summarizer.cache().clone();

@@ -118,8 +118,7 @@ impl AppState {
         );
         let proxy = Proxy::new(
             ProxyConfig {
-                openai_url: config.proxy.openai_url.clone(),
-                anthropic_url: config.proxy.anthropic_url.clone(),
+                urls: config.proxy.urls(),
                 api_key: config.proxy.api_key.clone(),
                 shadow: config.proxy.shadow,
                 idle_timeout: config.proxy.idle_timeout.max(MIN_PERIOD),

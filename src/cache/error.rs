@@ -5,7 +5,7 @@
 //! because it is expected during outages and restarts (log it quietly, report
 //! not-ready), while the other variants point at a bug or a bad deployment.
 //! No variant ever carries a connection URL or a password: URLs are only
-//! formatted through [`redact_url`].
+//! formatted through [`redact_url`](crate::redact::redact_url).
 
 use std::future::Future;
 use std::time::Duration;
@@ -113,36 +113,6 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// The URL with its password replaced by `***`, both in the user-info part
-/// (`postgres://user:secret@host`) and in a `password=` query parameter. The
-/// only way this module formats a URL.
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest = scheme_end + 3;
-        let authority_end = out[rest..]
-            .find(['/', '?', '#'])
-            .map_or(out.len(), |i| rest + i);
-        if let Some(at) = out[rest..authority_end].rfind('@').map(|i| rest + i)
-            && let Some(colon) = out[rest..at].find(':').map(|i| rest + i)
-        {
-            out.replace_range(colon + 1..at, "***");
-        }
-    }
-    if let Some(q) = out.find('?') {
-        let (head, query) = out.split_at(q + 1);
-        let query: Vec<String> = query
-            .split('&')
-            .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                _ => kv.to_string(),
-            })
-            .collect();
-        out = format!("{head}{}", query.join("&"));
-    }
-    out
-}
-
 /// Removes every occurrence of the URL's password (raw and percent-decoded)
 /// from `message`, for errors built from a parser that might echo its input.
 pub(crate) fn scrub(message: &str, url: &str) -> String {
@@ -196,20 +166,6 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_userinfo_and_query_passwords() {
-        assert_eq!(
-            redact_url("postgres://app:s3cr%40t@db:5432/condense?sslmode=require"),
-            "postgres://app:***@db:5432/condense?sslmode=require"
-        );
-        assert_eq!(
-            redact_url("postgresql://db/condense?user=app&password=s3cret"),
-            "postgresql://db/condense?user=app&password=***"
-        );
-        assert_eq!(redact_url("postgres://app@db/x"), "postgres://app@db/x");
-        assert_eq!(redact_url("sqlite://cache.db"), "sqlite://cache.db");
-    }
 
     #[test]
     fn scrub_removes_raw_and_decoded_passwords() {

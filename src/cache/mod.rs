@@ -29,8 +29,10 @@ mod sqlite;
 
 use std::time::Duration;
 
+use crate::redact::redact_url;
+
 pub use claim::ClaimGuard;
-pub use error::{CacheError, redact_url};
+pub use error::CacheError;
 pub use health::{CacheHealth, HealthCheck, Status as HealthStatus};
 pub use postgres::PgCache;
 pub use prune::spawn_pruner;

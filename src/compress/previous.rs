@@ -3,23 +3,17 @@
 
 use super::{Error, Previous};
 use crate::policy;
-use crate::thread::{FieldError, Message, Thread};
+use crate::thread::{FieldError, Thread};
 
 /// The summary a compression extends: a summary message at the head of the
-/// conversation wins over a `summary` object (whose indices would refer to
-/// an older request).
+/// conversation wins over a `summary` object ([`policy::summary_in_thread`]).
 pub(super) fn previous_summary(
     t: &Thread,
     prior: Option<policy::PriorSummary>,
     pinned: usize,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Previous>, Error> {
-    if let Some(marker) = t.messages.get(pinned).and_then(Message::summary_marker) {
-        if prior.is_some() {
-            warnings.push(
-                "the thread holds a summary message; the `summary` object was ignored".into(),
-            );
-        }
+    if let Some(marker) = policy::summary_in_thread(t, pinned, prior.as_ref(), warnings) {
         return Ok(Some(Previous {
             last: pinned,
             content: marker.content,

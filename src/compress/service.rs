@@ -309,7 +309,7 @@ impl Compressor {
         }
         Ok(Setup {
             counter: spec.counter(self.encoders),
-            context_window: req.profile.context_window.unwrap_or(spec.context_window),
+            context_window: req.profile.window_for(&spec),
             model,
             warnings,
             anchor: None,

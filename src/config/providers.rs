@@ -7,7 +7,14 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{MIN_PERIOD, defaults, duration};
-use crate::upstream::{ProviderCountConfig, Secret};
+use crate::upstream::{BaseUrl, ProviderCountConfig, ProviderUrls, Secret};
+
+// The settings of the providers' base URLs, also named by the error or
+// warning of a route they leave off.
+const PROXY_OPENAI_URL: &str = "CONDENSE_PROXY_OPENAI_URL";
+const PROXY_ANTHROPIC_URL: &str = "CONDENSE_PROXY_ANTHROPIC_URL";
+const COUNT_OPENAI_URL: &str = "CONDENSE_COUNT_OPENAI_URL";
+const COUNT_ANTHROPIC_URL: &str = "CONDENSE_COUNT_ANTHROPIC_URL";
 
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct ProxySettings {
@@ -17,7 +24,7 @@ pub struct ProxySettings {
         id = "proxy.openai_url",
         value_name = "URL",
         long = "proxy-openai-url",
-        env = "CONDENSE_PROXY_OPENAI_URL",
+        env = PROXY_OPENAI_URL,
         hide_env_values = true
     )]
     pub openai_url: Option<String>,
@@ -28,7 +35,7 @@ pub struct ProxySettings {
         id = "proxy.anthropic_url",
         value_name = "URL",
         long = "proxy-anthropic-url",
-        env = "CONDENSE_PROXY_ANTHROPIC_URL",
+        env = PROXY_ANTHROPIC_URL,
         hide_env_values = true
     )]
     pub anthropic_url: Option<String>,
@@ -72,6 +79,16 @@ impl Default for ProxySettings {
     }
 }
 
+impl ProxySettings {
+    /// Where the proxy routes forward to.
+    pub fn urls(&self) -> ProviderUrls {
+        ProviderUrls {
+            openai: BaseUrl::new(PROXY_OPENAI_URL, self.openai_url.clone()),
+            anthropic: BaseUrl::new(PROXY_ANTHROPIC_URL, self.anthropic_url.clone()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct CountSettings {
     /// Provider-exact counts (`count: "provider"`) of OpenAI threads ask
@@ -81,7 +98,7 @@ pub struct CountSettings {
         id = "count.openai_url",
         value_name = "URL",
         long = "count-openai-url",
-        env = "CONDENSE_COUNT_OPENAI_URL",
+        env = COUNT_OPENAI_URL,
         hide_env_values = true
     )]
     pub openai_url: Option<String>,
@@ -92,7 +109,7 @@ pub struct CountSettings {
         id = "count.anthropic_url",
         value_name = "URL",
         long = "count-anthropic-url",
-        env = "CONDENSE_COUNT_ANTHROPIC_URL",
+        env = COUNT_ANTHROPIC_URL,
         hide_env_values = true
     )]
     pub anthropic_url: Option<String>,
@@ -131,8 +148,10 @@ impl CountSettings {
     /// Where provider-exact counts are asked, and with what key.
     pub fn client(&self) -> ProviderCountConfig {
         ProviderCountConfig {
-            openai_url: self.openai_url.clone(),
-            anthropic_url: self.anthropic_url.clone(),
+            urls: ProviderUrls {
+                openai: BaseUrl::new(COUNT_OPENAI_URL, self.openai_url.clone()),
+                anthropic: BaseUrl::new(COUNT_ANTHROPIC_URL, self.anthropic_url.clone()),
+            },
             api_key: self.api_key.clone(),
             timeout: self.timeout.max(MIN_PERIOD),
         }

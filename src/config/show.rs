@@ -7,8 +7,7 @@ use clap::ArgAction;
 
 use super::file;
 use super::load::{Loaded, Source};
-use crate::cache::redact_url;
-use crate::upstream::redact_userinfo;
+use crate::redact::redact_url;
 
 const HEADER: &str = "\
 # The configuration condense runs with: defaults, then the file (--config),
@@ -86,7 +85,7 @@ fn hidden(id: &str) -> bool {
 pub fn safe(id: &str, raw: &str) -> String {
     match (hidden(id), id.ends_with("url")) {
         (true, _) if !raw.is_empty() => "(hidden)".into(),
-        (_, true) => redact_url(&redact_userinfo(raw)),
+        (_, true) => redact_url(raw),
         _ => raw.to_string(),
     }
 }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::policy::PriorSummary;
+use crate::policy::{self, PriorSummary};
 use crate::thread::{self, Limits, OwnedThread, Thread, WireFormat};
 use crate::tokens::Method;
 
@@ -169,14 +169,6 @@ impl ThreadFields {
     }
 }
 
-/// The thread carries condense's summary message after its pinned prefix.
-pub fn holds_summary(thread: &Thread) -> bool {
-    thread
-        .messages
-        .get(thread.pinned_len())
-        .is_some_and(|m| m.summary_marker().is_some())
-}
-
 /// The fields of a returned summary object that condense reads; others are
 /// ignored so a client can send the object back as it got it.
 #[derive(Debug, Deserialize)]
@@ -195,7 +187,8 @@ impl SummaryInput {
     /// written for) is not checked; the domain ignores it with a warning.
     pub fn into_prior(self, thread: &Thread) -> Result<PriorSummary, ApiError> {
         let messages = thread.messages.len();
-        if self.last_message_idx >= messages && !holds_summary(thread) {
+        let in_thread = policy::summary_message(thread, thread.pinned_len()).is_some();
+        if self.last_message_idx >= messages && !in_thread {
             return Err(ApiError::field(
                 "/summary/last_message_idx",
                 format!(

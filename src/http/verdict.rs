@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::count::{self, Ask, AskedBy, Provenance};
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, ThreadFields, holds_summary, method_or_profile};
+use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
 use crate::error::Result;
 use crate::guard::Caller;
 use crate::policy::{self, Profile, ProfileOverrides, Verdict};
@@ -145,11 +145,9 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
     .parse(&app.config.limits.thread())?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let mut warnings = Vec::new();
-    if prior.is_some() && holds_summary(&thread) {
-        warnings.push(
-            "the thread holds a summary message; the `summary` object was ignored".to_string(),
-        );
-    }
+    let in_thread =
+        policy::summary_in_thread(&thread, thread.pinned_len(), prior.as_ref(), &mut warnings)
+            .is_some();
     let spec = CountSpec::resolve(
         &app.models,
         &app.config.models.default_model,
@@ -157,7 +155,7 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
         req.encoding,
         method,
     );
-    let window = profile.context_window.unwrap_or(spec.context_window);
+    let window = profile.window_for(&spec);
     let counter = spec.counter(app.encoders);
     let verdict = policy::verdict(&thread, &counter, &profile, window, prior.as_ref());
     app.metrics.tokens_counted(
@@ -173,7 +171,7 @@ fn decide(app: &AppState, req: VerdictRequest, caller: Caller) -> Result<Decided
     let ask = count::prepare(app, source, caller, &thread, &spec.model)?;
     // Only a `summary` object makes what the verdict measures differ from
     // the whole thread (a summary message in the thread is what is sent).
-    let whole_thread = (ask.is_some() && prior.is_some() && !holds_summary(&thread))
+    let whole_thread = (ask.is_some() && prior.is_some() && !in_thread)
         .then(|| counter.thread(&thread).total as u64);
     let response = VerdictResponse {
         verdict,

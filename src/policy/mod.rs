@@ -1,6 +1,7 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
 mod clear;
+mod prior;
 mod profile;
 mod profiles;
 mod render;
@@ -10,6 +11,7 @@ pub use clear::{
     ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_KEEP, DEFAULT_PLACEHOLDER,
     DEFAULT_TRIGGER_TOKENS,
 };
+pub use prior::{summary_in_thread, summary_message};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;
 pub use render::render_text;

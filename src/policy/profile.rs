@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::clear::{ClearOverrides, ClearSettings};
 use crate::thread::FieldError;
+use crate::tokens::CountSpec;
 use crate::upstream::CountSource;
 
 /// The thresholds and budgets one agent runs with.
@@ -156,6 +157,13 @@ impl Profile {
             map.remove("precompute_at");
         }
         v.to_string()
+    }
+
+    /// The context window a thread counted by `spec` is measured against:
+    /// the profile's (a request's `config` may have set it), else the
+    /// model's from the registry. The verdict and compression both ask here.
+    pub fn window_for(&self, spec: &CountSpec) -> u64 {
+        self.context_window.unwrap_or(spec.context_window)
     }
 }
 
@@ -337,6 +345,19 @@ mod tests {
             let errs = at(bad).unwrap_err();
             assert_eq!(errs[0].pointer, "/config/precompute_at", "{bad}");
         }
+    }
+
+    #[test]
+    fn the_profile_window_overrides_the_model_window() {
+        let registry = crate::tokens::ModelRegistry::embedded();
+        let spec = CountSpec::resolve(&registry, "gpt-4o", None, None, crate::tokens::Method::Bpe);
+        assert!(spec.context_window > 0);
+        assert_eq!(Profile::default().window_for(&spec), spec.context_window);
+        let narrow = Profile {
+            context_window: Some(spec.context_window / 2),
+            ..Profile::default()
+        };
+        assert_eq!(narrow.window_for(&spec), spec.context_window / 2);
     }
 
     #[test]

@@ -60,10 +60,7 @@ pub fn verdict(
     let pinned = thread.pinned_len();
     // A compressed thread sent back holds condense's summary message right
     // after the pinned prefix: the conversation since the summary starts after it.
-    let in_thread = thread
-        .messages
-        .get(pinned)
-        .is_some_and(|m| m.summary_marker().is_some());
+    let in_thread = super::summary_message(thread, pinned).is_some();
     let (last, summary_tokens) = match prior {
         _ if in_thread => (Some(pinned), count.messages[pinned] as u64),
         Some(p) => (Some(p.last_message_idx), p.tokens(counter)),

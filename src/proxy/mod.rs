@@ -28,7 +28,7 @@ use std::time::Duration;
 use crate::compress::Compressor;
 use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
-use crate::upstream::Secret;
+use crate::upstream::{ProviderUrls, Secret};
 
 pub use headers::{PROVIDER_REQUEST_ID, to_client};
 pub use prepare::{Options, Prepared, Report};
@@ -104,22 +104,13 @@ impl Provider {
             Provider::Anthropic => ("messages", Some("system")),
         }
     }
-
-    /// The configuration variable that switches this route on.
-    pub fn setting(self) -> &'static str {
-        match self {
-            Provider::OpenAi | Provider::Responses => "CONDENSE_PROXY_OPENAI_URL",
-            Provider::Anthropic => "CONDENSE_PROXY_ANTHROPIC_URL",
-        }
-    }
 }
 
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    /// OpenAI-compatible base URL (`https://api.openai.com/v1`).
-    pub openai_url: Option<String>,
-    /// Anthropic base URL (`https://api.anthropic.com`).
-    pub anthropic_url: Option<String>,
+    /// Where each route forwards to (`CONDENSE_PROXY_*_URL`): OpenAI's
+    /// serves Chat Completions and Responses.
+    pub urls: ProviderUrls,
     /// Sent when a request carries no credentials of its own, for callers
     /// with the `provider` permission.
     pub api_key: Secret,
@@ -189,12 +180,9 @@ impl Proxy {
     /// The provider base URL of a route, or why the route is off.
     pub fn target(&self, provider: Provider) -> Result<&str, ProxyError> {
         let url = match provider {
-            Provider::OpenAi | Provider::Responses => &self.config.openai_url,
-            Provider::Anthropic => &self.config.anthropic_url,
+            Provider::OpenAi | Provider::Responses => &self.config.urls.openai,
+            Provider::Anthropic => &self.config.urls.anthropic,
         };
-        url.as_deref()
-            .map(|u| u.trim_end_matches('/'))
-            .filter(|u| !u.is_empty())
-            .ok_or(ProxyError::Disabled(provider.setting()))
+        url.get().map_err(ProxyError::Disabled)
     }
 }

@@ -4,6 +4,12 @@ use serde_json::{Value, json};
 
 use super::{ChatRequest, ChatResponse, UpstreamError};
 
+/// The Messages API version sent as `anthropic-version` by every call
+/// condense makes itself (summaries, provider counts): the version whose
+/// request and answer shapes it writes and reads. The proxy sends the
+/// client's own.
+pub(super) const VERSION: &str = "2023-06-01";
+
 pub fn body(req: &ChatRequest) -> Value {
     json!({
         "model": req.model,

@@ -4,6 +4,7 @@
 
 mod answer;
 mod anthropic;
+mod base_url;
 pub mod count;
 mod openai;
 mod retry;
@@ -15,11 +16,13 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+pub use base_url::{BaseUrl, ProviderUrls};
 pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
 pub use retry::RetryPolicy;
-pub use secret::{Scrubber, Secret, redact_userinfo};
+pub use secret::{Scrubber, Secret};
 
 use crate::metrics::Metrics;
+use crate::redact::redact_url;
 
 /// Which API the upstream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -168,7 +171,7 @@ impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("kind", &self.config.kind)
-            .field("base_url", &redact_userinfo(&self.config.base_url))
+            .field("base_url", &redact_url(&self.config.base_url))
             .field("model", &self.config.model)
             .finish_non_exhaustive()
     }
@@ -275,7 +278,7 @@ impl Upstream {
                 .http
                 .post(format!("{base}/v1/messages"))
                 .header("x-api-key", c.api_key.expose())
-                .header("anthropic-version", "2023-06-01")
+                .header("anthropic-version", anthropic::VERSION)
                 .json(&anthropic::body(req)),
         };
         let res = builder.send().await.map_err(transport)?;

@@ -45,21 +45,6 @@ impl std::str::FromStr for Secret {
     }
 }
 
-/// `url` with its userinfo, if any, replaced by `[redacted]`: a URL as logs
-/// and status output may show it. Works on text that does not parse as a
-/// URL too (it only looks between `://` and the end of the authority).
-pub fn redact_userinfo(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{}[redacted]{}", &url[..scheme_end], &rest[at..]),
-        None => url.to_string(),
-    }
-}
-
 /// Blanks the upstream's credentials out of text it wrote (some servers
 /// echo request headers in their errors): the API key, and the userinfo
 /// of its URL, both as written and as the `Basic` token reqwest sends.
@@ -110,20 +95,6 @@ impl Scrubber {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn userinfo_is_redacted() {
-        assert_eq!(
-            redact_userinfo("https://bob:hunter2@llm.example:8443/v1?x=a@b"),
-            "https://[redacted]@llm.example:8443/v1?x=a@b"
-        );
-        assert_eq!(
-            redact_userinfo("https://sk-abc@h/v1"),
-            "https://[redacted]@h/v1"
-        );
-        assert_eq!(redact_userinfo("http://h:1/v1"), "http://h:1/v1");
-        assert_eq!(redact_userinfo("not a url"), "not a url");
-    }
 
     #[test]
     fn scrubs_key_password_and_basic_token() {

@@ -235,7 +235,7 @@ fn an_unreachable_database_is_named_at_start_up_without_its_password() {
     assert!(line.to_lowercase().contains("refused"), "the cause: {line}");
     assert!(!all.contains(PASSWORD), "the password leaked:\n{all}");
     assert!(
-        all.contains(&format!("condense:***@127.0.0.1:{port}")),
+        all.contains(&format!("[redacted]@127.0.0.1:{port}")),
         "{all}"
     );
 }

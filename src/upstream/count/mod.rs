@@ -24,7 +24,7 @@ use serde_json::Value;
 pub use body::{Endpoint, chat_to_responses, responses_body};
 pub use memo::MAX_ENTRIES;
 
-use super::{Secret, UpstreamError};
+use super::{ProviderUrls, Secret, UpstreamError};
 use crate::metrics::Metrics;
 use crate::thread::Thread;
 
@@ -39,10 +39,8 @@ pub enum CountSource {
 
 #[derive(Debug, Clone)]
 pub struct ProviderCountConfig {
-    /// OpenAI-compatible base URL (`https://api.openai.com/v1`).
-    pub openai_url: Option<String>,
-    /// Anthropic base URL (`https://api.anthropic.com`).
-    pub anthropic_url: Option<String>,
+    /// Where each provider's counting endpoint is (`CONDENSE_COUNT_*_URL`).
+    pub urls: ProviderUrls,
     pub api_key: Secret,
     /// Timeout of one counting call (connect included).
     pub timeout: Duration,
@@ -135,23 +133,11 @@ impl ProviderCounter {
     /// wire format names.
     pub fn prepare(&self, thread: &Thread, model: &str) -> Result<CountCall, CountError> {
         let (endpoint, body) = body::body(thread, model).map_err(CountError::Unconvertible)?;
-        let (base, setting, path) = match endpoint {
-            Endpoint::Anthropic => (
-                &self.config.anthropic_url,
-                "CONDENSE_COUNT_ANTHROPIC_URL",
-                "/v1/messages/count_tokens",
-            ),
-            Endpoint::OpenAi => (
-                &self.config.openai_url,
-                "CONDENSE_COUNT_OPENAI_URL",
-                "/responses/input_tokens",
-            ),
+        let (base, path) = match endpoint {
+            Endpoint::Anthropic => (&self.config.urls.anthropic, "/v1/messages/count_tokens"),
+            Endpoint::OpenAi => (&self.config.urls.openai, "/responses/input_tokens"),
         };
-        let base = base
-            .as_deref()
-            .map(|u| u.trim().trim_end_matches('/'))
-            .filter(|u| !u.is_empty())
-            .ok_or(CountError::NotConfigured(setting))?;
+        let base = base.get().map_err(CountError::NotConfigured)?;
         let url = format!("{base}{path}");
         let body = serde_json::to_vec(&body).expect("a JSON value serializes");
         let key = memo::key(&url, model, &body);
@@ -201,7 +187,7 @@ impl ProviderCounter {
             };
         }
         if call.endpoint == Endpoint::Anthropic {
-            req = req.header("anthropic-version", "2023-06-01");
+            req = req.header("anthropic-version", super::anthropic::VERSION);
         }
         let res = req.send().await.map_err(transport)?;
         let status = res.status();
