@@ -8,9 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The domain layers, lowest first: a layer may import only those before it.
-const LAYERS: [&str; 10] = [
+const LAYERS: [&str; 11] = [
     // Every layer records metrics; they know nothing of the crate.
     "metrics",
+    // Hiding credentials in URLs, for every layer that logs one.
+    "redact",
     "thread",
     "tokens",
     "upstream",
