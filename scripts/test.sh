@@ -44,4 +44,5 @@ cleanup() { if [ -n "$started_llm" ]; then scripts/local-llm.sh stop || true; fi
 trap cleanup EXIT
 
 echo "== cargo test (LLM at $CONDENSE_TEST_LLM_URL)"
-scripts/with-postgres.sh cargo test --all-targets --locked
+# --no-fail-fast: a failing test binary does not hide what the others say.
+scripts/with-postgres.sh cargo test --all-targets --locked --no-fail-fast
