@@ -284,21 +284,30 @@ fn commit(t: &mut Thread, count: &mut ThreadCount, changes: Vec<Change>) {
     }
 }
 
-/// `outcome` as the answer to the request it came from: counted from the
-/// thread before clearing, with the edits, and reported as compressed when
-/// clearing alone changed the thread.
-pub(super) fn report(
-    mut outcome: Outcome,
-    tokens_before: usize,
-    edits: Vec<AppliedEdit>,
-) -> Outcome {
-    outcome.tokens_before = tokens_before;
-    if !edits.is_empty() {
-        outcome.compressed = true;
-        if matches!(outcome.reason, None | Some(Reason::Rules)) {
-            outcome.reason = Some(Reason::ToolResultsCleared);
+/// What clearing did to the request's thread, carried from the first step
+/// of planning to the answer, which counts from the thread as it was sent
+/// and lists every edit.
+pub(super) struct Cleared {
+    /// The request thread's count, before clearing.
+    pub tokens_before: usize,
+    pub edits: Vec<AppliedEdit>,
+    /// The first message clearing changed.
+    pub from: Option<usize>,
+}
+
+impl Cleared {
+    /// `outcome` as the answer to the request it came from: counted from
+    /// the thread before clearing, with the edits, and reported as
+    /// compressed when clearing alone changed the thread.
+    pub fn report(self, mut outcome: Outcome) -> Outcome {
+        outcome.tokens_before = self.tokens_before;
+        if !self.edits.is_empty() {
+            outcome.compressed = true;
+            if matches!(outcome.reason, None | Some(Reason::Rules)) {
+                outcome.reason = Some(Reason::ToolResultsCleared);
+            }
         }
+        outcome.applied_edits = self.edits;
+        outcome
     }
-    outcome.applied_edits = edits;
-    outcome
 }

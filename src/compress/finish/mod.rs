@@ -68,11 +68,14 @@ impl Plan {
     /// Builds the compressed thread. `written` is the summary of the plan's
     /// job (None when it had none).
     pub(super) fn finish(mut self, written: Option<Written>) -> Result<Outcome, Error> {
-        let before = self.tokens_before;
-        let mut edits = std::mem::take(&mut self.applied_edits);
+        // The edits move to the answer; `from` stays for `assemble`.
+        let mut cleared = clear::Cleared {
+            edits: std::mem::take(&mut self.cleared.edits),
+            ..self.cleared
+        };
         self.assemble(written).map(|mut outcome| {
-            edits.append(&mut outcome.applied_edits);
-            clear::report(outcome, before, edits)
+            cleared.edits.append(&mut outcome.applied_edits);
+            cleared.report(outcome)
         })
     }
 
@@ -166,7 +169,7 @@ impl Plan {
             &self.profile,
             &self.counter,
         );
-        binding::mark_in_place(&mut outcome, self.cleared_from);
+        binding::mark_in_place(&mut outcome, self.cleared.from);
         outcome
     }
 }

@@ -28,7 +28,7 @@ impl Plan {
                 .first()
                 .copied()
                 .into_iter()
-                .chain(self.cleared_from)
+                .chain(self.cleared.from)
                 .min(),
             in_use_from: thinking.in_use_from,
             first_final: thinking.first_final,

@@ -41,7 +41,7 @@ impl Planned {
     pub fn tokens(&self) -> usize {
         match self {
             Planned::Done(outcome, _) => outcome.tokens_before,
-            Planned::Pending(plan) => plan.tokens_before,
+            Planned::Pending(plan) => plan.cleared.tokens_before,
         }
     }
 
@@ -102,12 +102,8 @@ pub(super) struct Plan {
     /// The summary to write between planning and finishing, if any.
     pub job: Option<SummaryRequest>,
     pub warnings: Vec<String>,
-    /// The request thread's count, before clearing.
-    pub tokens_before: usize,
     /// What clearing did before planning (`count` is of the cleared thread).
-    pub applied_edits: Vec<clear::AppliedEdit>,
-    /// The first message clearing changed.
-    pub cleared_from: Option<usize>,
+    pub cleared: clear::Cleared,
     /// An active loop's final thinking must stay (see [`binding`]).
     pub thinking_required: bool,
     /// Continuity: where the reused summary is in use (see [`binding`]).
@@ -143,10 +139,7 @@ struct Planner {
     ask: Ask,
     /// The pinned prefix's length, taken before clearing.
     pinned: usize,
-    /// The request thread's count, before clearing.
-    tokens_before: usize,
-    applied_edits: Vec<clear::AppliedEdit>,
-    cleared_from: Option<usize>,
+    cleared: clear::Cleared,
     warnings: Vec<String>,
 }
 
@@ -206,9 +199,7 @@ impl Planner {
             keep_recent_iterations: self.ask.keep_recent_iterations,
             job: writing.job,
             warnings: self.warnings,
-            tokens_before: self.tokens_before,
-            applied_edits: self.applied_edits,
-            cleared_from: self.cleared_from,
+            cleared: self.cleared,
             thinking_required: self.ask.thinking_required,
             in_use: self.setup.in_use.filter(|_| reason == Reason::Continued),
             continuity_len: self.setup.anchor.as_ref().map(|a| a.len()),

@@ -43,9 +43,14 @@ impl Planner {
             .clear
             .clone()
             .or_else(|| (ask.strategy == Strategy::ClearToolResults).then(ClearSettings::default));
-        let (applied_edits, cleared_from) = match &clearing {
+        let (edits, from) = match &clearing {
             Some(s) => clear::apply(&mut t, &mut count, s, ask.force, &c),
             None => (Vec::new(), None),
+        };
+        let cleared = clear::Cleared {
+            tokens_before,
+            edits,
+            from,
         };
         let planner = Planner {
             t,
@@ -55,9 +60,7 @@ impl Planner {
             setup,
             ask,
             pinned,
-            tokens_before,
-            applied_edits,
-            cleared_from,
+            cleared,
             warnings,
         };
         (planner, req.prior)
@@ -86,9 +89,8 @@ impl Planner {
     pub(super) fn unchanged(self, stage: Stage) -> Planned {
         let (t, count, window) = (self.t, &self.count, self.setup.context_window);
         let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);
-        binding::mark_in_place(&mut outcome, self.cleared_from);
-        let outcome = clear::report(outcome, self.tokens_before, self.applied_edits);
-        Planned::Done(Box::new(outcome), stage)
+        binding::mark_in_place(&mut outcome, self.cleared.from);
+        Planned::Done(Box::new(self.cleared.report(outcome)), stage)
     }
 
     /// The summary this compression extends (see [`previous_summary`]), and
