@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{defaults, duration};
+use super::duration;
 use crate::guard::AccessConfig;
 use crate::upstream::Secret;
 
@@ -44,7 +44,8 @@ pub struct AccessSettings {
         env = "CONDENSE_API_KEYS_RELOAD",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::API_KEYS_RELOAD
+        // How often the API keys file is re-read (it is also re-read on SIGHUP).
+        default_value = "5s"
     )]
     pub api_keys_reload: Duration,
 
@@ -62,7 +63,7 @@ pub struct AccessSettings {
         value_name = "RATE",
         long = "rate-limit-per-sec",
         env = "CONDENSE_RATE_LIMIT_PER_SEC",
-        default_value_t = defaults::RATE_LIMIT_PER_SEC
+        default_value_t = 0.0
     )]
     pub rate_limit_per_sec: f64,
 
@@ -72,7 +73,7 @@ pub struct AccessSettings {
         value_name = "N",
         long = "rate-limit-burst",
         env = "CONDENSE_RATE_LIMIT_BURST",
-        default_value_t = defaults::RATE_LIMIT_BURST
+        default_value_t = 20
     )]
     pub rate_limit_burst: u32,
 
@@ -100,12 +101,6 @@ pub struct AccessSettings {
     pub allowed_hosts: Vec<String>,
 }
 
-impl Default for AccessSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
-}
-
 impl AccessSettings {
     /// The keys and their file, as the access guard takes them.
     pub fn keys(&self) -> AccessConfig {
@@ -125,7 +120,7 @@ pub struct ModelSettings {
         value_name = "MODEL",
         long = "default-model",
         env = "CONDENSE_DEFAULT_MODEL",
-        default_value = defaults::DEFAULT_MODEL
+        default_value = "gpt-4o"
     )]
     pub default_model: String,
 
@@ -146,10 +141,4 @@ pub struct ModelSettings {
         env = "CONDENSE_PROFILES_FILE"
     )]
     pub profiles_file: Option<PathBuf>,
-}
-
-impl Default for ModelSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }

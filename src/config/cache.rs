@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::cache::{CacheOptions, HealthCheck};
 
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -28,7 +28,7 @@ pub struct CacheSettings {
         value_name = "FILE",
         long = "cache-path",
         env = "CONDENSE_CACHE_PATH",
-        default_value = defaults::CACHE_PATH
+        default_value = "condense-cache.sqlite3"
     )]
     pub path: PathBuf,
 
@@ -39,7 +39,7 @@ pub struct CacheSettings {
         env = "CONDENSE_CACHE_TTL",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_TTL
+        default_value = duration::format(CacheOptions::DEFAULT_TTL)
     )]
     pub ttl: Duration,
 
@@ -49,7 +49,7 @@ pub struct CacheSettings {
         value_name = "N",
         long = "cache-max-rows",
         env = "CONDENSE_CACHE_MAX_ROWS",
-        default_value_t = defaults::CACHE_MAX_ROWS
+        default_value_t = CacheOptions::DEFAULT_MAX_ROWS
     )]
     pub max_rows: u64,
 
@@ -62,7 +62,7 @@ pub struct CacheSettings {
         env = "CONDENSE_CACHE_CLAIM_LEASE",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CLAIM_LEASE
+        default_value = duration::format(CacheOptions::DEFAULT_CLAIM_LEASE)
     )]
     pub claim_lease: Duration,
 
@@ -72,7 +72,7 @@ pub struct CacheSettings {
         value_name = "N",
         long = "db-max-connections",
         env = "CONDENSE_DB_MAX_CONNECTIONS",
-        default_value_t = defaults::DB_MAX_CONNECTIONS
+        default_value_t = CacheOptions::DEFAULT_MAX_CONNECTIONS
     )]
     pub db_max_connections: u32,
 
@@ -83,7 +83,7 @@ pub struct CacheSettings {
         env = "CONDENSE_DB_ACQUIRE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::DB_ACQUIRE_TIMEOUT
+        default_value = duration::format(CacheOptions::DEFAULT_ACQUIRE_TIMEOUT)
     )]
     pub db_acquire_timeout: Duration,
 
@@ -95,7 +95,9 @@ pub struct CacheSettings {
         env = "CONDENSE_CACHE_CHECK_INTERVAL",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CHECK_INTERVAL
+        // Often enough for a readiness probe every 10 s to see a change within one period; one
+        // `SELECT 1` per 5 s is nothing to the database.
+        default_value = "5s"
     )]
     pub check_interval: Duration,
 
@@ -106,15 +108,10 @@ pub struct CacheSettings {
         env = "CONDENSE_CACHE_CHECK_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CHECK_TIMEOUT
+        // As long as `/readyz` used to wait for its own ping.
+        default_value = "2s"
     )]
     pub check_timeout: Duration,
-}
-
-impl Default for CacheSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl CacheSettings {

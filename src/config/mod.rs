@@ -8,8 +8,7 @@
 //! `--help`. A setting's clap id is its place in the file (`cache.ttl`),
 //! which is how [`load`] feeds the file through the same parsers as flags.
 //! Every duration is written one way (`500ms`, `30s`, `5m`, `30d`: see
-//! [`duration`]); the names that spelled a unit (`…_SECS`, `…_MS`, `…_DAYS`)
-//! still work, with a warning ([`renamed`]). [`Config::validate`] bounds
+//! [`duration`]). [`Config::validate`] bounds
 //! every value and cross-checks the timeouts before anything starts: the
 //! binary calls it (`cli::Parsed`); code that builds a `Config` itself
 //! (tests, embedding) may, and tests do not, to reach odd corners (a zero
@@ -23,12 +22,9 @@ use clap::{Parser, ValueEnum};
 
 mod access;
 mod cache;
-pub mod defaults;
 pub mod duration;
-mod file;
 pub mod load;
 mod providers;
-pub mod renamed;
 mod server;
 pub mod show;
 mod upstream;
@@ -78,16 +74,32 @@ pub struct Config {
     pub count: CountSettings,
 }
 
-/// A group's defaults: clap's parse of no arguments, with the environment
-/// ignored. The `Default` of every group is this, so a default is written
-/// once, in its `#[arg(default_value…)]`.
-pub(crate) fn from_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
-    let command = T::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
-    let matches = command
-        .try_get_matches_from(["defaults"])
-        .expect("the defaults parse");
-    T::from_arg_matches(&matches).expect("the defaults fit their fields")
+/// Each group's defaults: clap's parse of no arguments, with the environment
+/// ignored. So a default is written once, in its `#[arg(default_value…)]`
+/// (those of the cache name [`crate::cache::CacheOptions`]'s, which
+/// embedders use without a `Config`).
+macro_rules! default_from_clap {
+    ($($group:ty),*) => {$(
+        impl Default for $group {
+            fn default() -> Self {
+                let command = <$group as clap::Args>::augment_args(clap::Command::new("defaults"))
+                    .mut_args(|a| a.env(None::<&str>));
+                let matches = command.try_get_matches_from(["defaults"]).expect("the defaults parse");
+                clap::FromArgMatches::from_arg_matches(&matches).expect("the defaults fit their fields")
+            }
+        }
+    )*};
 }
+default_from_clap!(
+    ServerSettings,
+    LimitSettings,
+    AccessSettings,
+    ModelSettings,
+    UpstreamSettings,
+    CacheSettings,
+    ProxySettings,
+    CountSettings
+);
 
 impl Config {
     /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
@@ -148,6 +160,7 @@ mod tests {
         assert_eq!(o.claim_lease, CacheOptions::DEFAULT_CLAIM_LEASE);
         assert_eq!(o.max_rows, CacheOptions::DEFAULT_MAX_ROWS);
         assert_eq!(o.max_connections, CacheOptions::DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(o.acquire_timeout, CacheOptions::DEFAULT_ACQUIRE_TIMEOUT);
     }
 
     #[test]

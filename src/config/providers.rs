@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::upstream::{BaseUrl, ProviderCountConfig, ProviderUrls, Secret};
 
 // The settings of the providers' base URLs, also named by the error or
@@ -47,7 +47,7 @@ pub struct ProxySettings {
         long = "proxy-api-key",
         env = "CONDENSE_PROXY_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
@@ -68,15 +68,10 @@ pub struct ProxySettings {
         env = "CONDENSE_PROXY_IDLE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::PROXY_IDLE_TIMEOUT
+        // A stream that sends nothing for this long is cut; a healthy one never is.
+        default_value = "5m"
     )]
     pub idle_timeout: Duration,
-}
-
-impl Default for ProxySettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl ProxySettings {
@@ -121,7 +116,7 @@ pub struct CountSettings {
         long = "count-api-key",
         env = "CONDENSE_COUNT_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
@@ -133,15 +128,11 @@ pub struct CountSettings {
         env = "CONDENSE_COUNT_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::COUNT_TIMEOUT
+        // A counting call is a short request: a provider slower than this is answered with the
+        // local estimate.
+        default_value = "10s"
     )]
     pub timeout: Duration,
-}
-
-impl Default for CountSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl CountSettings {

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -28,17 +28,18 @@ pub struct UpstreamSettings {
         long = "upstream-kind",
         env = "CONDENSE_UPSTREAM_KIND",
         value_enum,
-        default_value_t = defaults::UPSTREAM_KIND
+        default_value_t = Kind::OpenAi
     )]
     pub kind: Kind,
 
     /// API key for the upstream; never logged or echoed.
     #[arg(
-        id = "upstream.api_key", value_name = "KEY",
+        id = "upstream.api_key",
+        value_name = "KEY",
         long = "upstream-api-key",
         env = "CONDENSE_UPSTREAM_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
@@ -48,7 +49,7 @@ pub struct UpstreamSettings {
         value_name = "MODEL",
         long = "upstream-model",
         env = "CONDENSE_UPSTREAM_MODEL",
-        default_value = defaults::UPSTREAM_MODEL
+        default_value = "gpt-4o-mini"
     )]
     pub model: String,
 
@@ -69,7 +70,8 @@ pub struct UpstreamSettings {
         env = "CONDENSE_UPSTREAM_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::UPSTREAM_TIMEOUT
+        // Half the request time limit: one slow call still leaves room to answer.
+        default_value = "60s"
     )]
     pub timeout: Duration,
 
@@ -80,7 +82,8 @@ pub struct UpstreamSettings {
         env = "CONDENSE_UPSTREAM_RETRY_BUDGET",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::UPSTREAM_RETRY_BUDGET
+        // Within the request time limit, so a request sees its retries' outcome.
+        default_value = "90s"
     )]
     pub retry_budget: Duration,
 
@@ -90,7 +93,7 @@ pub struct UpstreamSettings {
         value_name = "N",
         long = "upstream-max-retries",
         env = "CONDENSE_UPSTREAM_MAX_RETRIES",
-        default_value_t = defaults::UPSTREAM_MAX_RETRIES
+        default_value_t = 4
     )]
     pub max_retries: u32,
 
@@ -100,7 +103,7 @@ pub struct UpstreamSettings {
         value_name = "N",
         long = "upstream-max-concurrency",
         env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY",
-        default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY
+        default_value_t = 4
     )]
     pub max_concurrency: usize,
 
@@ -122,7 +125,7 @@ pub struct UpstreamSettings {
         value_name = "N",
         long = "upstream-context-window",
         env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
-        default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW
+        default_value_t = 128_000
     )]
     pub context_window: usize,
 
@@ -132,15 +135,9 @@ pub struct UpstreamSettings {
         value_name = "N",
         long = "upstream-result-chars",
         env = "CONDENSE_UPSTREAM_RESULT_CHARS",
-        default_value_t = defaults::UPSTREAM_RESULT_CHARS
+        default_value_t = crate::summarize::llm::RESULT_CHARS
     )]
     pub result_chars: usize,
-}
-
-impl Default for UpstreamSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl UpstreamSettings {
