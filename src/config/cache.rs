@@ -17,7 +17,6 @@ pub struct CacheSettings {
         id = "cache.database_url",
         value_name = "URL",
         long = "database-url",
-        env = "CONDENSE_DATABASE_URL",
         hide_env_values = true
     )]
     pub database_url: Option<String>,
@@ -27,7 +26,6 @@ pub struct CacheSettings {
         id = "cache.path",
         value_name = "FILE",
         long = "cache-path",
-        env = "CONDENSE_CACHE_PATH",
         default_value = "condense-cache.sqlite3"
     )]
     pub path: PathBuf,
@@ -36,7 +34,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.ttl",
         long = "cache-ttl",
-        env = "CONDENSE_CACHE_TTL",
         value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_TTL)
@@ -48,7 +45,6 @@ pub struct CacheSettings {
         id = "cache.max_rows",
         value_name = "N",
         long = "cache-max-rows",
-        env = "CONDENSE_CACHE_MAX_ROWS",
         default_value_t = CacheOptions::DEFAULT_MAX_ROWS
     )]
     pub max_rows: u64,
@@ -59,7 +55,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.claim_lease",
         long = "cache-claim-lease",
-        env = "CONDENSE_CACHE_CLAIM_LEASE",
         value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_CLAIM_LEASE)
@@ -71,7 +66,6 @@ pub struct CacheSettings {
         id = "cache.db_max_connections",
         value_name = "N",
         long = "db-max-connections",
-        env = "CONDENSE_DB_MAX_CONNECTIONS",
         default_value_t = CacheOptions::DEFAULT_MAX_CONNECTIONS
     )]
     pub db_max_connections: u32,
@@ -80,7 +74,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.db_acquire_timeout",
         long = "db-acquire-timeout",
-        env = "CONDENSE_DB_ACQUIRE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_ACQUIRE_TIMEOUT)
@@ -92,7 +85,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.check_interval",
         long = "cache-check-interval",
-        env = "CONDENSE_CACHE_CHECK_INTERVAL",
         value_name = "DURATION",
         value_parser = duration::parse,
         // Often enough for a readiness probe every 10 s to see a change within one period; one
@@ -105,7 +97,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.check_timeout",
         long = "cache-check-timeout",
-        env = "CONDENSE_CACHE_CHECK_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
         // As long as `/readyz` used to wait for its own ping.

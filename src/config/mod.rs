@@ -53,7 +53,8 @@ pub enum LogFormat {
 #[command(
     name = "condense",
     version,
-    about = "Keeps LLM agents inside their context window."
+    about = "Keeps LLM agents inside their context window.",
+    mut_args = with_env
 )]
 pub struct Config {
     #[command(flatten, next_help_heading = "Server [server]")]
@@ -72,6 +73,18 @@ pub struct Config {
     pub proxy: ProxySettings,
     #[command(flatten, next_help_heading = "Provider-exact counts [count]")]
     pub count: CountSettings,
+}
+
+/// A setting's environment variable is its flag's name after `CONDENSE_`
+/// (`--cache-ttl`: `CONDENSE_CACHE_TTL`), by this rule rather than by hand.
+fn with_env(arg: clap::Arg) -> clap::Arg {
+    match (arg.get_env(), arg.get_long()) {
+        (None, Some(long)) if arg.get_id().as_str().contains('.') => {
+            let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
+            arg.env(env)
+        }
+        _ => arg,
+    }
 }
 
 /// Each group's defaults: clap's parse of no arguments, with the environment
@@ -182,8 +195,9 @@ mod tests {
             }
             let (section, key) = id.split_once('.').unwrap_or_else(|| panic!("{id}"));
             assert!(!section.is_empty() && !key.is_empty() && !key.contains('.'));
-            assert!(arg.get_env().is_some(), "{id} has an environment variable");
-            assert!(arg.get_long().is_some(), "{id} has a flag");
+            let long = arg.get_long().unwrap_or_else(|| panic!("{id} has a flag"));
+            let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
+            assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env.as_str()));
         }
     }
 }

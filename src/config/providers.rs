@@ -45,7 +45,6 @@ pub struct ProxySettings {
         id = "proxy.api_key",
         value_name = "KEY",
         long = "proxy-api-key",
-        env = "CONDENSE_PROXY_API_KEY",
         hide_env_values = true,
         default_value = ""
     )]
@@ -53,11 +52,7 @@ pub struct ProxySettings {
 
     /// Shadow mode: forward every thread unchanged and only report (in
     /// headers) what compression would have done.
-    #[arg(
-        id = "proxy.shadow",
-        long = "proxy-shadow",
-        env = "CONDENSE_PROXY_SHADOW"
-    )]
+    #[arg(id = "proxy.shadow", long = "proxy-shadow")]
     pub shadow: bool,
 
     /// Time a proxied response may send nothing before it is cut. A bare
@@ -65,7 +60,6 @@ pub struct ProxySettings {
     #[arg(
         id = "proxy.idle_timeout",
         long = "proxy-idle-timeout",
-        env = "CONDENSE_PROXY_IDLE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
         // A stream that sends nothing for this long is cut; a healthy one never is.
@@ -114,7 +108,6 @@ pub struct CountSettings {
         id = "count.api_key",
         value_name = "KEY",
         long = "count-api-key",
-        env = "CONDENSE_COUNT_API_KEY",
         hide_env_values = true,
         default_value = ""
     )]
@@ -125,7 +118,6 @@ pub struct CountSettings {
     #[arg(
         id = "count.timeout",
         long = "count-timeout",
-        env = "CONDENSE_COUNT_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
         // A counting call is a short request: a provider slower than this is answered with the

@@ -17,7 +17,6 @@ pub struct ServerSettings {
         id = "server.listen",
         value_name = "ADDRESS",
         long = "listen",
-        env = "CONDENSE_LISTEN",
         default_value = "127.0.0.1:8080"
     )]
     pub listen: SocketAddr,
@@ -27,7 +26,6 @@ pub struct ServerSettings {
         id = "server.log_format",
         value_name = "FORMAT",
         long = "log-format",
-        env = "CONDENSE_LOG_FORMAT",
         value_enum,
         default_value_t = LogFormat::Text
     )]
@@ -39,8 +37,7 @@ pub struct ServerSettings {
     #[arg(
         id = "server.probe_listen",
         value_name = "ADDRESS",
-        long = "probe-listen",
-        env = "CONDENSE_PROBE_LISTEN"
+        long = "probe-listen"
     )]
     pub probe_listen: Option<SocketAddr>,
 
@@ -50,7 +47,6 @@ pub struct ServerSettings {
         id = "server.max_connections",
         value_name = "N",
         long = "max-connections",
-        env = "CONDENSE_MAX_CONNECTIONS",
         // Each may also hold a proxied provider connection: 1024 connections fit in about
         // 2,100 open files (see `serve::connection_budget`).
         default_value_t = 1024
@@ -63,7 +59,6 @@ pub struct ServerSettings {
         id = "server.max_connections_per_address",
         value_name = "N",
         long = "max-connections-per-address",
-        env = "CONDENSE_MAX_CONNECTIONS_PER_ADDRESS",
         // A quarter of the default connection cap: one address cannot take the other three
         // quarters, yet a host running many agents (all of them 127.0.0.1 to a local condense,
         // each holding a few pooled connections: 20 agents are well under 100) never meets it.
@@ -76,7 +71,6 @@ pub struct ServerSettings {
         id = "server.probe_max_connections",
         value_name = "N",
         long = "probe-max-connections",
-        env = "CONDENSE_PROBE_MAX_CONNECTIONS",
         // The probe listener serves an orchestrator's few probes and a metrics scraper, not
         // clients.
         default_value_t = 16
@@ -89,7 +83,6 @@ pub struct ServerSettings {
     #[arg(
         id = "server.header_read_timeout",
         long = "header-read-timeout",
-        env = "CONDENSE_HEADER_READ_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
         // hyper's own default for reading a request head.
@@ -102,7 +95,6 @@ pub struct ServerSettings {
     #[arg(
         id = "server.idle_timeout",
         long = "idle-timeout",
-        env = "CONDENSE_IDLE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
         // Longer than the 60 s idle timeout of common load balancers, so that they, not
@@ -146,7 +138,6 @@ pub struct LimitSettings {
         id = "limits.body_limit",
         value_name = "BYTES",
         long = "body-limit",
-        env = "CONDENSE_BODY_LIMIT",
         default_value_t = 8 * 1024 * 1024
     )]
     pub body_limit: usize,
@@ -156,7 +147,6 @@ pub struct LimitSettings {
     #[arg(
         id = "limits.request_timeout",
         long = "request-timeout",
-        env = "CONDENSE_REQUEST_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
         // LLM summaries of long spans take a while on small servers.
@@ -169,7 +159,6 @@ pub struct LimitSettings {
         id = "limits.max_messages",
         value_name = "N",
         long = "max-messages",
-        env = "CONDENSE_MAX_MESSAGES",
         // Far above an agent's thread (the largest fixture has 300), far below what an 8 MiB
         // body of tiny messages could hold.
         default_value_t = 10_000
@@ -181,7 +170,6 @@ pub struct LimitSettings {
         id = "limits.max_total_chars",
         value_name = "N",
         long = "max-total-chars",
-        env = "CONDENSE_MAX_TOTAL_CHARS",
         // About a million tokens of text: the largest context window on offer.
         default_value_t = 4_000_000
     )]
@@ -192,7 +180,6 @@ pub struct LimitSettings {
         id = "limits.max_concurrency",
         value_name = "N",
         long = "max-concurrency",
-        env = "CONDENSE_MAX_CONCURRENCY",
         // On two cores the CPU work runs two at a time anyway; the others wait for the
         // upstream LLM or the database. Memory is bounded by the budget, not by this count.
         default_value_t = 16
@@ -207,7 +194,6 @@ pub struct LimitSettings {
         id = "limits.memory_budget_bytes",
         value_name = "BYTES",
         long = "memory-budget-bytes",
-        env = "CONDENSE_MEMORY_BUDGET_BYTES",
         // From the shipped Deployment's 1 GiB limit (see `guard::memory::limit_for`, the
         // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
         default_value_t = 640 * 1024 * 1024

@@ -16,7 +16,6 @@ pub struct UpstreamSettings {
         id = "upstream.url",
         value_name = "URL",
         long = "upstream-url",
-        env = "CONDENSE_UPSTREAM_URL",
         hide_env_values = true
     )]
     pub url: Option<String>,
@@ -26,7 +25,6 @@ pub struct UpstreamSettings {
         id = "upstream.kind",
         value_name = "KIND",
         long = "upstream-kind",
-        env = "CONDENSE_UPSTREAM_KIND",
         value_enum,
         default_value_t = Kind::OpenAi
     )]
@@ -37,7 +35,6 @@ pub struct UpstreamSettings {
         id = "upstream.api_key",
         value_name = "KEY",
         long = "upstream-api-key",
-        env = "CONDENSE_UPSTREAM_API_KEY",
         hide_env_values = true,
         default_value = ""
     )]
@@ -48,7 +45,6 @@ pub struct UpstreamSettings {
         id = "upstream.model",
         value_name = "MODEL",
         long = "upstream-model",
-        env = "CONDENSE_UPSTREAM_MODEL",
         default_value = "gpt-4o-mini"
     )]
     pub model: String,
@@ -58,7 +54,6 @@ pub struct UpstreamSettings {
         id = "upstream.allowed_models",
         value_name = "MODELS",
         long = "upstream-allowed-models",
-        env = "CONDENSE_UPSTREAM_ALLOWED_MODELS",
         value_delimiter = ','
     )]
     pub allowed_models: Vec<String>,
@@ -67,7 +62,6 @@ pub struct UpstreamSettings {
     #[arg(
         id = "upstream.timeout",
         long = "upstream-timeout",
-        env = "CONDENSE_UPSTREAM_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
         // Half the request time limit: one slow call still leaves room to answer.
@@ -79,7 +73,6 @@ pub struct UpstreamSettings {
     #[arg(
         id = "upstream.retry_budget",
         long = "upstream-retry-budget",
-        env = "CONDENSE_UPSTREAM_RETRY_BUDGET",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
         // Within the request time limit, so a request sees its retries' outcome.
@@ -92,7 +85,6 @@ pub struct UpstreamSettings {
         id = "upstream.max_retries",
         value_name = "N",
         long = "upstream-max-retries",
-        env = "CONDENSE_UPSTREAM_MAX_RETRIES",
         default_value_t = 4
     )]
     pub max_retries: u32,
@@ -102,7 +94,6 @@ pub struct UpstreamSettings {
         id = "upstream.max_concurrency",
         value_name = "N",
         long = "upstream-max-concurrency",
-        env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY",
         default_value_t = 4
     )]
     pub max_concurrency: usize,
@@ -114,7 +105,6 @@ pub struct UpstreamSettings {
         id = "upstream.precompute_concurrency",
         value_name = "N",
         long = "precompute-concurrency",
-        env = "CONDENSE_PRECOMPUTE_CONCURRENCY",
         default_value_t = crate::compress::PRECOMPUTE_CONCURRENCY
     )]
     pub precompute_concurrency: usize,
@@ -124,7 +114,6 @@ pub struct UpstreamSettings {
         id = "upstream.context_window",
         value_name = "N",
         long = "upstream-context-window",
-        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
         default_value_t = 128_000
     )]
     pub context_window: usize,
@@ -134,7 +123,6 @@ pub struct UpstreamSettings {
         id = "upstream.result_chars",
         value_name = "N",
         long = "upstream-result-chars",
-        env = "CONDENSE_UPSTREAM_RESULT_CHARS",
         default_value_t = crate::summarize::llm::RESULT_CHARS
     )]
     pub result_chars: usize,

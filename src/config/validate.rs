@@ -74,6 +74,14 @@ pub struct Bound {
 }
 
 impl Bound {
+    /// 0 turns this limit off.
+    fn or_off(self) -> Self {
+        Self {
+            zero_is_off: true,
+            ..self
+        }
+    }
+
     /// The range as the README's table shows it.
     pub fn range(&self) -> String {
         let range = format!("{} to {}", self.min, self.max);
@@ -139,97 +147,47 @@ fn bound<T: Into<Value>>(id: &'static str, value: T, min: T, max: T) -> Bound {
     }
 }
 
-impl Bound {
-    /// 0 turns this limit off.
-    fn or_off(self) -> Self {
-        Self {
-            zero_is_off: true,
-            ..self
-        }
-    }
-}
-
-/// Every numeric setting of `c` with its range.
+/// Every numeric setting of `c` with its range (`or_off`: 0 turns it off).
 pub fn bounds(c: &Config) -> Vec<Bound> {
     let (s, l, a, u, k) = (&c.server, &c.limits, &c.access, &c.upstream, &c.cache);
-    let body = Bytes(l.body_limit as u64);
-    vec![
-        bound("server.max_connections", s.max_connections, 1, 65_536),
-        bound(
-            "server.max_connections_per_address",
-            s.max_connections_per_address,
-            1,
-            65_536,
-        )
-        .or_off(),
-        bound(
-            "server.probe_max_connections",
-            s.probe_max_connections,
-            1,
-            1024,
-        ),
-        bound(
-            "server.header_read_timeout",
-            s.header_read_timeout,
-            secs(1),
-            10 * MINUTE,
-        ),
-        bound("server.idle_timeout", s.idle_timeout, secs(1), HOUR),
-        bound("limits.body_limit", body, Bytes(1024), Bytes(GIB)),
-        bound("limits.request_timeout", l.request_timeout, secs(1), DAY),
-        bound("limits.max_messages", l.max_messages, 1, 1_000_000).or_off(),
-        bound(
-            "limits.max_total_chars",
-            l.max_total_chars,
-            1,
-            1_000_000_000,
-        )
-        .or_off(),
-        bound("limits.max_concurrency", l.max_concurrency, 1, 4096).or_off(),
-        bound(
-            "limits.memory_budget_bytes",
-            Bytes(l.memory_budget_bytes),
-            Bytes(MIB),
-            Bytes(1024 * GIB),
-        )
-        .or_off(),
-        bound("access.api_keys_reload", a.api_keys_reload, secs(1), DAY),
-        bound(
-            "access.rate_limit_per_sec",
-            a.rate_limit_per_sec,
-            0.001,
-            1_000_000.0,
-        )
-        .or_off(),
-        bound("access.rate_limit_burst", a.rate_limit_burst, 1, 1_000_000),
-        bound("upstream.timeout", u.timeout, secs(1), HOUR),
-        bound("upstream.retry_budget", u.retry_budget, secs(1), DAY),
-        bound("upstream.max_retries", u.max_retries, 0, 100),
-        bound("upstream.max_concurrency", u.max_concurrency, 1, 4096),
-        bound(
-            "upstream.precompute_concurrency",
-            u.precompute_concurrency,
-            1,
-            4096,
-        )
-        .or_off(),
-        bound(
-            "upstream.context_window",
-            u.context_window,
-            1024,
-            10_000_000,
-        ),
-        bound("upstream.result_chars", u.result_chars, 40, 1_000_000),
-        bound("cache.ttl", k.ttl, MINUTE, 3650 * DAY),
-        bound("cache.max_rows", k.max_rows, 1, 1_000_000_000),
-        bound("cache.claim_lease", k.claim_lease, secs(1), HOUR),
-        bound("cache.db_max_connections", k.db_max_connections, 1, 1000),
-        bound("cache.db_acquire_timeout", k.db_acquire_timeout, MS, MINUTE),
-        bound("cache.check_interval", k.check_interval, secs(1), HOUR),
-        bound("cache.check_timeout", k.check_timeout, 100 * MS, MINUTE),
-        bound("proxy.idle_timeout", c.proxy.idle_timeout, secs(1), DAY),
-        bound("count.timeout", c.count.timeout, 100 * MS, 10 * MINUTE),
-    ]
+    // A table, one setting a line.
+    macro_rules! table {
+        ($($id:literal: $v:expr, $min:expr, $max:expr $(, $off:ident)?;)*) => {
+            vec![$( bound($id, $v, $min, $max) $(.$off())?, )*]
+        };
+    }
+    table! {
+        "server.max_connections": s.max_connections, 1, 65_536;
+        "server.max_connections_per_address": s.max_connections_per_address, 1, 65_536, or_off;
+        "server.probe_max_connections": s.probe_max_connections, 1, 1024;
+        "server.header_read_timeout": s.header_read_timeout, secs(1), 10 * MINUTE;
+        "server.idle_timeout": s.idle_timeout, secs(1), HOUR;
+        "limits.body_limit": Bytes(l.body_limit as u64), Bytes(1024), Bytes(GIB);
+        "limits.request_timeout": l.request_timeout, secs(1), DAY;
+        "limits.max_messages": l.max_messages, 1, 1_000_000, or_off;
+        "limits.max_total_chars": l.max_total_chars, 1, 1_000_000_000, or_off;
+        "limits.max_concurrency": l.max_concurrency, 1, 4096, or_off;
+        "limits.memory_budget_bytes": Bytes(l.memory_budget_bytes), Bytes(MIB), Bytes(1024 * GIB), or_off;
+        "access.api_keys_reload": a.api_keys_reload, secs(1), DAY;
+        "access.rate_limit_per_sec": a.rate_limit_per_sec, 0.001, 1_000_000.0, or_off;
+        "access.rate_limit_burst": a.rate_limit_burst, 1, 1_000_000;
+        "upstream.timeout": u.timeout, secs(1), HOUR;
+        "upstream.retry_budget": u.retry_budget, secs(1), DAY;
+        "upstream.max_retries": u.max_retries, 0, 100;
+        "upstream.max_concurrency": u.max_concurrency, 1, 4096;
+        "upstream.precompute_concurrency": u.precompute_concurrency, 1, 4096, or_off;
+        "upstream.context_window": u.context_window, 1024, 10_000_000;
+        "upstream.result_chars": u.result_chars, 40, 1_000_000;
+        "cache.ttl": k.ttl, MINUTE, 3650 * DAY;
+        "cache.max_rows": k.max_rows, 1, 1_000_000_000;
+        "cache.claim_lease": k.claim_lease, secs(1), HOUR;
+        "cache.db_max_connections": k.db_max_connections, 1, 1000;
+        "cache.db_acquire_timeout": k.db_acquire_timeout, MS, MINUTE;
+        "cache.check_interval": k.check_interval, secs(1), HOUR;
+        "cache.check_timeout": k.check_timeout, 100 * MS, MINUTE;
+        "proxy.idle_timeout": c.proxy.idle_timeout, secs(1), DAY;
+        "count.timeout": c.count.timeout, 100 * MS, 10 * MINUTE;
+    }
 }
 
 /// A setting that stops start-up, and why: rendered as one line naming the
