@@ -115,11 +115,6 @@ default_from_clap!(
 );
 
 impl Config {
-    /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
-    pub fn cache_url(&self) -> String {
-        self.cache.url()
-    }
-
     /// Open files the settings need besides client connections (see
     /// [`crate::serve::reserved_fds`]).
     pub fn reserved_fds(&self) -> u64 {
