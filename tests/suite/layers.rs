@@ -156,17 +156,6 @@ const ALLOWED_CIRCLES: &[&[&str]] = &[
     &["config/load.rs", "config/renamed.rs", "config/show.rs"],
     &["guard/mod.rs", "guard/reload.rs"],
     &[
-        "http/catalog.rs",
-        "http/compress.rs",
-        "http/health.rs",
-        "http/playground.rs",
-        "http/proxy.rs",
-        "http/routes.rs",
-        "http/scrape.rs",
-        "http/tokens.rs",
-        "http/verdict.rs",
-    ],
-    &[
         "metrics/domain.rs",
         "metrics/http.rs",
         "metrics/mod.rs",
