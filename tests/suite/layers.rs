@@ -153,7 +153,6 @@ const ALLOWED_CIRCLES: &[&[&str]] = &[
         "compress/plan/start.rs",
         "compress/writer.rs",
     ],
-    &["config/load.rs", "config/renamed.rs", "config/show.rs"],
     &["guard/mod.rs", "guard/reload.rs"],
     &[
         "metrics/domain.rs",
