@@ -12,10 +12,9 @@
 //! a few tokens what a cut of the facts loses, but the facts hold anchors
 //! too.
 
-use super::bound::{clip_tokens, one_line};
-use super::facts::Facts;
-use crate::summarize::anchors::Anchors;
-use crate::summarize::receipt::{Forms, MENTIONED};
+use super::facts::{Facts, one_line};
+use crate::summarize::anchors::{Anchors, Forms, MENTIONED};
+use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
 pub(super) struct Entry {
@@ -44,7 +43,11 @@ impl Piece {
     fn fit(&self, max: usize, c: &Counter<'_>) -> String {
         match self {
             Piece::Facts(f) => f.fit(max, c),
-            Piece::Text(t) => clip_tokens(&one_line(t), max, c),
+            Piece::Text(t) => fit(
+                &one_line(t),
+                Size::Tokens(max, &|s| c.text(s).tokens),
+                How::End,
+            ),
         }
     }
 }

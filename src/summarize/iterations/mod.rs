@@ -28,12 +28,8 @@ use serde::Serialize;
 use super::anchors::anchors;
 use super::{SummaryRequest, Usage, Writer};
 use crate::upstream::{Upstream, UpstreamError};
-use bound::Rolling;
-pub(super) use bound::clip_tokens;
+use bound::{HEADER, Rolling};
 use entry::{Entry, Piece};
-
-/// The line that opens the list of iterations in an injection.
-const HEADER: &str = "Earlier iterations:";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationSummary {
@@ -112,7 +108,7 @@ pub fn refit(injection: &str, max_tokens: usize, c: &crate::tokens::Counter<'_>)
         .into_iter()
         .map(|(iteration, text)| Entry::written(iteration, text))
         .collect();
-    bound::injection(
+    refold::injection(
         p.head.as_deref(),
         p.left_out,
         p.rolling.as_ref(),
@@ -174,7 +170,7 @@ fn assemble(
             }),
         }
     }
-    bound::injection(
+    refold::injection(
         p.head.as_deref(),
         p.left_out,
         p.rolling.as_ref(),
