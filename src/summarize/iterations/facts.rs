@@ -6,7 +6,6 @@
 use crate::summarize::extract::extract;
 use crate::summarize::sections::{Caps, List, Sections};
 use crate::thread::{Message, Part, Role};
-use crate::tokens::Counter;
 
 /// What one iteration's messages say.
 pub(in crate::summarize) struct Facts {
@@ -68,14 +67,8 @@ impl Facts {
         self.render(Caps::default())
     }
 
-    /// The largest rendering that fits `max` tokens: the caps are lowered
-    /// as the plain heuristic lowers them, in coarser steps.
-    pub fn fit(&self, max: usize, c: &Counter<'_>) -> String {
-        let count = |s: &str| c.text(s).tokens;
-        Caps::default().fit(max, &count, 0.9, |caps| self.render(caps))
-    }
-
-    fn render(&self, caps: Caps) -> String {
+    /// The facts at `caps`, on one line.
+    pub fn render(&self, caps: Caps) -> String {
         let mut s = self.sections.clone();
         s.apply(caps);
         let mut failing = self.failing.clone();
