@@ -179,16 +179,9 @@ pub async fn write(
         let answer = called.result?;
         usage.prompt_tokens += answer.prompt_tokens;
         usage.completion_tokens += answer.completion_tokens;
-        summary = Some(
-            super::cpu(move || {
-                fit(
-                    &answer.text,
-                    Size::Tokens(limit, &|s| c.text(s).tokens),
-                    How::LineEnd,
-                )
-            })
-            .await,
-        );
+        let fits = move |s: &str| c.text(s).tokens;
+        let fitted = move || fit(&answer.text, Size::Tokens(limit, &fits), How::LineEnd);
+        summary = Some(super::cpu(fitted).await);
     }
     summary.map(|s| (s, usage)).ok_or(UpstreamError::Empty)
 }

@@ -56,11 +56,8 @@ fn refold(frame: &Frame, list: &List<'_>, c: &Counter<'_>) -> String {
         rolling_room = rolling_room.saturating_sub(n - frame.limit);
     }
     // Not reached in practice; the bound holds whatever happens.
-    fit(
-        &text,
-        Size::Tokens(frame.limit, &|s| c.text(s).tokens),
-        How::End,
-    )
+    let count = |s: &str| c.text(s).tokens;
+    fit(&text, Size::Tokens(frame.limit, &count), How::End)
 }
 
 /// How many of the newest `lines` take at most `share` tokens (at least
