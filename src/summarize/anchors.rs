@@ -150,23 +150,24 @@ const NOT_NAMES: [&str; 12] = [
 
 /// The opening of a per-iteration entry's repair: the anchors of its
 /// iteration its text misses, to the end of the entry.
-pub const MENTIONED: &str = "Also mentioned: ";
+pub(super) const MENTIONED: &str = "Also mentioned: ";
 
-/// A text in the forms anchors are looked up in.
-pub struct Forms {
+/// A text in the forms anchors are looked up in: what the receipt and a
+/// per-iteration entry's repair check a summary with.
+pub(super) struct Forms {
     folded: String,
     significant: String,
 }
 
 impl Forms {
-    pub fn of(text: &str) -> Self {
+    pub(super) fn of(text: &str) -> Self {
         Self {
             folded: folded(text),
             significant: significant(text),
         }
     }
 
-    pub fn holds(&self, a: &Anchor) -> bool {
+    pub(super) fn holds(&self, a: &Anchor) -> bool {
         a.needles.iter().all(|n| match n {
             Needle::Significant(s) => self.significant.contains(s.as_str()),
             Needle::Folded(s) => self.folded.contains(s.as_str()),
