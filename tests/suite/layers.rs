@@ -162,18 +162,6 @@ const ALLOWED_CIRCLES: &[&[&str]] = &[
         "metrics/upstream.rs",
     ],
     &["serve/conn.rs", "serve/mod.rs", "serve/socket.rs"],
-    &[
-        "summarize/heuristic.rs",
-        "summarize/iterations/bound.rs",
-        "summarize/iterations/entry.rs",
-        "summarize/iterations/facts.rs",
-        "summarize/iterations/fold.rs",
-        "summarize/iterations/mod.rs",
-        "summarize/iterations/refold.rs",
-        "summarize/receipt.rs",
-    ],
-    &["summarize/llm.rs", "summarize/mod.rs"],
-    &["summarize/salience.rs", "summarize/sections.rs"],
     &["thread/parse.rs", "thread/validate.rs"],
     &[
         "upstream/answer.rs",
