@@ -63,8 +63,8 @@ pub const MAX_TOTAL_CHARS: usize = 4_000_000;
 /// bounded by [`MEMORY_BUDGET_BYTES`], not by this count.
 pub const MAX_CONCURRENCY: usize = 16;
 /// What the requests at work may hold at once, in bytes: the budget of
-/// `guard::memory`. Derived from the shipped Deployment's 1 GiB limit
-/// (see `guard::memory::limit_for` and the README's "Memory sizing"):
+/// `admission::memory`. Derived from the shipped Deployment's 1 GiB limit
+/// (see `admission::memory::limit_for` and the README's "Memory sizing"):
 /// 1 GiB = the idle process (96 MiB) + this + a quarter of this.
 pub const MEMORY_BUDGET_BYTES: u64 = 640 * 1024 * 1024;
 /// hyper's own default for reading a request head.
