@@ -1,6 +1,6 @@
 //! Admission: what a request or a background job holds while it works, in
 //! one [`Ticket`]: memory from the budget ([`MemoryBudget`]; what a request
-//! costs: [`memory`]), a place among the requests at work ([`overload`]) if
+//! costs: [`memory`]), a place among the requests at work ([`Overload`]) if
 //! it took one, and how many of its CPU tasks still run.
 //!
 //! A CPU task cannot be aborted (see `tokens::cancel`): one still at work
@@ -12,13 +12,10 @@
 //! background jobs and the runner of CPU tasks can all name it.
 
 pub mod memory;
-pub mod overload;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-
-pub use overload::{Overload, Permit};
 
 /// Reservations count in KiB: a semaphore takes at most `u32` permits at once.
 const UNIT: u64 = 1024;
@@ -90,6 +87,53 @@ impl MemoryBudget {
         u32::try_from(bytes.div_ceil(UNIT))
             .unwrap_or(u32::MAX)
             .min(self.total)
+    }
+}
+
+/// The global concurrency limit: at most N requests at work at once, and
+/// the next one is refused at once (503 `overloaded`, `Retry-After`) rather
+/// than queued. A queue without bound turns a burst into memory and into
+/// answers that come after their clients gave up; a refusal tells a client
+/// (or its load balancer) to go elsewhere or come back. (A semaphore's
+/// `try_acquire`, not tower's `ConcurrencyLimit`, which waits.)
+#[derive(Debug, Clone)]
+pub struct Overload {
+    /// None: no limit (`CONDENSE_MAX_CONCURRENCY=0`).
+    permits: Option<Arc<Semaphore>>,
+    max: usize,
+}
+
+/// A place among the requests at work, held until dropped.
+#[derive(Debug)]
+pub struct Permit(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl Overload {
+    /// At most `max` at once; `0` lifts the limit.
+    pub fn new(max: usize) -> Self {
+        Self {
+            permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+            max,
+        }
+    }
+
+    /// A place, or `None` when `max` requests are already at work.
+    pub fn try_enter(&self) -> Option<Permit> {
+        match &self.permits {
+            None => Some(Permit(None)),
+            Some(s) => s.clone().try_acquire_owned().ok().map(|p| Permit(Some(p))),
+        }
+    }
+
+    /// Requests at work now (0 without a limit: they are not counted).
+    pub fn in_use(&self) -> usize {
+        self.permits
+            .as_ref()
+            .map_or(0, |s| self.max - s.available_permits())
+    }
+
+    /// The configured limit (0: none).
+    pub fn max(&self) -> usize {
+        self.max
     }
 }
 
@@ -260,6 +304,20 @@ mod tests {
         let held: Vec<_> = (0..100).map(|_| b.try_reserve(u64::MAX).unwrap()).collect();
         assert!(held[0].try_grow_to(u64::MAX));
         assert_eq!((b.in_use(), b.total(), held[0].budget()), (0, 0, 0));
+    }
+
+    #[test]
+    fn refuses_past_the_limit_and_admits_again_when_one_ends() {
+        let o = Overload::new(2);
+        let a = o.try_enter().unwrap();
+        let _b = o.try_enter().unwrap();
+        assert_eq!(o.in_use(), 2);
+        assert!(o.try_enter().is_none());
+        drop(a);
+        assert!(o.try_enter().is_some());
+        let unlimited = Overload::new(0);
+        let held: Vec<_> = (0..1000).map(|_| unlimited.try_enter().unwrap()).collect();
+        assert_eq!(held.len(), 1000);
     }
 
     #[test]

@@ -126,12 +126,7 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         rate_headers(res.headers_mut(), &v);
         return res;
     }
-    let ticket = match worst_case(&app, gates, &req) {
-        Some((_, worst)) if !app.memory.has_free(worst) => None,
-        Some((now, _)) => app.memory.try_reserve(now),
-        None => Some(Ticket::default()),
-    };
-    let Some(ticket) = ticket else {
+    let Some(ticket) = reserve(&app, gates, &req) else {
         return ApiError::OverBudget(app.memory.total()).into_response();
     };
     if gates.shed && !ticket.enter(&app.overload) {
@@ -155,27 +150,29 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     res
 }
 
-/// What a request reserves as it is admitted, and the most memory it may
-/// come to hold (see `admission::memory`), from its body's declared length (a
-/// chunked body counts as one of the body limit). It reserves only its
-/// body now, so a client that trickles its upload holds its bytes, not 24
-/// times them; the worst case must be free all the same, and the body's
-/// parser grows the reservation to it once the body is in (`ApiJson`).
-/// None for a body over the limit, which the body limit refuses next (413,
-/// final, rather than a 503 that asks for a retry). The proxy routes'
-/// handler grows their reservation while it compresses.
-fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<(u64, u64)> {
+/// The request's ticket, holding its body (see `admission::memory`), from
+/// its declared length (a chunked body counts as one of the body limit); None
+/// when the budget has not its worst case free. It reserves only its body
+/// now, so a client that trickles its upload holds its bytes, not 24 times
+/// them; the body's parser grows the reservation once the body is in
+/// (`ApiJson`), the proxy's handler while it compresses. A body over the
+/// limit reserves nothing: the body limit refuses it next (413, final,
+/// rather than a 503 that asks for a retry).
+fn reserve(app: &AppState, gates: Gates, req: &Request) -> Option<Ticket> {
     let limit = app.config.limits.body_limit as u64;
     let declared = req.body().size_hint().exact();
     if declared.is_some_and(|n| limit > 0 && n > limit) {
-        return None;
+        return Some(Ticket::default());
     }
     let body = declared.unwrap_or(limit);
     let worst = match gates.shed {
         true => memory::model_bytes(body),
         false => memory::body_bytes(body),
     };
-    Some((memory::body_bytes(body), worst))
+    let now = memory::body_bytes(body);
+    app.memory
+        .has_free(worst)
+        .then(|| app.memory.try_reserve(now))?
 }
 
 /// The caller, or the one 401 every wrong credential gets.

@@ -1,7 +1,5 @@
-//! What a connection's watchdog knows of it ([`Activity`]): the socket
-//! reports reads and stalled writes, each request marks itself in flight
-//! until its answer is written, and a handler may tie its request to its
-//! client ([`EndWithClient`]).
+//! What a connection's watchdog (`conn`) knows of it, as the socket, the
+//! requests in flight and their handlers report it.
 
 use std::sync::{Arc, Mutex};
 
