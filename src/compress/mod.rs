@@ -38,9 +38,7 @@ pub use check::{GroupBy, keep_recent_iterations};
 pub use clear::AppliedEdit;
 pub use continuity::Carried;
 pub use iterations::IterationSummary;
-pub use precompute::{
-    DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer, Reserve,
-};
+pub use precompute::{DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer};
 pub use service::Compressor;
 pub use summary::SummaryObject;
 

@@ -153,7 +153,6 @@ const ALLOWED_CIRCLES: &[&[&str]] = &[
         "compress/plan/start.rs",
         "compress/writer.rs",
     ],
-    &["guard/mod.rs", "guard/reload.rs"],
     &[
         "metrics/domain.rs",
         "metrics/http.rs",
@@ -161,7 +160,6 @@ const ALLOWED_CIRCLES: &[&[&str]] = &[
         "metrics/summaries.rs",
         "metrics/upstream.rs",
     ],
-    &["serve/conn.rs", "serve/mod.rs", "serve/socket.rs"],
     &["thread/parse.rs", "thread/validate.rs"],
     &[
         "upstream/answer.rs",
