@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::Cache;
-use crate::compress::{Compressor, Precomputer, Reserve};
+use crate::compress::{Compressor, Meter, Precomputer, Reserve};
 use crate::config::{Config, MIN_PERIOD};
 use crate::error::ApiError;
 use crate::guard::{Access, Cors, Hosts, MemoryBudget, Overload, RateLimiter};
@@ -22,8 +22,6 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     /// Flags and environment, as read at start-up.
     pub config: Config,
-    /// The BPE encoders, built once per process.
-    pub encoders: &'static Encoders,
     /// Model name prefix -> encoding, window, calibration.
     pub models: Arc<ModelRegistry>,
     /// Named threshold sets.
@@ -33,10 +31,11 @@ pub struct Inner {
     pub summarizer: Arc<SummaryService>,
     /// The compression service every entry point calls.
     pub compressor: Arc<Compressor>,
+    /// Counts and verdicts, on the compressor's setup; asks the providers
+    /// for exact counts (`count: "provider"`).
+    pub meter: Meter,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,
-    /// Asks the proxy's providers for exact counts (`count: "provider"`).
-    pub provider_count: ProviderCounter,
     /// The API keys in force (none: access control is off).
     pub access: Arc<Access>,
     /// The per-caller token buckets (None: no rate limit).
@@ -104,14 +103,13 @@ impl AppState {
             let held = budget.try_reserve(crate::guard::memory::model_bytes(bytes))?;
             Some(Box::new(held) as Box<dyn std::any::Any + Send>)
         });
+        let provider_count =
+            ProviderCounter::new(config.count.client())?.with_metrics(metrics.clone());
+        let meter = Meter::new(models.clone(), &config.models.default_model, encoders)
+            .with_provider(provider_count)
+            .with_metrics(metrics.clone());
         let compressor = Arc::new(
-            Compressor::new(
-                models.clone(),
-                config.models.default_model.clone(),
-                encoders,
-                summarizer.clone(),
-            )
-            .with_precomputer(Precomputer::new(
+            Compressor::new(meter.clone(), summarizer.clone()).with_precomputer(Precomputer::new(
                 config.upstream.precompute_concurrency,
                 Some(reserve),
             )),
@@ -128,8 +126,6 @@ impl AppState {
             compressor.clone(),
             profiles.clone(),
         )?;
-        let provider_count =
-            ProviderCounter::new(config.count.client())?.with_metrics(metrics.clone());
         let access = Arc::new(Access::new(config.access.keys())?);
         let rate = RateLimiter::new(
             config.access.rate_limit_per_sec,
@@ -146,13 +142,12 @@ impl AppState {
             cors,
             hosts,
             config,
-            encoders,
             models,
             profiles,
             summarizer,
             compressor,
             proxy,
-            provider_count,
+            meter,
             metrics,
         })))
     }

@@ -16,6 +16,7 @@ mod continuity;
 mod finish;
 mod fit;
 mod iterations;
+mod meter;
 mod placeholder;
 mod plan;
 mod precompute;
@@ -38,6 +39,7 @@ pub use check::{GroupBy, keep_recent_iterations};
 pub use clear::AppliedEdit;
 pub use continuity::Carried;
 pub use iterations::IterationSummary;
+pub use meter::{Ask, Judged, Meter};
 pub use precompute::{
     DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer, Reserve,
 };

@@ -3,7 +3,6 @@
 
 mod catalog;
 mod compress;
-mod count;
 mod extract;
 mod guard;
 mod health;

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 pub use base_url::{BaseUrl, ProviderUrls};
-pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
+pub use count::{
+    CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
+};
 pub use retry::RetryPolicy;
 pub use secret::{Scrubber, Secret};
 

@@ -5,10 +5,11 @@
 //! The providers are configured apart from the proxy's
 //! (`CONDENSE_COUNT_*_URL`, `CONDENSE_COUNT_API_KEY`): counting does not
 //! switch the proxy on, and only callers with the `provider` permission may
-//! ask (the operator's key pays; `http::count` checks). A count is only ever an improvement on
-//! the local estimate, so nothing here is an error to the caller: a route
-//! that is off, a thread the endpoint cannot take, or a call that fails
-//! leaves the local estimate in place with a warning ([`CountError::warning`]).
+//! ask (the operator's key pays; `compress::Meter` checks). A count is only
+//! ever an improvement on the local estimate, so nothing here is an error
+//! to the caller: a route that is off, a thread the endpoint cannot take,
+//! or a call that fails leaves the local estimate in place with a warning
+//! ([`CountError::warning`]).
 //! Answers are kept by content hash ([`memo`]): asking again for the same
 //! thread makes no request.
 
@@ -35,6 +36,28 @@ pub enum CountSource {
     #[default]
     Local,
     Provider,
+}
+
+/// Where an answer's total came from, and the local one it replaced.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Provenance {
+    /// `provider` when `total_tokens` is the provider's count.
+    pub source: CountSource,
+    /// The local estimate, when `total_tokens` is the provider's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_total_tokens: Option<u64>,
+}
+
+impl Provenance {
+    /// The provider's total, in place of the local `local`.
+    pub fn provider(local: u64) -> Self {
+        let local_total_tokens = Some(local);
+        let source = CountSource::Provider;
+        Self {
+            source,
+            local_total_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
