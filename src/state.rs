@@ -91,7 +91,7 @@ impl AppState {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
         });
-        let upstream = config.upstream.client().map(Upstream::new).transpose()?;
+        let upstream = config.upstream.client()?.map(Upstream::new).transpose()?;
         let metrics = Metrics::new();
         let summarizer =
             Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
@@ -104,7 +104,7 @@ impl AppState {
             Some(Box::new(held) as Box<dyn std::any::Any + Send>)
         });
         let provider_count =
-            ProviderCounter::new(config.count.client())?.with_metrics(metrics.clone());
+            ProviderCounter::new(config.count.client()?)?.with_metrics(metrics.clone());
         let meter = Meter::new(models.clone(), &config.models.default_model, encoders)
             .with_provider(provider_count)
             .with_metrics(metrics.clone());
@@ -116,7 +116,7 @@ impl AppState {
         );
         let proxy = Proxy::new(
             ProxyConfig {
-                urls: config.proxy.urls(),
+                urls: config.proxy.urls()?,
                 api_key: config.proxy.api_key.clone(),
                 shadow: config.proxy.shadow,
                 idle_timeout: config.proxy.idle_timeout.max(MIN_PERIOD),

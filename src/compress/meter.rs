@@ -62,8 +62,10 @@ impl Meter {
 
     /// Asks `provider` for the totals a request or profile wants from it.
     pub fn with_provider(self, provider: ProviderCounter) -> Self {
-        let provider = Some(provider);
-        Self { provider, ..self }
+        Self {
+            provider: Some(provider),
+            ..self
+        }
     }
 
     /// Records the tokens counted into `metrics`.
@@ -100,16 +102,17 @@ impl Meter {
     }
 
     /// A thread's count, message by message, and the provider count to ask
-    /// for when `source` wants one (`permitted`: the caller may have it).
+    /// for when `source` (the source asked, and whether the caller may have
+    /// a provider count) wants one.
     pub fn thread(
         &self,
         spec: &CountSpec,
         thread: &Thread,
-        (source, permitted): (CountSource, bool),
+        source: (CountSource, bool),
     ) -> (ThreadCount, Option<Ask>) {
         let count = self.counter(spec).thread(thread);
         self.counted(spec, count.total);
-        (count, self.prepare(source, permitted, thread, &spec.model))
+        (count, self.prepare(source, thread, &spec.model))
     }
 
     /// The verdict on `thread` under `profile` (its window for this model),
@@ -120,7 +123,7 @@ impl Meter {
         thread: &Thread,
         profile: Profile,
         prior: Option<&PriorSummary>,
-        (source, permitted): (CountSource, bool),
+        source: (CountSource, bool),
     ) -> Judged {
         let mut warnings = spec.warnings.clone();
         let in_thread =
@@ -129,7 +132,7 @@ impl Meter {
         let window = profile.window_for(spec);
         let verdict = policy::verdict(thread, &counter, &profile, window, prior);
         self.counted(spec, verdict.total_tokens as usize);
-        let ask = self.prepare(source, permitted, thread, &spec.model);
+        let ask = self.prepare(source, thread, &spec.model);
         // Only a `summary` object makes what the verdict measures differ from
         // the whole thread (a summary message in the thread is what is sent).
         let whole_thread = (ask.is_some() && prior.is_some() && !in_thread)
@@ -169,21 +172,12 @@ impl Meter {
     /// operator's provider key pays for it, so a caller without the
     /// `provider` permission gets the local count with a warning (its own
     /// request for one is refused before any work, by the handler).
-    fn prepare(
-        &self,
-        source: CountSource,
-        permitted: bool,
-        thread: &Thread,
-        model: &str,
-    ) -> Option<Ask> {
-        if source != CountSource::Provider {
-            return None;
+    fn prepare(&self, source: (CountSource, bool), thread: &Thread, model: &str) -> Option<Ask> {
+        match source {
+            (CountSource::Local, _) => None,
+            (_, false) => Some(Err(CountError::NotPermitted)),
+            _ => Some(self.provider.as_ref()?.prepare(thread, model)),
         }
-        if !permitted {
-            return Some(Err(CountError::NotPermitted));
-        }
-        let provider = self.provider.as_ref()?;
-        Some(provider.prepare(thread, model))
     }
 
     /// The provider's total for `ask`, or None with the warning why not.

@@ -94,19 +94,9 @@ impl CountError {
             CountError::Unconvertible(what) => {
                 format!("the thread has no exact form for its counting endpoint ({what})")
             }
-            CountError::Failed(e) => format!("its counting endpoint failed ({})", failure(e)),
+            CountError::Failed(e) => format!("its counting endpoint failed ({})", e.what()),
         };
         format!("the provider did not count this thread: {why}; total_tokens is the local estimate")
-    }
-}
-
-/// What failed, in a word or a status code.
-fn failure(e: &UpstreamError) -> String {
-    match e {
-        UpstreamError::Status { status, .. } => format!("HTTP {status}"),
-        UpstreamError::Timeout => "timed out".into(),
-        UpstreamError::Connect(_) => "unreachable".into(),
-        _ => "an unreadable answer".into(),
     }
 }
 
@@ -212,7 +202,7 @@ impl ProviderCounter {
         if call.endpoint == Endpoint::Anthropic {
             req = req.header("anthropic-version", super::anthropic::VERSION);
         }
-        let res = req.send().await.map_err(transport)?;
+        let res = req.send().await.map_err(super::transport)?;
         let status = res.status();
         if !status.is_success() {
             // The body is the provider's: it goes nowhere.
@@ -225,14 +215,6 @@ impl ProviderCounter {
         // `{"input_tokens": N}`: anything longer than an error body is not a count.
         let bytes = super::answer::read_capped(res, super::answer::MAX_ERROR_BYTES).await?;
         input_tokens(&bytes)
-    }
-}
-
-fn transport(e: reqwest::Error) -> UpstreamError {
-    if e.is_timeout() {
-        UpstreamError::Timeout
-    } else {
-        UpstreamError::Connect(e.without_url().to_string())
     }
 }
 
