@@ -318,9 +318,10 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
             return Done::Failed;
         }
     };
-    let Some(mut request) = plan.job.filter(|j| {
-        matches!(j.settings.writer, Writer::Llm(_) | Writer::Hybrid(_)) && j.iterations.is_none()
-    }) else {
+    let Some(mut request) = plan
+        .job
+        .filter(|j| matches!(j.settings.writer, Writer::Llm(_) | Writer::Hybrid(_)))
+    else {
         return Done::Nothing;
     };
     // A failure writes no heuristic stand-in: the due turn decides then.

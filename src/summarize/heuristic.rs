@@ -4,7 +4,7 @@
 use super::extract::extract;
 use super::fit::{How, Size, fit};
 use super::sections::{Caps, Sections};
-use super::{Strategy, SummaryRequest, Written};
+use super::{Form, Strategy, SummaryRequest, Written};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -18,9 +18,9 @@ pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<Strin
 /// The heuristic summary of a request, on the calling thread and uncached
 /// (for callers with no runtime: benchmarks, property tests).
 pub fn write_offline(req: &SummaryRequest) -> Written {
-    let text = match &req.iterations {
-        Some(_) => super::iterations::write_offline(req),
-        None => content(
+    let text = match &req.form {
+        Form::Iterations(_) => super::iterations::write_offline(req),
+        Form::Running => content(
             &req.span,
             req.settings.prior.as_deref(),
             req.settings.limit,

@@ -40,7 +40,7 @@ pub use iterations::{
 };
 pub use receipt::{ALSO, write_offline};
 pub use request::{
-    AHEAD, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
+    AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };
 pub use sections::{Caps, Sections};
 pub use service::SummaryService;

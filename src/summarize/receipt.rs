@@ -34,7 +34,7 @@
 
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
 use super::fit::{How, Size, fit};
-use super::{Fidelity, SummaryRequest, Writer, Written};
+use super::{Fidelity, Form, SummaryRequest, Writer, Written};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -54,8 +54,7 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
     super::cpu(move || {
         let anchors = anchors(&req.span);
         let mut writing = req;
-        // A per-iteration injection is not repaired (see `repaired`).
-        if !matches!(writing.settings.writer, Writer::Heuristic) && writing.iterations.is_none() {
+        if !matches!(writing.settings.writer, Writer::Heuristic) && writing.form.repairs_whole() {
             let c = writing.settings.counter;
             let lines: usize = anchors
                 .items
@@ -84,15 +83,15 @@ pub(super) async fn repaired(
     let counter = req.settings.counter;
     let span = req.span.clone();
     let prior = req.settings.prior.clone();
-    let per_iteration = req.iterations.is_some();
+    let whole = req.form.repairs_whole();
     let model = !matches!(req.settings.writer, Writer::Heuristic);
     let limit = req.settings.limit;
-    super::cpu(move || match per_iteration {
-        true => {
+    super::cpu(move || match whole {
+        false => {
             let receipt = check(&anchors, &content);
             (content, receipt)
         }
-        false => {
+        true => {
             let limit = limit.min(replaced(&span, prior.as_deref(), &counter));
             match model {
                 true => repair_written(&content, &anchors, limit, &counter),
@@ -116,12 +115,12 @@ fn replaced(span: &[crate::thread::Message], prior: Option<&str>, c: &Counter<'_
 pub fn write_offline(req: &SummaryRequest) -> Written {
     let mut w = super::heuristic::write_offline(req);
     let s = &req.settings;
-    let (content, fidelity) = match req.iterations {
-        Some(_) => {
+    let (content, fidelity) = match req.form {
+        Form::Iterations(_) => {
             let receipt = check(&anchors(&req.span), &w.content);
             (w.content.clone(), receipt)
         }
-        None => {
+        Form::Running => {
             let limit = s
                 .limit
                 .min(replaced(&req.span, s.prior.as_deref(), &s.counter));

@@ -59,12 +59,60 @@ pub struct SummaryRequest {
     /// Where the summary is indexed for prefix reuse, when not under its
     /// own last prefix hash.
     pub index: Option<Index>,
-    /// Per-iteration summaries (`group_by: "iteration"`): the iteration of
-    /// each message of `span`. The written content is then the injection
-    /// (see [`iterations`](super::iterations)), keyed apart from a plain summary.
-    pub iterations: Option<Arc<[u64]>>,
+    pub form: Form,
     key: String,
     prefixes: Vec<String>,
+}
+
+/// What a summary is written as. Decided with the writer, by the plan;
+/// the service matches it once, and asks it, not the writer, how the
+/// text is keyed and repaired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Form {
+    /// One summary, extending the previous one (or a cached prefix's).
+    Running,
+    /// Per-iteration summaries (`group_by: "iteration"`): the iteration of
+    /// each message of `span`. The text is the injection (see
+    /// [`iterations`](super::iterations)): one entry per iteration, not a
+    /// running summary.
+    Iterations(Arc<[u64]>),
+}
+
+impl Form {
+    /// The iteration of each message of the span (none for a running summary).
+    pub fn iterations(&self) -> &[u64] {
+        match self {
+            Form::Running => &[],
+            Form::Iterations(its) => its,
+        }
+    }
+
+    /// Whether the receipt's repair appends to the whole text (and an LLM
+    /// writer's share leaves it room). An injection is repaired entry by
+    /// entry as it is written: its list must extend byte for byte.
+    pub fn repairs_whole(&self) -> bool {
+        matches!(self, Form::Running)
+    }
+
+    /// Whether the summary of a prefix of the span can be extended: an
+    /// injection's entries are not a running summary of the prefix.
+    pub fn extends_prefixes(&self) -> bool {
+        matches!(self, Form::Running)
+    }
+
+    /// The key's writer, and what the form adds to its extra settings: an
+    /// injection is another output than a running summary's.
+    fn key(&self, writer: &Writer, extra: &mut String) -> String {
+        let strategy = writer.strategy().as_str();
+        match self {
+            Form::Running => strategy.to_string(),
+            Form::Iterations(its) => {
+                let its: Vec<String> = its.iter().map(u64::to_string).collect();
+                extra.push_str(&format!(";iterations={}", its.join(",")));
+                format!("iterations/{strategy}")
+            }
+        }
+    }
 }
 
 /// An index entry for a summary that extends an earlier one: the rolling
@@ -103,7 +151,7 @@ impl SummaryRequest {
             span_messages: span.len(),
             settings,
             index: None,
-            iterations: None,
+            form: Form::Running,
             key: String::new(),
             prefixes: Vec::new(),
         };
@@ -122,7 +170,7 @@ impl SummaryRequest {
             span_messages: span.len(),
             settings,
             index: None,
-            iterations: Some(iterations),
+            form: Form::Iterations(iterations),
             key: String::new(),
             prefixes: Vec::new(),
         };
@@ -171,15 +219,7 @@ impl SummaryRequest {
                 m.context_window, m.result_chars
             )
         });
-        // Per-iteration: another writer (and output) than a plain summary's.
-        let writer = match &self.iterations {
-            Some(its) => {
-                let its: Vec<String> = its.iter().map(u64::to_string).collect();
-                extra.push_str(&format!(";iterations={}", its.join(",")));
-                format!("iterations/{}", s.writer.strategy().as_str())
-            }
-            None => s.writer.strategy().as_str().to_string(),
-        };
+        let writer = self.form.key(&s.writer, &mut extra);
         let (key, prefixes) = hashes(
             &self.span,
             &KeySettings {
@@ -252,7 +292,7 @@ mod tests {
         let llm = grouped.with_writer(Writer::Llm(model));
         assert_ne!(plain.key(), grouped.key());
         assert_ne!(grouped.key(), llm.key());
-        assert_eq!(llm.iterations.as_deref(), Some(&[1, 1][..]));
+        assert_eq!(llm.form, Form::Iterations([1, 1].into()));
         assert_eq!(grouped.with_writer(Writer::Heuristic).key(), grouped.key());
     }
 }

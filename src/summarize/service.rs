@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::sync::OnceCell;
 
-use super::request::{SummaryRequest, UpstreamModel, Writer};
+use super::request::{Form, SummaryRequest, UpstreamModel, Writer};
 use super::{Strategy, Written};
 use crate::cache::{Cache, CacheError, CacheHealth, CachedSummary, HealthCheck};
 use crate::metrics::{Lookup, Metrics};
@@ -211,9 +211,7 @@ impl SummaryService {
     /// Reuses the cached summary of the longest already-summarized prefix of
     /// the span, summarizing only the messages after it.
     async fn reusing_prefix(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
-        // Per-iteration summaries are one entry per iteration, not a running
-        // summary: a prefix's injection is not what they extend.
-        if req.iterations.is_some() {
+        if !req.form.extends_prefixes() {
             return self.compute(req, 0, None).await;
         }
         let hashes = req.prefix_hashes();
@@ -266,16 +264,16 @@ impl SummaryService {
         from: usize,
         prior: Option<String>,
     ) -> Result<(String, Option<super::Usage>), UpstreamError> {
-        Ok(match (&req.settings.writer, &self.upstream) {
-            _ if req.iterations.is_some() => {
+        Ok(match (&req.form, &req.settings.writer, &self.upstream) {
+            (Form::Iterations(_), ..) => {
                 super::iterations::write(self.upstream.as_ref(), req, prior).await?
             }
-            (Writer::Llm(model), Some(up)) => {
+            (Form::Running, Writer::Llm(model), Some(up)) => {
                 let (text, usage) =
                     super::llm::write(up, model, req, from, prior, req.settings.limit).await?;
                 (text, Some(usage))
             }
-            (Writer::Hybrid(model), Some(up)) => {
+            (Form::Running, Writer::Hybrid(model), Some(up)) => {
                 let (text, usage) = super::hybrid::write(up, model, req, from, prior).await?;
                 (text, Some(usage))
             }

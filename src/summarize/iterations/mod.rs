@@ -58,7 +58,7 @@ pub(super) async fn write(
     req: &SummaryRequest,
     prior: Option<String>,
 ) -> Result<(String, Option<Usage>), UpstreamError> {
-    let groups = groups(req.iterations.as_deref().unwrap_or_default());
+    let groups = groups(req.form.iterations());
     let (stories, usage) = match (&req.settings.writer, up) {
         (Writer::Llm(m) | Writer::Hybrid(m), Some(up)) => {
             let (stories, usage) = llm::write(up, m, req, &groups).await?;
@@ -73,7 +73,7 @@ pub(super) async fn write(
 
 /// The heuristic injection for `req` on the calling thread (no runtime).
 pub(super) fn write_offline(req: &SummaryRequest) -> String {
-    let groups = groups(req.iterations.as_deref().unwrap_or_default());
+    let groups = groups(req.form.iterations());
     assemble(req, &groups, None, req.settings.prior.as_deref())
 }
 
