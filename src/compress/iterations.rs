@@ -1,7 +1,10 @@
 //! Per-iteration summaries in a compression (`group_by: "iteration"`): the
 //! plan asks the summary service for them like for any summary (so the
 //! strategy, the cache, the fallback and `on_upstream_error` apply), and the
-//! list is read back from the written injection when finishing.
+//! list is read back from the written injection when finishing. The plan
+//! and the finish ask [`Grouping`] what differs, here only.
+
+use std::ops::Range;
 
 use super::split;
 use super::summary::SummaryObject;
@@ -13,15 +16,72 @@ use crate::tokens::Counter;
 
 pub use crate::summarize::IterationSummary;
 
-/// The request for the per-iteration summaries of `messages[start..cut]`.
-pub(super) fn request(
-    messages: &[Message],
-    start: usize,
-    cut: usize,
-    settings: SummarySettings,
-) -> SummaryRequest {
-    let its = split::iterations(messages, start);
-    SummaryRequest::by_iteration(&messages[start..cut], &its[..cut - start], settings)
+/// What the verbatim tail keeps and the span becomes: the recent messages
+/// and one running summary, or the recent iterations and one summary per
+/// older iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Grouping {
+    Messages,
+    /// `keep_recent_iterations`: how many recent iterations stay verbatim.
+    Iterations(usize),
+}
+
+impl Grouping {
+    pub(super) fn of(keep_recent_iterations: Option<usize>) -> Self {
+        keep_recent_iterations.map_or(Grouping::Messages, Grouping::Iterations)
+    }
+
+    /// Where the verbatim tail starts: at a unit boundary, keeping at least
+    /// `min_recent` messages, or the recent iterations asked for.
+    pub(super) fn tail_start(
+        self,
+        messages: &[Message],
+        units: &[Range<usize>],
+        start: usize,
+        min_recent: usize,
+    ) -> usize {
+        match self {
+            Grouping::Messages => split::tail_start(units, messages.len(), start, min_recent),
+            Grouping::Iterations(keep) => split::iteration_tail_start(messages, units, start, keep),
+        }
+    }
+
+    /// Whether the tail's cut may still move (shrunk to make room for the
+    /// summary, or swapped for a summary written ahead): the recent
+    /// iterations asked for are final.
+    pub(super) fn cut_moves(self) -> bool {
+        matches!(self, Grouping::Messages)
+    }
+
+    /// Whether the written summary is the injection, a list read back into
+    /// `iterations` (and shrunk as a list).
+    pub(super) fn lists(self) -> bool {
+        matches!(self, Grouping::Iterations(_))
+    }
+
+    /// The summary job for `messages[start..cut]`. Per iteration, only
+    /// iterations are summarized: an empty span has none, and no job.
+    pub(super) fn request(
+        self,
+        messages: &[Message],
+        start: usize,
+        cut: usize,
+        settings: SummarySettings,
+    ) -> Option<SummaryRequest> {
+        let span = &messages[start..cut];
+        match self {
+            Grouping::Messages => Some(SummaryRequest::new(span, settings)),
+            Grouping::Iterations(_) if span.is_empty() => None,
+            Grouping::Iterations(_) => {
+                let its = split::iterations(messages, start);
+                Some(SummaryRequest::by_iteration(
+                    span,
+                    &its[..cut - start],
+                    settings,
+                ))
+            }
+        }
+    }
 }
 
 /// The summaries an injection holds.

@@ -113,7 +113,7 @@ impl Plan {
             Decision::Truncate => None,
             Decision::Write(_) => written,
         };
-        let listed = self.keep_recent_iterations.is_some() && written.is_some();
+        let listed = self.grouping.lists() && written.is_some();
         let (mut degraded, mut usage) = (false, None);
         let object = written.map(|w| {
             degraded = w.degraded;

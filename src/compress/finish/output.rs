@@ -116,8 +116,9 @@ impl Plan {
             messages_truncated: truncated.into_iter().collect(),
             // Grouped by iteration: the list, even when no iteration was old enough.
             iterations: self
-                .keep_recent_iterations
-                .map(|_| iterations.unwrap_or_default()),
+                .grouping
+                .lists()
+                .then(|| iterations.unwrap_or_default()),
             degraded,
             usage,
             applied_edits: unbound.edit().into_iter().collect(),

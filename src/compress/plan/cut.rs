@@ -60,18 +60,18 @@ impl Planner {
     /// verbatim, if that fits; else the cut is made as without it.
     pub(super) fn tail(&self, prior: &Prior, reason: Reason, room: &Room) -> Tail {
         let (t, start, n) = (&self.t, prior.start, self.t.messages.len());
-        let keep_iterations = self.ask.keep_recent_iterations;
         let units = split::units(&t.messages, start);
-        let mut cut = match keep_iterations {
-            Some(keep) => split::iteration_tail_start(&t.messages, &units, start, keep),
-            None => split::tail_start(&units, n, start, self.p.min_recent_messages as usize),
-        };
+        let min_recent = self.p.min_recent_messages as usize;
+        let mut cut = self
+            .ask
+            .grouping
+            .tail_start(&t.messages, &units, start, min_recent);
         if reason == Reason::Continued {
             cut = start;
         }
         let swapped = self.setup.cut_at.filter(|&at| {
             reason != Reason::Continued
-                && keep_iterations.is_none()
+                && self.ask.grouping.cut_moves()
                 && at > start
                 && at < n
                 && units.iter().any(|u| u.start == at)

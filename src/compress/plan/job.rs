@@ -2,7 +2,7 @@
 //! [`SummaryService`](crate::summarize::SummaryService).
 
 use super::super::writer::{Upstream, decide};
-use super::super::{Error, Previous, Reason, iterations};
+use super::super::{Error, Previous, Reason};
 use super::{Decision, Planner, Prior, Room, Tail};
 use crate::policy::OnUpstreamError;
 use crate::summarize::{SummaryRequest, SummarySettings, Writer};
@@ -62,26 +62,21 @@ impl Planner {
     ) -> Writing {
         let (t, start, cut) = (&self.t, prior.start, tail.cut);
         let previous = &prior.previous;
-        let grouped = self.ask.keep_recent_iterations.is_some();
+        let grouping = self.ask.grouping;
         let elsewhere = reason == Reason::Continued;
-        let job = span(t, start, cut, previous, &decision, elsewhere)
-            .filter(|(span, _)| !(grouped && span.is_empty()))
-            .map(|(span, writer)| {
-                let settings = SummarySettings {
-                    prior: previous.as_ref().map(|p| p.content.clone()),
-                    limit: room.summary_limit,
-                    writer,
-                    instructions: self.ask.instructions.take(),
-                    counter: self.c,
-                    fallback: self.p.on_upstream_error == OnUpstreamError::Fallback,
-                };
-                let mut job = match grouped {
-                    true => iterations::request(&t.messages, start, cut, settings),
-                    false => SummaryRequest::new(span, settings),
-                };
-                job.index = self.setup.anchor.as_ref().and_then(|a| a.index(cut));
-                job
-            });
+        let job = span(t, start, cut, previous, &decision, elsewhere).and_then(|(_, writer)| {
+            let settings = SummarySettings {
+                prior: previous.as_ref().map(|p| p.content.clone()),
+                limit: room.summary_limit,
+                writer,
+                instructions: self.ask.instructions.take(),
+                counter: self.c,
+                fallback: self.p.on_upstream_error == OnUpstreamError::Fallback,
+            };
+            let mut job = grouping.request(&t.messages, start, cut, settings)?;
+            job.index = self.setup.anchor.as_ref().and_then(|a| a.index(cut));
+            Some(job)
+        });
         Writing { decision, job }
     }
 }

@@ -20,6 +20,7 @@ mod verdict;
 
 use std::ops::Range;
 
+use super::iterations::Grouping;
 use super::{Compression, Error, Outcome, Previous, Reason, Setup, clear};
 use crate::policy::Profile;
 use crate::summarize::{Strategy, SummaryRequest, Writer};
@@ -98,7 +99,7 @@ pub(super) struct Plan {
     pub previous: Option<Previous>,
     pub reason: Reason,
     pub decision: Decision,
-    pub keep_recent_iterations: Option<usize>,
+    pub grouping: Grouping,
     /// The summary to write between planning and finishing, if any.
     pub job: Option<SummaryRequest>,
     pub warnings: Vec<String>,
@@ -120,7 +121,7 @@ struct Ask {
     /// `summarizer.instructions`, taken by the job that uses them.
     instructions: Option<String>,
     force: bool,
-    keep_recent_iterations: Option<usize>,
+    grouping: Grouping,
     upstream_allowed: bool,
     thinking_required: bool,
 }
@@ -158,8 +159,7 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     let decision = planner.writer(&prior, &tail, due.total_tokens)?;
     // The swap rule and per-iteration tails are final; a continued summary
     // has nothing new to make room for.
-    if planner.ask.keep_recent_iterations.is_none() && reason != Reason::Continued && !tail.swapped
-    {
+    if planner.ask.grouping.cut_moves() && reason != Reason::Continued && !tail.swapped {
         planner.shrink(&mut tail, &decision, &room);
     }
     // With no summary message, the conversation must open with a user turn.
@@ -196,7 +196,7 @@ impl Planner {
             previous: prior.previous,
             reason,
             decision: writing.decision,
-            keep_recent_iterations: self.ask.keep_recent_iterations,
+            grouping: self.ask.grouping,
             job: writing.job,
             warnings: self.warnings,
             cleared: self.cleared,

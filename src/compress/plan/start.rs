@@ -3,7 +3,7 @@
 
 use super::super::previous::previous_summary;
 use super::super::{Compression, Error, Previous, Setup, binding, clear, rules, split};
-use super::{Ask, Planned, Planner, Stage};
+use super::{Ask, Grouping, Planned, Planner, Stage};
 use crate::policy::{self, ClearSettings, PriorSummary};
 use crate::summarize::Strategy;
 
@@ -30,7 +30,7 @@ impl Planner {
             strategy: req.strategy,
             instructions: req.instructions,
             force: req.force,
-            keep_recent_iterations: req.keep_recent_iterations,
+            grouping: Grouping::of(req.keep_recent_iterations),
             upstream_allowed: req.upstream_allowed,
             thinking_required: req.thinking_required,
         };
