@@ -8,9 +8,7 @@ use std::ops::Range;
 
 use super::split;
 use super::summary::SummaryObject;
-use crate::summarize::{
-    SummaryRequest, SummarySettings, injection_refolded, iteration_summaries, refit_injection,
-};
+use crate::summarize::{SummaryRequest, SummarySettings, injection_refolded, refit_injection};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -27,10 +25,6 @@ pub(super) enum Grouping {
 }
 
 impl Grouping {
-    pub(super) fn of(keep_recent_iterations: Option<usize>) -> Self {
-        keep_recent_iterations.map_or(Grouping::Messages, Grouping::Iterations)
-    }
-
     /// Where the verbatim tail starts: at a unit boundary, keeping at least
     /// `min_recent` messages, or the recent iterations asked for.
     pub(super) fn tail_start(
@@ -85,9 +79,7 @@ impl Grouping {
 }
 
 /// The summaries an injection holds.
-pub(super) fn summaries(injection: &str) -> Vec<IterationSummary> {
-    iteration_summaries(injection)
-}
+pub(super) use crate::summarize::iteration_summaries as summaries;
 
 /// Shrinks the injection to `max_tokens` as it was bounded when written
 /// (oldest iterations left out first), so it still reads back as a list.

@@ -146,17 +146,7 @@ pub struct SummarySettings {
 
 impl SummaryRequest {
     pub fn new(span: &[Message], settings: SummarySettings) -> Self {
-        let mut req = Self {
-            span: canonical(span).into(),
-            span_messages: span.len(),
-            settings,
-            index: None,
-            form: Form::Running,
-            key: String::new(),
-            prefixes: Vec::new(),
-        };
-        req.rehash();
-        req
+        Self::of(canonical(span), span.len(), Form::Running, settings)
     }
 
     /// A request for per-iteration summaries of `span`, whose message `i`
@@ -164,13 +154,17 @@ impl SummaryRequest {
     pub fn by_iteration(span: &[Message], its: &[u64], settings: SummarySettings) -> Self {
         let (canonical, ends) = canonical_with_ends(span);
         // A canonical message belongs to the caller's message it came from.
-        let iterations: Arc<[u64]> = ends.iter().map(|&end| its[end - 1]).collect();
+        let its = ends.iter().map(|&end| its[end - 1]).collect();
+        Self::of(canonical, span.len(), Form::Iterations(its), settings)
+    }
+
+    fn of(span: Vec<Message>, span_messages: usize, form: Form, settings: SummarySettings) -> Self {
         let mut req = Self {
-            span: canonical.into(),
-            span_messages: span.len(),
+            span: span.into(),
+            span_messages,
             settings,
             index: None,
-            form: Form::Iterations(iterations),
+            form,
             key: String::new(),
             prefixes: Vec::new(),
         };

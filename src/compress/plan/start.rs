@@ -30,7 +30,9 @@ impl Planner {
             strategy: req.strategy,
             instructions: req.instructions,
             force: req.force,
-            grouping: Grouping::of(req.keep_recent_iterations),
+            grouping: req
+                .keep_recent_iterations
+                .map_or(Grouping::Messages, Grouping::Iterations),
             upstream_allowed: req.upstream_allowed,
             thinking_required: req.thinking_required,
         };
