@@ -37,7 +37,7 @@ pub use iterations::{
     IterationSummary, refit as refit_injection, refolded as injection_refolded,
     summaries as iteration_summaries,
 };
-pub use receipt::{ALSO, Fidelity, write_offline};
+pub use receipt::{ALSO, Fidelity};
 pub use request::{
     AHEAD, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };

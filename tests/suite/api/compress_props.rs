@@ -13,6 +13,8 @@ use condense::policy::{OnUpstreamError, Profile, SummaryRole};
 use condense::summarize::Strategy as Summarizer;
 use condense::thread::{self, RawThread, Thread, WireFormat};
 
+use crate::support::block_on;
+
 static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 
 #[derive(Debug, Clone)]
@@ -159,7 +161,7 @@ fn profile(s: &Settings) -> Profile {
 }
 
 fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compress::Error> {
-    COMPRESSOR.run_offline(Compression {
+    block_on(COMPRESSOR.run(Compression {
         model: Some("gpt-4o".into()),
         strategy: if s.truncate {
             Summarizer::Truncate
@@ -168,7 +170,7 @@ fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compr
         },
         force,
         ..Compression::new(t.clone(), profile(s))
-    })
+    }))
 }
 
 /// Checks every property; true when the thread was compressed.
