@@ -24,7 +24,7 @@ impl Planner {
         total_tokens: u64,
     ) -> Result<Decision, Error> {
         let upstream = Upstream {
-            model: self.setup.model.take(),
+            model: self.setup.model.clone(),
             allowed: self.ask.upstream_allowed,
         };
         let span = self.span_tokens(prior.start, tail.cut) as u64;
@@ -35,12 +35,7 @@ impl Planner {
             &self.p,
             &mut self.warnings,
         )?;
-        if self.ask.instructions.is_some()
-            && !matches!(
-                decision,
-                Decision::Write(Writer::Llm(_) | Writer::Hybrid(_))
-            )
-        {
+        if self.ask.instructions.is_some() && !decision.upstream() {
             self.warnings.push(
                 "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
             );

@@ -4,7 +4,7 @@
 //! upstream LLM. Keeping them apart lets the [`Compressor`](super::Compressor)
 //! plan on the blocking pool, await the summary, and finish on the blocking
 //! pool again. Every decision is made here, once: the tail, the strategy and
-//! model (as a [`Writer`]), the summary's size bound.
+//! model (as a [`Writer`](crate::summarize::Writer)), the summary's size bound.
 //!
 //! [`plan`] reads as its steps, each in its own place: clear
 //! ([`start`]), the previous summary ([`start`]), the verdict
@@ -20,12 +20,14 @@ mod verdict;
 
 use std::ops::Range;
 
-use super::{Compression, Error, Outcome, Previous, Reason, Setup, clear};
+use super::{Compression, Error, History, Mode, Outcome, Previous, Reason, Setup, clear};
+use crate::cache::CachedSummary;
 use crate::policy::Profile;
-use crate::summarize::{Strategy, SummaryRequest, Writer};
+use crate::summarize::{Strategy, SummaryRequest, ahead};
 use crate::thread::Thread;
 use crate::tokens::{Counter, ThreadCount};
 
+pub(super) use super::writer::Decision;
 use cut::{Room, Tail};
 use job::Writing;
 use start::Prior;
@@ -43,6 +45,11 @@ impl Planned {
             Planned::Done(outcome, _) => outcome.tokens_before,
             Planned::Pending(plan) => plan.cleared.tokens_before,
         }
+    }
+
+    /// It takes a summary written ahead (the swap rule).
+    pub fn adopts(&self) -> bool {
+        matches!(self, Planned::Pending(plan) if plan.ready.is_some())
     }
 
     /// Where the thread stands on its way to the next summary.
@@ -68,15 +75,6 @@ pub(super) enum Stage {
     /// `held`: the thread fits, so without one it was not written now
     /// (the previous summary stays) and waits for the one written ahead.
     Due { start: usize, held: bool },
-}
-
-/// What replaces the span.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Decision {
-    /// Dropped without a summary.
-    Truncate,
-    /// Summarized by this writer.
-    Write(Writer),
 }
 
 /// Everything decided before the summary is written. Owns its data so it
@@ -112,6 +110,9 @@ pub(super) struct Plan {
     /// summary this request carries comes into use).
     pub continuity_len: Option<usize>,
     pub stage: Stage,
+    /// The swap rule: the summary written ahead that is this plan's
+    /// summary (adopted, not written).
+    pub ready: Option<CachedSummary>,
 }
 
 /// What the request asks of planning besides its thread and profile.
@@ -150,28 +151,99 @@ pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
     }
     let prior = planner.previous(prior)?;
     let due = planner.verdict(&prior);
-    let Some(reason) = due.reason else {
+    let Some(mut reason) = due.reason else {
         return Ok(planner.unchanged(due.stage));
     };
     let room = planner.room()?;
-    let mut tail = planner.tail(&prior, reason, &room);
-    let decision = planner.writer(&prior, &tail, due.total_tokens)?;
-    // The swap rule and per-iteration tails are final; a continued summary
-    // has nothing new to make room for.
-    if planner.ask.keep_recent_iterations.is_none() && reason != Reason::Continued && !tail.swapped
-    {
-        planner.shrink(&mut tail, &decision, &room);
+    let total = due.total_tokens;
+    let mut stage = due.stage;
+    if let Some((tail, writing, ready)) = planner.swap(&prior, reason, &room, total, stage)? {
+        let mut plan = planner.into_plan(prior, tail, room, reason, stage, writing);
+        plan.ready = Some(ready);
+        return Ok(Planned::Pending(Box::new(plan)));
     }
-    // With no summary message, the conversation must open with a user turn.
-    if decision == Decision::Truncate && prior.previous.is_none() {
-        planner.open_with_user(&mut tail, prior.start);
+    let (mut tail, decision) = planner.cut(&prior, reason, &room, total, None)?;
+    // Precompute: a summary the upstream would write waits for the one
+    // written ahead while the thread fits (none waits on the upstream).
+    if let Some(held) = due.hold.filter(|_| decision.upstream()) {
+        planner.warnings.push(verdict::PENDING.into());
+        stage = Stage::Due {
+            start: prior.start,
+            held: true,
+        };
+        let Some(kept) = held else {
+            return Ok(planner.unchanged(stage));
+        };
+        reason = kept;
+        tail = planner.tail(&prior, reason, &room, None);
     }
     let writing = planner.job(&prior, &tail, decision, reason, &room);
-    let plan = planner.into_plan(prior, tail, room, reason, due.stage, writing);
+    let plan = planner.into_plan(prior, tail, room, reason, stage, writing);
     Ok(Planned::Pending(Box::new(plan)))
 }
 
 impl Planner {
+    /// The tail and who writes the summary: the tail the profile asks for
+    /// (or the swap rule's, `swap`), shrunk while the summary would not fit
+    /// beside it; with no summary message, moved back to open with a user
+    /// turn.
+    fn cut(
+        &mut self,
+        prior: &Prior,
+        reason: Reason,
+        room: &Room,
+        total: u64,
+        swap: Option<usize>,
+    ) -> Result<(Tail, Decision), Error> {
+        let mut tail = self.tail(prior, reason, room, swap);
+        let decision = self.writer(prior, &tail, total)?;
+        // The swap rule and per-iteration tails are final; a continued
+        // summary has nothing new to make room for.
+        if self.ask.keep_recent_iterations.is_none() && reason != Reason::Continued && !tail.swapped
+        {
+            self.shrink(&mut tail, &decision, room);
+        }
+        if decision == Decision::Truncate && prior.previous.is_none() {
+            self.open_with_user(&mut tail, prior.start);
+        }
+        Ok((tail, decision))
+    }
+
+    /// The swap rule: the plan that takes the summary written ahead
+    /// ([`Mode`]'s `ready`) as its summary, when it covers a prefix this
+    /// turn may cut at, the result fits, and it is exactly the summary this
+    /// plan would write there (its key: the same previous summary, span and
+    /// settings). None: the plan is made as without it.
+    fn swap(
+        &mut self,
+        prior: &Prior,
+        reason: Reason,
+        room: &Room,
+        total: u64,
+        stage: Stage,
+    ) -> Result<Option<(Tail, Writing, CachedSummary)>, Error> {
+        let Some(ready) = self.setup.mode.ready().cloned() else {
+            return Ok(None);
+        };
+        let due =
+            matches!(self.setup.mode, Mode::Ahead { .. }) || matches!(stage, Stage::Due { .. });
+        if !due || reason == Reason::Continued {
+            return Ok(None);
+        }
+        let (tail, decision) = self.cut(prior, reason, room, total, Some(ready.cut))?;
+        if !tail.swapped {
+            return Ok(None);
+        }
+        let instructions = self.ask.instructions.clone();
+        let writing = self.job(prior, &tail, decision, reason, room);
+        let key = writing.job.as_ref().map(|j| ahead(j.key()));
+        if key.as_deref() != Some(ready.entry.key.as_str()) {
+            self.ask.instructions = instructions;
+            return Ok(None);
+        }
+        Ok(Some((tail, writing, ready.entry)))
+    }
+
     /// The plan the finish step needs, owning its data.
     fn into_plan(
         self,
@@ -201,9 +273,13 @@ impl Planner {
             warnings: self.warnings,
             cleared: self.cleared,
             thinking_required: self.ask.thinking_required,
-            in_use: self.setup.in_use.filter(|_| reason == Reason::Continued),
+            in_use: match self.setup.history {
+                History::Carried(in_use) if reason == Reason::Continued => Some(in_use),
+                _ => None,
+            },
             continuity_len: self.setup.anchor.as_ref().map(|a| a.len()),
             stage,
+            ready: None,
         }
     }
 }
