@@ -198,12 +198,14 @@ pub(super) fn unbind(
     let mut changes = Vec::new();
     for (p, k) in draft.tail.iter_mut().enumerate() {
         let prefix = prefix_of(before + p, k.index);
-        if prefix == Prefix::Same || !k.message.has_thinking() {
-            continue;
-        }
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
         // Without thinking on, no block is required and none is produced:
-        // a block of unknown validity can go as well.
+        // every block can go, a valid one too (the one place thinking is
+        // removed: the proxy forwards what this leaves).
+        let valid_kept = prefix == Prefix::Same && (required || only_thinking);
+        if valid_kept || !k.message.has_thinking() {
+            continue;
+        }
         let unknown_kept = prefix == Prefix::Unknown && required;
         let required_final = required && final_index == Some(k.index);
         if unknown_kept || only_thinking || required_final {
