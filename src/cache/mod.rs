@@ -97,7 +97,7 @@ impl Default for CacheOptions {
     fn default() -> Self {
         Self {
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
-            acquire_timeout: Duration::from_secs(2),
+            acquire_timeout: Self::DEFAULT_ACQUIRE_TIMEOUT,
             ttl: Self::DEFAULT_TTL,
             max_rows: Self::DEFAULT_MAX_ROWS,
             claim_lease: Self::DEFAULT_CLAIM_LEASE,
@@ -110,6 +110,8 @@ impl CacheOptions {
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
     pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
     pub const DEFAULT_MAX_ROWS: u64 = 100_000;
+    /// A request waits this long for a connection before answering uncached.
+    pub const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_millis(500);
     /// Several renewals fit in one slow upstream call, and a crashed holder
     /// costs its waiters half a minute at most.
     pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(30);

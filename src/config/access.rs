@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{defaults, duration};
+use super::duration;
 use crate::guard::AccessConfig;
 use crate::upstream::Secret;
 
@@ -21,7 +21,6 @@ pub struct AccessSettings {
         id = "access.api_keys",
         value_name = "KEYS",
         long = "api-keys",
-        env = "CONDENSE_API_KEYS",
         hide_env_values = true,
         value_delimiter = ','
     )]
@@ -32,8 +31,7 @@ pub struct AccessSettings {
     #[arg(
         id = "access.api_keys_file",
         value_name = "FILE",
-        long = "api-keys-file",
-        env = "CONDENSE_API_KEYS_FILE"
+        long = "api-keys-file"
     )]
     pub api_keys_file: Option<PathBuf>,
 
@@ -41,19 +39,15 @@ pub struct AccessSettings {
     #[arg(
         id = "access.api_keys_reload",
         long = "api-keys-reload",
-        env = "CONDENSE_API_KEYS_RELOAD",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::API_KEYS_RELOAD
+        // How often the API keys file is re-read (it is also re-read on SIGHUP).
+        default_value = "5s"
     )]
     pub api_keys_reload: Duration,
 
     /// With API keys, `GET /metrics` needs one too (by default it stays open).
-    #[arg(
-        id = "access.metrics_require_key",
-        long = "metrics-require-key",
-        env = "CONDENSE_METRICS_REQUIRE_KEY"
-    )]
+    #[arg(id = "access.metrics_require_key", long = "metrics-require-key")]
     pub metrics_require_key: bool,
 
     /// Requests a second per API key (per client address without keys); 0: no limit.
@@ -61,8 +55,7 @@ pub struct AccessSettings {
         id = "access.rate_limit_per_sec",
         value_name = "RATE",
         long = "rate-limit-per-sec",
-        env = "CONDENSE_RATE_LIMIT_PER_SEC",
-        default_value_t = defaults::RATE_LIMIT_PER_SEC
+        default_value_t = 0.0
     )]
     pub rate_limit_per_sec: f64,
 
@@ -71,8 +64,7 @@ pub struct AccessSettings {
         id = "access.rate_limit_burst",
         value_name = "N",
         long = "rate-limit-burst",
-        env = "CONDENSE_RATE_LIMIT_BURST",
-        default_value_t = defaults::RATE_LIMIT_BURST
+        default_value_t = 20
     )]
     pub rate_limit_burst: u32,
 
@@ -82,7 +74,6 @@ pub struct AccessSettings {
         id = "access.cors_origins",
         value_name = "ORIGINS",
         long = "cors-origins",
-        env = "CONDENSE_CORS_ORIGINS",
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
@@ -94,16 +85,9 @@ pub struct AccessSettings {
         id = "access.allowed_hosts",
         value_name = "HOSTS",
         long = "allowed-hosts",
-        env = "CONDENSE_ALLOWED_HOSTS",
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
-}
-
-impl Default for AccessSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl AccessSettings {
@@ -124,32 +108,19 @@ pub struct ModelSettings {
         id = "models.default_model",
         value_name = "MODEL",
         long = "default-model",
-        env = "CONDENSE_DEFAULT_MODEL",
-        default_value = defaults::DEFAULT_MODEL
+        default_value = "gpt-4o"
     )]
     pub default_model: String,
 
     /// TOML file replacing the embedded model registry (same shape as data/models.toml).
-    #[arg(
-        id = "models.models_file",
-        value_name = "FILE",
-        long = "models-file",
-        env = "CONDENSE_MODELS_FILE"
-    )]
+    #[arg(id = "models.models_file", value_name = "FILE", long = "models-file")]
     pub models_file: Option<PathBuf>,
 
     /// File of named profiles: TOML (`[profiles.NAME]` tables), or YAML (`profiles:` → `NAME:`) when it ends in `.yaml`/`.yml`.
     #[arg(
         id = "models.profiles_file",
         value_name = "FILE",
-        long = "profiles-file",
-        env = "CONDENSE_PROFILES_FILE"
+        long = "profiles-file"
     )]
     pub profiles_file: Option<PathBuf>,
-}
-
-impl Default for ModelSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }

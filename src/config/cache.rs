@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::cache::{CacheOptions, HealthCheck};
 
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -17,7 +17,6 @@ pub struct CacheSettings {
         id = "cache.database_url",
         value_name = "URL",
         long = "database-url",
-        env = "CONDENSE_DATABASE_URL",
         hide_env_values = true
     )]
     pub database_url: Option<String>,
@@ -27,8 +26,7 @@ pub struct CacheSettings {
         id = "cache.path",
         value_name = "FILE",
         long = "cache-path",
-        env = "CONDENSE_CACHE_PATH",
-        default_value = defaults::CACHE_PATH
+        default_value = "condense-cache.sqlite3"
     )]
     pub path: PathBuf,
 
@@ -36,10 +34,9 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.ttl",
         long = "cache-ttl",
-        env = "CONDENSE_CACHE_TTL",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_TTL
+        default_value = duration::format(CacheOptions::DEFAULT_TTL)
     )]
     pub ttl: Duration,
 
@@ -48,8 +45,7 @@ pub struct CacheSettings {
         id = "cache.max_rows",
         value_name = "N",
         long = "cache-max-rows",
-        env = "CONDENSE_CACHE_MAX_ROWS",
-        default_value_t = defaults::CACHE_MAX_ROWS
+        default_value_t = CacheOptions::DEFAULT_MAX_ROWS
     )]
     pub max_rows: u64,
 
@@ -59,10 +55,9 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.claim_lease",
         long = "cache-claim-lease",
-        env = "CONDENSE_CACHE_CLAIM_LEASE",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CLAIM_LEASE
+        default_value = duration::format(CacheOptions::DEFAULT_CLAIM_LEASE)
     )]
     pub claim_lease: Duration,
 
@@ -71,8 +66,7 @@ pub struct CacheSettings {
         id = "cache.db_max_connections",
         value_name = "N",
         long = "db-max-connections",
-        env = "CONDENSE_DB_MAX_CONNECTIONS",
-        default_value_t = defaults::DB_MAX_CONNECTIONS
+        default_value_t = CacheOptions::DEFAULT_MAX_CONNECTIONS
     )]
     pub db_max_connections: u32,
 
@@ -80,10 +74,9 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.db_acquire_timeout",
         long = "db-acquire-timeout",
-        env = "CONDENSE_DB_ACQUIRE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::DB_ACQUIRE_TIMEOUT
+        default_value = duration::format(CacheOptions::DEFAULT_ACQUIRE_TIMEOUT)
     )]
     pub db_acquire_timeout: Duration,
 
@@ -92,10 +85,11 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.check_interval",
         long = "cache-check-interval",
-        env = "CONDENSE_CACHE_CHECK_INTERVAL",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CHECK_INTERVAL
+        // Often enough for a readiness probe every 10 s to see a change within one period; one
+        // `SELECT 1` per 5 s is nothing to the database.
+        default_value = "5s"
     )]
     pub check_interval: Duration,
 
@@ -103,18 +97,12 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.check_timeout",
         long = "cache-check-timeout",
-        env = "CONDENSE_CACHE_CHECK_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::CACHE_CHECK_TIMEOUT
+        // As long as `/readyz` used to wait for its own ping.
+        default_value = "2s"
     )]
     pub check_timeout: Duration,
-}
-
-impl Default for CacheSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl CacheSettings {

@@ -1,26 +1,20 @@
 //! Reading the settings in layers: default < file < environment < flag.
 //!
-//! clap reads flags and the environment but no file. Rather than a second
-//! set of structs for the file (every field an `Option`, merged by hand),
-//! the file's values go through clap itself: after a first parse, each
-//! setting that neither a flag nor the environment gave (its
-//! `ValueSource` is the default) and that the file holds is added to the
-//! arguments as `--flag=value`, and the arguments are parsed again. So a
-//! file value meets the same parser, and the same error, as a flag, and
-//! the precedence is clap's own. The former names of renamed settings
-//! (`renamed`) and `DATABASE_URL` are layered the same way, as environment.
+//! clap reads flags and the environment but no file, so the file's values
+//! become the settings' defaults before the parse that counts: the
+//! precedence is then clap's own, and a file value meets the same parser,
+//! and the same error, as a flag. `DATABASE_URL`, the name every database
+//! tool reads, is layered the same way, above the file.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Command};
+use clap::{ArgAction, ArgMatches, Command};
 
-use super::file::{self, FileValue};
-use super::renamed;
-use super::show::safe;
+use crate::redact::redact_url;
 
 /// The id of the argument naming the file (`--config`, `CONDENSE_CONFIG`).
 pub const FILE_ARG: &str = "config_file";
@@ -32,8 +26,6 @@ pub enum Source {
     Flag,
     Env(String),
     File(PathBuf),
-    /// A former name, as written (`CONDENSE_CACHE_TTL_DAYS=30`).
-    Renamed(String),
 }
 
 /// The arguments parsed in layers, and where each setting came from.
@@ -41,9 +33,8 @@ pub enum Source {
 pub struct Loaded {
     pub matches: ArgMatches,
     pub command: Command,
-    sources: BTreeMap<String, Source>,
-    /// The former names in use, one line each, for the log.
-    pub warnings: Vec<String>,
+    /// The settings whose default the file or `DATABASE_URL` replaced.
+    layered: BTreeMap<String, Source>,
 }
 
 #[derive(Debug)]
@@ -54,101 +45,134 @@ pub enum LoadError {
     Invalid(String),
 }
 
-/// A value added to the arguments for a layer clap does not read.
-pub(super) struct Layer {
-    pub id: String,
-    pub value: FileValue,
-    pub source: Source,
-}
-
 /// `args` (the program's name first) parsed by `command` in layers.
 pub fn load(
-    command: Command,
+    mut command: Command,
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<Loaded, LoadError> {
-    let (args, old_flags) = renamed::take_old_flags(args.into_iter().collect());
-    let first = parse(&command, &args, &[])?;
-    let mut warnings = Vec::new();
-    let mut layers = Vec::new();
-    let given = |id: &str| {
-        matches!(
-            first.value_source(id),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        )
-    };
-    renamed::layer(&command, &first, &old_flags, &mut layers, &mut warnings);
-    // `DATABASE_URL`, the name every database tool reads: environment too.
-    let db = "cache.database_url";
-    if !given(db)
-        && let Some(url) = std::env::var("DATABASE_URL")
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-    {
-        layers.push(Layer {
-            id: db.into(),
-            value: FileValue::Text(vec![url]),
-            source: Source::Env("DATABASE_URL".into()),
-        });
-    }
+    let args: Vec<OsString> = args.into_iter().collect();
+    let mut layered = BTreeMap::new();
+    let mut defaults = BTreeMap::new();
+    // The file may be named by a flag or the environment: clap finds it.
+    let first = parse(&command, &args, &layered)?;
     if let Some(path) = first.get_one::<PathBuf>(FILE_ARG) {
-        for (id, value) in file::read(path, &command).map_err(LoadError::Invalid)? {
-            if !given(&id) && !layers.iter().any(|l| l.id == id) {
-                layers.push(Layer {
-                    id,
-                    value,
-                    source: Source::File(path.clone()),
-                });
-            }
+        for (id, values) in read(path, &command).map_err(LoadError::Invalid)? {
+            layered.insert(id.clone(), Source::File(path.clone()));
+            defaults.insert(id, values);
         }
     }
-    let matches = match layers.is_empty() {
+    if let Some(url) = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+    {
+        let id = "cache.database_url".to_string();
+        layered.insert(id.clone(), Source::Env("DATABASE_URL".into()));
+        defaults.insert(id, vec![url]);
+    }
+    // `mut_args`, not `mut_arg`: the settings keep their order.
+    command = command.mut_args(|a| match defaults.remove(a.get_id().as_str()) {
+        Some(values) => a.default_values(values),
+        None => a,
+    });
+    let matches = match layered.is_empty() {
         true => first,
-        false => {
-            let program = args.first().cloned().unwrap_or_else(|| "condense".into());
-            let mut layered = vec![program];
-            for l in &layers {
-                let (long, _) = long_and_env(&command, &l.id);
-                match &l.value {
-                    FileValue::Switch(true) => layered.push(format!("--{long}").into()),
-                    FileValue::Switch(false) => {}
-                    FileValue::Text(values) => {
-                        layered.extend(values.iter().map(|v| format!("--{long}={v}").into()))
-                    }
-                }
-            }
-            layered.extend(args.iter().skip(1).cloned());
-            parse(&command, &layered, &layers)?
-        }
+        false => parse(&command, &args, &layered)?,
     };
-    let mut sources = BTreeMap::new();
-    for id in file::settings(&command) {
-        let source = match layers.iter().find(|l| l.id == id) {
-            Some(l) => l.source.clone(),
-            None => match matches.value_source(id) {
-                Some(ValueSource::CommandLine) => Source::Flag,
-                Some(ValueSource::EnvVariable) => Source::Env(long_and_env(&command, id).1),
-                _ => Source::Default,
-            },
-        };
-        sources.insert(id.to_string(), source);
-    }
     Ok(Loaded {
         matches,
         command,
-        sources,
-        warnings,
+        layered,
     })
+}
+
+/// The ids of the settings (those with a place in the file).
+pub fn settings(command: &Command) -> impl Iterator<Item = &str> {
+    command
+        .get_arguments()
+        .map(|a| a.get_id().as_str())
+        .filter(|id| id.contains('.'))
+}
+
+/// The file's settings as `(id, texts)`, checked against the settings of
+/// `command`: a key that names no setting is an error, so a typo cannot
+/// pass for a default. An error is one line.
+fn read(path: &Path, command: &Command) -> Result<Vec<(String, Vec<String>)>, String> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--config={shown}: {e}"))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(1, |s| text[..s.start].lines().count().max(1));
+        format!("{shown}:{line}: {}", e.message().trim())
+    })?;
+    let section_of = |id: &str| id.split_once('.').map_or("", |(s, _)| s).to_string();
+    let mut out = Vec::new();
+    for (section, body) in &table {
+        let Some(body) = body.as_table() else {
+            let home = settings(command)
+                .find(|id| id.ends_with(&format!(".{section}")))
+                .map_or_else(String::new, |id| {
+                    format!(" (`{section}` belongs in [{}])", section_of(id))
+                });
+            return Err(format!("{shown}: `{section}` is outside any section{home}"));
+        };
+        if !settings(command).any(|id| section_of(id) == *section) {
+            let mut sections: Vec<String> = settings(command).map(section_of).collect();
+            sections.dedup();
+            return Err(format!(
+                "{shown}: [{section}] is not a section of settings (they are [{}])",
+                sections.join("], [")
+            ));
+        }
+        for (key, value) in body {
+            let id = format!("{section}.{key}");
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_id() == id.as_str())
+                .ok_or_else(|| format!("{shown}: [{section}] {key} is not a setting"))?;
+            let values = texts(value, arg.get_action())
+                .map_err(|want| format!("{shown}: [{section}] {key}: expected {want}"))?;
+            out.push((id, values));
+        }
+    }
+    Ok(out)
+}
+
+/// A file value as the text clap parses: a switch's `true` or `false`, a
+/// list's elements, or one scalar.
+fn texts(value: &toml::Value, action: &ArgAction) -> Result<Vec<String>, &'static str> {
+    use toml::Value as V;
+    let scalar = |v: &V| match v {
+        V::String(s) => Some(s.clone()),
+        V::Integer(i) => Some(i.to_string()),
+        V::Float(f) => Some(f.to_string()),
+        _ => None,
+    };
+    match (value, action) {
+        (V::Boolean(b), ArgAction::SetTrue) => Ok(vec![b.to_string()]),
+        (_, ArgAction::SetTrue) => Err("true or false"),
+        (V::Array(items), ArgAction::Append) => items
+            .iter()
+            .map(scalar)
+            .collect::<Option<Vec<_>>>()
+            .ok_or("a list of strings or numbers"),
+        (v, _) => scalar(v).map(|s| vec![s]).ok_or("a string or a number"),
+    }
 }
 
 impl Loaded {
     /// Where the setting `id` came from.
     pub fn source(&self, id: &str) -> Source {
-        self.sources.get(id).cloned().unwrap_or(Source::Default)
+        match self.matches.value_source(id) {
+            Some(ValueSource::CommandLine) => Source::Flag,
+            Some(ValueSource::EnvVariable) => Source::Env(long_and_env(&self.command, id).1),
+            _ => self.layered.get(id).cloned().unwrap_or(Source::Default),
+        }
     }
 
     /// The setting as the operator wrote it, for a one-line error:
-    /// `CONDENSE_X=…`, `--x=…`, `FILE: [section] key = …`, or a former name
-    /// as written. `value` stands in where nothing was written (a default).
+    /// `CONDENSE_X=…`, `--x=…` or `FILE: [section] key = …`. `value`
+    /// stands in where nothing was written (a default).
     pub fn name(&self, id: &str, value: &str) -> String {
         let raw = self
             .raw(id)
@@ -158,11 +182,7 @@ impl Loaded {
             Source::Default => format!("{env}={raw} (the default)"),
             Source::Flag => format!("--{long}={raw}"),
             Source::Env(var) => format!("{var}={raw}"),
-            Source::File(path) => {
-                let (section, key) = id.split_once('.').unwrap_or(("", id));
-                format!("{}: [{section}] {key} = {raw}", path.display())
-            }
-            Source::Renamed(written) => written,
+            Source::File(path) => file_name(&path, id, &raw),
         }
     }
 
@@ -178,8 +198,28 @@ impl Loaded {
     }
 }
 
+fn file_name(path: &Path, id: &str, raw: &str) -> String {
+    let (section, key) = id.split_once('.').unwrap_or(("", id));
+    format!("{}: [{section}] {key} = {raw}", path.display())
+}
+
+/// The API keys of callers and of providers.
+pub(super) fn hidden(id: &str) -> bool {
+    id.ends_with(".api_key") || id.ends_with(".api_keys")
+}
+
+/// The setting `id`'s text `raw` as it may be shown (in `condense config`,
+/// in an error): a key hidden, a URL without its credentials.
+pub fn safe(id: &str, raw: &str) -> String {
+    match (hidden(id), id.ends_with("url")) {
+        (true, _) if !raw.is_empty() => "(hidden)".into(),
+        (_, true) => redact_url(raw),
+        _ => raw.to_string(),
+    }
+}
+
 /// The flag (without dashes) and the environment variable of setting `id`.
-pub(super) fn long_and_env(command: &Command, id: &str) -> (String, String) {
+fn long_and_env(command: &Command, id: &str) -> (String, String) {
     let arg = command.get_arguments().find(|a| a.get_id() == id);
     let long = arg.and_then(|a| a.get_long()).unwrap_or(id).to_string();
     let env = arg
@@ -188,16 +228,25 @@ pub(super) fn long_and_env(command: &Command, id: &str) -> (String, String) {
     (long, env)
 }
 
-fn parse(command: &Command, args: &[OsString], layers: &[Layer]) -> Result<ArgMatches, LoadError> {
+fn parse(
+    command: &Command,
+    args: &[OsString],
+    layered: &BTreeMap<String, Source>,
+) -> Result<ArgMatches, LoadError> {
     command
         .clone()
         .try_get_matches_from(args)
-        .map_err(|e| one_line(command, e, args, layers))
+        .map_err(|e| one_line(command, e, args, layered))
 }
 
 /// A bad value as one line naming where it was written; any other clap
 /// error (help, an unknown flag) as clap says it.
-fn one_line(command: &Command, e: clap::Error, args: &[OsString], layers: &[Layer]) -> LoadError {
+fn one_line(
+    command: &Command,
+    e: clap::Error,
+    args: &[OsString],
+    layered: &BTreeMap<String, Source>,
+) -> LoadError {
     if !matches!(
         e.kind(),
         ErrorKind::ValueValidation | ErrorKind::InvalidValue
@@ -228,20 +277,15 @@ fn one_line(command: &Command, e: clap::Error, args: &[OsString], layers: &[Laye
         let a = a.to_string_lossy();
         a == format!("--{long}") || a.starts_with(&format!("--{long}="))
     });
-    let env = setting.get_env().map(|v| v.to_string_lossy().into_owned());
-    let name = match layers.iter().find(|l| l.id == id).map(|l| &l.source) {
-        Some(Source::File(path)) => {
-            let (section, key) = id.split_once('.').unwrap_or(("", id));
-            format!("{}: [{section}] {key} = {value}", path.display())
-        }
-        Some(Source::Renamed(written)) => written.clone(),
-        Some(Source::Env(var)) => format!("{var}={value}"),
-        _ => match env {
-            Some(var) if !on_command_line && std::env::var_os(&var).is_some() => {
-                format!("{var}={value}")
-            }
-            _ => format!("--{long}={value}"),
-        },
+    let env = setting
+        .get_env()
+        .map(|v| v.to_string_lossy().into_owned())
+        .filter(|var| std::env::var_os(var).is_some());
+    let name = match (on_command_line, env, layered.get(id)) {
+        (true, _, _) => format!("--{long}={value}"),
+        (false, Some(var), _) => format!("{var}={value}"),
+        (false, None, Some(Source::File(path))) => file_name(path, id, &value),
+        _ => format!("--{long}={value}"),
     };
     let reason = match e.kind() {
         ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {

@@ -8,8 +8,7 @@
 //! `--help`. A setting's clap id is its place in the file (`cache.ttl`),
 //! which is how [`load`] feeds the file through the same parsers as flags.
 //! Every duration is written one way (`500ms`, `30s`, `5m`, `30d`: see
-//! [`duration`]); the names that spelled a unit (`…_SECS`, `…_MS`, `…_DAYS`)
-//! still work, with a warning ([`renamed`]). [`Config::validate`] bounds
+//! [`duration`]). [`Config::validate`] bounds
 //! every value and cross-checks the timeouts before anything starts: the
 //! binary calls it (`cli::Parsed`); code that builds a `Config` itself
 //! (tests, embedding) may, and tests do not, to reach odd corners (a zero
@@ -23,12 +22,9 @@ use clap::{Parser, ValueEnum};
 
 mod access;
 mod cache;
-pub mod defaults;
 pub mod duration;
-mod file;
 pub mod load;
 mod providers;
-pub mod renamed;
 mod server;
 pub mod show;
 mod upstream;
@@ -57,7 +53,8 @@ pub enum LogFormat {
 #[command(
     name = "condense",
     version,
-    about = "Keeps LLM agents inside their context window."
+    about = "Keeps LLM agents inside their context window.",
+    mut_args = with_env
 )]
 pub struct Config {
     #[command(flatten, next_help_heading = "Server [server]")]
@@ -78,23 +75,46 @@ pub struct Config {
     pub count: CountSettings,
 }
 
-/// A group's defaults: clap's parse of no arguments, with the environment
-/// ignored. The `Default` of every group is this, so a default is written
-/// once, in its `#[arg(default_value…)]`.
-pub(crate) fn from_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
-    let command = T::augment_args(clap::Command::new("defaults")).mut_args(|a| a.env(None::<&str>));
-    let matches = command
-        .try_get_matches_from(["defaults"])
-        .expect("the defaults parse");
-    T::from_arg_matches(&matches).expect("the defaults fit their fields")
+/// A setting's environment variable is its flag's name after `CONDENSE_`
+/// (`--cache-ttl`: `CONDENSE_CACHE_TTL`), by this rule rather than by hand.
+fn with_env(arg: clap::Arg) -> clap::Arg {
+    match (arg.get_env(), arg.get_long()) {
+        (None, Some(long)) if arg.get_id().as_str().contains('.') => {
+            let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
+            arg.env(env)
+        }
+        _ => arg,
+    }
 }
 
-impl Config {
-    /// The cache URL: `--database-url`, else `DATABASE_URL`, else the SQLite file.
-    pub fn cache_url(&self) -> String {
-        self.cache.url()
-    }
+/// Each group's defaults: clap's parse of no arguments, with the environment
+/// ignored. So a default is written once, in its `#[arg(default_value…)]`
+/// (those of the cache name [`crate::cache::CacheOptions`]'s, which
+/// embedders use without a `Config`).
+macro_rules! default_from_clap {
+    ($($group:ty),*) => {$(
+        impl Default for $group {
+            fn default() -> Self {
+                let command = <$group as clap::Args>::augment_args(clap::Command::new("defaults"))
+                    .mut_args(|a| a.env(None::<&str>));
+                let matches = command.try_get_matches_from(["defaults"]).expect("the defaults parse");
+                clap::FromArgMatches::from_arg_matches(&matches).expect("the defaults fit their fields")
+            }
+        }
+    )*};
+}
+default_from_clap!(
+    ServerSettings,
+    LimitSettings,
+    AccessSettings,
+    ModelSettings,
+    UpstreamSettings,
+    CacheSettings,
+    ProxySettings,
+    CountSettings
+);
 
+impl Config {
     /// Open files the settings need besides client connections (see
     /// [`crate::serve::reserved_fds`]).
     pub fn reserved_fds(&self) -> u64 {
@@ -148,6 +168,7 @@ mod tests {
         assert_eq!(o.claim_lease, CacheOptions::DEFAULT_CLAIM_LEASE);
         assert_eq!(o.max_rows, CacheOptions::DEFAULT_MAX_ROWS);
         assert_eq!(o.max_connections, CacheOptions::DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(o.acquire_timeout, CacheOptions::DEFAULT_ACQUIRE_TIMEOUT);
     }
 
     #[test]
@@ -169,8 +190,9 @@ mod tests {
             }
             let (section, key) = id.split_once('.').unwrap_or_else(|| panic!("{id}"));
             assert!(!section.is_empty() && !key.is_empty() && !key.contains('.'));
-            assert!(arg.get_env().is_some(), "{id} has an environment variable");
-            assert!(arg.get_long().is_some(), "{id} has a flag");
+            let long = arg.get_long().unwrap_or_else(|| panic!("{id} has a flag"));
+            let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
+            assert_eq!(arg.get_env().and_then(|e| e.to_str()), Some(env.as_str()));
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::upstream::{BaseUrl, ProviderCountConfig, ProviderUrls, Secret};
 
 // The settings of the providers' base URLs, also named by the error or
@@ -45,19 +45,14 @@ pub struct ProxySettings {
         id = "proxy.api_key",
         value_name = "KEY",
         long = "proxy-api-key",
-        env = "CONDENSE_PROXY_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
     /// Shadow mode: forward every thread unchanged and only report (in
     /// headers) what compression would have done.
-    #[arg(
-        id = "proxy.shadow",
-        long = "proxy-shadow",
-        env = "CONDENSE_PROXY_SHADOW"
-    )]
+    #[arg(id = "proxy.shadow", long = "proxy-shadow")]
     pub shadow: bool,
 
     /// Time a proxied response may send nothing before it is cut. A bare
@@ -65,18 +60,12 @@ pub struct ProxySettings {
     #[arg(
         id = "proxy.idle_timeout",
         long = "proxy-idle-timeout",
-        env = "CONDENSE_PROXY_IDLE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::PROXY_IDLE_TIMEOUT
+        // A stream that sends nothing for this long is cut; a healthy one never is.
+        default_value = "5m"
     )]
     pub idle_timeout: Duration,
-}
-
-impl Default for ProxySettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl ProxySettings {
@@ -119,9 +108,8 @@ pub struct CountSettings {
         id = "count.api_key",
         value_name = "KEY",
         long = "count-api-key",
-        env = "CONDENSE_COUNT_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
@@ -130,18 +118,13 @@ pub struct CountSettings {
     #[arg(
         id = "count.timeout",
         long = "count-timeout",
-        env = "CONDENSE_COUNT_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::COUNT_TIMEOUT
+        // A counting call is a short request: a provider slower than this is answered with the
+        // local estimate.
+        default_value = "10s"
     )]
     pub timeout: Duration,
-}
-
-impl Default for CountSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl CountSettings {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{LogFormat, defaults, duration};
+use super::{LogFormat, duration};
 use crate::serve::ServeOptions;
 use crate::thread::Limits;
 
@@ -17,8 +17,7 @@ pub struct ServerSettings {
         id = "server.listen",
         value_name = "ADDRESS",
         long = "listen",
-        env = "CONDENSE_LISTEN",
-        default_value_t = defaults::LISTEN
+        default_value = "127.0.0.1:8080"
     )]
     pub listen: SocketAddr,
 
@@ -27,9 +26,8 @@ pub struct ServerSettings {
         id = "server.log_format",
         value_name = "FORMAT",
         long = "log-format",
-        env = "CONDENSE_LOG_FORMAT",
         value_enum,
-        default_value_t = defaults::LOG_FORMAT
+        default_value_t = LogFormat::Text
     )]
     pub log_format: LogFormat,
 
@@ -39,8 +37,7 @@ pub struct ServerSettings {
     #[arg(
         id = "server.probe_listen",
         value_name = "ADDRESS",
-        long = "probe-listen",
-        env = "CONDENSE_PROBE_LISTEN"
+        long = "probe-listen"
     )]
     pub probe_listen: Option<SocketAddr>,
 
@@ -50,8 +47,9 @@ pub struct ServerSettings {
         id = "server.max_connections",
         value_name = "N",
         long = "max-connections",
-        env = "CONDENSE_MAX_CONNECTIONS",
-        default_value_t = defaults::MAX_CONNECTIONS
+        // Each may also hold a proxied provider connection: 1024 connections fit in about
+        // 2,100 open files (see `serve::connection_budget`).
+        default_value_t = 1024
     )]
     pub max_connections: usize,
 
@@ -61,8 +59,10 @@ pub struct ServerSettings {
         id = "server.max_connections_per_address",
         value_name = "N",
         long = "max-connections-per-address",
-        env = "CONDENSE_MAX_CONNECTIONS_PER_ADDRESS",
-        default_value_t = defaults::MAX_CONNECTIONS_PER_ADDRESS
+        // A quarter of the default connection cap: one address cannot take the other three
+        // quarters, yet a host running many agents (all of them 127.0.0.1 to a local condense,
+        // each holding a few pooled connections: 20 agents are well under 100) never meets it.
+        default_value_t = 256
     )]
     pub max_connections_per_address: usize,
 
@@ -71,8 +71,9 @@ pub struct ServerSettings {
         id = "server.probe_max_connections",
         value_name = "N",
         long = "probe-max-connections",
-        env = "CONDENSE_PROBE_MAX_CONNECTIONS",
-        default_value_t = defaults::PROBE_MAX_CONNECTIONS
+        // The probe listener serves an orchestrator's few probes and a metrics scraper, not
+        // clients.
+        default_value_t = 16
     )]
     pub probe_max_connections: usize,
 
@@ -82,10 +83,10 @@ pub struct ServerSettings {
     #[arg(
         id = "server.header_read_timeout",
         long = "header-read-timeout",
-        env = "CONDENSE_HEADER_READ_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::HEADER_READ_TIMEOUT
+        // hyper's own default for reading a request head.
+        default_value = "30s"
     )]
     pub header_read_timeout: Duration,
 
@@ -94,18 +95,13 @@ pub struct ServerSettings {
     #[arg(
         id = "server.idle_timeout",
         long = "idle-timeout",
-        env = "CONDENSE_IDLE_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse,
-        default_value = defaults::IDLE_TIMEOUT
+        // Longer than the 60 s idle timeout of common load balancers, so that they, not
+        // condense, close a kept-alive connection first (nginx: 75 s).
+        default_value = "75s"
     )]
     pub idle_timeout: Duration,
-}
-
-impl Default for ServerSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl ServerSettings {
@@ -142,8 +138,7 @@ pub struct LimitSettings {
         id = "limits.body_limit",
         value_name = "BYTES",
         long = "body-limit",
-        env = "CONDENSE_BODY_LIMIT",
-        default_value_t = defaults::BODY_LIMIT
+        default_value_t = 8 * 1024 * 1024
     )]
     pub body_limit: usize,
 
@@ -152,10 +147,10 @@ pub struct LimitSettings {
     #[arg(
         id = "limits.request_timeout",
         long = "request-timeout",
-        env = "CONDENSE_REQUEST_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::REQUEST_TIMEOUT
+        // LLM summaries of long spans take a while on small servers.
+        default_value = "120s"
     )]
     pub request_timeout: Duration,
 
@@ -164,8 +159,9 @@ pub struct LimitSettings {
         id = "limits.max_messages",
         value_name = "N",
         long = "max-messages",
-        env = "CONDENSE_MAX_MESSAGES",
-        default_value_t = defaults::MAX_MESSAGES
+        // Far above an agent's thread (the largest fixture has 300), far below what an 8 MiB
+        // body of tiny messages could hold.
+        default_value_t = 10_000
     )]
     pub max_messages: usize,
 
@@ -174,8 +170,8 @@ pub struct LimitSettings {
         id = "limits.max_total_chars",
         value_name = "N",
         long = "max-total-chars",
-        env = "CONDENSE_MAX_TOTAL_CHARS",
-        default_value_t = defaults::MAX_TOTAL_CHARS
+        // About a million tokens of text: the largest context window on offer.
+        default_value_t = 4_000_000
     )]
     pub max_total_chars: usize,
 
@@ -184,8 +180,9 @@ pub struct LimitSettings {
         id = "limits.max_concurrency",
         value_name = "N",
         long = "max-concurrency",
-        env = "CONDENSE_MAX_CONCURRENCY",
-        default_value_t = defaults::MAX_CONCURRENCY
+        // On two cores the CPU work runs two at a time anyway; the others wait for the
+        // upstream LLM or the database. Memory is bounded by the budget, not by this count.
+        default_value_t = 16
     )]
     pub max_concurrency: usize,
 
@@ -197,16 +194,11 @@ pub struct LimitSettings {
         id = "limits.memory_budget_bytes",
         value_name = "BYTES",
         long = "memory-budget-bytes",
-        env = "CONDENSE_MEMORY_BUDGET_BYTES",
-        default_value_t = defaults::MEMORY_BUDGET_BYTES
+        // From the shipped Deployment's 1 GiB limit (see `guard::memory::limit_for`, the
+        // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
+        default_value_t = 640 * 1024 * 1024
     )]
     pub memory_budget_bytes: u64,
-}
-
-impl Default for LimitSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl LimitSettings {

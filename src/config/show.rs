@@ -5,9 +5,7 @@
 
 use clap::ArgAction;
 
-use super::file;
-use super::load::{Loaded, Source};
-use crate::redact::redact_url;
+use super::load::{Loaded, Source, hidden, safe, settings};
 
 const HEADER: &str = "\
 # The configuration condense runs with: defaults, then the file (--config),
@@ -19,7 +17,7 @@ const HEADER: &str = "\
 pub fn render(loaded: &Loaded) -> String {
     let mut out = HEADER.to_string();
     let mut section = "";
-    for id in file::settings(&loaded.command) {
+    for id in settings(&loaded.command) {
         let (s, key) = id.split_once('.').unwrap_or(("", id));
         if s != section {
             section = s;
@@ -75,21 +73,6 @@ fn value(loaded: &Loaded, id: &str) -> Shown {
     })
 }
 
-/// The API keys of callers and of providers.
-fn hidden(id: &str) -> bool {
-    id.ends_with(".api_key") || id.ends_with(".api_keys")
-}
-
-/// The setting `id`'s text `raw` as it may be shown (in `condense config`,
-/// in an error): a key hidden, a URL without its credentials.
-pub fn safe(id: &str, raw: &str) -> String {
-    match (hidden(id), id.ends_with("url")) {
-        (true, _) if !raw.is_empty() => "(hidden)".into(),
-        (_, true) => redact_url(raw),
-        _ => raw.to_string(),
-    }
-}
-
 /// A number as a TOML number, anything else as a string.
 fn scalar(text: &str) -> String {
     let numeric = !text.is_empty()
@@ -112,9 +95,5 @@ fn describe(source: &Source) -> String {
         Source::Flag => "flag".into(),
         Source::Env(var) => format!("environment {var}"),
         Source::File(path) => format!("file {}", path.display()),
-        Source::Renamed(written) => {
-            let name = written.split(['=', ' ']).next().unwrap_or(written);
-            format!("former name {name}")
-        }
     }
 }

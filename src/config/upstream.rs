@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{MIN_PERIOD, defaults, duration};
+use super::{MIN_PERIOD, duration};
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
 #[derive(Debug, Clone, PartialEq, Args)]
@@ -16,7 +16,6 @@ pub struct UpstreamSettings {
         id = "upstream.url",
         value_name = "URL",
         long = "upstream-url",
-        env = "CONDENSE_UPSTREAM_URL",
         hide_env_values = true
     )]
     pub url: Option<String>,
@@ -26,19 +25,18 @@ pub struct UpstreamSettings {
         id = "upstream.kind",
         value_name = "KIND",
         long = "upstream-kind",
-        env = "CONDENSE_UPSTREAM_KIND",
         value_enum,
-        default_value_t = defaults::UPSTREAM_KIND
+        default_value_t = Kind::OpenAi
     )]
     pub kind: Kind,
 
     /// API key for the upstream; never logged or echoed.
     #[arg(
-        id = "upstream.api_key", value_name = "KEY",
+        id = "upstream.api_key",
+        value_name = "KEY",
         long = "upstream-api-key",
-        env = "CONDENSE_UPSTREAM_API_KEY",
         hide_env_values = true,
-        default_value = defaults::UPSTREAM_API_KEY
+        default_value = ""
     )]
     pub api_key: Secret,
 
@@ -47,8 +45,7 @@ pub struct UpstreamSettings {
         id = "upstream.model",
         value_name = "MODEL",
         long = "upstream-model",
-        env = "CONDENSE_UPSTREAM_MODEL",
-        default_value = defaults::UPSTREAM_MODEL
+        default_value = "gpt-4o-mini"
     )]
     pub model: String,
 
@@ -57,7 +54,6 @@ pub struct UpstreamSettings {
         id = "upstream.allowed_models",
         value_name = "MODELS",
         long = "upstream-allowed-models",
-        env = "CONDENSE_UPSTREAM_ALLOWED_MODELS",
         value_delimiter = ','
     )]
     pub allowed_models: Vec<String>,
@@ -66,10 +62,10 @@ pub struct UpstreamSettings {
     #[arg(
         id = "upstream.timeout",
         long = "upstream-timeout",
-        env = "CONDENSE_UPSTREAM_TIMEOUT",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::UPSTREAM_TIMEOUT
+        // Half the request time limit: one slow call still leaves room to answer.
+        default_value = "60s"
     )]
     pub timeout: Duration,
 
@@ -77,10 +73,10 @@ pub struct UpstreamSettings {
     #[arg(
         id = "upstream.retry_budget",
         long = "upstream-retry-budget",
-        env = "CONDENSE_UPSTREAM_RETRY_BUDGET",
         value_name = "DURATION",
         value_parser = duration::parse_secs,
-        default_value = defaults::UPSTREAM_RETRY_BUDGET
+        // Within the request time limit, so a request sees its retries' outcome.
+        default_value = "90s"
     )]
     pub retry_budget: Duration,
 
@@ -89,8 +85,7 @@ pub struct UpstreamSettings {
         id = "upstream.max_retries",
         value_name = "N",
         long = "upstream-max-retries",
-        env = "CONDENSE_UPSTREAM_MAX_RETRIES",
-        default_value_t = defaults::UPSTREAM_MAX_RETRIES
+        default_value_t = 4
     )]
     pub max_retries: u32,
 
@@ -99,8 +94,7 @@ pub struct UpstreamSettings {
         id = "upstream.max_concurrency",
         value_name = "N",
         long = "upstream-max-concurrency",
-        env = "CONDENSE_UPSTREAM_MAX_CONCURRENCY",
-        default_value_t = defaults::UPSTREAM_MAX_CONCURRENCY
+        default_value_t = 4
     )]
     pub max_concurrency: usize,
 
@@ -111,7 +105,6 @@ pub struct UpstreamSettings {
         id = "upstream.precompute_concurrency",
         value_name = "N",
         long = "precompute-concurrency",
-        env = "CONDENSE_PRECOMPUTE_CONCURRENCY",
         default_value_t = crate::compress::PRECOMPUTE_CONCURRENCY
     )]
     pub precompute_concurrency: usize,
@@ -121,8 +114,7 @@ pub struct UpstreamSettings {
         id = "upstream.context_window",
         value_name = "N",
         long = "upstream-context-window",
-        env = "CONDENSE_UPSTREAM_CONTEXT_WINDOW",
-        default_value_t = defaults::UPSTREAM_CONTEXT_WINDOW
+        default_value_t = 128_000
     )]
     pub context_window: usize,
 
@@ -131,16 +123,9 @@ pub struct UpstreamSettings {
         id = "upstream.result_chars",
         value_name = "N",
         long = "upstream-result-chars",
-        env = "CONDENSE_UPSTREAM_RESULT_CHARS",
-        default_value_t = defaults::UPSTREAM_RESULT_CHARS
+        default_value_t = crate::summarize::llm::RESULT_CHARS
     )]
     pub result_chars: usize,
-}
-
-impl Default for UpstreamSettings {
-    fn default() -> Self {
-        super::from_defaults()
-    }
 }
 
 impl UpstreamSettings {

@@ -74,6 +74,14 @@ pub struct Bound {
 }
 
 impl Bound {
+    /// 0 turns this limit off.
+    fn or_off(self) -> Self {
+        Self {
+            zero_is_off: true,
+            ..self
+        }
+    }
+
     /// The range as the README's table shows it.
     pub fn range(&self) -> String {
         let range = format!("{} to {}", self.min, self.max);
@@ -100,119 +108,86 @@ impl Bound {
     }
 }
 
-fn time(id: &'static str, v: Duration, min: Duration, max: Duration) -> Bound {
-    let [value, min, max] = [v, min, max].map(Value::Time);
+/// A byte count, shown in MiB or GiB where it is whole.
+struct Bytes(u64);
+
+impl From<Bytes> for Value {
+    fn from(b: Bytes) -> Self {
+        Value::Bytes(b.0)
+    }
+}
+impl From<Duration> for Value {
+    fn from(d: Duration) -> Self {
+        Value::Time(d)
+    }
+}
+impl From<f64> for Value {
+    fn from(r: f64) -> Self {
+        Value::Rate(r)
+    }
+}
+macro_rules! counts {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(n: $t) -> Self {
+                Value::Count(u64::try_from(n).unwrap_or(u64::MAX))
+            }
+        }
+    )*};
+}
+counts!(u32, u64, usize);
+
+fn bound<T: Into<Value>>(id: &'static str, value: T, min: T, max: T) -> Bound {
     Bound {
         id,
-        value,
-        min,
-        max,
+        value: value.into(),
+        min: min.into(),
+        max: max.into(),
         zero_is_off: false,
     }
 }
 
-fn count(id: &'static str, v: impl TryInto<u64>, min: u64, max: u64) -> Bound {
-    let value = Value::Count(v.try_into().unwrap_or(u64::MAX));
-    let [min, max] = [min, max].map(Value::Count);
-    Bound {
-        id,
-        value,
-        min,
-        max,
-        zero_is_off: false,
-    }
-}
-
-fn off_or(bound: Bound) -> Bound {
-    Bound {
-        zero_is_off: true,
-        ..bound
-    }
-}
-
-/// Every numeric setting of `c` with its range.
+/// Every numeric setting of `c` with its range (`or_off`: 0 turns it off).
 pub fn bounds(c: &Config) -> Vec<Bound> {
     let (s, l, a, u, k) = (&c.server, &c.limits, &c.access, &c.upstream, &c.cache);
-    vec![
-        count("server.max_connections", s.max_connections, 1, 65_536),
-        off_or(count(
-            "server.max_connections_per_address",
-            s.max_connections_per_address,
-            1,
-            65_536,
-        )),
-        count(
-            "server.probe_max_connections",
-            s.probe_max_connections,
-            1,
-            1024,
-        ),
-        time(
-            "server.header_read_timeout",
-            s.header_read_timeout,
-            secs(1),
-            10 * MINUTE,
-        ),
-        time("server.idle_timeout", s.idle_timeout, secs(1), HOUR),
-        Bound {
-            id: "limits.body_limit",
-            value: Value::Bytes(l.body_limit as u64),
-            min: Value::Bytes(1024),
-            max: Value::Bytes(GIB),
-            zero_is_off: false,
-        },
-        time("limits.request_timeout", l.request_timeout, secs(1), DAY),
-        off_or(count("limits.max_messages", l.max_messages, 1, 1_000_000)),
-        off_or(count(
-            "limits.max_total_chars",
-            l.max_total_chars,
-            1,
-            1_000_000_000,
-        )),
-        off_or(count("limits.max_concurrency", l.max_concurrency, 1, 4096)),
-        Bound {
-            id: "limits.memory_budget_bytes",
-            value: Value::Bytes(l.memory_budget_bytes),
-            min: Value::Bytes(MIB),
-            max: Value::Bytes(1024 * GIB),
-            zero_is_off: true,
-        },
-        time("access.api_keys_reload", a.api_keys_reload, secs(1), DAY),
-        Bound {
-            id: "access.rate_limit_per_sec",
-            value: Value::Rate(a.rate_limit_per_sec),
-            min: Value::Rate(0.001),
-            max: Value::Rate(1_000_000.0),
-            zero_is_off: true,
-        },
-        count("access.rate_limit_burst", a.rate_limit_burst, 1, 1_000_000),
-        time("upstream.timeout", u.timeout, secs(1), HOUR),
-        time("upstream.retry_budget", u.retry_budget, secs(1), DAY),
-        count("upstream.max_retries", u.max_retries, 0, 100),
-        count("upstream.max_concurrency", u.max_concurrency, 1, 4096),
-        off_or(count(
-            "upstream.precompute_concurrency",
-            u.precompute_concurrency,
-            1,
-            4096,
-        )),
-        count(
-            "upstream.context_window",
-            u.context_window,
-            1024,
-            10_000_000,
-        ),
-        count("upstream.result_chars", u.result_chars, 40, 1_000_000),
-        time("cache.ttl", k.ttl, MINUTE, 3650 * DAY),
-        count("cache.max_rows", k.max_rows, 1, 1_000_000_000),
-        time("cache.claim_lease", k.claim_lease, secs(1), HOUR),
-        count("cache.db_max_connections", k.db_max_connections, 1, 1000),
-        time("cache.db_acquire_timeout", k.db_acquire_timeout, MS, MINUTE),
-        time("cache.check_interval", k.check_interval, secs(1), HOUR),
-        time("cache.check_timeout", k.check_timeout, 100 * MS, MINUTE),
-        time("proxy.idle_timeout", c.proxy.idle_timeout, secs(1), DAY),
-        time("count.timeout", c.count.timeout, 100 * MS, 10 * MINUTE),
-    ]
+    // A table, one setting a line.
+    macro_rules! table {
+        ($($id:literal: $v:expr, $min:expr, $max:expr $(, $off:ident)?;)*) => {
+            vec![$( bound($id, $v, $min, $max) $(.$off())?, )*]
+        };
+    }
+    table! {
+        "server.max_connections": s.max_connections, 1, 65_536;
+        "server.max_connections_per_address": s.max_connections_per_address, 1, 65_536, or_off;
+        "server.probe_max_connections": s.probe_max_connections, 1, 1024;
+        "server.header_read_timeout": s.header_read_timeout, secs(1), 10 * MINUTE;
+        "server.idle_timeout": s.idle_timeout, secs(1), HOUR;
+        "limits.body_limit": Bytes(l.body_limit as u64), Bytes(1024), Bytes(GIB);
+        "limits.request_timeout": l.request_timeout, secs(1), DAY;
+        "limits.max_messages": l.max_messages, 1, 1_000_000, or_off;
+        "limits.max_total_chars": l.max_total_chars, 1, 1_000_000_000, or_off;
+        "limits.max_concurrency": l.max_concurrency, 1, 4096, or_off;
+        "limits.memory_budget_bytes": Bytes(l.memory_budget_bytes), Bytes(MIB), Bytes(1024 * GIB), or_off;
+        "access.api_keys_reload": a.api_keys_reload, secs(1), DAY;
+        "access.rate_limit_per_sec": a.rate_limit_per_sec, 0.001, 1_000_000.0, or_off;
+        "access.rate_limit_burst": a.rate_limit_burst, 1, 1_000_000;
+        "upstream.timeout": u.timeout, secs(1), HOUR;
+        "upstream.retry_budget": u.retry_budget, secs(1), DAY;
+        "upstream.max_retries": u.max_retries, 0, 100;
+        "upstream.max_concurrency": u.max_concurrency, 1, 4096;
+        "upstream.precompute_concurrency": u.precompute_concurrency, 1, 4096, or_off;
+        "upstream.context_window": u.context_window, 1024, 10_000_000;
+        "upstream.result_chars": u.result_chars, 40, 1_000_000;
+        "cache.ttl": k.ttl, MINUTE, 3650 * DAY;
+        "cache.max_rows": k.max_rows, 1, 1_000_000_000;
+        "cache.claim_lease": k.claim_lease, secs(1), HOUR;
+        "cache.db_max_connections": k.db_max_connections, 1, 1000;
+        "cache.db_acquire_timeout": k.db_acquire_timeout, MS, MINUTE;
+        "cache.check_interval": k.check_interval, secs(1), HOUR;
+        "cache.check_timeout": k.check_timeout, 100 * MS, MINUTE;
+        "proxy.idle_timeout": c.proxy.idle_timeout, secs(1), DAY;
+        "count.timeout": c.count.timeout, 100 * MS, 10 * MINUTE;
+    }
 }
 
 /// A setting that stops start-up, and why: rendered as one line naming the
@@ -309,7 +284,7 @@ fn url(
         || (schemes.contains(&scheme.as_str()) && reqwest::Url::parse(text).is_ok());
     match ok {
         true => Ok(()),
-        false => Err(Invalid::new(id, super::show::safe(id, text), problem)),
+        false => Err(Invalid::new(id, super::load::safe(id, text), problem)),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `GET /v1/models` and `GET /v1/profiles`: what the service knows.
 
-use super::routes::Access;
+use super::access::Access;
 use std::collections::BTreeMap;
 
 use axum::Json;
@@ -11,7 +11,7 @@ use crate::policy::Profile;
 use crate::state::AppState;
 use crate::tokens::ModelSpec;
 
-super::routes::routes! {
+super::access::routes! {
     Access::Api;
     get "/v1/models" => models,
     get "/v1/profiles" => profiles,

@@ -1,6 +1,6 @@
 //! `POST /v1/compress`: return a thread that fits, with the older span summarized.
 
-use super::routes::Access;
+use super::access::Access;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
@@ -20,7 +20,7 @@ use crate::summarize::{Strategy, Usage};
 use crate::thread::{WireFormat, compact};
 use crate::tokens::Encoding;
 
-super::routes::routes! { Access::Api; post "/v1/compress" => compress_thread }
+super::access::routes! { Access::Api; post "/v1/compress" => compress_thread }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,7 +32,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::routes::Access;
+use super::access::Access;
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
 use crate::guard::{Bucket, Caller, Cors, Held, Verdict, memory};
 use crate::state::AppState;

@@ -2,37 +2,20 @@
 //! from anyone allowed to reach the port, so what they cost must not grow
 //! with how many there are.
 
-use super::routes::Access;
+use super::access::Access;
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::MatchedPath;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::extract::State;
 use serde::Serialize;
 
 use crate::cache::{Cache, HealthStatus};
-use crate::error::ApiError;
 use crate::state::AppState;
-use crate::thread::echo;
 
-super::routes::routes! {
+super::access::routes! {
     Access::Probe;
     get "/healthz" => healthz,
     get "/readyz" => readyz,
-}
-
-/// Lets only the probes' routes (and `/metrics`) through on the probe
-/// listener (`CONDENSE_PROBE_LISTEN`): its connections are few and kept
-/// for probes, so nothing else may be served on them.
-pub async fn only_probes(req: Request, next: Next) -> Response {
-    let matched = req.extensions().get::<MatchedPath>();
-    if super::routes::access(matched).is_some_and(Access::probe) {
-        next.run(req).await
-    } else {
-        ApiError::NotFound(echo(req.uri().path()).into_owned()).into_response()
-    }
 }
 
 #[derive(Serialize)]

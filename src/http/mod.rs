@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, extractors and middleware. Handlers parse, call
 //! one domain function and answer; no domain logic lives here.
 
+mod access;
 mod catalog;
 mod compress;
 mod count;
@@ -26,11 +27,12 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
+pub use access::{Access, Route};
 pub use catalog::{ModelsResponse, ProfilesResponse};
 pub use compress::{CompressRequest, CompressResponse};
 pub use guard::PROXY_KEY;
 pub use input::MAX_MODEL_CHARS;
-pub use routes::{Access, Route, all as routes};
+pub use routes::all as routes;
 pub use tokens::{TokensRequest, TokensResponse};
 pub use verdict::{VerdictRequest, VerdictResponse};
 
@@ -100,7 +102,7 @@ pub fn router(state: AppState) -> Router {
 /// `/metrics`, through the same middleware as on the main listener (request
 /// ids, logs, the metrics key); any other path is 404.
 pub fn probe_router(state: AppState) -> Router {
-    router(state).layer(axum::middleware::from_fn(health::only_probes))
+    router(state).layer(axum::middleware::from_fn(routes::only_probes))
 }
 
 async fn not_found(uri: Uri) -> ApiError {

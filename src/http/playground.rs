@@ -8,7 +8,7 @@
 //! condense may have no internet), and so are the example threads
 //! (`data/threads/`), so the examples work wherever the binary does.
 
-use super::routes::Access;
+use super::access::Access;
 use axum::Json;
 use axum::extract::{Path, RawQuery};
 use axum::http::{HeaderValue, header};
@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::error::ApiError;
 use crate::thread::echo;
 
-super::routes::routes! {
+super::access::routes! {
     Access::Page;
     get "/" => home,
     get "/playground" => page,

@@ -4,7 +4,7 @@
 //! Parses the headers condense reads, hands the body to the proxy service,
 //! and relays the provider's answer as it streams in.
 
-use super::routes::Access;
+use super::access::Access;
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +31,7 @@ const SHADOW: &str = "x-condense-shadow";
 
 // One handler for every route, told by an extension which provider
 // endpoint it forwards to.
-super::routes::routes! {
+super::access::routes! {
     Access::Proxy;
     post "/v1/chat/completions" => proxy; Extension(Endpoint::ChatCompletions),
     post "/v1/responses" => proxy; Extension(Endpoint::Responses),

@@ -1,6 +1,6 @@
 //! `GET /metrics`: the Prometheus exposition of this process's metrics.
 
-use super::routes::Access;
+use super::access::Access;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use crate::metrics::Format;
 use crate::state::AppState;
 
-super::routes::routes! { Access::Metrics; get "/metrics" => scrape }
+super::access::routes! { Access::Metrics; get "/metrics" => scrape }
 
 /// OpenMetrics when the scraper asks for it (Prometheus does), else the
 /// classic text format.

@@ -1,6 +1,6 @@
 //! `POST /v1/tokens`: count a thread or a text as the provider would.
 
-use super::routes::Access;
+use super::access::Access;
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
@@ -19,7 +19,7 @@ use crate::upstream::CountSource;
 /// Said with every count of a Responses thread.
 const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with the model's tokenizer, but OpenAI publishes no per-item overhead, so the item framing (3 tokens an item, as for chat messages) is an estimate; `count: \"provider\"` asks OpenAI's input_tokens endpoint for the exact number";
 
-super::routes::routes! { Access::Api; post "/v1/tokens" => count }
+super::access::routes! { Access::Api; post "/v1/tokens" => count }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,6 @@
 //! `POST /v1/verdict`: should this thread be summarized now?
 
-use super::routes::Access;
+use super::access::Access;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
@@ -19,7 +19,7 @@ use crate::thread::{WireFormat, compact};
 use crate::tokens::{CountSpec, Encoding};
 use crate::upstream::CountSource;
 
-super::routes::routes! { Access::Api; post "/v1/verdict" => verdict }
+super::access::routes! { Access::Api; post "/v1/verdict" => verdict }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -5,6 +5,8 @@
 //! fields are rejected everywhere, because a typo that silently falls back
 //! to a default is the worst kind of bug here.
 
+use std::ops::{Bound, RangeBounds};
+
 use serde::{Deserialize, Serialize};
 
 use super::clear::{ClearOverrides, ClearSettings};
@@ -12,79 +14,170 @@ use crate::thread::FieldError;
 use crate::tokens::CountSpec;
 use crate::upstream::CountSource;
 
-/// The thresholds and budgets one agent runs with.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Profile {
+/// Declares [`Profile`], its `Default`, and [`ProfileOverrides`] (each
+/// field optional) from one list: a field is its doc, its type, its default
+/// and, for a number, its range. So a new field is one entry here.
+macro_rules! profile {
+    ($( $(#[$attr:meta])* $name:ident: $ty:ty = $default:expr $(, $lo:literal $to:tt $hi:literal)?; )*) => {
+        /// The thresholds and budgets one agent runs with.
+        #[derive(Debug, Clone, PartialEq, Serialize)]
+        pub struct Profile { $( $(#[$attr])* pub $name: $ty, )* }
+
+        impl Default for Profile {
+            fn default() -> Self {
+                Self { $( $name: $default, )* }
+            }
+        }
+
+        /// A partial profile: what a file profile or a request's `config` changes.
+        #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct ProfileOverrides { $( pub $name: Option<<$ty as Overlay>::Over>, )* }
+
+        impl ProfileOverrides {
+            /// `base` with these fields laid over it; every value out of
+            /// its range is an error (all at once), at `{at}/{field}`.
+            pub fn apply(&self, base: &Profile, at: &str) -> Result<Profile, Vec<FieldError>> {
+                let mut profile = base.clone();
+                let mut errs = Vec::new();
+                $( if let Some(over) = &self.$name {
+                    let at = format!("{at}/{}", stringify!($name));
+                    let checked = Ok(())
+                        $( .and_then(|()| within(*over as f64, ($lo as f64) $to ($hi as f64))) )?
+                        .map_err(|e: String| vec![FieldError::new(at.clone(), e)]);
+                    match checked.and_then(|()| base.$name.overlay(over, &at)) {
+                        Ok(v) => profile.$name = v,
+                        Err(e) => errs.extend(e),
+                    }
+                } )*
+                match errs.is_empty() {
+                    true => Ok(profile),
+                    false => Err(errs),
+                }
+            }
+        }
+    };
+}
+
+profile! {
     /// N: summarize when this many conversation messages came since the last summary.
-    pub max_messages_before_summary: u64,
+    max_messages_before_summary: u64 = 30, 1 ..= 1_000_000;
     /// K: summarize when what would be sent reaches this many tokens.
-    pub max_tokens_before_summary: u64,
+    max_tokens_before_summary: u64 = 128_000, 1 ..= 100_000_000;
     /// Newest messages always kept verbatim; nothing is due below this + 4.
-    pub min_recent_messages: u64,
+    min_recent_messages: u64 = 6, 0 ..= 10_000;
     /// Tokens left free in the window for the model's reply.
-    pub response_reserve: u64,
+    response_reserve: u64 = 4096, 0 ..= 10_000_000;
     /// Upper bound of a summary's size.
-    pub max_summary_tokens: u64,
+    max_summary_tokens: u64 = 2000, 16 ..= 1_000_000;
     /// Overrides the model registry's window when set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub context_window: Option<u64>,
+    context_window: Option<u64> = None, 256 ..= 100_000_000;
     /// Role of the summary message (Anthropic threads always use `user`).
-    pub summary_role: SummaryRole,
+    summary_role: SummaryRole = SummaryRole::User;
     /// `auto` uses the upstream LLM only for spans of at least this many tokens.
-    pub llm_min_tokens: u64,
+    llm_min_tokens: u64 = 4000, 0 ..= 100_000_000;
     /// ...and only when the whole thread has at least this many (a tier by
     /// the thread's total: heuristic below, LLM above).
-    pub llm_min_total_tokens: u64,
+    llm_min_total_tokens: u64 = 0, 0 ..= 100_000_000;
     /// What an upstream LLM failure does: a heuristic fallback, or a 502.
-    pub on_upstream_error: OnUpstreamError,
+    on_upstream_error: OnUpstreamError = OnUpstreamError::Fallback;
     /// Also due after this many agent iterations (`metadata.iteration`)
     /// since the last summary; off when not set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_iterations_before_summary: Option<u64>,
+    max_iterations_before_summary: Option<u64> = None, 1 ..= 1_000_000;
     /// Count with `ceil(characters / chars_per_token)` instead of the
     /// tokenizer: for agents whose own estimator decides (3.5, 4).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub chars_per_token: Option<f64>,
+    chars_per_token: Option<f64> = None, 0.5 ..= 20;
     /// Per-message rules for the kept thread: each text of a tool result
     /// or a user message (a string content, or one text part or block)
     /// longer than this many characters is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tool_result_chars: Option<u64>,
+    max_tool_result_chars: Option<u64> = None, 64 ..= 100_000_000;
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_user_message_chars: Option<u64>,
+    max_user_message_chars: Option<u64> = None, 64 ..= 100_000_000;
     /// The same rule for the text of assistant messages (an agent's
     /// outputs; never their tool calls or thinking).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_assistant_message_chars: Option<u64>,
+    max_assistant_message_chars: Option<u64> = None, 64 ..= 100_000_000;
     /// Which end of a text a per-message rule keeps.
-    pub truncate_keep: TruncateKeep,
+    truncate_keep: TruncateKeep = TruncateKeep::Both;
     /// Where a verdict's total comes from when the request does not say:
     /// the tokenizer (`local`) or the provider's counting endpoint.
-    pub count: CountSource,
-    /// Tool-result clearing before any summary; off when not set.
+    count: CountSource = CountSource::Local;
+    /// Tool-result clearing before any summary; off when not set. An
+    /// override merges field by field over the profile's (or the defaults).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub clear: Option<ClearSettings>,
+    clear: Option<ClearSettings> = None;
     /// A summary due by N, K or iterations is written only when it would
     /// summarize at least this share of what can be compressed (the
     /// summary and the conversation since it); otherwise the previous
     /// summary, and the byte-identical prefix the provider caches, stay.
-    /// 0 writes one whenever a trigger fires (the seed designs).
-    pub min_summary_gain: f64,
+    /// 0 writes one whenever a trigger fires (the seed designs). The
+    /// default fifth: less is not worth rewriting the provider's cache.
+    min_summary_gain: f64 = 0.2, 0 ..= 1;
     /// Precompute: once the thread has come this share of the way to its
     /// nearest trigger, the summary the due turn will need is written in
     /// the background, so that turn waits for no upstream call (see
-    /// `compress::precompute`). 0 turns it off. It shapes no summary, so
-    /// no cache key reads it ([`Profile::shaping_json`]).
-    pub precompute_at: f64,
+    /// `compress::precompute`). 0 turns it off; the default fifth of the
+    /// way left gives an LLM several turns. It shapes no summary, so no
+    /// cache key reads it ([`Profile::shaping_json`]).
+    precompute_at: f64 = 0.8, 0 .. 1;
 }
 
-/// The default `precompute_at`: a fifth of the way before a summary is due
-/// leaves an LLM several turns to write it.
-pub const PRECOMPUTE_AT: f64 = 0.8;
+/// How a value given for one field (by a file profile or a request's
+/// `config`) lays over the profile's: most replace it; `clear` merges.
+pub trait Overlay: Sized {
+    type Over;
+    fn overlay(&self, over: &Self::Over, at: &str) -> Result<Self, Vec<FieldError>>;
+}
 
-/// The default `min_summary_gain`: a new summary must take a fifth of
-/// what it could compress, or the provider's cache is rewritten for little.
-pub const MIN_SUMMARY_GAIN: f64 = 0.2;
+macro_rules! replaced {
+    ($($ty:ty),*) => {$(
+        impl Overlay for $ty {
+            type Over = $ty;
+            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
+                Ok(*over)
+            }
+        }
+        impl Overlay for Option<$ty> {
+            type Over = $ty;
+            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
+                Ok(Some(*over))
+            }
+        }
+    )*};
+}
+replaced!(
+    u64,
+    f64,
+    SummaryRole,
+    OnUpstreamError,
+    TruncateKeep,
+    CountSource
+);
+
+impl Overlay for Option<ClearSettings> {
+    type Over = ClearOverrides;
+    fn overlay(&self, over: &ClearOverrides, at: &str) -> Result<Self, Vec<FieldError>> {
+        over.apply(self.as_ref(), at).map(Some)
+    }
+}
+
+/// `v` within `range`, or why not.
+fn within(v: f64, range: impl RangeBounds<f64>) -> Result<(), String> {
+    match (range.contains(&v), range.start_bound(), range.end_bound()) {
+        (true, ..) => Ok(()),
+        (_, Bound::Included(lo), Bound::Excluded(hi)) => {
+            Err(format!("must be at least {lo} and below {hi}, got {v}"))
+        }
+        (_, Bound::Included(lo), Bound::Included(hi)) => {
+            Err(format!("must be between {lo} and {hi}, got {v}"))
+        }
+        _ => Err(format!("is out of range, got {v}")),
+    }
+}
 
 /// Which part of a long text a per-message truncation rule keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,33 +212,6 @@ pub enum SummaryRole {
     User,
 }
 
-impl Default for Profile {
-    fn default() -> Self {
-        Self {
-            max_messages_before_summary: 30,
-            max_tokens_before_summary: 128_000,
-            min_recent_messages: 6,
-            response_reserve: 4096,
-            max_summary_tokens: 2000,
-            context_window: None,
-            summary_role: SummaryRole::User,
-            llm_min_tokens: 4000,
-            llm_min_total_tokens: 0,
-            on_upstream_error: OnUpstreamError::Fallback,
-            max_iterations_before_summary: None,
-            chars_per_token: None,
-            max_tool_result_chars: None,
-            max_user_message_chars: None,
-            max_assistant_message_chars: None,
-            truncate_keep: TruncateKeep::Both,
-            count: CountSource::Local,
-            clear: None,
-            min_summary_gain: MIN_SUMMARY_GAIN,
-            precompute_at: PRECOMPUTE_AT,
-        }
-    }
-}
-
 impl Profile {
     /// The profile as JSON without the settings that shape no summary
     /// (`precompute_at`): what a continuity key is seeded with, so that
@@ -164,164 +230,6 @@ impl Profile {
     /// model's from the registry. The verdict and compression both ask here.
     pub fn window_for(&self, spec: &CountSpec) -> u64 {
         self.context_window.unwrap_or(spec.context_window)
-    }
-}
-
-/// A partial profile: what a file profile or a request's `config` changes.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileOverrides {
-    pub max_messages_before_summary: Option<u64>,
-    pub max_tokens_before_summary: Option<u64>,
-    pub min_recent_messages: Option<u64>,
-    pub response_reserve: Option<u64>,
-    pub max_summary_tokens: Option<u64>,
-    pub context_window: Option<u64>,
-    pub summary_role: Option<SummaryRole>,
-    pub llm_min_tokens: Option<u64>,
-    pub llm_min_total_tokens: Option<u64>,
-    pub on_upstream_error: Option<OnUpstreamError>,
-    pub max_iterations_before_summary: Option<u64>,
-    pub chars_per_token: Option<f64>,
-    pub max_tool_result_chars: Option<u64>,
-    pub max_user_message_chars: Option<u64>,
-    pub max_assistant_message_chars: Option<u64>,
-    pub truncate_keep: Option<TruncateKeep>,
-    pub count: Option<CountSource>,
-    /// Merged field by field over the profile's `clear` (or the defaults).
-    pub clear: Option<ClearOverrides>,
-    pub min_summary_gain: Option<f64>,
-    pub precompute_at: Option<f64>,
-}
-
-/// Inclusive bounds per field: beyond them a value is a mistake, not a setting.
-const BOUNDS: [(&str, u64, u64); 12] = [
-    ("max_messages_before_summary", 1, 1_000_000),
-    ("max_tokens_before_summary", 1, 100_000_000),
-    ("min_recent_messages", 0, 10_000),
-    ("response_reserve", 0, 10_000_000),
-    ("max_summary_tokens", 16, 1_000_000),
-    ("context_window", 256, 100_000_000),
-    ("llm_min_tokens", 0, 100_000_000),
-    ("llm_min_total_tokens", 0, 100_000_000),
-    ("max_iterations_before_summary", 1, 1_000_000),
-    ("max_tool_result_chars", 64, 100_000_000),
-    ("max_user_message_chars", 64, 100_000_000),
-    ("max_assistant_message_chars", 64, 100_000_000),
-];
-
-impl ProfileOverrides {
-    /// `base` with these fields changed; errors point at `{at}/{field}`.
-    pub fn apply(&self, base: &Profile, at: &str) -> Result<Profile, Vec<FieldError>> {
-        let clear = self.checked(base, at)?;
-        Ok(self.merged(base, clear))
-    }
-
-    /// Every field within its bounds (all errors at once), and the clearing
-    /// settings as they apply on top of `base`'s.
-    fn checked(&self, base: &Profile, at: &str) -> Result<Option<ClearSettings>, Vec<FieldError>> {
-        let fields = [
-            self.max_messages_before_summary,
-            self.max_tokens_before_summary,
-            self.min_recent_messages,
-            self.response_reserve,
-            self.max_summary_tokens,
-            self.context_window,
-            self.llm_min_tokens,
-            self.llm_min_total_tokens,
-            self.max_iterations_before_summary,
-            self.max_tool_result_chars,
-            self.max_user_message_chars,
-            self.max_assistant_message_chars,
-        ];
-        let mut errs: Vec<FieldError> = BOUNDS
-            .iter()
-            .zip(fields)
-            .filter_map(|(&(name, lo, hi), v)| {
-                let v = v?;
-                (v < lo || v > hi).then(|| {
-                    FieldError::new(
-                        format!("{at}/{name}"),
-                        format!("must be between {lo} and {hi}, got {v}"),
-                    )
-                })
-            })
-            .collect();
-        if let Some(cpt) = self.chars_per_token
-            && !(cpt.is_finite() && (0.5..=20.0).contains(&cpt))
-        {
-            errs.push(FieldError::new(
-                format!("{at}/chars_per_token"),
-                format!("must be between 0.5 and 20 (3.5 and 4 are usual), got {cpt}"),
-            ));
-        }
-        if let Some(g) = self.min_summary_gain
-            && !(g.is_finite() && (0.0..=1.0).contains(&g))
-        {
-            errs.push(FieldError::new(
-                format!("{at}/min_summary_gain"),
-                format!("must be between 0 and 1 (a share), got {g}"),
-            ));
-        }
-        if let Some(share) = self.precompute_at
-            && !(share.is_finite() && (0.0..1.0).contains(&share))
-        {
-            errs.push(FieldError::new(
-                format!("{at}/precompute_at"),
-                format!("must be at least 0 (off) and below 1 (a share of the way to the nearest trigger), got {share}"),
-            ));
-        }
-        let clear = match &self.clear {
-            Some(c) => match c.apply(base.clear.as_ref(), &format!("{at}/clear")) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    errs.extend(e);
-                    None
-                }
-            },
-            None => base.clear.clone(),
-        };
-        if errs.is_empty() {
-            Ok(clear)
-        } else {
-            Err(errs)
-        }
-    }
-
-    /// `base` with the fields set here taken instead; `clear` already merged.
-    fn merged(&self, base: &Profile, clear: Option<ClearSettings>) -> Profile {
-        Profile {
-            max_messages_before_summary: self
-                .max_messages_before_summary
-                .unwrap_or(base.max_messages_before_summary),
-            max_tokens_before_summary: self
-                .max_tokens_before_summary
-                .unwrap_or(base.max_tokens_before_summary),
-            min_recent_messages: self.min_recent_messages.unwrap_or(base.min_recent_messages),
-            response_reserve: self.response_reserve.unwrap_or(base.response_reserve),
-            max_summary_tokens: self.max_summary_tokens.unwrap_or(base.max_summary_tokens),
-            context_window: self.context_window.or(base.context_window),
-            summary_role: self.summary_role.unwrap_or(base.summary_role),
-            llm_min_tokens: self.llm_min_tokens.unwrap_or(base.llm_min_tokens),
-            llm_min_total_tokens: self
-                .llm_min_total_tokens
-                .unwrap_or(base.llm_min_total_tokens),
-            on_upstream_error: self.on_upstream_error.unwrap_or(base.on_upstream_error),
-            max_iterations_before_summary: self
-                .max_iterations_before_summary
-                .or(base.max_iterations_before_summary),
-            chars_per_token: self.chars_per_token.or(base.chars_per_token),
-            max_tool_result_chars: self.max_tool_result_chars.or(base.max_tool_result_chars),
-            max_user_message_chars: self.max_user_message_chars.or(base.max_user_message_chars),
-            max_assistant_message_chars: self
-                .max_assistant_message_chars
-                .or(base.max_assistant_message_chars),
-            truncate_keep: self.truncate_keep.unwrap_or(base.truncate_keep),
-            count: self.count.unwrap_or(base.count),
-            clear,
-            min_summary_gain: self.min_summary_gain.unwrap_or(base.min_summary_gain),
-            precompute_at: self.precompute_at.unwrap_or(base.precompute_at),
-        }
     }
 }
 

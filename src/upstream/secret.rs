@@ -53,6 +53,28 @@ pub struct Scrubber {
     secrets: Vec<String>,
 }
 
+/// The token of the `Authorization: Basic …` header reqwest sends for the
+/// userinfo of `url`, derived as reqwest derives it (`extract_authority`,
+/// `basic_auth`): percent-decoded user and password, `user:password` in
+/// standard base64; none when the user name is not UTF-8 or there is no
+/// userinfo.
+fn basic_token(url: &reqwest::Url) -> Option<String> {
+    use base64::Engine;
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8()
+            .ok()
+            .map(|s| s.into_owned())
+    };
+    let user = decode(url.username())?;
+    let password = url.password().and_then(decode);
+    if user.is_empty() && password.is_none() {
+        return None;
+    }
+    let pair = format!("{user}:{}", password.unwrap_or_default());
+    Some(base64::engine::general_purpose::STANDARD.encode(pair))
+}
+
 impl Scrubber {
     pub fn new(key: &Secret, url: &str) -> Self {
         let mut secrets = Vec::new();
@@ -65,18 +87,8 @@ impl Scrubber {
                 // A lone user name is the secret (`https://KEY@host`).
                 None => secrets.push(parsed.username().to_string()),
             }
-            // The exact header reqwest derives from the userinfo.
-            let basic = reqwest::Client::new()
-                .get(parsed)
-                .build()
-                .ok()
-                .and_then(|r| r.headers().get(reqwest::header::AUTHORIZATION).cloned());
-            if let Some(token) = basic
-                .as_ref()
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Basic "))
-            {
-                secrets.push(token.to_string());
+            if let Some(token) = basic_token(&parsed) {
+                secrets.push(token);
             }
         }
         secrets.retain(|s| !s.is_empty());
@@ -107,6 +119,34 @@ mod tests {
         );
         let plain = Scrubber::new(&Secret::default(), "http://h/v1");
         assert_eq!(plain.scrub("nothing secret"), "nothing secret");
+    }
+
+    #[test]
+    fn basic_token_is_the_one_reqwest_sends() {
+        // RFC 7617's example.
+        let aladdin = reqwest::Url::parse("http://Aladdin:open%20sesame@h/").unwrap();
+        assert_eq!(
+            basic_token(&aladdin).as_deref(),
+            Some("QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        );
+        let client = reqwest::Client::new();
+        for url in [
+            "http://Aladdin:open%20sesame@h/",
+            "https://KEY@h/v1",
+            "http://:pw@h",
+            "http://u:@h",
+            "http://us%C3%A9r:p%40ss%3A@h",
+            "http://%FF:x@h",
+            "http://h/v1",
+        ] {
+            let url = reqwest::Url::parse(url).unwrap();
+            let request = client.get(url.clone()).build().unwrap();
+            let sent = request
+                .headers()
+                .get(reqwest::header::AUTHORIZATION)
+                .map(|v| v.to_str().unwrap().strip_prefix("Basic ").unwrap());
+            assert_eq!(basic_token(&url).as_deref(), sent, "{url}");
+        }
     }
 
     #[test]

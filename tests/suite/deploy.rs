@@ -403,7 +403,6 @@ fn quantity(q: &str) -> u64 {
 /// the limit. A default changed on one side only turns this red.
 #[test]
 fn the_memory_limit_holds_the_budget() {
-    use condense::config::defaults;
     use condense::guard::memory::{IDLE_RSS_BYTES, limit_for, model_bytes};
 
     let docs = manifests();
@@ -422,8 +421,9 @@ fn the_memory_limit_holds_the_budget() {
                     .unwrap()
             })
     };
-    let budget = env("CONDENSE_MEMORY_BUDGET_BYTES").unwrap_or(defaults::MEMORY_BUDGET_BYTES);
-    let body_limit = env("CONDENSE_BODY_LIMIT").unwrap_or(defaults::BODY_LIMIT as u64);
+    let limits = condense::Config::default().limits;
+    let budget = env("CONDENSE_MEMORY_BUDGET_BYTES").unwrap_or(limits.memory_budget_bytes);
+    let body_limit = env("CONDENSE_BODY_LIMIT").unwrap_or(limits.body_limit as u64);
     let limit = quantity(c["resources"]["limits"]["memory"].as_str().unwrap());
     let request = quantity(c["resources"]["requests"]["memory"].as_str().unwrap());
 

@@ -80,7 +80,7 @@ fn hand_routed() -> Vec<String> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).expect("src/http exists") {
         let path = entry.expect("a directory entry").path();
-        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("routes.rs") {
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("access.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).expect("a readable source file");

@@ -1,10 +1,10 @@
-//! Where values come from: flag > environment > file > default, former
-//! names with a warning, `condense config` showing all of it without a
-//! secret, and `--help` grouped as the file is.
+//! Where values come from: flag > environment > file > default,
+//! `condense config` showing all of it without a secret, and `--help`
+//! grouped as the file is.
 
 use clap::CommandFactory;
 
-use super::{file, process, run, shown};
+use super::{file, run, shown};
 
 fn value<'t>(table: &'t toml::Table, section: &str, key: &str) -> &'t toml::Value {
     &table[section][key]
@@ -65,7 +65,7 @@ fn a_flag_beats_the_environment_which_beats_the_file() {
     let (t, _) = shown(&[], &[]);
     assert_eq!(
         value(&t, "limits", "max_concurrency").as_integer(),
-        Some(condense::config::defaults::MAX_CONCURRENCY as i64)
+        Some(condense::Config::default().limits.max_concurrency as i64)
     );
 }
 
@@ -129,59 +129,4 @@ fn condense_config_hides_every_secret() {
         );
     }
     assert!(t["upstream"].get("api_key").is_none());
-}
-
-#[test]
-fn a_former_name_still_works_and_says_what_replaces_it() {
-    let (t, ran) = shown(&[], &[("CONDENSE_CACHE_TTL_DAYS", "7")]);
-    assert_eq!(value(&t, "cache", "ttl").as_str(), Some("7d"));
-    assert!(
-        ran.stdout
-            .contains("ttl = \"7d\"  # former name CONDENSE_CACHE_TTL_DAYS")
-    );
-    assert_eq!(
-        ran.stderr.trim(),
-        "condense: warning: CONDENSE_CACHE_TTL_DAYS=7 is a former name, read as \
-         CONDENSE_CACHE_TTL=7d (--cache-ttl=7d); it will stop working in a coming release"
-    );
-    let (t, _) = shown(&["--db-acquire-timeout-ms", "700"], &[]);
-    assert_eq!(
-        value(&t, "cache", "db_acquire_timeout").as_str(),
-        Some("700ms")
-    );
-    // The new name wins over the former, and the former is said to be ignored.
-    let (t, ran) = shown(
-        &[],
-        &[
-            ("CONDENSE_IDLE_TIMEOUT", "80s"),
-            ("CONDENSE_IDLE_TIMEOUT_SECS", "90"),
-        ],
-    );
-    assert_eq!(value(&t, "server", "idle_timeout").as_str(), Some("80s"));
-    assert!(ran.stderr.contains(
-        "CONDENSE_IDLE_TIMEOUT_SECS=90 is a former name of CONDENSE_IDLE_TIMEOUT and is ignored"
-    ));
-}
-
-#[test]
-fn the_server_logs_a_former_name_once_and_runs_with_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let env: Vec<(String, String)> = [
-        ("CONDENSE_LISTEN", "127.0.0.1:0"),
-        ("CONDENSE_DATABASE_URL", "off"),
-        ("CONDENSE_HEADER_READ_TIMEOUT_SECS", "20"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let server = process::Process::start(&[], &env, dir.path());
-    let output = server.output();
-    let warnings: Vec<&str> = output
-        .lines()
-        .filter(|l| l.contains("CONDENSE_HEADER_READ_TIMEOUT_SECS"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{output}");
-    assert!(
-        warnings[0].contains("WARN") && warnings[0].contains("CONDENSE_HEADER_READ_TIMEOUT=20s")
-    );
 }

@@ -1,6 +1,6 @@
 //! The configuration as an operator meets it: the binary's `--help`, its
 //! start-up with bad values, the `--config` file and its precedence,
-//! `condense config`, the former names, and the README's table of settings.
+//! `condense config`, and the README's table of settings.
 //! Run the binary as its own process (`support/process.rs`), with exactly
 //! the environment each test gives it.
 use crate::support::{live, process};

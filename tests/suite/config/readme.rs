@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 
 use clap::CommandFactory;
-use condense::config::renamed::RENAMED;
 use condense::config::validate::bounds;
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
@@ -141,24 +140,4 @@ fn the_readme_lists_every_setting_as_the_code_has_it() {
         std::fs::write(README, lines.join("\n") + "\n").unwrap();
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-#[test]
-fn the_readme_lists_every_former_name() {
-    let readme = std::fs::read_to_string(README).unwrap();
-    for r in RENAMED {
-        let row = readme
-            .lines()
-            .find(|l| l.starts_with(&format!("| `{}`", r.old_env)))
-            .unwrap_or_else(|| panic!("no README row for the former name {}", r.old_env));
-        let new = condense::cli::Cli::command()
-            .get_arguments()
-            .find(|a| a.get_id() == r.id)
-            .and_then(|a| a.get_env())
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        assert!(row.contains(&format!("`--{}`", r.old_flag)), "{row}");
-        assert!(row.contains(&format!("`{new}`")), "{row} names {new}");
-    }
 }

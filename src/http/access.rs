@@ -1,0 +1,70 @@
+//! Who may call a route ([`Access`]), the row each route has in the route
+//! table ([`Route`]), and [`routes!`], with which each resource module
+//! declares its routes. A leaf: the handler modules use it, and the table
+//! (`routes.rs`) collects them, so no handler imports the table.
+
+/// Who may call a route, and what it may cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Liveness and readiness: no key, never limited or shed.
+    Probe,
+    /// `/metrics`: a key when `metrics_require_key` is set; never limited.
+    Metrics,
+    /// The provider routes: the key travels in the provider's own header;
+    /// rate limited; never shed (a long stream holds no API place).
+    Proxy,
+    /// The playground's page, files and examples: no key; limited and shed.
+    Page,
+    /// The API: a key (when keys are configured); limited and shed; within
+    /// the request time limit.
+    Api,
+}
+
+impl Access {
+    /// Answers within the request time limit (a proxied stream runs as
+    /// long as it runs: its provider client cuts only a stream gone idle).
+    pub fn timed(self) -> bool {
+        !matches!(self, Access::Proxy)
+    }
+
+    /// Served on the probe listener.
+    pub fn probe(self) -> bool {
+        matches!(self, Access::Probe | Access::Metrics)
+    }
+}
+
+/// One route: its method (as the `axum::routing` function is named:
+/// `get`, `post`), its path as axum matches it, its access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub access: Access,
+}
+
+impl Route {
+    /// The method as HTTP spells it (`GET`).
+    pub fn http_method(&self) -> String {
+        self.method.to_ascii_uppercase()
+    }
+}
+
+/// `routes! { Access::Api; post "/v1/tokens" => count }` declares a
+/// module's `ROUTES` and its `router()`. A route may add a layer of its own
+/// after a `;` (`post "/v1/messages" => proxy; Extension(..)`).
+macro_rules! routes {
+    ($access:expr; $($method:ident $path:literal => $handler:expr $(; $layer:expr)?),+ $(,)?) => {
+        /// This module's rows of the route table.
+        pub(super) const ROUTES: &[crate::http::access::Route] = &[$(crate::http::access::Route {
+            method: stringify!($method),
+            path: $path,
+            access: $access,
+        }),+];
+
+        /// This module's routes, as [`ROUTES`] lists them.
+        pub(super) fn router() -> axum::Router<crate::state::AppState> {
+            axum::Router::new()$(.route($path, axum::routing::$method($handler)$(.layer($layer))?))+
+        }
+    };
+}
+pub(super) use routes;
