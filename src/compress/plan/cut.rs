@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use super::super::continuity::summary_limit;
 use super::super::{Error, Reason, split};
-use super::{Decision, Planner, Prior};
+use super::start::Prior;
+use super::{Decision, Planner};
 
 /// The room the summary and the verbatim tail share.
 pub(super) struct Room {

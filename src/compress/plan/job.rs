@@ -3,7 +3,9 @@
 
 use super::super::writer::{Upstream, decide};
 use super::super::{Error, Previous, Reason, iterations};
-use super::{Decision, Planner, Prior, Room, Tail};
+use super::cut::{Room, Tail};
+use super::start::Prior;
+use super::{Decision, Planner};
 use crate::policy::OnUpstreamError;
 use crate::summarize::{SummaryRequest, SummarySettings, Writer};
 use crate::thread::{Message, Thread};

@@ -2,7 +2,8 @@
 //! the thread stands for precompute.
 
 use super::super::{History, Mode, Reason, binding};
-use super::{Planner, Prior, Stage};
+use super::start::Prior;
+use super::{Planner, Stage};
 use crate::policy::{self, Profile, Trigger};
 
 /// What the verdict decided.
