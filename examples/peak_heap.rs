@@ -1,7 +1,7 @@
 //! Peak heap of one `/v1/compress` request, per byte of its body, for the
 //! worst shape the limits let through: one message of ~100,000 small text
 //! parts (each part is a JSON object, the costliest thing a body holds per
-//! byte). This is where `guard::memory::MODEL_BYTES_PER_BODY_BYTE` comes
+//! byte). This is where `admission::memory::MODEL_BYTES_PER_BODY_BYTE` comes
 //! from; `bench/hostile_memory.py` checks the whole process against it.
 //!
 //! ```text

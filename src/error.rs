@@ -64,7 +64,7 @@ pub enum ApiError {
     #[error("condense is at its limit of {0} requests at once; retry shortly")]
     Overloaded(usize),
     /// The memory budget has too little free for what this request may
-    /// hold (see `guard::memory`): refused before its body is read.
+    /// hold (see `admission::memory`): refused before its body is read.
     #[error(
         "condense has too little of its memory budget ({0} bytes) free for a request of this size; retry shortly"
     )]

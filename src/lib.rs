@@ -17,8 +17,9 @@
 //!   counting endpoints (retries, the secret key);
 //! - [`proxy`]: the drop-in proxy, preparing a provider request and relaying it;
 //! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
-//! - [`guard`]: API keys, the rate limit, the concurrency limit, the memory
-//!   budget, allowed hosts and CORS origins;
+//! - [`guard`]: API keys, the rate limit, allowed hosts and CORS origins;
+//! - [`admission`]: the concurrency limit, the memory budget, and the
+//!   ticket a request or background job holds them by;
 //! - [`metrics`]: the Prometheus registry every layer records into;
 //! - [`redact`]: credentials in URLs hidden from logs and errors, for every layer;
 //! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
@@ -28,6 +29,7 @@
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 
+pub mod admission;
 pub mod cache;
 pub mod cli;
 pub mod compress;

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::admission::{MemoryBudget, Overload};
 use crate::cache::Cache;
-use crate::compress::{Compressor, Precomputer, Reserve};
+use crate::compress::{Compressor, Precomputer};
 use crate::config::{Config, MIN_PERIOD};
 use crate::error::ApiError;
-use crate::guard::{Access, Cors, Hosts, MemoryBudget, Overload, RateLimiter};
+use crate::guard::{Access, Cors, Hosts, RateLimiter};
 use crate::metrics::Metrics;
 use crate::policy::Profiles;
 use crate::proxy::{Proxy, ProxyConfig};
@@ -43,7 +44,7 @@ pub struct Inner {
     pub rate: Option<RateLimiter>,
     /// The places among the requests at work.
     pub overload: Overload,
-    /// The bytes the requests at work may hold (see `guard::memory`).
+    /// The bytes the requests at work may hold (see `admission::memory`).
     pub memory: MemoryBudget,
     /// The origins browsers may call from (None: no CORS).
     pub cors: Option<Cors>,
@@ -96,14 +97,9 @@ impl AppState {
         let metrics = Metrics::new();
         let summarizer =
             Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
-        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
         // A summary written ahead holds memory from the same budget as the
         // requests (its copy of the thread, parsed): none when it is full.
-        let budget = memory.clone();
-        let reserve: Reserve = Arc::new(move |bytes| {
-            let held = budget.try_reserve(crate::guard::memory::model_bytes(bytes))?;
-            Some(Box::new(held) as Box<dyn std::any::Any + Send>)
-        });
+        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
         let compressor = Arc::new(
             Compressor::new(
                 models.clone(),
@@ -113,7 +109,7 @@ impl AppState {
             )
             .with_precomputer(Precomputer::new(
                 config.upstream.precompute_concurrency,
-                Some(reserve),
+                memory.clone(),
             )),
         );
         let proxy = Proxy::new(

@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, VecDeque};
 use super::summary::{self, summary_message};
 use super::{Error, iterations, split};
 use crate::policy::SummaryRole;
-use crate::thread::{Cut, Message, WireFormat, truncate};
+use crate::thread::{Cut, Keep, Message, WireFormat, truncate_to};
 use crate::tokens::Counter;
 
 /// Character lengths tried, longest first, when cutting texts in the middle.
@@ -106,7 +106,7 @@ impl Draft {
             }
             // Instructions are kept verbatim, like the pinned prefix.
             for k in self.tail.iter_mut().filter(|k| !k.message.is_instruction()) {
-                if let Some(short) = truncate(&k.message, format, cut, keep) {
+                if let Some(short) = truncate_to(&k.message, format, cut, keep, Keep::Both) {
                     let tokens = c.message(&short).tokens;
                     self.tail_tokens = self.tail_tokens - k.tokens + tokens;
                     k.message = short;

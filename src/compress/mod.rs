@@ -39,9 +39,7 @@ pub use check::{GroupBy, keep_recent_iterations};
 pub use clear::AppliedEdit;
 pub use continuity::Carried;
 pub use iterations::IterationSummary;
-pub use precompute::{
-    DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer, Reserve,
-};
+pub use precompute::{DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer};
 pub use service::Compressor;
 pub(crate) use setup::{History, Mode, Ready, Setup};
 pub use summary::SummaryObject;

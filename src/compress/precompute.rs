@@ -28,7 +28,6 @@
 //! from the budget while they run, and are aborted on shutdown. A job's
 //! failure is logged and counted; it never reaches a request.
 
-use std::any::Any;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
@@ -39,6 +38,7 @@ use tokio::task::JoinSet;
 use super::continuity::Anchor;
 use super::plan::{self, Planned};
 use super::{Compression, Mode, Ready, Setup};
+use crate::admission::{MemoryBudget, memory};
 use crate::cache::CacheError;
 use crate::summarize::{SummaryService, Writer, ahead, cpu};
 
@@ -85,12 +85,6 @@ impl Precompute {
     }
 }
 
-/// Reserves memory for a background job of a thread of about this many
-/// bytes; None when the budget has not that much free. What it returns is
-/// held until the job ends. (The budget lives with the HTTP guards; the
-/// state hands it down as this function.)
-pub type Reserve = Arc<dyn Fn(u64) -> Option<Box<dyn Any + Send>> + Send + Sync>;
-
 /// Conversations this process names (see [`Anchor::since`]): with a job at
 /// work, and with one written (bounded; forgetting one costs a lookup).
 #[derive(Default)]
@@ -107,12 +101,13 @@ pub struct Precomputer {
     slots: Arc<Semaphore>,
     known: Arc<Mutex<Known>>,
     tasks: Mutex<JoinSet<()>>,
-    reserve: Option<Reserve>,
+    /// The requests' budget: a job holds its thread's parsed copy.
+    memory: MemoryBudget,
 }
 
 impl Default for Precomputer {
     fn default() -> Self {
-        Self::new(DEFAULT_CONCURRENCY, None)
+        Self::new(DEFAULT_CONCURRENCY, MemoryBudget::default())
     }
 }
 
@@ -122,13 +117,13 @@ pub const DEFAULT_CONCURRENCY: usize = 2;
 
 impl Precomputer {
     /// At most `concurrency` jobs at once (0: none ever starts), each
-    /// holding what `reserve` gives it.
-    pub fn new(concurrency: usize, reserve: Option<Reserve>) -> Self {
+    /// holding memory from `memory`.
+    pub fn new(concurrency: usize, memory: MemoryBudget) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(concurrency)),
             known: Arc::default(),
             tasks: Mutex::default(),
-            reserve,
+            memory,
         }
     }
 
@@ -161,15 +156,9 @@ impl Precomputer {
             metrics.precompute("skipped_busy");
             return Precompute::Skipped;
         };
-        let held = match &self.reserve {
-            Some(reserve) => match reserve(job.bytes) {
-                Some(held) => Some(held),
-                None => {
-                    metrics.precompute("skipped_memory");
-                    return Precompute::Skipped;
-                }
-            },
-            None => None,
+        let Some(ticket) = self.memory.try_reserve(memory::model_bytes(job.bytes)) else {
+            metrics.precompute("skipped_memory");
+            return Precompute::Skipped;
         };
         known.running.insert(job.name.clone());
         drop(known);
@@ -182,7 +171,7 @@ impl Precomputer {
         // Finished jobs leave their results behind until reaped.
         while tasks.try_join_next().is_some() {}
         tasks.spawn(async move {
-            let _held = (slot, held);
+            let _held = (slot, ticket);
             let done = run(&summarizer, job).await;
             metrics.precompute(done.as_str());
             name.finish(done);

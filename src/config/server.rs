@@ -194,7 +194,7 @@ pub struct LimitSettings {
         id = "limits.memory_budget_bytes",
         value_name = "BYTES",
         long = "memory-budget-bytes",
-        // From the shipped Deployment's 1 GiB limit (see `guard::memory::limit_for`, the
+        // From the shipped Deployment's 1 GiB limit (see `admission::memory::limit_for`, the
         // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
         default_value_t = 640 * 1024 * 1024
     )]

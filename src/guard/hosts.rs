@@ -13,8 +13,7 @@
 
 use std::net::IpAddr;
 
-use super::Cors;
-use super::cors::{Listed, listed};
+use super::cors::{Cors, Listed, listed};
 
 /// The names a request's `Host` may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,8 +1,8 @@
-//! Who may call condense, how often, and how many at once: optional API
-//! keys and their permissions ([`keys`]), a per-caller token bucket
-//! ([`rate`]), the global concurrency limit ([`overload`]), the memory
-//! budget ([`memory`]), the origins a browser may call from ([`cors`]) and
-//! the host names condense answers to ([`hosts`]).
+//! Who may call condense and how often: optional API keys and their
+//! permissions ([`keys`]), a per-caller token bucket ([`rate`]), the origins
+//! a browser may call from ([`cors`]) and the host names condense answers
+//! to ([`hosts`]). How many at once, and with how much memory, is
+//! `admission`'s.
 //!
 //! Nothing here knows HTTP routes: `http::guard` decides which request
 //! passes which gate. Keys live only as digests; nothing in this module
@@ -11,8 +11,6 @@
 pub mod cors;
 pub mod hosts;
 pub mod keys;
-pub mod memory;
-pub mod overload;
 pub mod rate;
 mod reload;
 
@@ -26,8 +24,6 @@ use sha2::{Digest, Sha256};
 pub use cors::Cors;
 pub use hosts::{Hosts, origin_allowed};
 pub use keys::{Caller, KeyError, KeySet};
-pub use memory::{Held, MemoryBudget};
-pub use overload::{Overload, Permit};
 pub use rate::{Bucket, RateLimiter, Verdict};
 
 use crate::upstream::Secret;

@@ -14,8 +14,8 @@ use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
+use crate::admission::{Ticket, memory};
 use crate::error::ApiError;
-use crate::guard::{Held, memory};
 use crate::thread::{clip_quoted, echo, too_many_nodes};
 
 pub struct ApiJson<T>(pub T);
@@ -29,13 +29,13 @@ where
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         check_content_type(&req)?;
-        let held = req.extensions().get::<Held>().cloned();
+        let ticket = req.extensions().get::<Ticket>().cloned();
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
         // The gate reserved the body; parsing it takes up to the worst case.
-        if let Some(held) = held
-            && !held.try_grow_to(memory::model_bytes(bytes.len() as u64))
+        if let Some(ticket) = ticket
+            && !ticket.try_grow_to(memory::model_bytes(bytes.len() as u64))
         {
-            return Err(ApiError::OverBudget(held.budget()));
+            return Err(ApiError::OverBudget(ticket.budget()));
         }
         // Bounded before parsing: a parsed node costs far more than its bytes.
         if let Some(why) = too_many_nodes(&bytes) {

@@ -20,9 +20,7 @@
 //! The rate limit's bucket is the caller's key; a request without one (all
 //! of them when no keys are configured) takes from its client address's.
 
-use std::any::Any;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::body::HttpBody;
 use axum::extract::MatchedPath;
@@ -33,8 +31,9 @@ use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::access::Access;
+use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
-use crate::guard::{Bucket, Caller, Cors, Held, Verdict, memory};
+use crate::guard::{Bucket, Caller, Cors, Verdict};
 use crate::state::AppState;
 use crate::tokens::cancel;
 
@@ -53,7 +52,7 @@ enum Key {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Gates {
     key: Key,
-    /// Takes from a rate-limit bucket.
+    /// Takes from a rate-limit bucket and reserves memory.
     limited: bool,
     /// Needs a place among the requests at work.
     shed: bool,
@@ -90,7 +89,8 @@ fn gates(access: Option<Access>, metrics_require_key: bool) -> Gates {
 }
 
 /// The gates, as one middleware. Puts the [`Caller`] in the request's
-/// extensions for the handlers that decide by it.
+/// extensions for the handlers that decide by it, and its [`Ticket`] for
+/// those that grow its memory or take its place (the proxy's).
 pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let access = super::routes::access(req.extensions().get::<MatchedPath>());
     let gates = gates(access, app.config.access.metrics_require_key);
@@ -99,21 +99,25 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         Err(e) => return e.into_response(),
     };
     req.extensions_mut().insert(caller);
-    let verdict = match (&app.rate, gates.limited) {
-        (Some(rate), true) => {
-            let bucket = match caller.key {
-                Some(id) => Bucket::Key(id),
-                None => req
-                    .extensions()
-                    .get::<ConnectInfo<SocketAddr>>()
-                    .map_or(Bucket::Unknown, |c| Bucket::ip(c.0.ip())),
-            };
-            Some((rate.check(bucket), caller.key.is_some()))
-        }
-        _ => None,
-    };
-    if let Some((v, by_key)) = verdict.filter(|(v, _)| !v.allowed) {
-        let who = if by_key { "API key" } else { "client address" };
+    if !gates.limited {
+        return next.run(req).await;
+    }
+    let verdict = app.rate.as_ref().map(|rate| {
+        let bucket = match caller.key {
+            Some(id) => Bucket::Key(id),
+            None => req
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or(Bucket::Unknown, |c| Bucket::ip(c.0.ip())),
+        };
+        rate.check(bucket)
+    });
+    if let Some(v) = verdict.filter(|v| !v.allowed) {
+        let who = if caller.key.is_some() {
+            "API key"
+        } else {
+            "client address"
+        };
         let mut res = ApiError::RateLimited {
             who,
             retry_after: v.retry_after_secs,
@@ -122,79 +126,53 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         rate_headers(res.headers_mut(), &v);
         return res;
     }
-    // Held until the answer is sent: see `hold_until_sent`.
-    let held = match worst_case(&app, gates, &req) {
-        None => None,
-        Some((now, worst)) if app.memory.has_free(worst) => match app.memory.try_reserve(now) {
-            Some(held) => Some(held),
-            None => return ApiError::OverBudget(app.memory.total()).into_response(),
-        },
-        Some(_) => return ApiError::OverBudget(app.memory.total()).into_response(),
+    let Some(ticket) = reserve(&app, gates, &req) else {
+        return ApiError::OverBudget(app.memory.total()).into_response();
     };
-    if let Some(held) = &held {
-        req.extensions_mut().insert(held.clone());
+    if gates.shed && !ticket.enter(&app.overload) {
+        return ApiError::Overloaded(app.overload.max()).into_response();
     }
-    // The place and the reservation are held until the answer is ready and
-    // every CPU task of the request has stopped: a time limit drops the
-    // handler before its tasks notice.
-    let (mut res, busy) = match gates.shed {
-        true => match app.overload.try_enter() {
-            Some(place) => {
-                let share: Arc<dyn Any + Send + Sync> = Arc::new((place, held.clone()));
-                let res = cancel::holding(share.clone(), next.run(req)).await;
-                (res, Arc::strong_count(&share) > 1)
-            }
-            None => return ApiError::Overloaded(app.overload.max()).into_response(),
-        },
-        false => (next.run(req).await, false),
-    };
-    if let Some(held) = held {
-        res = hold_until_sent(res, held, busy);
-    }
+    req.extensions_mut().insert(ticket.clone());
+    let res = cancel::holding(ticket.clone(), next.run(req)).await;
+    // What the answer's body needs stays reserved until it is sent (a
+    // compressed thread is as long as the request's, and a slow reader
+    // holds it); the place and the rest go once the request's CPU tasks
+    // have stopped (a time limit drops the handler before they notice).
+    ticket.done(memory::body_bytes(
+        res.body().size_hint().exact().unwrap_or(0),
+    ));
+    let mut res = res.map(|body| crate::serve::guarded(body, ticket));
     // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
     // to read: condense's do not replace them.
-    if let Some((v, _)) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
+    if let Some(v) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
         rate_headers(res.headers_mut(), &v);
     }
     res
 }
 
-/// What a request reserves as it is admitted, and the most memory it may
-/// come to hold (see `guard::memory`), from its body's declared length (a
-/// chunked body counts as one of the body limit). It reserves only its
-/// body now, so a client that trickles its upload holds its bytes, not 24
-/// times them; the worst case must be free all the same, and the body's
-/// parser grows the reservation to it once the body is in (`ApiJson`).
-/// None for the probes and `/metrics`, which are never refused, and for a
-/// body over the limit, which the body limit refuses next (413, final,
-/// rather than a 503 that asks for a retry). The proxy routes' handler
-/// grows their reservation while it compresses.
-fn worst_case(app: &AppState, gates: Gates, req: &Request) -> Option<(u64, u64)> {
-    if !gates.limited {
-        return None;
-    }
+/// The request's ticket, holding its body (see `admission::memory`), from
+/// its declared length (a chunked body counts as one of the body limit); None
+/// when the budget has not its worst case free. It reserves only its body
+/// now, so a client that trickles its upload holds its bytes, not 24 times
+/// them; the body's parser grows the reservation once the body is in
+/// (`ApiJson`), the proxy's handler while it compresses. A body over the
+/// limit reserves nothing: the body limit refuses it next (413, final,
+/// rather than a 503 that asks for a retry).
+fn reserve(app: &AppState, gates: Gates, req: &Request) -> Option<Ticket> {
     let limit = app.config.limits.body_limit as u64;
     let declared = req.body().size_hint().exact();
     if declared.is_some_and(|n| limit > 0 && n > limit) {
-        return None;
+        return Some(Ticket::default());
     }
     let body = declared.unwrap_or(limit);
-    Some(match gates.shed {
-        true => (memory::body_bytes(body), memory::model_bytes(body)),
-        false => (memory::body_bytes(body), memory::body_bytes(body)),
-    })
-}
-
-/// Keeps what an answer's body needs reserved until the body is sent (a
-/// compressed thread is as long as the request's, and a slow reader holds
-/// it), and lets go of the rest now, unless a CPU task of the request is
-/// still at work (`busy`: it holds the whole reservation until it stops).
-fn hold_until_sent(res: Response, held: Held, busy: bool) -> Response {
-    if !busy {
-        let size = res.body().size_hint().exact().unwrap_or(0);
-        held.shrink_to(memory::body_bytes(size));
-    }
-    res.map(|body| crate::serve::guarded(body, held))
+    let worst = match gates.shed {
+        true => memory::model_bytes(body),
+        false => memory::body_bytes(body),
+    };
+    let now = memory::body_bytes(body);
+    app.memory
+        .has_free(worst)
+        .then(|| app.memory.try_reserve(now))?
 }
 
 /// The caller, or the one 401 every wrong credential gets.

@@ -5,8 +5,6 @@
 //! and relays the provider's answer as it streams in.
 
 use super::access::Access;
-use std::any::Any;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
@@ -17,12 +15,12 @@ use axum::response::Response;
 
 use super::extract::{RawBody, require_json};
 use super::middleware::REQUEST_ID;
+use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
-use crate::guard::{Caller, Held, memory};
+use crate::guard::Caller;
 use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
-use crate::tokens::cancel;
 
 /// Names the profile for this request (default: `default`).
 const PROFILE: &str = "x-condense-profile";
@@ -56,7 +54,7 @@ async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
     caller: Option<Extension<Caller>>,
-    held: Option<Extension<Held>>,
+    ticket: Option<Extension<Ticket>>,
     tie: Option<Extension<EndWithClient>>,
     req: Request,
 ) -> Result<Response> {
@@ -87,31 +85,19 @@ async fn proxy(
             .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
         upstream_allowed: caller.llm,
     };
-    let held = held.map(|Extension(h)| h);
-    let (prepared, busy) = match app.overload.try_enter() {
-        Some(place) if room_to_compress(held.as_ref(), body.len()) => {
-            // Held until compressing's CPU tasks have stopped, even if the
-            // client leaves first or compressing runs out of time and the
-            // request goes on unchanged (see `cancel::holding`).
-            let share: Arc<dyn Any + Send + Sync> = Arc::new((place, held.clone()));
-            let prepare = app.proxy.prepare(provider, &options, body);
-            let prepared = cancel::holding(share.clone(), prepare).await?;
-            (prepared, Arc::strong_count(&share) > 1)
-        }
-        Some(_) => (
-            Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET),
-            false,
-        ),
-        None => (
-            Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED),
-            false,
-        ),
+    // No ticket means the gates did not run: compressing holds nothing.
+    let ticket = ticket.map(|t| t.0).unwrap_or_default();
+    let prepared = if !ticket.enter(&app.overload) {
+        Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED)
+    } else if !ticket.try_grow_to(memory::model_bytes(body.len() as u64)) {
+        Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET)
+    } else {
+        app.proxy.prepare(provider, &options, body).await?
     };
     // Until the provider answers, the request holds the body it forwards
-    // (and all it reserved while a timed-out compression still runs).
-    if let Some(held) = held.as_ref().filter(|_| !busy) {
-        held.shrink_to(memory::body_bytes(prepared.body.len() as u64));
-    }
+    // (and all it reserved while a timed-out compression still runs: see
+    // `Ticket::done`).
+    ticket.done(memory::body_bytes(prepared.body.len() as u64));
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
@@ -123,12 +109,6 @@ async fn proxy(
     // ends the provider call.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
-}
-
-/// Grows the request's reservation (its body) to what compressing it may
-/// hold; false when the memory budget has not that much free.
-fn room_to_compress(held: Option<&Held>, body: usize) -> bool {
-    held.is_none_or(|h| h.try_grow_to(memory::model_bytes(body as u64)))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -11,6 +11,7 @@
 //! long between requests. Each client address may hold only part of the
 //! cap ([`peers`]), so one client cannot shut out the others.
 
+mod activity;
 mod conn;
 mod fds;
 mod guarded;
@@ -25,7 +26,7 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-pub use conn::EndWithClient;
+pub use activity::EndWithClient;
 pub use fds::{connection_budget, reserved_fds};
 pub use guarded::guarded;
 use peers::Peers;

@@ -17,7 +17,7 @@ use std::task::{Context, Poll, ready};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::conn::Activity;
+use super::activity::{Activity, Left};
 
 /// The socket, reporting reads and stalled writes to [`Activity`].
 pub(super) struct Watched {
@@ -108,15 +108,6 @@ impl AsyncWrite for Watched {
             other => other,
         })
     }
-}
-
-/// How a client's side of a connection was seen to close.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Left {
-    /// End of input: it left, or only shut its write side.
-    Closed,
-    /// An error such as a reset: it is gone.
-    Reset,
 }
 
 /// Completes when the client's side of the connection reads as closed,

@@ -20,11 +20,16 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::extract::extract;
-use super::sections::clip;
+use super::fit::{How, Size, fit};
 use crate::thread::{Message, Part, Role};
 
 /// Longest item shown for an anchor in a repaired summary, in characters.
 pub const ITEM_CHARS: usize = 160;
+
+/// `text` as an anchor's item shows it: at most [`ITEM_CHARS`].
+fn shown(text: &str) -> String {
+    fit(text, Size::Chars(ITEM_CHARS), How::End)
+}
 
 /// How much of a long text (a request, an instruction, an error line, a
 /// command) a summary must hold: its first this many significant characters
@@ -143,12 +148,49 @@ const NOT_NAMES: [&str; 12] = [
     "And",
 ];
 
+/// The opening of a per-iteration entry's repair: the anchors of its
+/// iteration its text misses, to the end of the entry.
+pub(super) const MENTIONED: &str = "Also mentioned: ";
+
+/// A text in the forms anchors are looked up in: what the receipt and a
+/// per-iteration entry's repair check a summary with.
+pub(super) struct Forms {
+    folded: String,
+    significant: String,
+}
+
+impl Forms {
+    pub(super) fn of(text: &str) -> Self {
+        Self {
+            folded: folded(text),
+            significant: significant(text),
+        }
+    }
+
+    pub(super) fn holds(&self, a: &Anchor) -> bool {
+        a.needles.iter().all(|n| match n {
+            Needle::Significant(s) => self.significant.contains(s.as_str()),
+            Needle::Folded(s) => self.folded.contains(s.as_str()),
+            Needle::Word(s) => holds_word(&self.folded, s),
+        })
+    }
+}
+
+/// `needle` in `hay` with no letter or digit right before or after it.
+fn holds_word(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(at, _)| {
+        let before = hay[..at].chars().next_back();
+        let after = hay[at + needle.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 /// The anchors of `span` (canonical messages).
 pub fn anchors(span: &[Message]) -> Anchors {
     let mut found = Found::default();
     let s = extract(span, usize::MAX);
     for e in &s.errors.items {
-        found.add(Kind::Error, clip(e, ITEM_CHARS), vec![prose(e)]);
+        found.add(Kind::Error, shown(e), vec![prose(e)]);
     }
     for c in &s.commands.items {
         // `cmd`, or `cmd` (exit status N): the exit status must be kept too.
@@ -166,8 +208,8 @@ pub fn anchors(span: &[Message]) -> Anchors {
             None => Kind::Command,
         };
         let item = match status {
-            Some(code) => format!("`{}` (exit status {code})", clip(cmd, ITEM_CHARS)),
-            None => format!("`{}`", clip(cmd, ITEM_CHARS)),
+            Some(code) => format!("`{}` (exit status {code})", shown(cmd)),
+            None => format!("`{}`", shown(cmd)),
         };
         found.add(kind, item, needles);
     }
@@ -197,12 +239,12 @@ fn user_text(found: &mut Found, text: &str) {
     }
     found.add(
         Kind::Request,
-        format!("\"{}\"", clip(text, ITEM_CHARS)),
+        format!("\"{}\"", shown(text)),
         vec![prose(text)],
     );
     for sentence in sentences(text) {
         if RULE.is_match(sentence) {
-            let item = format!("\"{}\"", clip(sentence, ITEM_CHARS));
+            let item = format!("\"{}\"", shown(sentence));
             found.add(Kind::Instruction, item, vec![prose(sentence)]);
         }
     }

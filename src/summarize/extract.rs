@@ -9,7 +9,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::salience::{condense, score, sentences};
+use super::fit::{How, Size, fit};
+use super::salience::{score, sentences};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
@@ -66,13 +67,16 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                 Part::Text(t) => {
                     match m.role {
                         Role::User => {
-                            s.requests.push(format!("\"{}\"", condense(t, text_cap)));
+                            s.requests.push(format!(
+                                "\"{}\"",
+                                fit(t, Size::Chars(text_cap), How::Telling)
+                            ));
                         }
                         // An instruction given mid-thread is an instruction still.
                         Role::System | Role::Developer => s.requests.push(format!(
                             "({}) \"{}\"",
                             m.role.as_str(),
-                            condense(t, text_cap)
+                            fit(t, Size::Chars(text_cap), How::Telling)
                         )),
                         Role::Assistant => {
                             if !t.trim().is_empty() {
@@ -130,7 +134,7 @@ fn statements(text: &str, cap: usize) -> String {
         .map(str::trim)
         .filter(|t| score(t) > 0 && !DECISION.is_match(t))
         .collect();
-    condense(&facts.join(" "), cap)
+    fit(&facts.join(" "), Size::Chars(cap), How::Telling)
 }
 
 /// Paths and error lines of any text.

@@ -2,7 +2,8 @@
 //! summary, and shrunk until they fit the token limit.
 
 use super::extract::extract;
-use super::sections::{Caps, Sections, clip};
+use super::fit::{How, Size, fit};
+use super::sections::{Caps, Sections};
 use super::{Strategy, SummaryRequest, Written};
 use crate::thread::Message;
 use crate::tokens::Counter;
@@ -66,30 +67,24 @@ pub fn heuristic(
 ) -> String {
     let older = prior.map(Sections::parse).unwrap_or_default();
     let all = older.merge(extract(span, Caps::default().text));
-    let caps = Caps::default().fitted(&all);
-    let mut factor = 1.0_f64;
-    for _ in 0..48 {
-        let mut s = all.clone();
-        s.apply(caps.scaled(factor));
-        let text = s.render();
-        let n = count(&text);
-        if n <= max_tokens {
-            return text;
-        }
-        // Shrink in small steps so the result is the largest that fits;
-        // take bigger ones when far over.
-        factor *= (max_tokens as f64 / n as f64).min(0.97);
+    Caps::default()
+        .fitted(&all)
+        .fit(max_tokens, &count, 0.97, |caps| {
+            let mut s = all.clone();
+            s.apply(caps);
+            s.render()
+        })
+}
+
+/// A summary's content re-fitted into `max_tokens` (when the budget is
+/// tighter than the limit it was written for). The heuristic's sections
+/// shrink by their own rules; other text is cut at a line end.
+pub fn shrink(content: &str, strategy: Strategy, max_tokens: usize, c: &Counter<'_>) -> String {
+    let count = |s: &str| c.text(s).tokens;
+    match strategy {
+        Strategy::Heuristic => heuristic(&[], Some(content), max_tokens, count),
+        _ => fit(content, Size::Tokens(max_tokens, &count), How::LineEnd),
     }
-    // Still over at the smallest caps: cut the text itself.
-    let mut s = all;
-    s.apply(caps.scaled(factor));
-    let mut text = s.render();
-    let mut chars = text.chars().count();
-    while count(&text) > max_tokens && chars > 0 {
-        chars = chars * 3 / 4;
-        text = clip(&text, chars);
-    }
-    text
 }
 
 #[cfg(test)]

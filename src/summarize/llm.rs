@@ -8,8 +8,9 @@
 
 use std::fmt::Write;
 
+use super::fit::{How, Size, fit};
 use super::{SummaryRequest, UpstreamModel, Usage};
-use crate::thread::{Message, Part, cut_middle};
+use crate::thread::{Message, Part};
 use crate::tokens::Counter;
 use crate::upstream::{ChatRequest, Upstream, UpstreamError};
 
@@ -51,7 +52,7 @@ fn block(m: &Message, result_chars: usize) -> String {
                     s,
                     "\n  -> {}({})",
                     c.name,
-                    cut_middle(&c.arguments, result_chars).unwrap_or_else(|| c.arguments.clone())
+                    fit(&c.arguments, Size::Chars(result_chars), How::Middle)
                 );
             }
             Part::FunctionCall { name, arguments } => {
@@ -70,7 +71,7 @@ fn block(m: &Message, result_chars: usize) -> String {
                     })
                     .collect();
                 let text = text.join("\n");
-                let text = cut_middle(&text, result_chars).unwrap_or(text);
+                let text = fit(&text, Size::Chars(result_chars), How::Middle);
                 let tag = if r.is_error {
                     "tool error"
                 } else {
@@ -115,7 +116,7 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
         if n > max_tokens {
             // Characters per token of this block, to aim the cut.
             let keep = (b.chars().count() * max_tokens / n.max(1)).max(64);
-            b = cut_middle(&b, keep).unwrap_or(b);
+            b = fit(&b, Size::Chars(keep), How::Middle);
             n = c.raw(&b);
         }
         if used + n > max_tokens && !current.is_empty() {
@@ -153,7 +154,8 @@ pub async fn write(
         super::cpu(move || {
             // The summarizer's tokenizer is not ours: leave a third of the room as margin.
             let overhead = c.raw(SYSTEM_PROMPT) + c.raw(instructions.as_deref().unwrap_or("")) + 64;
-            let summary = prior.map(|p| clip_tokens(&p, window / 4, &c));
+            let fits = |s: &str| c.text(s).tokens;
+            let summary = prior.map(|p| fit(&p, Size::Tokens(window / 4, &fits), How::LineEnd));
             let existing = summary.as_deref().map_or(0, |s| c.raw(s));
             let room = (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256);
             (
@@ -177,28 +179,11 @@ pub async fn write(
         let answer = called.result?;
         usage.prompt_tokens += answer.prompt_tokens;
         usage.completion_tokens += answer.completion_tokens;
-        summary = Some(super::cpu(move || clip_tokens(&answer.text, limit, &c)).await);
+        let fits = move |s: &str| c.text(s).tokens;
+        let fitted = move || fit(&answer.text, Size::Tokens(limit, &fits), How::LineEnd);
+        summary = Some(super::cpu(fitted).await);
     }
     summary.map(|s| (s, usage)).ok_or(UpstreamError::Empty)
-}
-
-/// `text` cut at a line or sentence end so it fits `max` tokens.
-pub fn clip_tokens(text: &str, max: usize, c: &Counter<'_>) -> String {
-    if c.text(text).tokens <= max {
-        return text.to_string();
-    }
-    let mut chars: Vec<char> = text.chars().collect();
-    while !chars.is_empty() {
-        let keep = chars.len() * 9 / 10;
-        chars.truncate(keep);
-        let s: String = chars.iter().collect();
-        let end = s.rfind(['\n', '.']).map_or(s.len(), |i| i + 1);
-        let cut = s[..end].trim_end().to_string();
-        if c.text(&cut).tokens <= max {
-            return cut;
-        }
-    }
-    String::new()
 }
 
 #[cfg(test)]
@@ -235,7 +220,7 @@ mod tests {
             blocks[2]
         );
         assert!(
-            blocks[2].contains("…[truncated 4,900 characters]…"),
+            blocks[2].contains("…[truncated 4,930 characters]…"),
             "{}",
             blocks[2]
         );

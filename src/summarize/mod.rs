@@ -17,6 +17,7 @@ pub mod anchors;
 mod canonical;
 mod encode;
 mod extract;
+mod fit;
 mod heuristic;
 mod hybrid;
 mod iterations;
@@ -31,31 +32,19 @@ mod written;
 use serde::{Deserialize, Serialize};
 
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
-pub use heuristic::heuristic;
+pub use heuristic::{heuristic, shrink};
 pub use hybrid::NARRATIVE;
 pub use iterations::{
     IterationSummary, refit as refit_injection, refolded as injection_refolded,
     summaries as iteration_summaries,
 };
-pub use receipt::{ALSO, Fidelity, write_offline};
+pub use receipt::{ALSO, write_offline};
 pub use request::{
     AHEAD, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };
-pub use sections::{Caps, Sections, clip};
+pub use sections::{Caps, Sections};
 pub use service::SummaryService;
-pub use written::{PROMPT_VERSION, Usage, Written};
-
-use crate::tokens::Counter;
-
-/// A summary's content re-fitted into `max_tokens` (when the budget is
-/// tighter than the limit it was written for). The heuristic's sections
-/// shrink by their own rules; other text is cut at a line end.
-pub fn shrink(content: &str, strategy: Strategy, max_tokens: usize, c: &Counter<'_>) -> String {
-    match strategy {
-        Strategy::Heuristic => heuristic(&[], Some(content), max_tokens, |s| c.text(s).tokens),
-        _ => llm::clip_tokens(content, max_tokens, c),
-    }
-}
+pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 
 pub(crate) use crate::tokens::cancel::cpu;
 

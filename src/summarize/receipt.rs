@@ -32,10 +32,9 @@
 //! `added` only thanks to them, `missing` by neither;
 //! `kept + added + missing == anchors`.
 
-use serde::{Deserialize, Serialize};
-
-use super::anchors::{Anchor, Anchors, Needle, anchors, folded, significant};
-use super::{SummaryRequest, Writer, Written};
+use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
+use super::fit::{How, Size, fit};
+use super::{Fidelity, SummaryRequest, Writer, Written};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -44,35 +43,6 @@ pub const ALSO: &str = "### Also in the span";
 /// The line that opens a per-iteration injection's list (see
 /// `iterations`): the repair goes before it, so the list still reads back.
 const ITERATIONS: &str = "Earlier iterations:";
-
-/// The opening of a per-iteration entry's repair: the anchors of its
-/// iteration its text misses, to the end of the entry.
-pub const MENTIONED: &str = "Also mentioned: ";
-
-/// What a summary kept of its span's anchors.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fidelity {
-    /// Anchors checked (at most `anchors::MAX_ANCHORS`).
-    pub anchors: usize,
-    /// Held by the summary as written.
-    pub kept: usize,
-    /// Held only thanks to the `### Also in the span` list.
-    pub added: usize,
-    /// Held by neither: they did not fit the limit.
-    pub missing: usize,
-    /// Anchors beyond the per-kind caps, not checked.
-    pub left_out: usize,
-}
-
-impl Fidelity {
-    /// The proxy's `x-condense-fidelity` header value.
-    pub fn header(&self) -> String {
-        format!(
-            "anchors={} kept={} added={} missing={} left_out={}",
-            self.anchors, self.kept, self.added, self.missing, self.left_out
-        )
-    }
-}
 
 /// The anchors of `req`'s span, and the request an LLM writer gets: an LLM
 /// fills whatever room it is given, so the room the anchors' list needs
@@ -161,38 +131,6 @@ pub fn write_offline(req: &SummaryRequest) -> Written {
     w.content = content;
     w.fidelity = Some(fidelity);
     w
-}
-
-/// A text in the forms anchors are looked up in.
-pub(super) struct Forms {
-    folded: String,
-    significant: String,
-}
-
-impl Forms {
-    pub(super) fn of(text: &str) -> Self {
-        Self {
-            folded: folded(text),
-            significant: significant(text),
-        }
-    }
-
-    pub(super) fn holds(&self, a: &Anchor) -> bool {
-        a.needles.iter().all(|n| match n {
-            Needle::Significant(s) => self.significant.contains(s.as_str()),
-            Needle::Folded(s) => self.folded.contains(s.as_str()),
-            Needle::Word(s) => holds_word(&self.folded, s),
-        })
-    }
-}
-
-/// `needle` in `hay` with no letter or digit right before or after it.
-fn holds_word(hay: &str, needle: &str) -> bool {
-    hay.match_indices(needle).any(|(at, _)| {
-        let before = hay[..at].chars().next_back();
-        let after = hay[at + needle.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
 }
 
 /// The receipt of `text` (see the module docs).
@@ -296,7 +234,7 @@ fn repair_written(
     if room >= c.text(content).tokens {
         return (text, f);
     }
-    let clipped = super::iterations::clip_tokens(content.trim_end(), room, c);
+    let clipped = fit(content, Size::Tokens(room, &|s| c.text(s).tokens), How::End);
     let (shorter, g) = repair(&clipped, anchors, limit, c);
     match g.kept + g.added > f.kept + f.added {
         true => (shorter, g),

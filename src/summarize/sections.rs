@@ -15,7 +15,7 @@ mod text;
 
 pub use list::{List, Tally};
 
-use super::salience::condense;
+use super::fit::{How, Size, fit};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
@@ -51,7 +51,7 @@ const ALSO: &str = "Also in the span";
 const STATE: &str = "Latest state";
 
 /// Per-section caps; the heuristic scales them down to fit a token budget.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Caps {
     pub requests: usize,
     pub stated: usize,
@@ -111,16 +111,33 @@ impl Caps {
             text: by(self.text, 1.0).max(40),
         }
     }
-}
 
-/// Cuts `s` to at most `max` characters, marking the cut.
-pub fn clip(s: &str, max: usize) -> String {
-    let s = s.trim();
-    if s.chars().count() <= max {
-        return s.to_string();
+    /// The largest `render`ing at these caps scaled down that fits `max`
+    /// tokens (by `count`): each try scales by at most `step`, less when
+    /// far over; at the smallest caps the text itself is cut.
+    pub fn fit(
+        self,
+        max: usize,
+        count: &dyn Fn(&str) -> usize,
+        step: f64,
+        render: impl Fn(Caps) -> String,
+    ) -> String {
+        let mut factor = 1.0_f64;
+        let mut text = String::new();
+        for _ in 0..48 {
+            let caps = self.scaled(factor);
+            text = render(caps);
+            let n = count(&text);
+            if n <= max {
+                return text;
+            }
+            if caps == self.scaled(0.0) {
+                break;
+            }
+            factor *= (max as f64 / n as f64).min(step);
+        }
+        fit(&text, Size::Tokens(max, count), How::End)
     }
-    let cut: String = s.chars().take(max.saturating_sub(1)).collect();
-    format!("{}…", cut.trim_end())
 }
 
 /// A quoted item (`"…"`, `(system) "…"`) condensed inside its quotes.
@@ -133,10 +150,14 @@ fn condense_quoted(item: &str, max: usize) -> String {
             let (lead, inner) = (&item[..=open], &item[open + 1..item.len() - 1]);
             format!(
                 "{lead}{}\"",
-                condense(inner, max.saturating_sub(lead.len() + 1))
+                fit(
+                    inner,
+                    Size::Chars(max.saturating_sub(lead.len() + 1)),
+                    How::Telling
+                )
             )
         }
-        _ => condense(item, max),
+        _ => fit(item, Size::Chars(max), How::Telling),
     }
 }
 
@@ -190,17 +211,23 @@ impl Sections {
             .iter_mut()
             .chain(&mut self.decisions.items)
         {
-            *item = condense(item, caps.text);
+            *item = fit(item, Size::Chars(caps.text), How::Telling);
         }
         for list in [&mut self.errors, &mut self.commands, &mut self.also] {
             for item in &mut list.items {
-                *item = clip(item, ident);
+                *item = fit(item, Size::Chars(ident), How::End);
             }
         }
-        self.state = self.state.as_deref().map(|s| condense(s, caps.text * 2));
-        self.earlier = self.earlier.as_deref().map(|s| condense(s, caps.text * 4));
+        self.state = self
+            .state
+            .as_deref()
+            .map(|s| fit(s, Size::Chars(caps.text * 2), How::Telling));
+        self.earlier = self
+            .earlier
+            .as_deref()
+            .map(|s| fit(s, Size::Chars(caps.text * 4), How::Telling));
         for (_, body) in &mut self.other {
-            *body = condense(body, caps.text * 4);
+            *body = fit(body, Size::Chars(caps.text * 4), How::Telling);
         }
     }
 }
@@ -266,6 +293,5 @@ mod tests {
     fn foreign_text_is_kept_as_earlier_context() {
         let s = Sections::parse("The user wants X. We did Y.");
         assert_eq!(s.earlier.as_deref(), Some("The user wants X. We did Y."));
-        assert_eq!(clip("abcdef", 4), "abc…");
     }
 }

@@ -1,8 +1,8 @@
 //! What a summarizer (or the cache) hands back.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{Fidelity, Strategy};
+use super::Strategy;
 
 /// Version of the summarizers' prompt and output, part of the content hash.
 pub const PROMPT_VERSION: u32 = 2;
@@ -51,5 +51,30 @@ impl Written {
             fidelity: None,
             warnings: Vec::new(),
         }
+    }
+}
+
+/// What a summary kept of its span's anchors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// Anchors checked (at most `anchors::MAX_ANCHORS`).
+    pub anchors: usize,
+    /// Held by the summary as written.
+    pub kept: usize,
+    /// Held only thanks to the `### Also in the span` list.
+    pub added: usize,
+    /// Held by neither: they did not fit the limit.
+    pub missing: usize,
+    /// Anchors beyond the per-kind caps, not checked.
+    pub left_out: usize,
+}
+
+impl Fidelity {
+    /// The proxy's `x-condense-fidelity` header value.
+    pub fn header(&self) -> String {
+        format!(
+            "anchors={} kept={} added={} missing={} left_out={}",
+            self.anchors, self.kept, self.added, self.missing, self.left_out
+        )
     }
 }

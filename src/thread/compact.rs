@@ -8,7 +8,7 @@
 //! and an array of 100,000 parts room for 131,072. A body of small parts is
 //! the costliest a request can send per byte, and this spare room was half
 //! of its tree (measured with `examples/peak_heap.rs`: 8.4 bytes of tree
-//! per body byte before, see `guard::memory` for after). Here each object
+//! per body byte before, see `admission::memory` for after). Here each object
 //! and array is built at its exact length; the values are the same `Value`s,
 //! in the same order, and duplicate keys resolve as serde_json resolves them
 //! (the last value, at the first key's place).

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::{FieldError, Message, Role, WireFormat, anthropic, openai, responses};
 
-/// Which texts [`truncate`] may cut.
+/// Which texts [`truncate_to`] may cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cut {
     /// Only the content of tool results.
@@ -68,23 +68,6 @@ pub fn cut_to(s: &str, limit: usize, keep: Keep) -> Option<String> {
     Some(format!("{head}{marker}{tail}"))
 }
 
-/// Cuts `s` to about `keep` characters by removing its middle, with a visible marker.
-pub fn cut_middle(s: &str, keep: usize) -> Option<String> {
-    let n = s.chars().count();
-    if n <= keep {
-        return None;
-    }
-    let head = keep / 2;
-    let tail = keep - head;
-    let removed = n - keep;
-    let start: String = s.chars().take(head).collect();
-    let end: String = s.chars().skip(n - tail).collect();
-    Some(format!(
-        "{start}…[truncated {} characters]…{end}",
-        thousands(removed as u64)
-    ))
-}
-
 /// `1234567` as `1,234,567`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -96,12 +79,6 @@ pub fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-/// The message with every cuttable text longer than `keep` characters cut
-/// in the middle; None when nothing was that long.
-pub fn truncate(m: &Message, format: WireFormat, cut: Cut, keep: usize) -> Option<Message> {
-    rewrite(m, format, cut, |s| cut_middle(s, keep))
 }
 
 /// The message with every cuttable text cut to at most `limit` characters
@@ -223,11 +200,12 @@ mod tests {
     #[test]
     fn middle_cut_keeps_both_ends_and_says_how_much() {
         let s = "a".repeat(10) + &"b".repeat(20_000) + &"c".repeat(10);
-        let out = cut_middle(&s, 20).unwrap();
+        let marker = "…[truncated 20,000 characters]…";
+        let out = cut_to(&s, 20 + marker.chars().count(), Keep::Both).unwrap();
         assert!(out.starts_with("aaaaaaaaaa"));
         assert!(out.ends_with("cccccccccc"));
-        assert!(out.contains("…[truncated 20,000 characters]…"));
-        assert_eq!(cut_middle("short", 20), None);
+        assert!(out.contains(marker));
+        assert_eq!(cut_to("short", 20, Keep::Both), None);
     }
 
     #[test]
@@ -256,7 +234,7 @@ mod tests {
             .unwrap()
             .pop()
             .unwrap();
-        let t = truncate(&m, WireFormat::OpenAi, Cut::ToolResults, 100).unwrap();
+        let t = truncate_to(&m, WireFormat::OpenAi, Cut::ToolResults, 100, Keep::Both).unwrap();
         assert_eq!(t.raw["extra"], json!({"k": 1}));
         assert!(t.raw["content"].as_str().unwrap().len() < 200);
 
@@ -269,7 +247,7 @@ mod tests {
             .1
             .pop()
             .unwrap();
-        let t = truncate(&m, WireFormat::Anthropic, Cut::ToolResults, 100).unwrap();
+        let t = truncate_to(&m, WireFormat::Anthropic, Cut::ToolResults, 100, Keep::Both).unwrap();
         assert!(
             t.raw["content"][0]["content"][0]["text"]
                 .as_str()
@@ -281,7 +259,7 @@ mod tests {
             t.raw["content"][1], raw["content"][1],
             "user text is left alone"
         );
-        let t = truncate(&m, WireFormat::Anthropic, Cut::AnyText, 100).unwrap();
+        let t = truncate_to(&m, WireFormat::Anthropic, Cut::AnyText, 100, Keep::Both).unwrap();
         assert_eq!(
             t.raw["content"][1]["cache_control"],
             json!({"type": "ephemeral"})

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use clearing::{Clearing, clear};
-pub use edit::{Cut, Keep, cut_middle, cut_to, text_message, thousands, truncate, truncate_to};
+pub use edit::{Cut, Keep, cut_to, text_message, thousands, truncate_to};
 pub use hardening::{
     Bounded, Limits, MAX_ECHO_CHARS, MAX_ERRORS, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, cap,
     clip_quoted, echo, json_shape, too_many_nodes,

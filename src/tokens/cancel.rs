@@ -11,35 +11,36 @@
 //! receiver is gone.
 //!
 //! Until it notices, the task still holds memory and a core, so the
-//! request's place among the requests at work must not be freed before it
-//! ends: the gates run the request [`holding`] its place, and every CPU
-//! task it starts keeps a share of it ([`held`]).
+//! request's place and memory must not be freed before it ends: the gates
+//! run the request [`holding`] its ticket, and every CPU task it starts
+//! counts as the ticket's work ([`held`]).
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::admission::{Ticket, Work};
 
 thread_local! {
     static FLAG: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
 }
 
 tokio::task_local! {
-    static HELD: Arc<dyn Any + Send + Sync>;
+    static TICKET: Ticket;
 }
 
-/// Runs `request` holding `place` (a place among the requests at work),
-/// which every CPU task the request starts shares: the place is free when
-/// the request and all its tasks are done, not when the request is dropped.
-pub async fn holding<F: Future>(place: Arc<dyn Any + Send + Sync>, request: F) -> F::Output {
-    HELD.scope(place, request).await
+/// Runs `request` holding `ticket`, whose work every CPU task the request
+/// starts counts as: what it holds is free when the request and all its
+/// tasks are done, not when the request is dropped.
+pub async fn holding<F: Future>(ticket: Ticket, request: F) -> F::Output {
+    TICKET.scope(ticket, request).await
 }
 
-/// A share of the place the current request holds, for a CPU task it
-/// starts to keep until the task ends (None outside [`holding`]).
-pub fn held() -> Option<Arc<dyn Any + Send + Sync>> {
-    HELD.try_with(Arc::clone).ok()
+/// A share of the current request's ticket, for a CPU task it starts to
+/// keep until the task ends (None outside [`holding`]).
+pub fn held() -> Option<Work> {
+    TICKET.try_with(Ticket::work).ok()
 }
 
 /// Tasks inside a [`scope`] right now, for tests that wait for the pool to drain.
@@ -118,17 +119,18 @@ where
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use super::{held, holding};
+    use crate::admission::{Overload, Ticket};
 
     #[tokio::test]
     async fn a_place_is_free_only_when_the_tasks_of_a_dropped_request_end() {
-        let place: Arc<dyn std::any::Any + Send + Sync> = Arc::new(());
-        let weak = Arc::downgrade(&place);
+        let places = Overload::new(1);
+        let ticket = Ticket::default();
+        assert!(ticket.enter(&places));
         let (go, wait) = std::sync::mpsc::channel::<()>();
-        let request = holding(place, async move {
+        let request = holding(ticket, async move {
             let share = held().expect("inside `holding`");
             tokio::task::spawn_blocking(move || {
                 let _share = share;
@@ -144,12 +146,12 @@ mod tests {
                 .is_err()
         );
         assert!(
-            weak.upgrade().is_some(),
+            places.try_enter().is_none(),
             "the place was freed while its work ran"
         );
         go.send(()).unwrap();
         for _ in 0..6000 {
-            if weak.upgrade().is_none() {
+            if places.try_enter().is_some() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

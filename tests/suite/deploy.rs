@@ -403,7 +403,7 @@ fn quantity(q: &str) -> u64 {
 /// the limit. A default changed on one side only turns this red.
 #[test]
 fn the_memory_limit_holds_the_budget() {
-    use condense::guard::memory::{IDLE_RSS_BYTES, limit_for, model_bytes};
+    use condense::admission::memory::{IDLE_RSS_BYTES, limit_for, model_bytes};
 
     let docs = manifests();
     let c = by_kind(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0].clone();

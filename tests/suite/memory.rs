@@ -10,7 +10,7 @@ use crate::support::server;
 
 use std::time::Duration;
 
-use condense::guard::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
+use condense::admission::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::timeout;

@@ -12,10 +12,10 @@
 //! a few tokens what a cut of the facts loses, but the facts hold anchors
 //! too.
 
-use super::bound::{clip_tokens, one_line};
-use super::facts::Facts;
-use crate::summarize::anchors::Anchors;
-use crate::summarize::receipt::{Forms, MENTIONED};
+use super::facts::{Facts, one_line};
+use crate::summarize::anchors::{Anchors, Forms, MENTIONED};
+use crate::summarize::fit::{How, Size, fit};
+use crate::summarize::sections::Caps;
 use crate::tokens::Counter;
 
 pub(super) struct Entry {
@@ -38,13 +38,6 @@ impl Piece {
         match self {
             Piece::Facts(f) => f.full(),
             Piece::Text(t) => one_line(t),
-        }
-    }
-
-    fn fit(&self, max: usize, c: &Counter<'_>) -> String {
-        match self {
-            Piece::Facts(f) => f.fit(max, c),
-            Piece::Text(t) => clip_tokens(&one_line(t), max, c),
         }
     }
 }
@@ -126,12 +119,18 @@ impl Entry {
             return join(full);
         }
         let inner = share(&sizes, cap);
+        let count = |s: &str| c.text(s).tokens;
+        let fitted = |p: &Piece| match p {
+            // Facts lower their caps as the plain heuristic does, in coarser steps.
+            Piece::Facts(f) => Caps::default().fit(inner, &count, 0.9, |caps| f.render(caps)),
+            Piece::Text(t) => fit(&one_line(t), Size::Tokens(inner, &count), How::End),
+        };
         join(
             self.parts
                 .iter()
                 .zip(full)
                 .zip(&sizes)
-                .map(|((p, whole), &n)| if n <= inner { whole } else { p.fit(inner, c) }),
+                .map(|((p, whole), &n)| if n <= inner { whole } else { fitted(p) }),
         )
     }
 }

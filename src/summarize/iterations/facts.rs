@@ -6,9 +6,6 @@
 use crate::summarize::extract::extract;
 use crate::summarize::sections::{Caps, List, Sections};
 use crate::thread::{Message, Part, Role};
-use crate::tokens::Counter;
-
-use super::bound::{clip_tokens, one_line};
 
 /// What one iteration's messages say.
 pub(in crate::summarize) struct Facts {
@@ -70,25 +67,8 @@ impl Facts {
         self.render(Caps::default())
     }
 
-    /// The largest rendering that fits `max` tokens: the caps are lowered
-    /// step by step, as the plain heuristic lowers them; the text itself is
-    /// cut only when the smallest caps are still too long.
-    pub fn fit(&self, max: usize, c: &Counter<'_>) -> String {
-        let caps = Caps::default();
-        let mut factor = 1.0_f64;
-        let mut text = String::new();
-        for _ in 0..32 {
-            text = self.render(caps.scaled(factor));
-            let n = c.text(&text).tokens;
-            if n <= max {
-                return text;
-            }
-            factor *= (max as f64 / n as f64).min(0.9);
-        }
-        clip_tokens(&text, max, c)
-    }
-
-    fn render(&self, caps: Caps) -> String {
+    /// The facts at `caps`, on one line.
+    pub fn render(&self, caps: Caps) -> String {
         let mut s = self.sections.clone();
         s.apply(caps);
         let mut failing = self.failing.clone();
@@ -147,6 +127,12 @@ impl Facts {
         }
         one_line(&out.join(" "))
     }
+}
+
+/// `text` on one line, its runs of white space made single spaces: each
+/// entry of the list is one line, so the list can be read back.
+pub(super) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 fn more(n: usize) -> String {

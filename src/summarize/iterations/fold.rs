@@ -18,8 +18,8 @@
 
 use std::collections::HashSet;
 
-use crate::summarize::clip;
-use crate::summarize::receipt::MENTIONED;
+use crate::summarize::anchors::MENTIONED;
+use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
 /// Sentences the heuristic's facts open with (see `facts.rs`), by rank:
@@ -201,7 +201,7 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
                 let items: Vec<String> = items
                     .into_iter()
                     .filter(|i| !again.contains(i))
-                    .map(|i| clip(i, max))
+                    .map(|i| fit(i, Size::Chars(max), How::End))
                     .collect();
                 (!items.is_empty()).then(|| format!("{opening}{}.", items.join("; ")))
             })

@@ -15,9 +15,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::summarize::fit::{How, Size, fit};
 use crate::summarize::llm::transcript;
 use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
-use crate::thread::{Message, cut_middle};
+use crate::thread::Message;
 use crate::tokens::Counter;
 use crate::upstream::{ChatRequest, Upstream, UpstreamError};
 
@@ -122,7 +123,7 @@ fn block(it: u64, messages: &[Message], result_chars: usize, c: Counter, room: u
     let n = c.raw(&text);
     let text = if n > room {
         let keep = (text.chars().count() * room / n.max(1)).max(64);
-        cut_middle(&text, keep).unwrap_or(text)
+        fit(&text, Size::Chars(keep), How::Middle)
     } else {
         text
     };

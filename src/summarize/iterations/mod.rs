@@ -27,13 +27,10 @@ use serde::Serialize;
 
 use super::anchors::anchors;
 use super::{SummaryRequest, Usage, Writer};
+use crate::tokens::Counter;
 use crate::upstream::{Upstream, UpstreamError};
-use bound::Rolling;
-pub(super) use bound::clip_tokens;
+use bound::{HEADER, Rolling};
 use entry::{Entry, Piece};
-
-/// The line that opens the list of iterations in an injection.
-const HEADER: &str = "Earlier iterations:";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IterationSummary {
@@ -105,21 +102,8 @@ pub fn summaries(injection: &str) -> Vec<IterationSummary> {
 /// `injection` re-fitted into `max_tokens` (when the budget is tighter than
 /// the limit it was written for): the same rules as when writing it, so it
 /// stays a list that reads back.
-pub fn refit(injection: &str, max_tokens: usize, c: &crate::tokens::Counter<'_>) -> String {
-    let p = split(injection);
-    let entries: Vec<Entry> = p
-        .entries
-        .into_iter()
-        .map(|(iteration, text)| Entry::written(iteration, text))
-        .collect();
-    bound::injection(
-        p.head.as_deref(),
-        p.left_out,
-        p.rolling.as_ref(),
-        &entries,
-        max_tokens,
-        c,
-    )
+pub fn refit(injection: &str, max_tokens: usize, c: &Counter<'_>) -> String {
+    extended(split(injection), Vec::new(), max_tokens, c)
 }
 
 /// Runs of equal iterations: `its[i]` is the iteration of canonical message `i`.
@@ -143,45 +127,47 @@ fn assemble(
     prior: Option<&str>,
 ) -> String {
     let hybrid = matches!(req.settings.writer, Writer::Hybrid(_));
+    let new = groups.iter().enumerate().map(|(i, (it, range))| {
+        let span = &req.span[range.clone()];
+        let mut parts = Vec::new();
+        if stories.is_none() || hybrid {
+            parts.push(Piece::Facts(Box::new(facts::Facts::of(span))));
+        }
+        if let Some(story) = stories.as_ref().and_then(|s| s.get(i)) {
+            parts.push(Piece::Text(story.clone()));
+        }
+        let anchors = Some(anchors(span));
+        Entry {
+            iteration: *it,
+            parts,
+            anchors,
+        }
+    });
     let p = prior.map(split).unwrap_or_default();
+    extended(p, new.collect(), req.settings.limit, &req.settings.counter)
+}
+
+/// `p` (a previous injection read back) with the `new` entries after it,
+/// in `limit` tokens.
+fn extended(p: Parts, new: Vec<Entry>, limit: usize, c: &Counter<'_>) -> String {
     let mut entries: Vec<Entry> = p
         .entries
         .into_iter()
         .map(|(iteration, text)| Entry::written(iteration, text))
         .collect();
-    for (i, (it, range)) in groups.iter().enumerate() {
-        let mut parts = Vec::new();
-        if stories.is_none() || hybrid {
-            parts.push(Piece::Facts(Box::new(facts::Facts::of(
-                &req.span[range.clone()],
-            ))));
-        }
-        if let Some(story) = stories.as_ref().and_then(|s| s.get(i)) {
-            parts.push(Piece::Text(story.clone()));
-        }
-        let anchors = Some(anchors(&req.span[range.clone()]));
+    for e in new {
         match entries.last_mut() {
             // The previous injection ended inside this iteration: one entry,
             // repaired against the new messages' anchors.
-            Some(last) if last.iteration == *it => {
-                last.parts.extend(parts);
-                last.anchors = anchors;
+            Some(last) if last.iteration == e.iteration => {
+                last.parts.extend(e.parts);
+                last.anchors = e.anchors;
             }
-            _ => entries.push(Entry {
-                iteration: *it,
-                parts,
-                anchors,
-            }),
+            _ => entries.push(e),
         }
     }
-    bound::injection(
-        p.head.as_deref(),
-        p.left_out,
-        p.rolling.as_ref(),
-        &entries,
-        req.settings.limit,
-        &req.settings.counter,
-    )
+    let (head, rolling) = (p.head.as_deref(), p.rolling.as_ref());
+    refold::injection(head, p.left_out, rolling, &entries, limit, c)
 }
 
 /// An injection's parts.

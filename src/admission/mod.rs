@@ -1,0 +1,352 @@
+//! Admission: what a request or a background job holds while it works, in
+//! one [`Ticket`]: memory from the budget ([`MemoryBudget`]; what a request
+//! costs: [`memory`]), a place among the requests at work ([`Overload`]) if
+//! it took one, and how many of its CPU tasks still run.
+//!
+//! A CPU task cannot be aborted (see `tokens::cancel`): one still at work
+//! after its request answered (a time limit, a client gone) keeps using a
+//! core and memory. So a ticket lets its place and memory go only when its
+//! holder is done and its last task has stopped.
+//!
+//! A leaf: it names nothing of the crate, so the gates, the proxy, the
+//! background jobs and the runner of CPU tasks can all name it.
+
+pub mod memory;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Reservations count in KiB: a semaphore takes at most `u32` permits at once.
+const UNIT: u64 = 1024;
+
+/// The memory budget, shared by every request and job of the process.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryBudget {
+    /// None: no budget (`CONDENSE_MEMORY_BUDGET_BYTES=0`).
+    units: Option<Arc<Semaphore>>,
+    total: u32,
+}
+
+impl MemoryBudget {
+    /// A budget of `bytes` (rounded down to KiB); `0` lifts it.
+    pub fn new(bytes: u64) -> Self {
+        let total = u32::try_from(bytes / UNIT).unwrap_or(u32::MAX);
+        Self {
+            units: (total > 0).then(|| Arc::new(Semaphore::new(total as usize))),
+            total,
+        }
+    }
+
+    /// A ticket holding `bytes`, or `None` when fewer are free. A request
+    /// larger than the whole budget is admitted when the budget is all
+    /// free (it runs alone) rather than never.
+    pub fn try_reserve(&self, bytes: u64) -> Option<Ticket> {
+        let permit = match &self.units {
+            None => None,
+            Some(s) => Some(
+                s.clone()
+                    .try_acquire_many_owned(self.units_of(bytes))
+                    .ok()?,
+            ),
+        };
+        Some(Ticket(Arc::new(Mutex::new(Holding {
+            budget: self.clone(),
+            permit,
+            most: bytes,
+            place: None,
+            working: 0,
+            keep: None,
+        }))))
+    }
+
+    /// `bytes` could be reserved now (always without a budget; a request
+    /// larger than the whole budget when all of it is free, as in
+    /// [`MemoryBudget::try_reserve`]).
+    pub fn has_free(&self, bytes: u64) -> bool {
+        self.units
+            .as_ref()
+            .is_none_or(|s| s.available_permits() as u64 >= u64::from(self.units_of(bytes)))
+    }
+
+    /// Bytes reserved now (0 without a budget: nothing is counted).
+    pub fn in_use(&self) -> u64 {
+        self.units
+            .as_ref()
+            .map_or(0, |s| u64::from(self.total) - s.available_permits() as u64)
+            * UNIT
+    }
+
+    /// The configured budget in bytes (0: none).
+    pub fn total(&self) -> u64 {
+        u64::from(self.total) * UNIT
+    }
+
+    /// `bytes` in whole units, at most the whole budget.
+    fn units_of(&self, bytes: u64) -> u32 {
+        u32::try_from(bytes.div_ceil(UNIT))
+            .unwrap_or(u32::MAX)
+            .min(self.total)
+    }
+}
+
+/// The global concurrency limit: at most N requests at work at once, and
+/// the next one is refused at once (503 `overloaded`, `Retry-After`) rather
+/// than queued. A queue without bound turns a burst into memory and into
+/// answers that come after their clients gave up; a refusal tells a client
+/// (or its load balancer) to go elsewhere or come back. (A semaphore's
+/// `try_acquire`, not tower's `ConcurrencyLimit`, which waits.)
+#[derive(Debug, Clone)]
+pub struct Overload {
+    /// None: no limit (`CONDENSE_MAX_CONCURRENCY=0`).
+    permits: Option<Arc<Semaphore>>,
+    max: usize,
+}
+
+/// A place among the requests at work, held until dropped.
+#[derive(Debug)]
+pub struct Permit(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+
+impl Overload {
+    /// At most `max` at once; `0` lifts the limit.
+    pub fn new(max: usize) -> Self {
+        Self {
+            permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+            max,
+        }
+    }
+
+    /// A place, or `None` when `max` requests are already at work.
+    pub fn try_enter(&self) -> Option<Permit> {
+        match &self.permits {
+            None => Some(Permit(None)),
+            Some(s) => s.clone().try_acquire_owned().ok().map(|p| Permit(Some(p))),
+        }
+    }
+
+    /// Requests at work now (0 without a limit: they are not counted).
+    pub fn in_use(&self) -> usize {
+        self.permits
+            .as_ref()
+            .map_or(0, |s| self.max - s.available_permits())
+    }
+
+    /// The configured limit (0: none).
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+/// One request's or job's admission. Clones are the same ticket: the gate,
+/// the handler, the answer's body and the CPU tasks each keep one, and what
+/// it holds is given back when the last lets go. `Default`: nothing held.
+#[derive(Debug, Clone, Default)]
+pub struct Ticket(Arc<Mutex<Holding>>);
+
+#[derive(Debug, Default)]
+struct Holding {
+    budget: MemoryBudget,
+    /// Its units of the budget (None: no budget, or nothing reserved).
+    permit: Option<OwnedSemaphorePermit>,
+    /// The most it held, in bytes.
+    most: u64,
+    place: Option<Permit>,
+    /// CPU tasks at work for it ([`Work`]).
+    working: usize,
+    /// Set by [`Ticket::done`]: the bytes its answer still needs.
+    keep: Option<u64>,
+}
+
+impl Ticket {
+    /// Takes a place among the requests at work; false when none is free.
+    pub fn enter(&self, places: &Overload) -> bool {
+        let Some(place) = places.try_enter() else {
+            return false;
+        };
+        self.lock().place = Some(place);
+        true
+    }
+
+    /// Grows the reservation to `bytes` if the budget has the difference
+    /// free; false (and unchanged) otherwise.
+    pub fn try_grow_to(&self, bytes: u64) -> bool {
+        let h = &mut *self.lock();
+        let want = h.budget.units_of(bytes);
+        if let (Some(p), Some(units)) = (h.permit.as_mut(), &h.budget.units) {
+            let have = p.num_permits() as u32;
+            if want > have {
+                let Ok(more) = units.clone().try_acquire_many_owned(want - have) else {
+                    return false;
+                };
+                p.merge(more);
+            }
+        }
+        h.most = h.most.max(bytes);
+        true
+    }
+
+    /// The whole budget its memory is part of (for the refusal's detail).
+    pub fn budget(&self) -> u64 {
+        self.lock().budget.total()
+    }
+
+    /// Its holder is done but for sending `keep` bytes (its answer): its
+    /// place and the rest of its memory go now, or when its last CPU task
+    /// stops.
+    pub fn done(&self, keep: u64) {
+        let mut h = self.lock();
+        h.keep = Some(h.keep.map_or(keep, |k| k.min(keep)));
+        if h.working == 0 {
+            h.release();
+        }
+    }
+
+    /// A share for a CPU task it starts: the task counts as its work until
+    /// the share is dropped.
+    pub fn work(&self) -> Work {
+        self.lock().working += 1;
+        Work(self.clone())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Holding> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Holding {
+    fn release(&mut self) {
+        let Some(keep) = self.keep else { return };
+        self.place = None;
+        let keep = self.budget.units_of(keep) as usize;
+        if let Some(p) = self.permit.as_mut() {
+            drop(p.split(p.num_permits().saturating_sub(keep)));
+        }
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        if self.most >= memory::GIVE_BACK_AFTER_BYTES {
+            memory::give_back();
+        }
+    }
+}
+
+/// A CPU task's share of a [`Ticket`] (see [`Ticket::work`]).
+#[derive(Debug)]
+pub struct Work(Ticket);
+
+impl Drop for Work {
+    fn drop(&mut self) {
+        let mut h = self.0.lock();
+        h.working -= 1;
+        if h.working == 0 {
+            h.release();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1024 * 1024;
+
+    #[test]
+    fn refuses_what_is_not_free_and_admits_again_when_it_is() {
+        let b = MemoryBudget::new(10 * MIB);
+        let a = b.try_reserve(6 * MIB).unwrap();
+        assert_eq!(b.in_use(), 6 * MIB);
+        assert!(b.try_reserve(5 * MIB).is_none());
+        let c = b.try_reserve(4 * MIB).unwrap();
+        assert!(b.try_reserve(1).is_none(), "a byte is a whole unit");
+        drop(a);
+        assert!(b.try_reserve(5 * MIB).is_some());
+        drop(c);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn a_reservation_grows_only_into_free_memory_and_shrinks() {
+        let b = MemoryBudget::new(10 * MIB);
+        let held = b.try_reserve(2 * MIB).unwrap();
+        let other = b.try_reserve(5 * MIB).unwrap();
+        assert!(!held.try_grow_to(6 * MIB));
+        assert_eq!(b.in_use(), 7 * MIB, "a failed growth changes nothing");
+        assert!(held.try_grow_to(5 * MIB));
+        assert_eq!(b.in_use(), 10 * MIB);
+        held.done(MIB);
+        assert_eq!(b.in_use(), 6 * MIB);
+        // Held by several, given back when the last lets go.
+        let again = held.clone();
+        drop(held);
+        assert_eq!(b.in_use(), 6 * MIB);
+        drop(again);
+        drop(other);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[test]
+    fn a_request_larger_than_the_budget_runs_alone() {
+        let b = MemoryBudget::new(4 * MIB);
+        let big = b.try_reserve(100 * MIB).unwrap();
+        assert_eq!(b.in_use(), 4 * MIB);
+        assert!(b.try_reserve(1).is_none());
+        drop(big);
+        let small = b.try_reserve(1).unwrap();
+        assert!(b.try_reserve(100 * MIB).is_none(), "not while another runs");
+        drop(small);
+    }
+
+    #[test]
+    fn no_budget_admits_everything() {
+        let b = MemoryBudget::new(0);
+        let held: Vec<_> = (0..100).map(|_| b.try_reserve(u64::MAX).unwrap()).collect();
+        assert!(held[0].try_grow_to(u64::MAX));
+        assert_eq!((b.in_use(), b.total(), held[0].budget()), (0, 0, 0));
+    }
+
+    #[test]
+    fn refuses_past_the_limit_and_admits_again_when_one_ends() {
+        let o = Overload::new(2);
+        let a = o.try_enter().unwrap();
+        let _b = o.try_enter().unwrap();
+        assert_eq!(o.in_use(), 2);
+        assert!(o.try_enter().is_none());
+        drop(a);
+        assert!(o.try_enter().is_some());
+        let unlimited = Overload::new(0);
+        let held: Vec<_> = (0..1000).map(|_| unlimited.try_enter().unwrap()).collect();
+        assert_eq!(held.len(), 1000);
+    }
+
+    #[test]
+    fn a_ticket_lets_go_when_its_holder_is_done_and_its_work_has_stopped() {
+        let (budget, places) = (MemoryBudget::new(10 * MIB), Overload::new(1));
+        let ticket = budget.try_reserve(2 * MIB).unwrap();
+        assert!(ticket.enter(&places) && ticket.try_grow_to(6 * MIB));
+        let work = ticket.work();
+        ticket.done(MIB);
+        assert_eq!(budget.in_use(), 6 * MIB, "a task still runs");
+        assert!(places.try_enter().is_none());
+        drop(work);
+        assert_eq!(budget.in_use(), MIB, "what its answer needs");
+        assert!(places.try_enter().is_some());
+        drop(ticket);
+        assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn a_ticket_dropped_before_it_is_done_holds_until_its_work_stops() {
+        let (budget, places) = (MemoryBudget::new(10 * MIB), Overload::new(1));
+        let ticket = budget.try_reserve(2 * MIB).unwrap();
+        assert!(ticket.enter(&places));
+        let work = ticket.work();
+        drop(ticket);
+        assert_eq!(budget.in_use(), 2 * MIB);
+        assert!(places.try_enter().is_none());
+        drop(work);
+        assert_eq!(budget.in_use(), 0);
+        assert!(places.try_enter().is_some());
+    }
+}

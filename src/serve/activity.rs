@@ -1,0 +1,178 @@
+//! What a connection's watchdog (`conn`) knows of it, as the socket, the
+//! requests in flight and their handlers report it.
+
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::ServeOptions;
+
+/// How a client's side of a connection was seen to close.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Left {
+    /// End of input: it left, or only shut its write side.
+    Closed,
+    /// An error such as a reset: it is gone.
+    Reset,
+}
+
+/// How long a request whose client's side closed may still take to answer
+/// (see `conn::serve`): a half-closed client's quick request is answered, an
+/// abandoned one's work stops this long after its client left rather than
+/// at the request time limit.
+const LEFT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the watchdog knows of a connection.
+pub(super) struct Activity {
+    state: Mutex<State>,
+    /// Wakes the watchdog when a deadline may have moved earlier.
+    pub(super) changed: Notify,
+}
+
+struct State {
+    accepted: Instant,
+    /// Requests whose response is not yet fully written.
+    in_flight: usize,
+    /// A request has been answered: the connection is kept alive.
+    served: bool,
+    /// When the last response was done.
+    idle_since: Instant,
+    /// First byte of the next request head, read while idle.
+    head_started: Option<Instant>,
+    /// Since when a write has been waiting for the client to read.
+    write_blocked: Option<Instant>,
+    /// The request in flight ends when its client leaves ([`EndWithClient`]).
+    tied: bool,
+    /// When the client's side was seen closed while a request was in flight.
+    left: Option<Instant>,
+}
+
+impl Activity {
+    pub(super) fn new() -> Self {
+        let now = Instant::now();
+        Self {
+            state: Mutex::new(State {
+                accepted: now,
+                in_flight: 0,
+                served: false,
+                idle_since: now,
+                head_started: None,
+                write_blocked: None,
+                tied: false,
+                left: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// When the connection is to be closed if nothing changes; `None`
+    /// while a request is served and its response is being read.
+    pub(super) fn deadline(&self, o: &ServeOptions) -> Option<Instant> {
+        let s = self.lock();
+        let waiting = (s.in_flight == 0).then(|| match (s.served, s.head_started) {
+            (false, _) => s.accepted + o.header_read_timeout,
+            (true, Some(first_byte)) => first_byte + o.header_read_timeout,
+            (true, None) => s.idle_since + o.idle_timeout,
+        });
+        let unread = s.write_blocked.map(|since| since + o.idle_timeout);
+        let left = s
+            .left
+            .filter(|_| s.in_flight > 0)
+            .map(|since| since + LEFT_GRACE);
+        [waiting, unread, left].into_iter().flatten().min()
+    }
+
+    /// A request is in flight and its client has not been seen to leave.
+    pub(super) fn watching(&self) -> bool {
+        let s = self.lock();
+        s.in_flight > 0 && s.left.is_none()
+    }
+
+    /// The client's side closed: true when the connection is to close now
+    /// (a tied request, a reset), else the grace starts.
+    pub(super) fn client_left(&self, how: Left) -> bool {
+        let mut s = self.lock();
+        if s.tied || how == Left::Reset {
+            return true;
+        }
+        s.left = Some(Instant::now());
+        drop(s);
+        self.changed.notify_one();
+        false
+    }
+
+    pub(super) fn read_some(&self) {
+        let mut s = self.lock();
+        if s.in_flight == 0 && s.served && s.head_started.is_none() {
+            s.head_started = Some(Instant::now());
+            drop(s);
+            self.changed.notify_one();
+        }
+    }
+
+    pub(super) fn write_blocked(&self, blocked: bool) {
+        let mut s = self.lock();
+        match (blocked, s.write_blocked) {
+            (true, None) => {
+                s.write_blocked = Some(Instant::now());
+                drop(s);
+                self.changed.notify_one();
+            }
+            (false, Some(_)) => s.write_blocked = None,
+            _ => {}
+        }
+    }
+}
+
+/// Held by a request from its head to the end of its response.
+pub(super) struct InFlight(Arc<Activity>);
+
+impl InFlight {
+    pub(super) fn begin(activity: &Arc<Activity>) -> Self {
+        activity.lock().in_flight += 1;
+        // The watchdog looks at what it watches anew: a request in flight
+        // is watched for its client leaving.
+        activity.changed.notify_one();
+        Self(activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.in_flight -= 1;
+        if s.in_flight == 0 {
+            s.served = true;
+            s.tied = false;
+            s.idle_since = Instant::now();
+            s.head_started = None;
+            drop(s);
+            self.0.changed.notify_one();
+        }
+    }
+}
+
+/// In a request's extensions: the handler of a request whose work is worth
+/// ending when its client leaves (a proxied provider call, which may run
+/// for minutes and is billed) calls [`EndWithClient::tie`], and from then
+/// on the connection is closed as soon as its client's side reads as
+/// closed, dropping the request and whatever it awaits. Others are
+/// answered even after their client shut its write side.
+///
+/// TCP cannot tell a client that left from one that only half-closed: a
+/// tied request is ended in both cases, as a reverse proxy ends its
+/// upstream call (nginx's default). No SDK half-closes.
+#[derive(Clone)]
+pub struct EndWithClient(pub(super) Arc<Activity>);
+
+impl EndWithClient {
+    pub fn tie(&self) {
+        self.0.lock().tied = true;
+        self.0.changed.notify_one();
+    }
+}
