@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::admission::{MemoryBudget, Overload};
 use crate::cache::Cache;
-use crate::compress::{Compressor, Precomputer};
+use crate::compress::{Compressor, Meter, Precomputer};
 use crate::config::{Config, MIN_PERIOD};
 use crate::error::ApiError;
 use crate::guard::{Access, Cors, Hosts, RateLimiter};
@@ -23,8 +23,6 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     /// Flags and environment, as read at start-up.
     pub config: Config,
-    /// The BPE encoders, built once per process.
-    pub encoders: &'static Encoders,
     /// Model name prefix -> encoding, window, calibration.
     pub models: Arc<ModelRegistry>,
     /// Named threshold sets.
@@ -34,10 +32,11 @@ pub struct Inner {
     pub summarizer: Arc<SummaryService>,
     /// The compression service every entry point calls.
     pub compressor: Arc<Compressor>,
+    /// Counts and verdicts, on the compressor's setup; asks the providers
+    /// for exact counts (`count: "provider"`).
+    pub meter: Meter,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,
-    /// Asks the proxy's providers for exact counts (`count: "provider"`).
-    pub provider_count: ProviderCounter,
     /// The API keys in force (none: access control is off).
     pub access: Arc<Access>,
     /// The per-caller token buckets (None: no rate limit).
@@ -93,28 +92,27 @@ impl AppState {
             Some(path) => Profiles::from_file(path)?,
             None => Profiles::default(),
         });
-        let upstream = config.upstream.client().map(Upstream::new).transpose()?;
+        let upstream = config.upstream.client()?.map(Upstream::new).transpose()?;
         let metrics = Metrics::new();
         let summarizer =
             Arc::new(SummaryService::new(upstream, cache).with_metrics(metrics.clone()));
+        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
+        let provider_count =
+            ProviderCounter::new(config.count.client()?)?.with_metrics(metrics.clone());
+        let meter = Meter::new(models.clone(), &config.models.default_model, encoders)
+            .with_provider(provider_count)
+            .with_metrics(metrics.clone());
         // A summary written ahead holds memory from the same budget as the
         // requests (its copy of the thread, parsed): none when it is full.
-        let memory = MemoryBudget::new(config.limits.memory_budget_bytes);
         let compressor = Arc::new(
-            Compressor::new(
-                models.clone(),
-                config.models.default_model.clone(),
-                encoders,
-                summarizer.clone(),
-            )
-            .with_precomputer(Precomputer::new(
+            Compressor::new(meter.clone(), summarizer.clone()).with_precomputer(Precomputer::new(
                 config.upstream.precompute_concurrency,
                 memory.clone(),
             )),
         );
         let proxy = Proxy::new(
             ProxyConfig {
-                urls: config.proxy.urls(),
+                urls: config.proxy.urls()?,
                 api_key: config.proxy.api_key.clone(),
                 shadow: config.proxy.shadow,
                 idle_timeout: config.proxy.idle_timeout.max(MIN_PERIOD),
@@ -124,8 +122,6 @@ impl AppState {
             compressor.clone(),
             profiles.clone(),
         )?;
-        let provider_count =
-            ProviderCounter::new(config.count.client())?.with_metrics(metrics.clone());
         let access = Arc::new(Access::new(config.access.keys())?);
         let rate = RateLimiter::new(
             config.access.rate_limit_per_sec,
@@ -142,13 +138,12 @@ impl AppState {
             cors,
             hosts,
             config,
-            encoders,
             models,
             profiles,
             summarizer,
             compressor,
             proxy,
-            provider_count,
+            meter,
             metrics,
         })))
     }

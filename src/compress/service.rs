@@ -3,19 +3,18 @@
 use std::sync::Arc;
 
 use super::continuity::Anchor;
+use super::meter::Meter;
 use super::plan::{self, Planned, Stage};
 use super::precompute::{Job, Precompute, Precomputer, ready};
 use super::{Compression, Error, History, Mode, Outcome, Ready, Reason, Setup};
 use crate::metrics::Metrics;
 use crate::summarize::{Strategy, SummaryService, Writer, cpu, write_offline};
-use crate::tokens::{CountSpec, Encoders, ModelRegistry};
+use crate::tokens::{Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
 pub struct Compressor {
-    models: Arc<ModelRegistry>,
-    /// The model assumed when a request names none.
-    default_model: String,
-    encoders: &'static Encoders,
+    /// How requests count: shared with the counts and verdicts.
+    meter: Meter,
     summarizer: Arc<SummaryService>,
     /// Summaries written ahead, in the background.
     precomputer: Precomputer,
@@ -30,16 +29,9 @@ struct Spare {
 }
 
 impl Compressor {
-    pub fn new(
-        models: Arc<ModelRegistry>,
-        default_model: impl Into<String>,
-        encoders: &'static Encoders,
-        summarizer: Arc<SummaryService>,
-    ) -> Self {
+    pub fn new(meter: Meter, summarizer: Arc<SummaryService>) -> Self {
         Self {
-            models,
-            default_model: default_model.into(),
-            encoders,
+            meter,
             summarizer,
             precomputer: Precomputer::default(),
         }
@@ -63,9 +55,11 @@ impl Compressor {
     /// needs, for benchmarks, property tests and command-line use.
     pub fn offline() -> Self {
         Self::new(
-            Arc::new(ModelRegistry::embedded()),
-            "gpt-4o",
-            Encoders::global(),
+            Meter::new(
+                Arc::new(ModelRegistry::embedded()),
+                "gpt-4o",
+                Encoders::global(),
+            ),
             Arc::new(SummaryService::new(None, crate::cache::Cache::Off)),
         )
     }
@@ -271,13 +265,9 @@ impl Compressor {
 
     /// How to count, the window, and the upstream model, each decided here once.
     fn setup(&self, req: &Compression) -> Result<Setup, Error> {
-        let spec = CountSpec::resolve(
-            &self.models,
-            &self.default_model,
-            req.model.as_deref(),
-            req.encoding,
-            req.method,
-        );
+        let spec = self
+            .meter
+            .spec(req.model.as_deref(), req.encoding, req.method);
         let mut warnings = spec.warnings.clone();
         let requested = req.summarizer_model.as_deref();
         let model = self
@@ -291,7 +281,7 @@ impl Compressor {
             ));
         }
         Ok(Setup {
-            counter: spec.counter(self.encoders),
+            counter: self.meter.counter(&spec),
             context_window: req.profile.window_for(&spec),
             model,
             warnings,

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::validate::{Invalid, base_url};
 use super::{MIN_PERIOD, duration};
-use crate::upstream::{BaseUrl, ProviderCountConfig, ProviderUrls, Secret};
+use crate::upstream::{ProviderCountConfig, ProviderUrls, Secret};
 
 // The settings of the providers' base URLs, also named by the error or
 // warning of a route they leave off.
@@ -70,11 +71,12 @@ pub struct ProxySettings {
 
 impl ProxySettings {
     /// Where the proxy routes forward to.
-    pub fn urls(&self) -> ProviderUrls {
-        ProviderUrls {
-            openai: BaseUrl::new(PROXY_OPENAI_URL, self.openai_url.clone()),
-            anthropic: BaseUrl::new(PROXY_ANTHROPIC_URL, self.anthropic_url.clone()),
-        }
+    pub fn urls(&self) -> Result<ProviderUrls, Invalid> {
+        let (openai, anthropic) = (self.openai_url.as_deref(), self.anthropic_url.as_deref());
+        Ok(ProviderUrls {
+            openai: base_url("proxy.openai_url", PROXY_OPENAI_URL, openai)?,
+            anthropic: base_url("proxy.anthropic_url", PROXY_ANTHROPIC_URL, anthropic)?,
+        })
     }
 }
 
@@ -129,14 +131,15 @@ pub struct CountSettings {
 
 impl CountSettings {
     /// Where provider-exact counts are asked, and with what key.
-    pub fn client(&self) -> ProviderCountConfig {
-        ProviderCountConfig {
+    pub fn client(&self) -> Result<ProviderCountConfig, Invalid> {
+        let (openai, anthropic) = (self.openai_url.as_deref(), self.anthropic_url.as_deref());
+        Ok(ProviderCountConfig {
             urls: ProviderUrls {
-                openai: BaseUrl::new(COUNT_OPENAI_URL, self.openai_url.clone()),
-                anthropic: BaseUrl::new(COUNT_ANTHROPIC_URL, self.anthropic_url.clone()),
+                openai: base_url("count.openai_url", COUNT_OPENAI_URL, openai)?,
+                anthropic: base_url("count.anthropic_url", COUNT_ANTHROPIC_URL, anthropic)?,
             },
             api_key: self.api_key.clone(),
             timeout: self.timeout.max(MIN_PERIOD),
-        }
+        })
     }
 }

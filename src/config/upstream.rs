@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::validate::{Invalid, base_url};
 use super::{MIN_PERIOD, duration};
 use crate::upstream::{Kind, RetryPolicy, Secret, UpstreamConfig};
 
@@ -135,11 +136,14 @@ impl UpstreamSettings {
     }
 
     /// The upstream client's settings, when an upstream URL is configured.
-    pub fn client(&self) -> Option<UpstreamConfig> {
-        let url = self.url()?;
-        Some(UpstreamConfig {
+    pub fn client(&self) -> Result<Option<UpstreamConfig>, Invalid> {
+        let base = base_url("upstream.url", "CONDENSE_UPSTREAM_URL", self.url.as_deref())?;
+        let Some(url) = base.url() else {
+            return Ok(None);
+        };
+        Ok(Some(UpstreamConfig {
             kind: self.kind,
-            base_url: url.to_string(),
+            base_url: url.clone(),
             api_key: self.api_key.clone(),
             model: self.model.clone(),
             allowed_models: self.allowed_models.clone(),
@@ -152,6 +156,6 @@ impl UpstreamSettings {
             max_concurrency: self.max_concurrency,
             context_window: self.context_window,
             result_chars: self.result_chars.max(40),
-        })
+        }))
     }
 }

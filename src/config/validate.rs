@@ -16,6 +16,7 @@ use std::time::Duration;
 use clap::CommandFactory;
 
 use super::{Config, duration};
+use crate::upstream::BaseUrl;
 
 const MS: Duration = Duration::from_millis(1);
 const fn secs(n: u64) -> Duration {
@@ -270,21 +271,36 @@ fn ordered(
     })
 }
 
-fn url(
+/// Setting `id`'s base URL (configured by `setting`), parsed once: for
+/// its check here and for its use.
+pub(super) fn base_url(
     id: &'static str,
+    setting: &'static str,
     value: Option<&str>,
-    schemes: &[&str],
-    problem: &str,
-) -> Result<(), Invalid> {
+) -> Result<BaseUrl, Invalid> {
+    BaseUrl::parse(setting, value).map_err(|problem| {
+        let text = value.unwrap_or_default().trim();
+        Invalid::new(id, super::load::safe(id, text), problem)
+    })
+}
+
+/// The database URL: `postgres://`, `postgresql://`, `sqlite://` or `off`.
+fn database_url(value: Option<&str>) -> Result<(), Invalid> {
     let Some(text) = value.map(str::trim).filter(|u| !u.is_empty()) else {
         return Ok(());
     };
     let scheme = text.split(':').next().unwrap_or("").to_ascii_lowercase();
-    let ok = (text.eq_ignore_ascii_case("off") && schemes.contains(&"off"))
-        || (schemes.contains(&scheme.as_str()) && reqwest::Url::parse(text).is_ok());
+    let ok = text.eq_ignore_ascii_case("off")
+        || (["postgres", "postgresql", "sqlite"].contains(&scheme.as_str())
+            && reqwest::Url::parse(text).is_ok());
+    let id = "cache.database_url";
     match ok {
         true => Ok(()),
-        false => Err(Invalid::new(id, super::load::safe(id, text), problem)),
+        false => Err(Invalid::new(
+            id,
+            super::load::safe(id, text),
+            "is not a postgres://, postgresql:// or sqlite:// URL, nor off",
+        )),
     }
 }
 
@@ -295,27 +311,10 @@ impl Config {
         for bound in bounds(self) {
             bound.check()?;
         }
-        let http = ["http", "https"];
-        for (id, value) in [
-            ("upstream.url", &self.upstream.url),
-            ("proxy.openai_url", &self.proxy.openai_url),
-            ("proxy.anthropic_url", &self.proxy.anthropic_url),
-            ("count.openai_url", &self.count.openai_url),
-            ("count.anthropic_url", &self.count.anthropic_url),
-        ] {
-            url(
-                id,
-                value.as_deref(),
-                &http,
-                "is not an http:// or https:// URL",
-            )?;
-        }
-        url(
-            "cache.database_url",
-            self.cache.database_url.as_deref(),
-            &["postgres", "postgresql", "sqlite", "off"],
-            "is not a postgres://, postgresql:// or sqlite:// URL, nor off",
-        )?;
+        self.upstream.client()?;
+        self.proxy.urls()?;
+        self.count.client()?;
+        database_url(self.cache.database_url.as_deref())?;
         for (id, model) in [
             ("models.default_model", &self.models.default_model),
             ("upstream.model", &self.upstream.model),

@@ -4,9 +4,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
+use crate::guard::Caller;
 use crate::policy::{self, PriorSummary};
 use crate::thread::{self, Limits, OwnedThread, Thread, WireFormat};
 use crate::tokens::Method;
+use crate::upstream::CountSource;
 
 /// `method` of a request: how strings become token counts.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -33,6 +35,18 @@ where
         ))),
         name => Ok(name),
     }
+}
+
+/// A request's own `count` (its `count`, or its `config.count`) is one its
+/// caller may ask for, checked before any work: the operator's provider key
+/// pays for a provider count, so it needs the `provider` permission.
+pub fn permitted(requested: Option<CountSource>, caller: Caller) -> Result<(), ApiError> {
+    if requested == Some(CountSource::Provider) && !caller.provider {
+        return Err(ApiError::Forbidden(
+            "`count: \"provider\"` needs an API key with the `provider` permission (the operator's provider key pays for the count); leave `count` out for the local count".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`

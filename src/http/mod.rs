@@ -4,7 +4,6 @@
 mod access;
 mod catalog;
 mod compress;
-mod count;
 mod extract;
 mod guard;
 mod health;

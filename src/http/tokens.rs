@@ -6,15 +6,15 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::count::{self, Ask, AskedBy, Provenance};
 use super::extract::ApiJson;
-use super::input::{MethodName, ThreadFields, method};
+use super::input::{MethodName, ThreadFields, method, permitted};
+use crate::compress::Ask;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
 use crate::thread::{Role, Thread, WireFormat, compact};
 use crate::tokens::{CountSpec, Encoding, ThreadCount};
-use crate::upstream::CountSource;
+use crate::upstream::{CountSource, Provenance};
 
 /// Said with every count of a Responses thread.
 const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with the model's tokenizer, but OpenAI publishes no per-item overhead, so the item framing (3 tokens an item, as for chat messages) is an estimate; `count: \"provider\"` asks OpenAI's input_tokens endpoint for the exact number";
@@ -91,48 +91,21 @@ async fn count(
 ) -> Result<Json<TokensResponse>> {
     // No caller means the gates did not run: no permission (fail closed).
     let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
-    count::permitted(req.count, caller)?;
+    permitted(req.count, caller)?;
     let method = method(req.method, req.chars_per_token)?;
-    let spec = CountSpec::resolve(
-        &app.models,
-        &app.config.models.default_model,
-        req.model.as_deref(),
-        req.encoding,
-        method,
-    );
+    let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
+    let source = (req.count.unwrap_or_default(), caller.provider);
+    // The shape first: a wrong one is answered before any limit or count.
+    let subject = Subject::of(req, source.0)?;
     let (mut response, ask) = app
-        .cpu(move |app| count_request(app, req, spec, caller))
+        .cpu(move |app| subject.count(app, &spec, source))
         .await?;
-    if let Some(ask) = ask {
-        match count::ask(&app, ask).await {
-            Ok(total) => {
-                response.provenance = Provenance {
-                    source: CountSource::Provider,
-                    local_total_tokens: Some(response.total_tokens as u64),
-                };
-                response.total_tokens = total as usize;
-                response.exact = true;
-            }
-            Err(warning) => response.warnings.push(warning),
-        }
+    if let Some(total) = app.meter.ask(ask, &mut response.warnings).await {
+        response.provenance = Provenance::provider(response.total_tokens as u64);
+        response.total_tokens = total as usize;
+        response.exact = true;
     }
     Ok(Json(response))
-}
-
-/// The local count, and the provider count to ask for when the request
-/// wants one: the request's shape is checked first (so a wrong shape is
-/// answered before any limit or count), then its text or thread counted.
-fn count_request(
-    app: &AppState,
-    req: TokensRequest,
-    spec: CountSpec,
-    caller: Caller,
-) -> Result<(TokensResponse, Option<Ask>)> {
-    let source = req.count.unwrap_or_default();
-    match Subject::of(req, source)? {
-        Subject::Text(text) => Ok((count_text(app, &spec, &text)?, None)),
-        Subject::Thread(fields) => count_thread(app, &spec, *fields, (source, caller)),
-    }
 }
 
 /// What a request counts: a bare text or a thread, never both. Decided
@@ -189,55 +162,51 @@ impl Subject {
             }))),
         }
     }
-}
 
-/// A bare text's count: within the text limit, with no messages, tools
-/// or reply priming (a text is not a prompt).
-fn count_text(app: &AppState, spec: &CountSpec, text: &str) -> Result<TokensResponse> {
-    app.config.limits.thread().check_text(text)?;
-    let c = spec.counter(app.encoders).text(text);
-    counted(app, spec, c.tokens);
-    Ok(Totals {
-        exact: c.exact,
-        total_tokens: c.tokens,
-        tools_tokens: 0,
-        reply_priming_tokens: 0,
-        format: None,
+    /// The local count under `spec`, and the provider count to ask for
+    /// when `source` wants one.
+    fn count(
+        self,
+        app: &AppState,
+        spec: &CountSpec,
+        source: (CountSource, bool),
+    ) -> Result<(TokensResponse, Option<Ask>)> {
+        let limits = app.config.limits.thread();
+        let mut answer = TokensResponse {
+            model: spec.model.clone(),
+            encoding: spec.encoding,
+            method: spec.method.as_str(),
+            exact: false,
+            total_tokens: 0,
+            provenance: Provenance::default(),
+            messages: Vec::new(),
+            tools_tokens: 0,
+            reply_priming_tokens: 0,
+            context_window: spec.context_window,
+            format: None,
+            warnings: spec.warnings.clone(),
+        };
+        let thread = match self {
+            Subject::Text(text) => {
+                // Within the text limit, with no messages, tools or reply priming.
+                limits.check_text(&text)?;
+                let c = app.meter.text(spec, &text);
+                (answer.exact, answer.total_tokens) = (c.exact, c.tokens);
+                return Ok((answer, None));
+            }
+            Subject::Thread(fields) => fields.parse(&limits)?,
+        };
+        let (count, ask) = app.meter.thread(spec, &thread, source);
+        (answer.exact, answer.total_tokens) = (count.exact, count.total);
+        answer.tools_tokens = count.tools;
+        answer.reply_priming_tokens = crate::tokens::REPLY_PRIMING;
+        answer.format = Some(thread.format);
+        if thread.format == WireFormat::Responses {
+            answer.warnings.push(RESPONSES_ESTIMATE.into());
+        }
+        answer.messages = message_tokens(&thread, &count);
+        Ok((answer, ask))
     }
-    .answer(spec))
-}
-
-/// A thread's count, message by message, and the provider count to ask
-/// for when `source` wants one (which `caller` may be refused).
-fn count_thread(
-    app: &AppState,
-    spec: &CountSpec,
-    fields: ThreadFields,
-    (source, caller): (CountSource, Caller),
-) -> Result<(TokensResponse, Option<Ask>)> {
-    let thread = fields.parse(&app.config.limits.thread())?;
-    let count = spec.counter(app.encoders).thread(&thread);
-    counted(app, spec, count.total);
-    let mut response = Totals {
-        exact: count.exact,
-        total_tokens: count.total,
-        tools_tokens: count.tools,
-        reply_priming_tokens: crate::tokens::REPLY_PRIMING,
-        format: Some(thread.format),
-    }
-    .answer(spec);
-    if thread.format == WireFormat::Responses {
-        response.warnings.push(RESPONSES_ESTIMATE.into());
-    }
-    response.messages = message_tokens(&thread, &count);
-    let ask = count::prepare(
-        app,
-        (source, AskedBy::Request),
-        caller,
-        &thread,
-        &spec.model,
-    )?;
-    Ok((response, ask))
 }
 
 /// The per-message counts as the answer lists them: the top-level system
@@ -266,42 +235,4 @@ fn message_tokens(thread: &Thread, count: &ThreadCount) -> Vec<MessageTokens> {
                 }),
         )
         .collect()
-}
-
-/// Counts the tokens counted, by encoding and method, for the metrics.
-fn counted(app: &AppState, spec: &CountSpec, tokens: usize) {
-    app.metrics
-        .tokens_counted(spec.encoding.as_str(), spec.method.as_str(), tokens);
-}
-
-/// The totals of one count, named, so a text and a thread build their
-/// answers the same way (a text leaves tools, priming and format empty).
-struct Totals {
-    exact: bool,
-    total_tokens: usize,
-    tools_tokens: usize,
-    reply_priming_tokens: usize,
-    format: Option<WireFormat>,
-}
-
-impl Totals {
-    /// The answer for these totals under `spec` (its model, encoding,
-    /// method, window and warnings); the per-message counts come after,
-    /// and the provenance is local until a provider count replaces it.
-    fn answer(self, spec: &CountSpec) -> TokensResponse {
-        TokensResponse {
-            model: spec.model.clone(),
-            encoding: spec.encoding,
-            method: spec.method.as_str(),
-            exact: self.exact,
-            total_tokens: self.total_tokens,
-            provenance: Provenance::default(),
-            messages: Vec::new(),
-            tools_tokens: self.tools_tokens,
-            reply_priming_tokens: self.reply_priming_tokens,
-            context_window: spec.context_window,
-            format: self.format,
-            warnings: spec.warnings.clone(),
-        }
-    }
 }

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::overlay::{replaced, settings, within};
 use crate::thread::FieldError;
 
 /// Tool uses kept intact, newest first (Anthropic's default).
@@ -23,25 +24,31 @@ const MAX_PLACEHOLDER: usize = 1000;
 const MAX_EXCLUDED: usize = 1000;
 const MAX_TOOL_NAME: usize = 256;
 
-/// Clearing as a profile resolves it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClearSettings {
+settings! {
+    /// Clearing as a profile resolves it.
+    ClearSettings;
+    /// A partial `clear` object: what a profile file or a request changes.
+    ClearOverrides;
     /// The newest tool uses whose results and inputs stay as they are.
-    pub keep: u64,
-    /// When clearing is due (either limit reached).
-    pub trigger: ClearTrigger,
+    keep: u64 = DEFAULT_KEEP, 0 ..= 100_000;
+    /// When clearing is due (either limit reached). An override replaces
+    /// the whole trigger: limits it does not name are off.
+    trigger: ClearTrigger = ClearTrigger {
+        input_tokens: Some(DEFAULT_TRIGGER_TOKENS),
+        tool_uses: None,
+    }, check limits;
     /// Clear nothing unless at least this many tokens are saved (a cleared
     /// prefix breaks a provider's prompt cache: worth it only when large).
-    pub clear_at_least: u64,
+    clear_at_least: u64 = 0, 0 ..= 100_000_000;
     /// Tools whose results are never cleared.
-    pub exclude_tools: Vec<String>,
+    exclude_tools: Vec<String> = Vec::new(), check tool_names;
     /// Also replace a cleared call's input by `{}`.
-    pub clear_tool_inputs: bool,
-    pub placeholder: String,
+    clear_tool_inputs: bool = false;
+    placeholder: String = DEFAULT_PLACEHOLDER.to_string(), check template;
     /// Keep the thinking of only the last N assistant turns that have any;
     /// absent: thinking is not cleared.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub keep_thinking_turns: Option<u64>,
+    keep_thinking_turns: Option<u64> = None, 0 ..= 100_000;
 }
 
 /// Due when the thread has at least `input_tokens` tokens or at least
@@ -55,105 +62,47 @@ pub struct ClearTrigger {
     pub tool_uses: Option<u64>,
 }
 
-impl Default for ClearSettings {
-    fn default() -> Self {
-        Self {
-            keep: DEFAULT_KEEP,
-            trigger: ClearTrigger {
-                input_tokens: Some(DEFAULT_TRIGGER_TOKENS),
-                tool_uses: None,
-            },
-            clear_at_least: 0,
-            exclude_tools: Vec::new(),
-            clear_tool_inputs: false,
-            placeholder: DEFAULT_PLACEHOLDER.to_string(),
-            keep_thinking_turns: None,
+replaced!(ClearTrigger);
+
+/// A trigger's limits in range, and at least one of them.
+fn limits(t: &ClearTrigger, at: &str) -> Result<(), Vec<FieldError>> {
+    let mut errs = Vec::new();
+    for (name, v, hi) in [
+        ("input_tokens", t.input_tokens, 100_000_000),
+        ("tool_uses", t.tool_uses, 1_000_000),
+    ] {
+        if let Some(Err(e)) = v.map(|v| within(v as f64, 1.0..=hi as f64)) {
+            errs.push(FieldError::new(format!("{at}/{name}"), e));
         }
     }
+    if t.input_tokens.is_none() && t.tool_uses.is_none() {
+        let e = "names no limit; give `input_tokens`, `tool_uses` or both";
+        errs.push(FieldError::new(at, e));
+    }
+    errs.is_empty().then_some(()).ok_or(errs)
 }
 
-/// A partial `clear` object: what a profile file or a request changes.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClearOverrides {
-    pub keep: Option<u64>,
-    /// Replaces the whole trigger: limits it does not name are off.
-    pub trigger: Option<ClearTrigger>,
-    pub clear_at_least: Option<u64>,
-    pub exclude_tools: Option<Vec<String>>,
-    pub clear_tool_inputs: Option<bool>,
-    pub placeholder: Option<String>,
-    pub keep_thinking_turns: Option<u64>,
+fn tool_names(names: &[String], at: &str) -> Result<(), Vec<FieldError>> {
+    let mut errs = Vec::new();
+    if names.len() > MAX_EXCLUDED {
+        let e = format!("must name at most {MAX_EXCLUDED} tools");
+        errs.push(FieldError::new(at, e));
+    }
+    let bad = |n: &String| n.is_empty() || n.chars().count() > MAX_TOOL_NAME;
+    if let Some(i) = names.iter().position(bad) {
+        let e = format!("must be a tool name of 1 to {MAX_TOOL_NAME} characters");
+        errs.push(FieldError::new(format!("{at}/{i}"), e));
+    }
+    errs.is_empty().then_some(()).ok_or(errs)
 }
 
-impl ClearOverrides {
-    /// `base` (the defaults when None) with these fields changed; errors
-    /// point at `{at}/{field}`.
-    pub fn apply(
-        &self,
-        base: Option<&ClearSettings>,
-        at: &str,
-    ) -> Result<ClearSettings, Vec<FieldError>> {
-        let mut errs = Vec::new();
-        let mut bound = |name: &str, v: Option<u64>, lo: u64, hi: u64| {
-            if let Some(v) = v.filter(|v| *v < lo || *v > hi) {
-                errs.push(FieldError::new(
-                    format!("{at}/{name}"),
-                    format!("must be between {lo} and {hi}, got {v}"),
-                ));
-            }
-        };
-        bound("keep", self.keep, 0, 100_000);
-        bound("clear_at_least", self.clear_at_least, 0, 100_000_000);
-        bound("keep_thinking_turns", self.keep_thinking_turns, 0, 100_000);
-        if let Some(t) = &self.trigger {
-            bound("trigger/input_tokens", t.input_tokens, 1, 100_000_000);
-            bound("trigger/tool_uses", t.tool_uses, 1, 1_000_000);
-            if t.input_tokens.is_none() && t.tool_uses.is_none() {
-                errs.push(FieldError::new(
-                    format!("{at}/trigger"),
-                    "names no limit; give `input_tokens`, `tool_uses` or both",
-                ));
-            }
-        }
-        if let Some(names) = &self.exclude_tools {
-            if names.len() > MAX_EXCLUDED {
-                errs.push(FieldError::new(
-                    format!("{at}/exclude_tools"),
-                    format!("must name at most {MAX_EXCLUDED} tools"),
-                ));
-            }
-            if let Some(i) = names
-                .iter()
-                .position(|n| n.is_empty() || n.chars().count() > MAX_TOOL_NAME)
-            {
-                errs.push(FieldError::new(
-                    format!("{at}/exclude_tools/{i}"),
-                    format!("must be a tool name of 1 to {MAX_TOOL_NAME} characters"),
-                ));
-            }
-        }
-        if let Some(p) = &self.placeholder
-            && (p.trim().is_empty() || p.chars().count() > MAX_PLACEHOLDER)
-        {
-            errs.push(FieldError::new(
-                format!("{at}/placeholder"),
-                format!("must be a text of 1 to {MAX_PLACEHOLDER} characters"),
-            ));
-        }
-        if !errs.is_empty() {
-            return Err(errs);
-        }
-        let base = base.cloned().unwrap_or_default();
-        Ok(ClearSettings {
-            keep: self.keep.unwrap_or(base.keep),
-            trigger: self.trigger.unwrap_or(base.trigger),
-            clear_at_least: self.clear_at_least.unwrap_or(base.clear_at_least),
-            exclude_tools: self.exclude_tools.clone().unwrap_or(base.exclude_tools),
-            clear_tool_inputs: self.clear_tool_inputs.unwrap_or(base.clear_tool_inputs),
-            placeholder: self.placeholder.clone().unwrap_or(base.placeholder),
-            keep_thinking_turns: self.keep_thinking_turns.or(base.keep_thinking_turns),
-        })
+fn template(p: &str, at: &str) -> Result<(), Vec<FieldError>> {
+    match p.trim().is_empty() || p.chars().count() > MAX_PLACEHOLDER {
+        true => Err(vec![FieldError::new(
+            at,
+            format!("must be a text of 1 to {MAX_PLACEHOLDER} characters"),
+        )]),
+        false => Ok(()),
     }
 }
 
@@ -168,7 +117,7 @@ mod tests {
             exclude_tools: Some(vec!["memory".into()]),
             ..Default::default()
         }
-        .apply(None, "/x")
+        .apply(&ClearSettings::default(), "/x")
         .unwrap();
         assert_eq!(base.trigger.input_tokens, Some(DEFAULT_TRIGGER_TOKENS));
         let merged = ClearOverrides {
@@ -179,7 +128,7 @@ mod tests {
             }),
             ..Default::default()
         }
-        .apply(Some(&base), "/x")
+        .apply(&base, "/x")
         .unwrap();
         assert_eq!(merged.keep, 5);
         assert_eq!(merged.exclude_tools, vec!["memory".to_string()]);
@@ -202,7 +151,7 @@ mod tests {
             exclude_tools: Some(vec!["ok".into(), String::new()]),
             ..Default::default()
         }
-        .apply(None, "/config/clear")
+        .apply(&ClearSettings::default(), "/config/clear")
         .unwrap_err();
         let pointers: Vec<&str> = errs.iter().map(|e| e.pointer.as_str()).collect();
         assert_eq!(

@@ -1,6 +1,7 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
 mod clear;
+mod overlay;
 mod prior;
 mod profile;
 mod profiles;

@@ -5,61 +5,19 @@
 //! fields are rejected everywhere, because a typo that silently falls back
 //! to a default is the worst kind of bug here.
 
-use std::ops::{Bound, RangeBounds};
-
 use serde::{Deserialize, Serialize};
 
 use super::clear::{ClearOverrides, ClearSettings};
+use super::overlay::{Overlay, replaced, settings};
 use crate::thread::FieldError;
 use crate::tokens::CountSpec;
 use crate::upstream::CountSource;
 
-/// Declares [`Profile`], its `Default`, and [`ProfileOverrides`] (each
-/// field optional) from one list: a field is its doc, its type, its default
-/// and, for a number, its range. So a new field is one entry here.
-macro_rules! profile {
-    ($( $(#[$attr:meta])* $name:ident: $ty:ty = $default:expr $(, $lo:literal $to:tt $hi:literal)?; )*) => {
-        /// The thresholds and budgets one agent runs with.
-        #[derive(Debug, Clone, PartialEq, Serialize)]
-        pub struct Profile { $( $(#[$attr])* pub $name: $ty, )* }
-
-        impl Default for Profile {
-            fn default() -> Self {
-                Self { $( $name: $default, )* }
-            }
-        }
-
-        /// A partial profile: what a file profile or a request's `config` changes.
-        #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-        #[serde(deny_unknown_fields)]
-        pub struct ProfileOverrides { $( pub $name: Option<<$ty as Overlay>::Over>, )* }
-
-        impl ProfileOverrides {
-            /// `base` with these fields laid over it; every value out of
-            /// its range is an error (all at once), at `{at}/{field}`.
-            pub fn apply(&self, base: &Profile, at: &str) -> Result<Profile, Vec<FieldError>> {
-                let mut profile = base.clone();
-                let mut errs = Vec::new();
-                $( if let Some(over) = &self.$name {
-                    let at = format!("{at}/{}", stringify!($name));
-                    let checked = Ok(())
-                        $( .and_then(|()| within(*over as f64, ($lo as f64) $to ($hi as f64))) )?
-                        .map_err(|e: String| vec![FieldError::new(at.clone(), e)]);
-                    match checked.and_then(|()| base.$name.overlay(over, &at)) {
-                        Ok(v) => profile.$name = v,
-                        Err(e) => errs.extend(e),
-                    }
-                } )*
-                match errs.is_empty() {
-                    true => Ok(profile),
-                    false => Err(errs),
-                }
-            }
-        }
-    };
-}
-
-profile! {
+settings! {
+    /// The thresholds and budgets one agent runs with.
+    Profile;
+    /// A partial profile: what a file profile or a request's `config` changes.
+    ProfileOverrides;
     /// N: summarize when this many conversation messages came since the last summary.
     max_messages_before_summary: u64 = 30, 1 ..= 1_000_000;
     /// K: summarize when what would be sent reaches this many tokens.
@@ -126,56 +84,13 @@ profile! {
     precompute_at: f64 = 0.8, 0 .. 1;
 }
 
-/// How a value given for one field (by a file profile or a request's
-/// `config`) lays over the profile's: most replace it; `clear` merges.
-pub trait Overlay: Sized {
-    type Over;
-    fn overlay(&self, over: &Self::Over, at: &str) -> Result<Self, Vec<FieldError>>;
-}
-
-macro_rules! replaced {
-    ($($ty:ty),*) => {$(
-        impl Overlay for $ty {
-            type Over = $ty;
-            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
-                Ok(*over)
-            }
-        }
-        impl Overlay for Option<$ty> {
-            type Over = $ty;
-            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
-                Ok(Some(*over))
-            }
-        }
-    )*};
-}
-replaced!(
-    u64,
-    f64,
-    SummaryRole,
-    OnUpstreamError,
-    TruncateKeep,
-    CountSource
-);
+replaced!(SummaryRole, OnUpstreamError, TruncateKeep, CountSource);
 
 impl Overlay for Option<ClearSettings> {
     type Over = ClearOverrides;
     fn overlay(&self, over: &ClearOverrides, at: &str) -> Result<Self, Vec<FieldError>> {
-        over.apply(self.as_ref(), at).map(Some)
-    }
-}
-
-/// `v` within `range`, or why not.
-fn within(v: f64, range: impl RangeBounds<f64>) -> Result<(), String> {
-    match (range.contains(&v), range.start_bound(), range.end_bound()) {
-        (true, ..) => Ok(()),
-        (_, Bound::Included(lo), Bound::Excluded(hi)) => {
-            Err(format!("must be at least {lo} and below {hi}, got {v}"))
-        }
-        (_, Bound::Included(lo), Bound::Included(hi)) => {
-            Err(format!("must be between {lo} and {hi}, got {v}"))
-        }
-        _ => Err(format!("is out of range, got {v}")),
+        let base = self.clone().unwrap_or_default();
+        over.apply(&base, at).map(Some)
     }
 }
 

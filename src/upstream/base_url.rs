@@ -1,30 +1,47 @@
-//! Provider base URLs as the proxy and the provider count are configured
-//! with them. Each carries the name of its setting: a route whose URL is
-//! unset says which setting would switch it on.
+//! Provider base URLs, parsed once: the configuration's check and the
+//! clients that append paths to them read the same value. Each carries the
+//! name of its setting: a route whose URL is unset says which setting would
+//! switch it on.
 
-/// A provider's base URL and the setting it is configured by.
+use reqwest::Url;
+
+/// Why a base URL is refused.
+const NOT_HTTP: &str = "is not an http:// or https:// URL";
+
+/// A provider's base URL (None: unset) and the setting it is configured by.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BaseUrl {
     setting: &'static str,
-    url: Option<String>,
+    url: Option<Url>,
 }
 
 impl BaseUrl {
-    pub fn new(setting: &'static str, url: Option<String>) -> Self {
-        Self { setting, url }
+    /// `text` (surrounding blanks allowed) as an http:// or https:// URL;
+    /// unset or blank: the route is off.
+    pub fn parse(setting: &'static str, text: Option<&str>) -> Result<Self, &'static str> {
+        let url = match text.map(str::trim).filter(|t| !t.is_empty()) {
+            None => None,
+            Some(text) => Some(http(text).ok_or(NOT_HTTP)?),
+        };
+        Ok(Self { setting, url })
     }
 
-    /// The URL a path is appended to: without surrounding blanks (the
-    /// configuration's check allows them) or a trailing `/`. Unset or blank:
-    /// the name of the setting that would set it, for the error or warning
-    /// that says the route is off.
-    pub fn get(&self) -> Result<&str, &'static str> {
-        self.url
-            .as_deref()
-            .map(|u| u.trim().trim_end_matches('/'))
-            .filter(|u| !u.is_empty())
-            .ok_or(self.setting)
+    pub fn url(&self) -> Option<&Url> {
+        self.url.as_ref()
     }
+
+    /// The URL a path is appended to: without a trailing `/`. Unset: the
+    /// name of the setting that would set it, for the error or warning that
+    /// says the route is off.
+    pub fn get(&self) -> Result<&str, &'static str> {
+        let url = self.url.as_ref().ok_or(self.setting)?;
+        Ok(url.as_str().trim_end_matches('/'))
+    }
+}
+
+fn http(text: &str) -> Option<Url> {
+    let url = Url::parse(text).ok()?;
+    matches!(url.scheme(), "http" | "https").then_some(url)
 }
 
 /// The base URLs of the two provider APIs, as one service is configured
@@ -43,11 +60,16 @@ mod tests {
 
     #[test]
     fn a_base_url_takes_a_path_or_names_its_setting() {
-        let url = |u: Option<&str>| BaseUrl::new("CONDENSE_X_URL", u.map(String::from));
-        assert_eq!(url(Some("https://h/v1")).get(), Ok("https://h/v1"));
-        assert_eq!(url(Some(" https://h/v1// ")).get(), Ok("https://h/v1"));
-        for off in [None, Some(""), Some("  "), Some("/")] {
-            assert_eq!(url(off).get(), Err("CONDENSE_X_URL"), "{off:?}");
+        let url = |u: Option<&str>| BaseUrl::parse("CONDENSE_X_URL", u);
+        let get = |u| url(Some(u)).unwrap().get().map(str::to_string);
+        assert_eq!(get("https://h/v1").as_deref(), Ok("https://h/v1"));
+        assert_eq!(get(" https://h/v1// ").as_deref(), Ok("https://h/v1"));
+        assert_eq!(get("HTTPS://H").as_deref(), Ok("https://h"));
+        for off in [None, Some(""), Some("  ")] {
+            assert_eq!(url(off).unwrap().get(), Err("CONDENSE_X_URL"), "{off:?}");
+        }
+        for bad in ["/", "api.openai.com/v1", "ftp://h", "https://"] {
+            assert_eq!(url(Some(bad)), Err(NOT_HTTP), "{bad}");
         }
     }
 }

@@ -32,7 +32,7 @@ where
 fn client(url: &str, cap: Duration) -> Upstream {
     Upstream::new(UpstreamConfig {
         kind: Kind::OpenAi,
-        base_url: url.into(),
+        base_url: url.parse().unwrap(),
         api_key: Secret::new(""),
         model: "m".into(),
         allowed_models: vec![],

@@ -17,7 +17,9 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 pub use base_url::{BaseUrl, ProviderUrls};
-pub use count::{CountCall, CountError, CountSource, ProviderCountConfig, ProviderCounter};
+pub use count::{
+    CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
+};
 pub use retry::RetryPolicy;
 pub use secret::{Scrubber, Secret};
 
@@ -50,7 +52,7 @@ impl Kind {
 pub struct UpstreamConfig {
     pub kind: Kind,
     /// e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8089/v1`.
-    pub base_url: String,
+    pub base_url: reqwest::Url,
     pub api_key: Secret,
     /// Model used when a request does not choose one.
     pub model: String,
@@ -116,23 +118,26 @@ impl UpstreamError {
         }
     }
 
-    /// What failed, in a few words, for clients: no response body, no
-    /// address, nothing the upstream wrote.
-    pub fn short(&self) -> String {
-        let what = match self {
+    /// What failed, in a word or a status code, for clients: no response
+    /// body, no address, nothing the upstream wrote.
+    pub fn what(&self) -> String {
+        match self {
             UpstreamError::Timeout => "timed out".to_string(),
             UpstreamError::Connect(_) => "unreachable".to_string(),
             UpstreamError::Status { status, .. } => format!("HTTP {status}"),
             UpstreamError::Garbage(_) => "an unreadable answer".to_string(),
             UpstreamError::Empty => "an empty answer".to_string(),
             UpstreamError::Refused => "a refusal".to_string(),
+        }
+    }
+
+    /// [`UpstreamError::what`], and whether it is retried.
+    pub fn short(&self) -> String {
+        let retry = match self.is_retryable() {
+            true => "retryable",
+            false => "not retryable",
         };
-        let retry = if self.is_retryable() {
-            "retryable"
-        } else {
-            "not retryable"
-        };
-        format!("{what}, {retry}")
+        format!("{}, {retry}", self.what())
     }
 
     /// What failed, as one fixed word (the metrics' `error` label).
@@ -171,7 +176,7 @@ impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("kind", &self.config.kind)
-            .field("base_url", &redact_url(&self.config.base_url))
+            .field("base_url", &redact_url(self.config.base_url.as_str()))
             .field("model", &self.config.model)
             .finish_non_exhaustive()
     }
@@ -195,7 +200,7 @@ impl Upstream {
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         let permits = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
-        let scrubber = Arc::new(Scrubber::new(&config.api_key, &config.base_url));
+        let scrubber = Arc::new(Scrubber::new(&config.api_key, config.base_url.as_str()));
         Ok(Self {
             http,
             config: Arc::new(config),
@@ -261,7 +266,7 @@ impl Upstream {
 
     async fn once(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
         let c = &self.config;
-        let base = c.base_url.trim_end_matches('/');
+        let base = c.base_url.as_str().trim_end_matches('/');
         let builder = match c.kind {
             Kind::OpenAi => {
                 let b = self

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use condense::cache::{Cache, CacheOptions};
-use condense::compress::{Compression, Compressor, Reason};
+use condense::compress::{Compression, Compressor, Meter, Reason};
 use condense::policy::Profile;
 use condense::summarize::{Strategy, SummaryService};
 use condense::thread::{self, RawThread};
@@ -21,12 +21,12 @@ async fn compressor() -> Compressor {
     std::fs::create_dir_all(&dir).unwrap();
     let url = format!("sqlite://{}?mode=rwc", dir.join("c.sqlite3").display());
     let cache = Cache::connect(&url, CacheOptions::default()).await.unwrap();
-    Compressor::new(
+    let meter = Meter::new(
         Arc::new(ModelRegistry::embedded()),
         "gpt-4o",
         Encoders::global(),
-        Arc::new(SummaryService::new(None, cache)),
-    )
+    );
+    Compressor::new(meter, Arc::new(SummaryService::new(None, cache)))
 }
 
 fn turn(i: usize) -> [Value; 2] {

@@ -5,10 +5,11 @@
 //! The providers are configured apart from the proxy's
 //! (`CONDENSE_COUNT_*_URL`, `CONDENSE_COUNT_API_KEY`): counting does not
 //! switch the proxy on, and only callers with the `provider` permission may
-//! ask (the operator's key pays; `http::count` checks). A count is only ever an improvement on
-//! the local estimate, so nothing here is an error to the caller: a route
-//! that is off, a thread the endpoint cannot take, or a call that fails
-//! leaves the local estimate in place with a warning ([`CountError::warning`]).
+//! ask (the operator's key pays; `compress::Meter` checks). A count is only
+//! ever an improvement on the local estimate, so nothing here is an error
+//! to the caller: a route that is off, a thread the endpoint cannot take,
+//! or a call that fails leaves the local estimate in place with a warning
+//! ([`CountError::warning`]).
 //! Answers are kept by content hash ([`memo`]): asking again for the same
 //! thread makes no request.
 
@@ -35,6 +36,28 @@ pub enum CountSource {
     #[default]
     Local,
     Provider,
+}
+
+/// Where an answer's total came from, and the local one it replaced.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Provenance {
+    /// `provider` when `total_tokens` is the provider's count.
+    pub source: CountSource,
+    /// The local estimate, when `total_tokens` is the provider's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_total_tokens: Option<u64>,
+}
+
+impl Provenance {
+    /// The provider's total, in place of the local `local`.
+    pub fn provider(local: u64) -> Self {
+        let local_total_tokens = Some(local);
+        let source = CountSource::Provider;
+        Self {
+            source,
+            local_total_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -71,19 +94,9 @@ impl CountError {
             CountError::Unconvertible(what) => {
                 format!("the thread has no exact form for its counting endpoint ({what})")
             }
-            CountError::Failed(e) => format!("its counting endpoint failed ({})", failure(e)),
+            CountError::Failed(e) => format!("its counting endpoint failed ({})", e.what()),
         };
         format!("the provider did not count this thread: {why}; total_tokens is the local estimate")
-    }
-}
-
-/// What failed, in a word or a status code.
-fn failure(e: &UpstreamError) -> String {
-    match e {
-        UpstreamError::Status { status, .. } => format!("HTTP {status}"),
-        UpstreamError::Timeout => "timed out".into(),
-        UpstreamError::Connect(_) => "unreachable".into(),
-        _ => "an unreadable answer".into(),
     }
 }
 
@@ -189,7 +202,7 @@ impl ProviderCounter {
         if call.endpoint == Endpoint::Anthropic {
             req = req.header("anthropic-version", super::anthropic::VERSION);
         }
-        let res = req.send().await.map_err(transport)?;
+        let res = req.send().await.map_err(super::transport)?;
         let status = res.status();
         if !status.is_success() {
             // The body is the provider's: it goes nowhere.
@@ -202,14 +215,6 @@ impl ProviderCounter {
         // `{"input_tokens": N}`: anything longer than an error body is not a count.
         let bytes = super::answer::read_capped(res, super::answer::MAX_ERROR_BYTES).await?;
         input_tokens(&bytes)
-    }
-}
-
-fn transport(e: reqwest::Error) -> UpstreamError {
-    if e.is_timeout() {
-        UpstreamError::Timeout
-    } else {
-        UpstreamError::Connect(e.without_url().to_string())
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::binding::{is_thinking, parse, prefix};
 use condense::cache::{Cache, CacheOptions};
-use condense::compress::{AppliedEdit, Compression, Compressor};
+use condense::compress::{AppliedEdit, Compression, Compressor, Meter};
 use condense::policy::{ClearSettings, ClearTrigger, Profile};
 use condense::summarize::{Strategy as Summarizer, SummaryService};
 use condense::tokens::{Encoders, ModelRegistry};
@@ -68,12 +68,12 @@ async fn compressor(dir: &tempfile::TempDir, cache_off: bool) -> Compressor {
         claim_lease: Duration::from_secs(60),
     };
     let cache = Cache::connect(&url, opts).await.unwrap();
-    Compressor::new(
+    let meter = Meter::new(
         Arc::new(ModelRegistry::embedded()),
         "gpt-4o",
         Encoders::global(),
-        Arc::new(SummaryService::new(None, cache)),
-    )
+    );
+    Compressor::new(meter, Arc::new(SummaryService::new(None, cache)))
 }
 
 /// How the agent and the proxy in front of it behave.

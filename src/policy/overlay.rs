@@ -1,0 +1,105 @@
+//! Settings declared once per field ([`settings!`]): the struct, its
+//! defaults, its partial form and each field's range or check, so a new
+//! field is one entry. A leaf: [`Profile`](super::Profile) and
+//! [`ClearSettings`](super::ClearSettings) both use it.
+
+use std::ops::{Bound, RangeBounds};
+
+use crate::thread::FieldError;
+
+/// Declares a settings struct, its `Default`, and its overrides (each field
+/// optional, laid over a base by `apply`) from one list: a field is its
+/// doc, its type, its default and, for a number, its range, or a `check`
+/// (`fn(&value, at) -> Result<(), Vec<FieldError>>`).
+macro_rules! settings {
+    ($(#[$doc:meta])* $name:ident; $(#[$over_doc:meta])* $over:ident;
+        $( $(#[$attr:meta])* $field:ident: $ty:ty = $default:expr
+            $(, $lo:literal $to:tt $hi:literal)? $(, check $check:path)?; )*
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+        pub struct $name { $( $(#[$attr])* pub $field: $ty, )* }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        $(#[$over_doc])*
+        #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $over {
+            $( pub $field: Option<<$ty as $crate::policy::overlay::Overlay>::Over>, )*
+        }
+
+        impl $over {
+            /// `base` with these fields laid over it; every value out of
+            /// its range is an error (all at once), at `{at}/{field}`.
+            pub fn apply(&self, base: &$name, at: &str) -> Result<$name, Vec<FieldError>> {
+                use $crate::policy::overlay::{Overlay, within};
+                let mut out = base.clone();
+                let mut errs = Vec::new();
+                $( if let Some(over) = &self.$field {
+                    let at = format!("{at}/{}", stringify!($field));
+                    let checked = Ok(())
+                        $( .and_then(|()| within(*over as f64, ($lo as f64) $to ($hi as f64))) )?
+                        .map_err(|e: String| vec![FieldError::new(at.clone(), e)])
+                        $( .and_then(|()| $check(over, &at)) )?;
+                    match checked.and_then(|()| base.$field.overlay(over, &at)) {
+                        Ok(v) => out.$field = v,
+                        Err(e) => errs.extend(e),
+                    }
+                } )*
+                match errs.is_empty() {
+                    true => Ok(out),
+                    false => Err(errs),
+                }
+            }
+        }
+    };
+}
+pub(super) use settings;
+
+/// How a value given for one field (by a file profile or a request's
+/// `config`) lays over the base's: most replace it; `clear` merges.
+pub trait Overlay: Sized {
+    type Over;
+    fn overlay(&self, over: &Self::Over, at: &str) -> Result<Self, Vec<FieldError>>;
+}
+
+/// `Overlay` by replacing, for each type (and its `Option`, which the value
+/// sets).
+macro_rules! replaced {
+    ($($ty:ty),*) => {$(
+        impl $crate::policy::overlay::Overlay for $ty {
+            type Over = $ty;
+            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
+                Ok(over.clone())
+            }
+        }
+        impl $crate::policy::overlay::Overlay for Option<$ty> {
+            type Over = $ty;
+            fn overlay(&self, over: &$ty, _: &str) -> Result<Self, Vec<FieldError>> {
+                Ok(Some(over.clone()))
+            }
+        }
+    )*};
+}
+pub(super) use replaced;
+
+replaced!(u64, f64, bool, String, Vec<String>);
+
+/// `v` within `range`, or why not.
+pub(super) fn within(v: f64, range: impl RangeBounds<f64>) -> Result<(), String> {
+    match (range.contains(&v), range.start_bound(), range.end_bound()) {
+        (true, ..) => Ok(()),
+        (_, Bound::Included(lo), Bound::Excluded(hi)) => {
+            Err(format!("must be at least {lo} and below {hi}, got {v}"))
+        }
+        (_, Bound::Included(lo), Bound::Included(hi)) => {
+            Err(format!("must be between {lo} and {hi}, got {v}"))
+        }
+        _ => Err(format!("is out of range, got {v}")),
+    }
+}
