@@ -8,7 +8,7 @@ use super::plan::{self, Planned, Stage};
 use super::precompute::{Job, Precompute, Precomputer, ready};
 use super::{Compression, Error, History, Mode, Outcome, Ready, Reason, Setup};
 use crate::metrics::Metrics;
-use crate::summarize::{Strategy, SummaryService, Writer, cpu, write_offline};
+use crate::summarize::{Strategy, SummaryService, cpu};
 use crate::tokens::{Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
@@ -51,8 +51,8 @@ impl Compressor {
     }
 
     /// A compressor with the embedded model registry, `gpt-4o` as the
-    /// default model, no upstream and no cache: what [`Compressor::run_offline`]
-    /// needs, for benchmarks, property tests and command-line use.
+    /// default model, no upstream and no cache: heuristic and truncating
+    /// compression through the one path, for benchmarks and property tests.
     pub fn offline() -> Self {
         Self::new(
             Meter::new(
@@ -243,24 +243,6 @@ impl Compressor {
         if let Err(e) = marked {
             tracing::warn!(error = %e, "could not record where a summary came into use");
         }
-    }
-
-    /// The same on the calling thread, uncached, for strategies that need no
-    /// upstream (`heuristic`, `truncate`, `auto` without an upstream):
-    /// benchmarks, property tests, command-line use.
-    pub fn run_offline(&self, req: Compression) -> Result<Outcome, Error> {
-        req.check()?;
-        let mut setup = self.setup(&req)?;
-        setup.model = None;
-        let mut plan = match plan::plan(req, setup)? {
-            Planned::Done(outcome, _) => return Ok(*outcome),
-            Planned::Pending(plan) => plan,
-        };
-        let written = plan.job.take().map(|job| {
-            debug_assert_eq!(job.settings.writer, Writer::Heuristic);
-            write_offline(&job)
-        });
-        plan.finish(written)
     }
 
     /// How to count, the window, and the upstream model, each decided here once.
