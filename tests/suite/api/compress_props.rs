@@ -354,10 +354,6 @@ fn continuity_turns_are_valid_and_fit() {
 /// what was forwarded before is forwarded again byte for byte, with only
 /// the new messages after it.
 #[test]
-#[ignore = "fails about one run in twenty: a due turn whose cut cannot pass the summary in use \
-            rewrites a summary of the same span, and the next turn continues the older one \
-            (the cache's find_prefix takes the oldest of a prefix's summaries); see \
-            a_summary_of_the_same_span_is_continued"]
 fn continuity_keeps_the_forwarded_prefix_across_turns() {
     continuity_turns(true);
 }
@@ -468,11 +464,11 @@ fn continuity_turns(stable: bool) {
 }
 
 /// A history (found by the property above, simplified) where the
-/// forwarded prefix changes on a continued turn: the turn ending at unit 12
-/// is due, but its cut cannot pass the summary in use, so it writes a new
-/// summary of the same span; the next turn continues the older one.
+/// forwarded prefix once changed on a continued turn: the turn ending at
+/// unit 12 is due, but its cut cannot pass the summary in use, so it writes
+/// a new summary of the same span; the next turn must continue that one,
+/// the latest of the prefix's summaries, not the older one.
 #[test]
-#[ignore = "a continuity bug outside this test: the prefix flips back to the older summary"]
 fn a_summary_of_the_same_span_is_continued() {
     let tools = |rs: &[&str]| Unit::Tools(rs.iter().map(|r| r.to_string()).collect());
     let (user, assistant) = (
