@@ -1,6 +1,7 @@
 //! Heuristic compression of the largest fixture thread (large-04, ~320
 //! messages, ~140k tokens), in every wire format: what `/v1/compress` does
-//! per request minus HTTP and JSON (de)serialization. Beside it, tool-result
+//! per request minus HTTP and JSON (de)serialization, through
+//! `Compressor::run` on a current-thread runtime (no upstream, no cache). Beside it, tool-result
 //! clearing (`clear_tool_results` with the default `clear` settings) on the
 //! same thread; before measuring, each case prints its tokens before and
 //! after, so the two can be compared.
@@ -17,6 +18,10 @@ use serde_json::Value;
 
 fn bench(c: &mut Criterion) {
     let compressor = Compressor::offline();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime");
     let mut group = c.benchmark_group("compress");
     group
         .measurement_time(Duration::from_secs(8))
@@ -57,15 +62,14 @@ fn bench(c: &mut Criterion) {
                 tools: body.get("tools"),
             })
             .unwrap();
-            compressor
-                .run_offline(Compression {
-                    model: Some(model.clone()),
-                    strategy,
-                    // Clearing keeps its own default trigger (100,000 tokens).
-                    force: strategy != Strategy::ClearToolResults,
-                    ..Compression::new(t, Profile::default())
-                })
-                .unwrap()
+            let req = Compression {
+                model: Some(model.clone()),
+                strategy,
+                // Clearing keeps its own default trigger (100,000 tokens).
+                force: strategy != Strategy::ClearToolResults,
+                ..Compression::new(t, Profile::default())
+            };
+            runtime.block_on(compressor.run(req)).unwrap()
         };
         for strategy in [Strategy::Heuristic, Strategy::ClearToolResults] {
             let out = run(strategy);

@@ -214,7 +214,7 @@ impl CacheBackend for PgCache {
              WHERE key = (SELECT key FROM summary_cache \
                  WHERE prefix_hash = ANY($1) \
                    AND stored_at > now() - make_interval(secs => $2) \
-                 ORDER BY span_len DESC, stored_at, key LIMIT 1) \
+                 ORDER BY span_len DESC, stored_at DESC, key LIMIT 1) \
              RETURNING {COLUMNS}"
         );
         let q = sqlx::query_as(&sql).bind(hashes).bind(secs(self.opts.ttl));

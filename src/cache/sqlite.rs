@@ -171,7 +171,7 @@ impl CacheBackend for SqliteCache {
             "UPDATE summary_cache SET hit_count = hit_count + 1, last_hit_at = ?2 \
              WHERE key = (SELECT key FROM summary_cache \
                  WHERE prefix_hash IN (SELECT value FROM json_each(?1)) AND stored_at > ?3 \
-                 ORDER BY span_len DESC, stored_at, key LIMIT 1) \
+                 ORDER BY span_len DESC, stored_at DESC, key LIMIT 1) \
              RETURNING {COLUMNS}"
         );
         let q = sqlx::query_as(&sql)

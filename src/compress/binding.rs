@@ -103,9 +103,16 @@ impl Unbound {
 /// Marks an outcome that kept every message in place (cleared or cut
 /// texts at most, from `cleared_from` and its truncated messages on): its
 /// thinking after a change may be bound to the old prefix, so the request
-/// needs `drop_block`.
-pub(super) fn mark_in_place(outcome: &mut Outcome, cleared_from: Option<usize>) {
-    let t = &outcome.thread;
+/// needs `drop_block`. Without thinking on (`required`), none is required
+/// and none is produced: those blocks go instead, but from a message that
+/// holds nothing else.
+pub(super) fn mark_in_place(
+    outcome: &mut Outcome,
+    cleared_from: Option<usize>,
+    required: bool,
+    c: &Counter<'_>,
+) {
+    let t = &mut outcome.thread;
     let cut = outcome.messages_truncated.iter().copied().min();
     let Some(from) = cut
         .into_iter()
@@ -115,7 +122,30 @@ pub(super) fn mark_in_place(outcome: &mut Outcome, cleared_from: Option<usize>) 
     else {
         return;
     };
-    outcome.thinking_drop_block = t.messages.iter().skip(from + 1).any(|m| m.has_thinking());
+    let strip = Clearing {
+        thinking: true,
+        ..Default::default()
+    };
+    let mut out = Unbound::default();
+    for m in t
+        .messages
+        .iter_mut()
+        .skip(from + 1)
+        .filter(|m| m.has_thinking())
+    {
+        let only_thinking = m.parts.iter().all(Part::is_thinking);
+        match clear(m, t.format, &strip).filter(|_| !required && !only_thinking) {
+            Some(stripped) => {
+                out.saved += c.message(m).tokens - c.message(&stripped).tokens;
+                out.removed_turns += 1;
+                *m = stripped;
+            }
+            None => out.drop_block = true,
+        }
+    }
+    outcome.thinking_drop_block = out.drop_block;
+    outcome.tokens_after -= out.saved;
+    outcome.applied_edits.extend(out.edit());
 }
 
 /// How a kept message's thinking relates to the forwarded prefix.
@@ -198,12 +228,14 @@ pub(super) fn unbind(
     let mut changes = Vec::new();
     for (p, k) in draft.tail.iter_mut().enumerate() {
         let prefix = prefix_of(before + p, k.index);
-        if prefix == Prefix::Same || !k.message.has_thinking() {
-            continue;
-        }
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
         // Without thinking on, no block is required and none is produced:
-        // a block of unknown validity can go as well.
+        // every block can go, a valid one too (the one place thinking is
+        // removed: the proxy forwards what this leaves).
+        let valid_kept = prefix == Prefix::Same && (required || only_thinking);
+        if valid_kept || !k.message.has_thinking() {
+            continue;
+        }
         let unknown_kept = prefix == Prefix::Unknown && required;
         let required_final = required && final_index == Some(k.index);
         if unknown_kept || only_thinking || required_final {

@@ -1,6 +1,6 @@
 //! The rules a compression's settings must meet, whoever builds the
-//! [`Compression`]: checked once, in [`Compressor::run`] (and
-//! [`run_offline`]), so no entry point can skip them.
+//! [`Compression`]: checked once, in [`Compressor::run`], so no entry
+//! point can skip them.
 //!
 //! Each error points at the field of `POST /v1/compress` that carries the
 //! setting, since that is where a caller writes it. On the proxy none of
@@ -10,7 +10,6 @@
 //! forwards the request unchanged like any other invalid summary setting.
 //!
 //! [`Compressor::run`]: super::Compressor::run
-//! [`run_offline`]: super::Compressor::run_offline
 
 use serde::Deserialize;
 

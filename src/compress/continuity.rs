@@ -154,7 +154,7 @@ impl Anchor {
 /// A reused summary's place in the conversation: its cache key, and the
 /// first message produced after a forwarded request carried it (None until
 /// one did).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InUse {
     pub key: String,
     pub from: Option<usize>,

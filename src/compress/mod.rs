@@ -23,6 +23,7 @@ mod precompute;
 mod previous;
 mod rules;
 mod service;
+mod setup;
 mod split;
 mod summary;
 mod writer;
@@ -30,9 +31,9 @@ mod writer;
 use serde::Serialize;
 
 use crate::policy::{PriorSummary, Profile, Trigger};
-use crate::summarize::{Strategy, UpstreamModel, Usage};
+use crate::summarize::{Strategy, Usage};
 use crate::thread::{FieldError, Thread};
-use crate::tokens::{Counter, Encoding, Method};
+use crate::tokens::{Encoding, Method};
 use crate::upstream::UpstreamError;
 
 pub use check::{GroupBy, keep_recent_iterations};
@@ -42,6 +43,7 @@ pub use iterations::IterationSummary;
 pub use meter::{Ask, Judged, Meter};
 pub use precompute::{DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer};
 pub use service::Compressor;
+pub(crate) use setup::{History, Mode, Ready, Setup};
 pub use summary::SummaryObject;
 
 /// Why a thread was compressed.
@@ -142,33 +144,6 @@ impl Compression {
             precompute: false,
         }
     }
-}
-
-/// What the service resolved before planning: how to count, the window,
-/// the upstream model (None without an upstream).
-#[derive(Clone)]
-pub(crate) struct Setup {
-    pub counter: Counter<'static>,
-    pub context_window: u64,
-    pub model: Option<UpstreamModel>,
-    pub warnings: Vec<String>,
-    /// Continuity mode: the history's hashes.
-    pub anchor: Option<std::sync::Arc<continuity::Anchor>>,
-    /// Continuity mode found a summary of a prefix (it is the request's
-    /// `prior` and stays in place even when nothing is due), and where it is
-    /// in use (see [`binding`]).
-    pub in_use: Option<continuity::InUse>,
-    /// What was forwarded before is known: not continuity mode, or a
-    /// continuity cache that answered. Only then may a summary wait.
-    pub history_known: bool,
-    /// Precompute is on: a summary due while the thread fits waits for the
-    /// one being written ahead (see [`precompute`]).
-    pub hold: bool,
-    /// Plan as if a summary were due (the background job of [`precompute`]).
-    pub ahead: bool,
-    /// The swap rule: summarize exactly up to this message (the one a
-    /// summary written ahead covers), if the result fits.
-    pub cut_at: Option<usize>,
 }
 
 /// Why a compression could not be done. Each variant is its own problem

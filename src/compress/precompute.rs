@@ -36,11 +36,11 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::continuity::Anchor;
-use super::plan::{self, Plan, Planned};
-use super::{Compression, Setup};
+use super::plan::{self, Planned};
+use super::{Compression, Mode, Ready, Setup};
 use crate::admission::{MemoryBudget, memory};
-use crate::cache::CachedSummary;
-use crate::summarize::{SummaryRequest, SummaryService, Writer, ahead, cpu};
+use crate::cache::CacheError;
+use crate::summarize::{SummaryService, Writer, ahead, cpu};
 
 /// What precompute did on a request, as the `precompute` field and the
 /// proxy's `x-condense-precompute` header say it.
@@ -214,8 +214,6 @@ pub(super) struct Job {
     pub anchor: Arc<Anchor>,
     /// The conversation since its last summary (see [`Anchor::since`]).
     pub name: String,
-    /// The first message no summary covers.
-    pub start: usize,
     /// About how many bytes the thread takes (for the memory budget).
     pub bytes: u64,
 }
@@ -247,27 +245,19 @@ impl Done {
     }
 }
 
-/// The plan that takes `found`, a summary written ahead, as the summary
-/// `req` needs (the swap rule), and that summary's request: when it covers
-/// more than `start`, the result fits, and it is exactly the summary this
-/// request would write for that prefix (its key: the same previous
-/// summary, span and settings).
-pub(super) async fn matching(
-    found: &CachedSummary,
-    (req, mut setup): (Compression, Setup),
+/// The summary written ahead for the longest prefix of `anchor`'s
+/// history, with the first message it does not cover.
+pub(super) async fn ready(
+    summarizer: &SummaryService,
     anchor: &Anchor,
-    start: usize,
-) -> Option<(Box<Plan>, SummaryRequest)> {
-    let cut = anchor.cut(found).filter(|&c| c > start)?;
-    setup.cut_at = Some(cut);
-    setup.hold = false;
-    // Planned as due: a job checks this before the summary is due.
-    setup.ahead = true;
-    let Ok(Planned::Pending(mut plan)) = cpu(move || plan::plan(req, setup)).await else {
-        return None;
-    };
-    let job = plan.job.take()?;
-    (plan.cut == cut && ahead(job.key()) == found.key).then_some((plan, job))
+) -> Result<Option<Ready>, CacheError> {
+    let found = summarizer.find_ahead(anchor.hashes()).await?;
+    Ok(found.and_then(|entry| {
+        Some(Ready {
+            cut: anchor.cut(&entry)?,
+            entry,
+        })
+    }))
 }
 
 /// One job: claims the conversation across replicas, then writes the
@@ -292,25 +282,18 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         req,
         mut setup,
         anchor,
-        start,
         ..
     } = job;
-    match summarizer.find_ahead(anchor.hashes()).await {
-        Ok(Some(found)) => {
-            let copy = (req.clone(), setup.clone());
-            if matching(&found, copy, &anchor, start).await.is_some() {
-                return Done::Found;
-            }
-        }
-        Ok(None) => {}
+    let ready = match ready(summarizer, &anchor).await {
+        Ok(ready) => ready,
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
             return Done::Failed;
         }
-    }
-    setup.ahead = true;
-    setup.hold = false;
+    };
+    setup.mode = Mode::Ahead { ready };
     let plan = match cpu(move || plan::plan(req, setup)).await {
+        Ok(Planned::Pending(plan)) if plan.ready.is_some() => return Done::Found,
         Ok(Planned::Pending(plan)) => plan,
         Ok(Planned::Done(..)) => return Done::Nothing,
         Err(e) => {

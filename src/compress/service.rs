@@ -5,10 +5,10 @@ use std::sync::Arc;
 use super::continuity::Anchor;
 use super::meter::Meter;
 use super::plan::{self, Planned, Stage};
-use super::precompute::{Job, Precompute, Precomputer, matching};
-use super::{Compression, Error, Outcome, Reason, Setup};
+use super::precompute::{Job, Precompute, Precomputer, ready};
+use super::{Compression, Error, History, Mode, Outcome, Ready, Reason, Setup};
 use crate::metrics::Metrics;
-use crate::summarize::{Strategy, SummaryService, Writer, cpu, write_offline};
+use crate::summarize::{Strategy, SummaryService, cpu};
 use crate::tokens::{Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
@@ -51,8 +51,8 @@ impl Compressor {
     }
 
     /// A compressor with the embedded model registry, `gpt-4o` as the
-    /// default model, no upstream and no cache: what [`Compressor::run_offline`]
-    /// needs, for benchmarks, property tests and command-line use.
+    /// default model, no upstream and no cache: heuristic and truncating
+    /// compression through the one path, for benchmarks and property tests.
     pub fn offline() -> Self {
         Self::new(
             Meter::new(
@@ -103,7 +103,10 @@ impl Compressor {
             true => spare(req, setup).await,
             false => (req, setup, None),
         };
-        setup.hold = spare.is_some();
+        if let Some(spare) = &spare {
+            let ready = self.ready(&spare.anchor).await;
+            setup.mode = Mode::Hold { ready };
+        }
         let planned = cpu(move || plan::plan(req, setup)).await?;
         let Some(spare) = spare else {
             return self.write_and_finish(planned).await;
@@ -112,11 +115,11 @@ impl Compressor {
         let status = match planned.stage() {
             Stage::Quiet => None,
             Stage::Ahead { start } => self.start(spare, start, tokens, false),
+            Stage::Due { .. } if planned.adopts() => {
+                self.metrics().precompute_due("used");
+                Some(Precompute::Used)
+            }
             Stage::Due { start, held } => {
-                if let Some(outcome) = self.swap(&spare, start).await {
-                    self.metrics().precompute_due("used");
-                    return Ok(outcome);
-                }
                 self.metrics()
                     .precompute_due(if held { "pending" } else { "waited" });
                 // Not fitting, the request writes it now: no job for it.
@@ -135,18 +138,29 @@ impl Compressor {
         Ok(outcome)
     }
 
-    /// The summary the plan needs written (cache, single flight, maybe an
-    /// upstream call), and the plan finished with it.
+    /// The summary the plan needs: written (cache, single flight, maybe an
+    /// upstream call), or the one written ahead, adopted (the swap rule);
+    /// and the plan finished with it.
     async fn write_and_finish(&self, planned: Planned) -> Result<Outcome, Error> {
         let mut plan = match planned {
             Planned::Done(outcome, _) => return Ok(*outcome),
             Planned::Pending(plan) => plan,
         };
-        let written = match plan.job.take() {
-            Some(job) => Some(self.summarizer.write(&job).await.map_err(Error::Upstream)?),
-            None => None,
+        let written = match (plan.job.take(), plan.ready.take()) {
+            (Some(job), Some(ready)) => Some(self.summarizer.adopt(&job, ready).await),
+            (Some(job), None) => Some(self.summarizer.write(&job).await.map_err(Error::Upstream)?),
+            (None, _) => None,
         };
         cpu(move || plan.finish(written)).await
+    }
+
+    /// The summary written ahead for the longest prefix of this history,
+    /// if any. A cache that fails costs only the swap.
+    async fn ready(&self, anchor: &Anchor) -> Option<Ready> {
+        ready(&self.summarizer, anchor).await.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "summary cache unavailable for precompute");
+            None
+        })
     }
 
     /// Whether `req` writes summaries ahead: it asks, its profile has
@@ -158,7 +172,7 @@ impl Compressor {
             && req.profile.precompute_at > 0.0
             && self.summarizer.caches()
             && setup.model.is_some()
-            && setup.history_known
+            && setup.history != History::Unknown
             && req.upstream_allowed
             && req.keep_recent_iterations.is_none()
             && matches!(
@@ -176,41 +190,10 @@ impl Compressor {
             setup: spare.setup,
             anchor: spare.anchor,
             name,
-            start,
             // About four bytes a token, as text.
             bytes: tokens as u64 * 4,
         };
         Some(self.precomputer.start(self.summarizer.clone(), job, due))
-    }
-
-    /// The swap rule, on a due turn: the summary written ahead for the
-    /// longest prefix of this history, if it covers more than the previous
-    /// one, stands for exactly that prefix and every newer message stays
-    /// verbatim. None (and the turn goes on as without it) when there is
-    /// none, the result would not fit, or it is not the summary this turn
-    /// would write for that prefix (its key differs: another previous
-    /// summary, other settings).
-    async fn swap(&self, spare: &Spare, start: usize) -> Option<Outcome> {
-        let found = match self.summarizer.find_ahead(spare.anchor.hashes()).await {
-            Ok(found) => found?,
-            Err(e) => {
-                tracing::warn!(error = %e, "summary cache unavailable for precompute");
-                return None;
-            }
-        };
-        let copy = (spare.req.clone(), spare.setup.clone());
-        let (plan, job) = matching(&found, copy, &spare.anchor, start).await?;
-        let written = self.summarizer.adopt(&job, found).await;
-        match cpu(move || plan.finish(Some(written))).await {
-            Ok(mut outcome) => {
-                outcome.precompute = Some(Precompute::Used);
-                Some(outcome)
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "a precomputed summary could not be swapped in");
-                None
-            }
-        }
     }
 
     /// Continuity mode: the latest cached summary of the longest prefix of
@@ -228,23 +211,23 @@ impl Compressor {
         .await;
         (req, setup) = (req_back, setup_back);
         // Without a cache, what earlier turns forwarded is unknown.
-        setup.history_known = self.summarizer.caches();
-        match self.summarizer.find_prefix(anchor.hashes()).await {
-            Ok(Some(entry)) => {
-                if let Some((prior, in_use)) = anchor.prior(entry) {
+        setup.history = match self.summarizer.find_prefix(anchor.hashes()).await {
+            _ if !self.summarizer.caches() => History::Unknown,
+            Ok(found) => match found.and_then(|entry| anchor.prior(entry)) {
+                Some((prior, in_use)) => {
                     req.prior = Some(prior);
-                    setup.in_use = Some(in_use);
+                    History::Carried(in_use)
                 }
-            }
-            Ok(None) => {}
+                None => History::Known,
+            },
             Err(e) => {
-                setup.history_known = false;
                 tracing::warn!(error = %e, "summary cache unavailable for continuity");
                 setup.warnings.push(
                     "the summary cache is unavailable; earlier summaries were not reused".into(),
                 );
+                History::Unknown
             }
-        }
+        };
         setup.anchor = Some(Arc::new(anchor));
         (req, setup)
     }
@@ -260,24 +243,6 @@ impl Compressor {
         if let Err(e) = marked {
             tracing::warn!(error = %e, "could not record where a summary came into use");
         }
-    }
-
-    /// The same on the calling thread, uncached, for strategies that need no
-    /// upstream (`heuristic`, `truncate`, `auto` without an upstream):
-    /// benchmarks, property tests, command-line use.
-    pub fn run_offline(&self, req: Compression) -> Result<Outcome, Error> {
-        req.check()?;
-        let mut setup = self.setup(&req)?;
-        setup.model = None;
-        let mut plan = match plan::plan(req, setup)? {
-            Planned::Done(outcome, _) => return Ok(*outcome),
-            Planned::Pending(plan) => plan,
-        };
-        let written = plan.job.take().map(|job| {
-            debug_assert_eq!(job.settings.writer, Writer::Heuristic);
-            write_offline(&job)
-        });
-        plan.finish(written)
     }
 
     /// How to count, the window, and the upstream model, each decided here once.
@@ -303,11 +268,8 @@ impl Compressor {
             model,
             warnings,
             anchor: None,
-            in_use: None,
-            history_known: true,
-            hold: false,
-            ahead: false,
-            cut_at: None,
+            history: History::Known,
+            mode: Mode::Now,
         })
     }
 }

@@ -1,10 +1,26 @@
 //! Who writes the summary: the strategy, the upstream model and the
-//! caller's permission decided once, as a [`Decision`].
+//! caller's permission decided once, as a [`Decision`]. A leaf of the
+//! plan: it reads the profile, not the planner.
 
 use super::Error;
-use super::plan::Decision;
 use crate::policy::Profile;
 use crate::summarize::{Strategy, UpstreamModel, Writer};
+
+/// What replaces the span.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Decision {
+    /// Dropped without a summary.
+    Truncate,
+    /// Summarized by this writer.
+    Write(Writer),
+}
+
+impl Decision {
+    /// The upstream LLM writes (some of) the summary.
+    pub(super) fn upstream(&self) -> bool {
+        matches!(self, Decision::Write(Writer::Llm(_) | Writer::Hybrid(_)))
+    }
+}
 
 /// The upstream model (None without an upstream), and whether this caller
 /// may use it.

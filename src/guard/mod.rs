@@ -168,7 +168,10 @@ impl Access {
     /// SIGHUP. The signal handler is in place when this returns.
     pub fn watch(self: &Arc<Self>) {
         if self.file.is_some() {
-            reload::spawn(self.clone(), self.reload_every);
+            let access = self.clone();
+            reload::spawn(self.reload_every, move || {
+                access.reload();
+            });
         }
     }
 

@@ -8,11 +8,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Access;
-
-/// Starts the watcher. The SIGHUP handler is installed before this returns,
-/// so a signal sent afterwards reloads rather than ends the process.
-pub fn spawn(access: Arc<Access>, every: Duration) {
+/// Starts the watcher, which calls `reload` on each tick and signal. The
+/// SIGHUP handler is installed before this returns, so a signal sent
+/// afterwards reloads rather than ends the process.
+pub fn spawn(every: Duration, reload: impl Fn() + Send + Sync + 'static) {
+    let reload = Arc::new(reload);
     let every = every.max(Duration::from_secs(1));
     #[cfg(unix)]
     let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
@@ -39,9 +39,9 @@ pub fn spawn(access: Arc<Access>, every: Duration) {
                 _ = tick.tick() => {}
                 Some(()) = signalled => tracing::info!("SIGHUP: reading the API keys file again"),
             }
-            let access = access.clone();
+            let reload = reload.clone();
             // A file read: off the async workers.
-            let _ = tokio::task::spawn_blocking(move || access.reload()).await;
+            let _ = tokio::task::spawn_blocking(move || reload()).await;
         }
     });
 }

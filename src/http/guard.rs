@@ -34,6 +34,7 @@ use super::access::Access;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
 use crate::guard::{Bucket, Caller, Cors, Verdict};
+use crate::proxy;
 use crate::state::AppState;
 use crate::tokens::cancel;
 
@@ -230,31 +231,23 @@ pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
                 "content-type",
                 "x-request-id",
                 PROXY_KEY,
-                "x-condense-profile",
-                "x-condense-shadow",
+                proxy::names::PROFILE,
+                proxy::names::SHADOW,
             ]))
-            .expose_headers(names(&[
-                "x-request-id",
-                "retry-after",
-                "www-authenticate",
-                "ratelimit-limit",
-                "ratelimit-remaining",
-                "ratelimit-reset",
-                "x-condense-compressed",
-                "x-condense-tokens-before",
-                "x-condense-tokens-after",
-                "x-condense-summary-cached",
-                "x-condense-shadow",
-                "x-condense-would-compress",
-                "x-condense-note",
-                "x-condense-thinking",
-                "x-condense-fidelity",
-                "x-condense-tokens-removed",
-                "x-condense-summary-call-tokens",
-                "x-condense-prefix-reused",
-                "x-condense-precompute",
-                "x-provider-request-id",
-            ]))
+            .expose_headers(names(
+                &[
+                    "x-request-id",
+                    "retry-after",
+                    "www-authenticate",
+                    "ratelimit-limit",
+                    "ratelimit-remaining",
+                    "ratelimit-reset",
+                    proxy::PROVIDER_REQUEST_ID,
+                ]
+                .into_iter()
+                .chain(proxy::names::REPORT)
+                .collect::<Vec<_>>(),
+            ))
             .max_age(std::time::Duration::from_secs(600)),
     )
 }

@@ -18,14 +18,10 @@ use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
+use crate::proxy::names::{self, PROFILE, SHADOW};
 use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
-
-/// Names the profile for this request (default: `default`).
-const PROFILE: &str = "x-condense-profile";
-/// `true`: forward unchanged, report what compression would have done.
-const SHADOW: &str = "x-condense-shadow";
 
 // One handler for every route, told by an extension which provider
 // endpoint it forwards to.
@@ -138,46 +134,46 @@ fn report_headers(r: &Report, h: &mut HeaderMap) {
             h.insert(HeaderName::from_static(name), v);
         }
     };
-    set("x-condense-compressed", r.compressed.to_string());
+    set(names::COMPRESSED, r.compressed.to_string());
     if r.shadow {
-        set("x-condense-shadow", "true".into());
-        set("x-condense-would-compress", r.would_compress.to_string());
+        set(SHADOW, "true".into());
+        set(names::WOULD_COMPRESS, r.would_compress.to_string());
     }
     if let Some(n) = r.tokens_before {
-        set("x-condense-tokens-before", n.to_string());
+        set(names::TOKENS_BEFORE, n.to_string());
     }
     if let Some(n) = r.tokens_after {
-        set("x-condense-tokens-after", n.to_string());
+        set(names::TOKENS_AFTER, n.to_string());
     }
     if let (Some(before), Some(after)) = (r.tokens_before, r.tokens_after) {
         set(
-            "x-condense-tokens-removed",
+            names::TOKENS_REMOVED,
             before.saturating_sub(after).to_string(),
         );
     }
     if let Some(c) = r.summary_cached {
-        set("x-condense-summary-cached", c.to_string());
+        set(names::SUMMARY_CACHED, c.to_string());
     }
     if let Some(n) = r.summary_call_tokens {
-        set("x-condense-summary-call-tokens", n.to_string());
+        set(names::SUMMARY_CALL_TOKENS, n.to_string());
     }
     if let Some(reused) = r.prefix_reused {
-        set("x-condense-prefix-reused", reused.to_string());
+        set(names::PREFIX_REUSED, reused.to_string());
     }
     if let Some(p) = r.precompute {
-        set("x-condense-precompute", p.as_str().into());
+        set(names::PRECOMPUTE, p.as_str().into());
     }
     if let Some(f) = &r.fidelity {
-        set("x-condense-fidelity", f.header());
+        set(names::FIDELITY, f.header());
     }
     if r.thinking_removed > 0 || r.drop_block {
         let mut v = format!("removed={}", r.thinking_removed);
         if r.drop_block {
             v.push_str("; drop_block");
         }
-        set("x-condense-thinking", v);
+        set(names::THINKING, v);
     }
     if let Some(note) = &r.note {
-        set("x-condense-note", note.clone());
+        set(names::NOTE, note.clone());
     }
 }

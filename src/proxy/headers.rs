@@ -88,6 +88,45 @@ pub fn to_client(provider: &HeaderMap) -> HeaderMap {
     out
 }
 
+/// condense's own headers on the proxy routes, each name written once.
+pub mod names {
+    /// Request: names the profile for this request (default: `default`).
+    pub const PROFILE: &str = "x-condense-profile";
+    /// Request: `true` forwards unchanged and reports what compression
+    /// would have done; the answer carries it back.
+    pub const SHADOW: &str = "x-condense-shadow";
+    pub const COMPRESSED: &str = "x-condense-compressed";
+    pub const WOULD_COMPRESS: &str = "x-condense-would-compress";
+    pub const TOKENS_BEFORE: &str = "x-condense-tokens-before";
+    pub const TOKENS_AFTER: &str = "x-condense-tokens-after";
+    pub const TOKENS_REMOVED: &str = "x-condense-tokens-removed";
+    pub const SUMMARY_CACHED: &str = "x-condense-summary-cached";
+    pub const SUMMARY_CALL_TOKENS: &str = "x-condense-summary-call-tokens";
+    pub const PREFIX_REUSED: &str = "x-condense-prefix-reused";
+    pub const PRECOMPUTE: &str = "x-condense-precompute";
+    pub const FIDELITY: &str = "x-condense-fidelity";
+    pub const THINKING: &str = "x-condense-thinking";
+    pub const NOTE: &str = "x-condense-note";
+
+    /// Every header an answer may carry to say what condense did: the
+    /// CORS layer exposes them, the README's proxy section explains them.
+    pub const REPORT: [&str; 13] = [
+        COMPRESSED,
+        SHADOW,
+        WOULD_COMPRESS,
+        TOKENS_BEFORE,
+        TOKENS_AFTER,
+        TOKENS_REMOVED,
+        SUMMARY_CACHED,
+        SUMMARY_CALL_TOKENS,
+        PREFIX_REUSED,
+        PRECOMPUTE,
+        FIDELITY,
+        THINKING,
+        NOTE,
+    ];
+}
+
 /// Adds `beta` to the request's `anthropic-beta` list (one header,
 /// comma-separated, as the SDKs send it), unless it is already there.
 pub fn add_beta(headers: &mut HeaderMap, beta: &str) {
@@ -110,5 +149,27 @@ pub fn add_beta(headers: &mut HeaderMap, beta: &str) {
         .join(",");
     if let Ok(v) = joined.parse() {
         headers.insert(name, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::names::REPORT;
+
+    /// The README's table of the headers the proxy adds names each report
+    /// header, and no other.
+    #[test]
+    fn the_readme_lists_every_report_header() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let listed: BTreeSet<&str> = readme
+            .lines()
+            .filter(|l| l.starts_with("| `x-condense-"))
+            .flat_map(|l| l.split('|').nth(1).unwrap().split('`'))
+            .filter(|n| n.starts_with("x-condense-"))
+            .collect();
+        assert_eq!(listed, BTreeSet::from(REPORT));
     }
 }

@@ -30,7 +30,7 @@ use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
 use crate::upstream::{ProviderUrls, Secret};
 
-pub use headers::{PROVIDER_REQUEST_ID, to_client};
+pub use headers::{PROVIDER_REQUEST_ID, names, to_client};
 pub use prepare::{Options, Prepared, Report};
 pub use relay::{Call, Forwarded};
 pub use unchanged::Unchanged;

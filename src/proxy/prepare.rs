@@ -4,7 +4,9 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{Binding, DROP_BLOCK_BETA, removed_thinking, thinking_on};
+use super::thinking::{
+    DROP_BLOCK_BETA, opt_into_drop_block, opts_in, removed_thinking, thinking_on,
+};
 use super::{Provider, Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason};
 use crate::summarize::{Fidelity, cpu};
@@ -155,17 +157,19 @@ impl Proxy {
         original: Bytes,
         mut report: Report,
     ) -> Prepared {
-        let binding = Binding::of(provider, &json, out.thinking_drop_block);
+        let drop_block = opts_in(provider, &json, out.thinking_drop_block);
         let carried = out.carried;
         let written = cpu(move || {
             let mut json = json;
             let field = provider.fields().0;
             json[field] = Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
-            let removed = binding.apply(&mut json, field);
-            serde_json::to_vec(&json).map(|bytes| (bytes, removed))
+            if drop_block {
+                opt_into_drop_block(&mut json);
+            }
+            serde_json::to_vec(&json)
         })
         .await;
-        let Ok((bytes, removed)) = written else {
+        let Ok(bytes) = written else {
             let note = "the compressed body could not be written";
             return Prepared::unchanged(original, Unchanged::Internal, note);
         };
@@ -174,8 +178,7 @@ impl Proxy {
         if let Some(c) = &carried {
             self.compressor.mark_carried(c).await;
         }
-        report.thinking_removed += removed;
-        report.drop_block = binding == Binding::OptIn;
+        report.drop_block = drop_block;
         Prepared {
             body: bytes.into(),
             beta: report.drop_block.then_some(DROP_BLOCK_BETA),

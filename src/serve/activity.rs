@@ -2,11 +2,26 @@
 //! requests in flight and their handlers report it.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::ServeOptions;
+/// How connections are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Longest time a client may take to send a request head: from the
+    /// connection's start for the first request, from the first byte for
+    /// later ones.
+    pub header_read_timeout: Duration,
+    /// Longest silence of a kept-alive connection between requests, and
+    /// longest time a client may leave a response unread.
+    pub idle_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// Most connections one client address may hold (0: no limit).
+    pub max_connections_per_address: usize,
+}
 
 /// How a client's side of a connection was seen to close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,7 +36,7 @@ pub(super) enum Left {
 /// (see `conn::serve`): a half-closed client's quick request is answered, an
 /// abandoned one's work stops this long after its client left rather than
 /// at the request time limit.
-const LEFT_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+const LEFT_GRACE: Duration = Duration::from_secs(10);
 
 /// What the watchdog knows of a connection.
 pub(super) struct Activity {

@@ -13,6 +13,7 @@
 //! cuts a slow handler (the request time limit does that, with a 503).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 
 use hyper_util::rt::TokioIo;
@@ -20,8 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::ServeOptions;
-use super::activity::{Activity, EndWithClient, InFlight};
+use super::activity::{Activity, EndWithClient, InFlight, ServeOptions};
 use super::socket::{self, Watched};
 
 pub async fn serve(
@@ -38,7 +38,7 @@ pub async fn serve(
     let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
         let guard = InFlight::begin(&tracked);
         req.extensions_mut().insert(EndWithClient(tracked.clone()));
-        let response = super::call(router.clone(), peer, req);
+        let response = call(router.clone(), peer, req);
         async move {
             let response = response.await?;
             // The guard lives as long as the body: a streamed answer is in
@@ -98,4 +98,19 @@ async fn sleep_until(deadline: Option<Instant>) {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// One request as hyper hands it over, through the router: the peer
+/// address in request extensions (`ConnectInfo`, as `axum::serve` gives it
+/// when asked), the body boxed.
+fn call(
+    router: axum::Router,
+    peer: std::net::SocketAddr,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> impl Future<Output = Result<axum::response::Response, Infallible>> + Send {
+    use tower::ServiceExt;
+    let mut req = req.map(axum::body::Body::new);
+    req.extensions_mut()
+        .insert(axum::extract::ConnectInfo(peer));
+    router.oneshot(req)
 }

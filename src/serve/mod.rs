@@ -18,7 +18,6 @@ mod guarded;
 mod peers;
 mod socket;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,26 +25,10 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
 
-pub use activity::EndWithClient;
+pub use activity::{EndWithClient, ServeOptions};
 pub use fds::{connection_budget, reserved_fds};
 pub use guarded::guarded;
 use peers::Peers;
-
-/// How connections are served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ServeOptions {
-    /// Longest time a client may take to send a request head: from the
-    /// connection's start for the first request, from the first byte for
-    /// later ones.
-    pub header_read_timeout: Duration,
-    /// Longest silence of a kept-alive connection between requests, and
-    /// longest time a client may leave a response unread.
-    pub idle_timeout: Duration,
-    /// Most connections open at once.
-    pub max_connections: usize,
-    /// Most connections one client address may hold (0: no limit).
-    pub max_connections_per_address: usize,
-}
 
 /// Serves `router` on `listener` until `shutdown` completes, then stops
 /// accepting, lets each connection finish the request it is serving (idle
@@ -131,21 +114,6 @@ async fn accept_failed(e: std::io::Error) {
     }
     tracing::error!(error = %e, "accepting a connection failed; retrying in 1 s");
     tokio::time::sleep(Duration::from_secs(1)).await;
-}
-
-/// One request as hyper hands it over, through the router: the peer
-/// address in request extensions (`ConnectInfo`, as `axum::serve` gives it
-/// when asked), the body boxed.
-fn call(
-    router: axum::Router,
-    peer: std::net::SocketAddr,
-    req: hyper::Request<hyper::body::Incoming>,
-) -> impl Future<Output = Result<axum::response::Response, Infallible>> + Send {
-    use tower::ServiceExt;
-    let mut req = req.map(axum::body::Body::new);
-    req.extensions_mut()
-        .insert(axum::extract::ConnectInfo(peer));
-    router.oneshot(req)
 }
 
 #[cfg(test)]

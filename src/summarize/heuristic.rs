@@ -1,10 +1,11 @@
 //! The heuristic summary: extracted sections, merged into the previous
 //! summary, and shrunk until they fit the token limit.
 
+use super::Strategy;
+use super::SummaryRequest;
 use super::extract::extract;
 use super::fit::{How, Size, fit};
 use super::sections::{Caps, Sections};
-use super::{Form, Strategy, SummaryRequest, Written};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -13,21 +14,6 @@ use crate::tokens::Counter;
 pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<String>) -> String {
     let (span, limit, counter) = (req.span.clone(), req.settings.limit, req.settings.counter);
     super::cpu(move || content(&span[from..], prior.as_deref(), limit, &counter)).await
-}
-
-/// The heuristic summary of a request, on the calling thread and uncached
-/// (for callers with no runtime: benchmarks, property tests).
-pub fn write_offline(req: &SummaryRequest) -> Written {
-    let text = match &req.form {
-        Form::Iterations(_) => super::iterations::write_offline(req),
-        Form::Running => content(
-            &req.span,
-            req.settings.prior.as_deref(),
-            req.settings.limit,
-            &req.settings.counter,
-        ),
-    };
-    Written::new(text, Strategy::Heuristic, None, req.key().to_string())
 }
 
 fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {

@@ -38,7 +38,7 @@ pub use iterations::{
     IterationSummary, refit as refit_injection, refolded as injection_refolded,
     summaries as iteration_summaries,
 };
-pub use receipt::{ALSO, write_offline};
+pub use receipt::ALSO;
 pub use request::{
     AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };

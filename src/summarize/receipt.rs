@@ -34,7 +34,7 @@
 
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
 use super::fit::{How, Size, fit};
-use super::{Fidelity, Form, SummaryRequest, Writer, Written};
+use super::{Fidelity, SummaryRequest, Writer};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -107,29 +107,6 @@ pub(super) async fn repaired(
 fn replaced(span: &[crate::thread::Message], prior: Option<&str>, c: &Counter<'_>) -> usize {
     let span: usize = span.iter().map(|m| c.message(m).tokens).sum();
     span + prior.map_or(0, |p| c.text(p).tokens)
-}
-
-/// The heuristic summary of a request, repaired like any, on the calling
-/// thread and uncached (for callers with no runtime: benchmarks, property
-/// tests, the command line).
-pub fn write_offline(req: &SummaryRequest) -> Written {
-    let mut w = super::heuristic::write_offline(req);
-    let s = &req.settings;
-    let (content, fidelity) = match req.form {
-        Form::Iterations(_) => {
-            let receipt = check(&anchors(&req.span), &w.content);
-            (w.content.clone(), receipt)
-        }
-        Form::Running => {
-            let limit = s
-                .limit
-                .min(replaced(&req.span, s.prior.as_deref(), &s.counter));
-            repair(&w.content, &anchors(&req.span), limit, &s.counter)
-        }
-    };
-    w.content = content;
-    w.fidelity = Some(fidelity);
-    w
 }
 
 /// The receipt of `text` (see the module docs).

@@ -432,7 +432,8 @@ fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
         span_len: span_len as i64,
         content: w.content.clone(),
         messages_summarized: messages_summarized as i64,
-        token_count: 0,
+        // A summary is at most a few thousand tokens: cheap to count here.
+        token_count: req.settings.counter.text(&w.content).tokens as i64,
         strategy: w.strategy.as_str().to_string(),
         model: w.model.clone(),
         created_at: w.created_at.clone(),

@@ -128,18 +128,21 @@ fn unanswered(open: &mut Open<'_>, errs: &mut Vec<FieldError>, before: usize) {
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use serde_json::{Value, json};
 
-    use crate::thread::{RawThread, WireFormat, parse};
+    use super::{FieldError, Thread, WireFormat, validate};
+    use crate::thread::openai;
 
-    fn openai(messages: Value) -> Result<(), Vec<super::FieldError>> {
-        let messages = messages.as_array().unwrap().clone();
-        parse(RawThread {
-            format: Some(WireFormat::OpenAi),
-            messages: &messages,
-            ..Default::default()
+    fn openai(messages: Value) -> Result<(), Vec<FieldError>> {
+        let messages = messages.as_array().unwrap().iter().map(Cow::Borrowed);
+        validate(&Thread {
+            format: WireFormat::OpenAi,
+            system: None,
+            messages: openai::parse_messages(messages.collect())?,
+            tools: Vec::new(),
         })
-        .map(|_| ())
     }
 
     fn call(id: &str) -> Value {

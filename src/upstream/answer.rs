@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
-use super::UpstreamError;
+use super::chat::{UpstreamError, transport};
 
 /// Most bytes read of a successful answer: a summary of the largest
 /// `max_tokens` an upstream is asked for is some hundreds of kilobytes.
@@ -18,7 +18,7 @@ pub const MAX_ERROR_BYTES: usize = 64 * 1024;
 /// The body, or `Garbage` once it passes `cap` bytes (nothing more is read).
 pub async fn read_capped(mut res: reqwest::Response, cap: usize) -> Result<Vec<u8>, UpstreamError> {
     let mut body = Vec::new();
-    while let Some(chunk) = res.chunk().await.map_err(super::transport)? {
+    while let Some(chunk) = res.chunk().await.map_err(transport)? {
         if body.len() + chunk.len() > cap {
             return Err(UpstreamError::Garbage(format!(
                 "the answer is larger than {cap} bytes"

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatRequest, ChatResponse, UpstreamError};
+use super::chat::{ChatRequest, ChatResponse, UpstreamError};
 
 /// The Messages API version sent as `anthropic-version` by every call
 /// condense makes itself (summaries, provider counts): the version whose

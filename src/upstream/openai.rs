@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ChatRequest, ChatResponse, UpstreamError};
+use super::chat::{ChatRequest, ChatResponse, UpstreamError};
 
 pub fn body(req: &ChatRequest) -> Value {
     json!({

@@ -42,13 +42,17 @@ fn one_count(t: &Thread) -> u64 {
 
 fn compress(t: Thread, profile: Profile) -> (Outcome, u64) {
     let before = tokenized_bytes();
-    let out = Compressor::offline()
-        .run_offline(Compression {
-            model: Some("gpt-4o".into()),
-            strategy: Strategy::Heuristic,
-            force: true,
-            ..Compression::new(t, profile)
-        })
+    let req = Compression {
+        model: Some("gpt-4o".into()),
+        strategy: Strategy::Heuristic,
+        force: true,
+        ..Compression::new(t, profile)
+    };
+    let out = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(Compressor::offline().run(req))
         .unwrap();
     (out, tokenized_bytes() - before)
 }

@@ -169,7 +169,8 @@ impl Plan {
             &self.profile,
             &self.counter,
         );
-        binding::mark_in_place(&mut outcome, self.cleared.from);
+        let required = self.thinking_required;
+        binding::mark_in_place(&mut outcome, self.cleared.from, required, &self.counter);
         outcome
     }
 }

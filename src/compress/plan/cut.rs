@@ -5,7 +5,8 @@ use std::ops::Range;
 
 use super::super::continuity::summary_limit;
 use super::super::{Error, Reason, split};
-use super::{Decision, Planner, Prior};
+use super::start::Prior;
+use super::{Decision, Planner};
 
 /// The room the summary and the verbatim tail share.
 pub(super) struct Room {
@@ -58,7 +59,13 @@ impl Planner {
     /// summary and everything after it. The swap rule: a summary written
     /// ahead stands for exactly the prefix it covers, every newer message
     /// verbatim, if that fits; else the cut is made as without it.
-    pub(super) fn tail(&self, prior: &Prior, reason: Reason, room: &Room) -> Tail {
+    pub(super) fn tail(
+        &self,
+        prior: &Prior,
+        reason: Reason,
+        room: &Room,
+        swap: Option<usize>,
+    ) -> Tail {
         let (t, start, n) = (&self.t, prior.start, self.t.messages.len());
         let units = split::units(&t.messages, start);
         let min_recent = self.p.min_recent_messages as usize;
@@ -69,7 +76,7 @@ impl Planner {
         if reason == Reason::Continued {
             cut = start;
         }
-        let swapped = self.setup.cut_at.filter(|&at| {
+        let swapped = swap.filter(|&at| {
             reason != Reason::Continued
                 && self.ask.grouping.cut_moves()
                 && at > start

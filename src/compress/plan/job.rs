@@ -3,7 +3,9 @@
 
 use super::super::writer::{Upstream, decide};
 use super::super::{Error, Previous, Reason};
-use super::{Decision, Planner, Prior, Room, Tail};
+use super::cut::{Room, Tail};
+use super::start::Prior;
+use super::{Decision, Planner};
 use crate::policy::OnUpstreamError;
 use crate::summarize::{SummaryRequest, SummarySettings, Writer};
 use crate::thread::{Message, Thread};
@@ -24,7 +26,7 @@ impl Planner {
         total_tokens: u64,
     ) -> Result<Decision, Error> {
         let upstream = Upstream {
-            model: self.setup.model.take(),
+            model: self.setup.model.clone(),
             allowed: self.ask.upstream_allowed,
         };
         let span = self.span_tokens(prior.start, tail.cut) as u64;
@@ -35,12 +37,7 @@ impl Planner {
             &self.p,
             &mut self.warnings,
         )?;
-        if self.ask.instructions.is_some()
-            && !matches!(
-                decision,
-                Decision::Write(Writer::Llm(_) | Writer::Hybrid(_))
-            )
-        {
+        if self.ask.instructions.is_some() && !decision.upstream() {
             self.warnings.push(
                 "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
             );

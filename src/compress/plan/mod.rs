@@ -4,7 +4,7 @@
 //! upstream LLM. Keeping them apart lets the [`Compressor`](super::Compressor)
 //! plan on the blocking pool, await the summary, and finish on the blocking
 //! pool again. Every decision is made here, once: the tail, the strategy and
-//! model (as a [`Writer`]), the summary's size bound.
+//! model (as a [`Writer`](crate::summarize::Writer)), the summary's size bound.
 //!
 //! [`plan`] reads as its steps, each in its own place: clear
 //! ([`start`]), the previous summary ([`start`]), the verdict
@@ -16,20 +16,21 @@
 mod cut;
 mod job;
 mod start;
+mod steps;
 mod verdict;
 
 use std::ops::Range;
 
 use super::iterations::Grouping;
-use super::{Compression, Error, Outcome, Previous, Reason, Setup, clear};
+use super::{Outcome, Previous, Reason, Setup, clear};
+use crate::cache::CachedSummary;
 use crate::policy::Profile;
-use crate::summarize::{Strategy, SummaryRequest, Writer};
+use crate::summarize::{Strategy, SummaryRequest};
 use crate::thread::Thread;
 use crate::tokens::{Counter, ThreadCount};
 
-use cut::{Room, Tail};
-use job::Writing;
-use start::Prior;
+pub(super) use super::writer::Decision;
+pub(super) use steps::plan;
 
 /// A plan, or the answer when there is nothing to do.
 pub(super) enum Planned {
@@ -44,6 +45,11 @@ impl Planned {
             Planned::Done(outcome, _) => outcome.tokens_before,
             Planned::Pending(plan) => plan.cleared.tokens_before,
         }
+    }
+
+    /// It takes a summary written ahead (the swap rule).
+    pub fn adopts(&self) -> bool {
+        matches!(self, Planned::Pending(plan) if plan.ready.is_some())
     }
 
     /// Where the thread stands on its way to the next summary.
@@ -69,15 +75,6 @@ pub(super) enum Stage {
     /// `held`: the thread fits, so without one it was not written now
     /// (the previous summary stays) and waits for the one written ahead.
     Due { start: usize, held: bool },
-}
-
-/// What replaces the span.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum Decision {
-    /// Dropped without a summary.
-    Truncate,
-    /// Summarized by this writer.
-    Write(Writer),
 }
 
 /// Everything decided before the summary is written. Owns its data so it
@@ -113,6 +110,9 @@ pub(super) struct Plan {
     /// summary this request carries comes into use).
     pub continuity_len: Option<usize>,
     pub stage: Stage,
+    /// The swap rule: the summary written ahead that is this plan's
+    /// summary (adopted, not written).
+    pub ready: Option<CachedSummary>,
 }
 
 /// What the request asks of planning besides its thread and profile.
@@ -142,68 +142,4 @@ struct Planner {
     pinned: usize,
     cleared: clear::Cleared,
     warnings: Vec<String>,
-}
-
-pub(super) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
-    let (mut planner, prior) = Planner::clear(req, setup);
-    if planner.ask.strategy == Strategy::ClearToolResults {
-        return Ok(planner.clear_only());
-    }
-    let prior = planner.previous(prior)?;
-    let due = planner.verdict(&prior);
-    let Some(reason) = due.reason else {
-        return Ok(planner.unchanged(due.stage));
-    };
-    let room = planner.room()?;
-    let mut tail = planner.tail(&prior, reason, &room);
-    let decision = planner.writer(&prior, &tail, due.total_tokens)?;
-    // The swap rule and per-iteration tails are final; a continued summary
-    // has nothing new to make room for.
-    if planner.ask.grouping.cut_moves() && reason != Reason::Continued && !tail.swapped {
-        planner.shrink(&mut tail, &decision, &room);
-    }
-    // With no summary message, the conversation must open with a user turn.
-    if decision == Decision::Truncate && prior.previous.is_none() {
-        planner.open_with_user(&mut tail, prior.start);
-    }
-    let writing = planner.job(&prior, &tail, decision, reason, &room);
-    let plan = planner.into_plan(prior, tail, room, reason, due.stage, writing);
-    Ok(Planned::Pending(Box::new(plan)))
-}
-
-impl Planner {
-    /// The plan the finish step needs, owning its data.
-    fn into_plan(
-        self,
-        prior: Prior,
-        tail: Tail,
-        room: Room,
-        reason: Reason,
-        stage: Stage,
-        writing: Writing,
-    ) -> Plan {
-        Plan {
-            thread: self.t,
-            profile: self.p,
-            counter: self.c,
-            context_window: self.setup.context_window,
-            budget: room.budget,
-            count: self.count,
-            pinned: self.pinned,
-            start: prior.start,
-            cut: tail.cut,
-            units: tail.units,
-            previous: prior.previous,
-            reason,
-            decision: writing.decision,
-            grouping: self.ask.grouping,
-            job: writing.job,
-            warnings: self.warnings,
-            cleared: self.cleared,
-            thinking_required: self.ask.thinking_required,
-            in_use: self.setup.in_use.filter(|_| reason == Reason::Continued),
-            continuity_len: self.setup.anchor.as_ref().map(|a| a.len()),
-            stage,
-        }
-    }
 }

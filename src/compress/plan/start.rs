@@ -91,7 +91,8 @@ impl Planner {
     pub(super) fn unchanged(self, stage: Stage) -> Planned {
         let (t, count, window) = (self.t, &self.count, self.setup.context_window);
         let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);
-        binding::mark_in_place(&mut outcome, self.cleared.from);
+        let required = self.ask.thinking_required;
+        binding::mark_in_place(&mut outcome, self.cleared.from, required, &self.c);
         Planned::Done(Box::new(self.cleared.report(outcome)), stage)
     }
 

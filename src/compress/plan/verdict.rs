@@ -1,11 +1,10 @@
 //! The verdict step: is a summary due, may it be written now, and where
 //! the thread stands for precompute.
 
-use super::super::writer::{Upstream, decide};
-use super::super::{Reason, binding, split};
-use super::{Decision, Planner, Prior, Stage};
+use super::super::{History, Mode, Reason, binding};
+use super::start::Prior;
+use super::{Planner, Stage};
 use crate::policy::{self, Profile, Trigger};
-use crate::summarize::Writer;
 
 /// What the verdict decided.
 pub(super) struct Due {
@@ -14,15 +13,19 @@ pub(super) struct Due {
     pub stage: Stage,
     /// The thread's tokens with the previous summary's (for the writer).
     pub total_tokens: u64,
+    /// Precompute ([`Mode::Hold`]): the summary is due while the thread
+    /// fits, so if the upstream would write it, it waits for the one written
+    /// ahead. Decided by the writer step, on the real cut: the reason it
+    /// then has (`Continued` keeps a summary that stands outside the thread).
+    pub hold: Option<Option<Reason>>,
 }
 
 impl Planner {
     /// The policy's verdict on the cleared thread, counting a previous
-    /// summary that stands outside it, then whether a due summary waits:
-    /// in an active loop while the thread fits (see `binding`), or for the
-    /// one written ahead (precompute). A summary outside the thread (the
-    /// cache's, or the request's `summary` object) stays in place when
-    /// nothing new is due.
+    /// summary that stands outside it, then whether a due summary waits in
+    /// an active loop while the thread fits (see `binding`). A summary
+    /// outside the thread (the cache's, or the request's `summary` object)
+    /// stays in place when nothing new is due.
     pub(super) fn verdict(&mut self, prior: &Prior) -> Due {
         let (t, count, p) = (&self.t, &self.count, &self.p);
         let recent = p.min_recent_messages as usize;
@@ -33,77 +36,40 @@ impl Planner {
         let verdict = policy::decide(p, assessed, self.setup.context_window);
         self.warnings.extend(verdict.held_back.clone());
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
-        let continued = self.setup.in_use.is_some() && outside;
-        // Waiting keeps the previous summary as it was; only when what was
-        // forwarded before is known (a continuity cache that answered).
+        let continued = matches!(self.setup.history, History::Carried(_)) && outside;
+        let kept = outside.then_some(Reason::Continued);
+        // Waiting keeps the previous summary as it was: only when what was
+        // forwarded before is known.
         let fits = verdict.trigger != Some(Trigger::ContextWindow);
-        let due = verdict.trigger.is_some() && self.setup.history_known;
+        let may_wait = verdict.trigger.is_some() && self.setup.history != History::Unknown;
         let force = self.ask.force;
-        let bound = due && binding::defer(t, self.ask.thinking_required, fits, force);
-        let held = due && !bound && self.setup.hold && fits && !force && self.held(prior, &verdict);
-        let wait = bound || held;
+        let bound = may_wait && binding::defer(t, self.ask.thinking_required, fits, force);
         if bound {
             self.warnings.push(DEFERRED.into());
-        } else if held {
-            self.warnings.push(PENDING.into());
         }
-        let forced = force || self.setup.ahead;
-        let stage = stage(&self.p, &verdict, prior.start, bound, held, forced);
+        let forced = force || matches!(self.setup.mode, Mode::Ahead { .. });
+        let hold =
+            may_wait && !bound && matches!(self.setup.mode, Mode::Hold { .. }) && fits && !force;
+        let stage = stage(&self.p, &verdict, prior.start, bound, forced);
         let reason = verdict
             .trigger
-            .filter(|_| !wait)
+            .filter(|_| !bound)
             .map(Reason::from)
             .or(forced.then_some(Reason::Forced))
-            .or((continued || (wait && outside)).then_some(Reason::Continued));
+            .or((continued || bound).then_some(kept).flatten());
         Due {
             reason,
             stage,
             total_tokens: verdict.total_tokens,
+            hold: hold.then_some(kept),
         }
-    }
-
-    /// Precompute: while the thread fits, a summary the upstream would
-    /// write waits for the one written ahead (none waits on the upstream).
-    /// Decided on the default tail, its warnings discarded: the writer
-    /// step decides again on the real cut.
-    fn held(&self, prior: &Prior, verdict: &policy::Verdict) -> bool {
-        let (t, start) = (&self.t, prior.start);
-        let tail = split::tail_start(
-            &split::units(&t.messages, start),
-            t.messages.len(),
-            start,
-            self.p.min_recent_messages as usize,
-        );
-        let span = self.count.messages[start..tail].iter().sum::<usize>() as u64;
-        let upstream = Upstream {
-            model: self.setup.model.clone(),
-            allowed: self.ask.upstream_allowed,
-        };
-        let decided = decide(
-            self.ask.strategy,
-            upstream,
-            (span, verdict.total_tokens),
-            &self.p,
-            &mut Vec::new(),
-        );
-        matches!(
-            decided,
-            Ok(Decision::Write(Writer::Llm(_) | Writer::Hybrid(_)))
-        )
     }
 }
 
 /// Where the thread stands for precompute. `bound`: due but deferred in a
-/// tool loop; `held`: due but waiting for the summary written ahead;
-/// `forced`: compressed now whatever the verdict (nothing to write ahead).
-fn stage(
-    p: &Profile,
-    v: &policy::Verdict,
-    start: usize,
-    bound: bool,
-    held: bool,
-    forced: bool,
-) -> Stage {
+/// tool loop; `forced`: compressed now whatever the verdict (nothing to
+/// write ahead).
+fn stage(p: &Profile, v: &policy::Verdict, start: usize, bound: bool, forced: bool) -> Stage {
     let progress = [
         Some(v.messages_percent),
         Some(v.tokens_percent),
@@ -116,7 +82,7 @@ fn stage(
     match () {
         _ if forced || p.precompute_at <= 0.0 => Stage::Quiet,
         _ if bound => Stage::Ahead { start },
-        _ if v.trigger.is_some() => Stage::Due { start, held },
+        _ if v.trigger.is_some() => Stage::Due { start, held: false },
         _ if v.held_back.is_none() && progress >= p.precompute_at => Stage::Ahead { start },
         _ => Stage::Quiet,
     }
@@ -126,4 +92,4 @@ fn stage(
 const DEFERRED: &str = "a summary is due, but the agent is inside a tool loop whose final assistant message must start with its thinking block, which a new summary before it would invalidate (Anthropic binds thinking to its prefix); deferred while the thread fits its window";
 
 /// Why a due summary was not written this turn (precompute).
-const PENDING: &str = "a summary is due; the one written ahead for it is not ready, and the thread fits its window: the previous summary (or none) stays this turn, and the summary written ahead comes in on a later one";
+pub(super) const PENDING: &str = "a summary is due; the one written ahead for it is not ready, and the thread fits its window: the previous summary (or none) stays this turn, and the summary written ahead comes in on a later one";

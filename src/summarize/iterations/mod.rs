@@ -71,12 +71,6 @@ pub(super) async fn write(
     Ok((content, usage))
 }
 
-/// The heuristic injection for `req` on the calling thread (no runtime).
-pub(super) fn write_offline(req: &SummaryRequest) -> String {
-    let groups = groups(req.form.iterations());
-    assemble(req, &groups, None, req.settings.prior.as_deref())
-}
-
 /// The summaries an injection holds, in order.
 pub fn summaries(injection: &str) -> Vec<IterationSummary> {
     let p = split(injection);

@@ -15,6 +15,7 @@ use condense::summarize::Strategy as Summarizer;
 use condense::thread::{self, RawThread, Thread};
 
 use super::clear_model::{Call, Conversation, Turn, Wire, id, wires};
+use crate::support::block_on;
 
 static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 const TOOLS: [&str; 3] = ["read_file", "bash", "memory"];
@@ -105,19 +106,18 @@ fn parse(wire: &dyn Wire, body: &Value) -> Thread {
 }
 
 fn run(t: &Thread, s: &ClearSettings) -> Outcome {
-    COMPRESSOR
-        .run_offline(Compression {
-            model: Some("gpt-4o".into()),
-            strategy: Summarizer::ClearToolResults,
-            ..Compression::new(
-                t.clone(),
-                Profile {
-                    clear: Some(s.clone()),
-                    ..Profile::default()
-                },
-            )
-        })
-        .expect("clearing never fails")
+    block_on(COMPRESSOR.run(Compression {
+        model: Some("gpt-4o".into()),
+        strategy: Summarizer::ClearToolResults,
+        ..Compression::new(
+            t.clone(),
+            Profile {
+                clear: Some(s.clone()),
+                ..Profile::default()
+            },
+        )
+    }))
+    .expect("clearing never fails")
 }
 
 fn raws(t: &Thread) -> Vec<Value> {

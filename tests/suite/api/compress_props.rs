@@ -3,15 +3,19 @@
 //! calls, reasoning items, unicode, huge tool results.
 
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use condense::compress::{self, Compression, Compressor};
+use condense::cache::{Cache, CacheOptions};
+use condense::compress::{self, Compression, Compressor, Meter};
 use condense::policy::{OnUpstreamError, Profile, SummaryRole};
-use condense::summarize::Strategy as Summarizer;
+use condense::summarize::{Strategy as Summarizer, SummaryService};
 use condense::thread::{self, RawThread, Thread, WireFormat};
+use condense::tokens::{Encoders, ModelRegistry};
+
+use crate::support::block_on;
 
 static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 
@@ -159,7 +163,7 @@ fn profile(s: &Settings) -> Profile {
 }
 
 fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compress::Error> {
-    COMPRESSOR.run_offline(Compression {
+    block_on(COMPRESSOR.run(Compression {
         model: Some("gpt-4o".into()),
         strategy: if s.truncate {
             Summarizer::Truncate
@@ -168,7 +172,53 @@ fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compr
         },
         force,
         ..Compression::new(t.clone(), profile(s))
-    })
+    }))
+}
+
+/// What holds of any compressed output: it passes the same validation as
+/// any input (7), opens with a user turn in Anthropic (3), keeps each
+/// reasoning item with the item after it, and fits the budget (5).
+fn valid_and_fits(t: &Thread, out: &compress::Outcome, budget: usize) -> Result<(), TestCaseError> {
+    let output = &out.thread.messages;
+    let raws: Vec<Value> = output.iter().map(|m| m.raw.clone()).collect();
+    let system = out.thread.system.as_ref().map(|m| m.raw.clone());
+    let reparsed = thread::parse(RawThread {
+        format: Some(t.format),
+        messages: &raws,
+        system: system.as_ref(),
+        tools: None,
+    });
+    prop_assert!(reparsed.is_ok(), "invalid output: {:?}", reparsed.err());
+    if t.format == WireFormat::Anthropic {
+        prop_assert_eq!(output[0].role, condense::thread::Role::User);
+    }
+    for (j, m) in output.iter().enumerate() {
+        if m.raw["type"] == "reasoning" {
+            let next = output.get(j + 1).map(|n| n.raw["type"].clone());
+            prop_assert_eq!(
+                next,
+                Some(json!("function_call")),
+                "reasoning item {} cut off",
+                j
+            );
+        }
+    }
+    prop_assert!(
+        out.tokens_after <= budget,
+        "{} > {budget}",
+        out.tokens_after
+    );
+    Ok(())
+}
+
+/// The summary's receipt, as the summary service took it: every anchor
+/// of the span is kept, added or missing.
+fn receipt_adds_up(summary: &compress::SummaryObject) -> Result<(), TestCaseError> {
+    let f = summary
+        .fidelity
+        .ok_or_else(|| TestCaseError::fail("a summary without a receipt"))?;
+    prop_assert_eq!(f.kept + f.added + f.missing, f.anchors, "{:?}", f);
+    Ok(())
 }
 
 /// Checks every property; true when the thread was compressed.
@@ -191,38 +241,7 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
         prop_assert_eq!(output, input);
         return Ok(false);
     }
-    // 7. The output passes the same validation as any input.
-    let raws: Vec<Value> = output.iter().map(|m| m.raw.clone()).collect();
-    let system = out.thread.system.as_ref().map(|m| m.raw.clone());
-    let reparsed = thread::parse(RawThread {
-        format: Some(t.format),
-        messages: &raws,
-        system: system.as_ref(),
-        tools: None,
-    });
-    prop_assert!(reparsed.is_ok(), "invalid output: {:?}", reparsed.err());
-    // 3. (checked by that validation) and the conversation opens with a user turn in Anthropic.
-    if t.format == WireFormat::Anthropic {
-        prop_assert_eq!(output[0].role, condense::thread::Role::User);
-    }
-    // A reasoning item is never separated from the item after it.
-    for (j, m) in output.iter().enumerate() {
-        if m.raw["type"] == "reasoning" {
-            let next = output.get(j + 1).map(|n| n.raw["type"].clone());
-            prop_assert_eq!(
-                next,
-                Some(json!("function_call")),
-                "reasoning item {} cut off",
-                j
-            );
-        }
-    }
-    // 5. It fits.
-    prop_assert!(
-        out.tokens_after <= budget,
-        "{} > {budget}",
-        out.tokens_after
-    );
+    valid_and_fits(t, &out, budget)?;
 
     // 2 and 4: every input message is returned verbatim, summarized, or reported.
     let truncated: BTreeSet<usize> = out.messages_truncated.iter().copied().collect();
@@ -256,6 +275,7 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
     if let Some(summary) = &out.summary {
         prop_assert!(summary.token_count <= s.max_summary as usize);
         prop_assert_eq!(summary.messages_summarized, summarized.len());
+        receipt_adds_up(summary)?;
     }
 
     // 6. Compressing the output again, with no new messages and no force, changes nothing.
@@ -307,4 +327,205 @@ fn compression_properties_hold_in_every_format() {
         CASES.load(Ordering::Relaxed),
     );
     assert!(done * 3 >= all, "only {done} of {all} cases compressed");
+}
+
+/// A compressor whose summaries go to a real SQLite cache in `dir`, as the
+/// service builds one for a `sqlite://` URL: continuity mode reads it.
+fn cached(dir: &std::path::Path) -> Compressor {
+    let url = format!("sqlite://{}?mode=rwc", dir.join("c.sqlite3").display());
+    let cache = block_on(Cache::connect(&url, CacheOptions::default())).expect("a SQLite cache");
+    let meter = Meter::new(
+        Arc::new(ModelRegistry::embedded()),
+        "gpt-4o",
+        Encoders::global(),
+    );
+    Compressor::new(meter, Arc::new(SummaryService::new(None, cache)))
+}
+
+/// An agent resending its growing history each turn, in continuity mode:
+/// every turn's output is valid for its provider and fits, and every
+/// summary's receipt adds up.
+#[test]
+fn continuity_turns_are_valid_and_fit() {
+    continuity_turns(false);
+}
+
+/// And while nothing new is due the previous summary stays in place, so
+/// what was forwarded before is forwarded again byte for byte, with only
+/// the new messages after it.
+#[test]
+fn continuity_keeps_the_forwarded_prefix_across_turns() {
+    continuity_turns(true);
+}
+
+/// The turns of [`continuity_turns_are_valid_and_fit`]; `stable`: the
+/// forwarded prefix is checked across turns too.
+fn continuity_turns(stable: bool) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CONTINUED: AtomicUsize = AtomicUsize::new(0);
+    static TURNS: AtomicUsize = AtomicUsize::new(0);
+    static CASES: AtomicUsize = AtomicUsize::new(0);
+    let dir = tempfile::tempdir().unwrap();
+    // One cache for every case, as one deployment serves many conversations.
+    let compressor = cached(dir.path());
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+        cases: 24,
+        ..ProptestConfig::default()
+    });
+    let strategy = (
+        prop::collection::vec(unit(), 1..24),
+        2usize..6,
+        prop::bool::weighted(0.2),
+        settings(),
+    );
+    runner
+        .run(&strategy, |(units, step, pending, s)| {
+            let s = Settings {
+                force: false,
+                truncate: false,
+                ..s
+            };
+            let budget = (s.window - 500) as usize;
+            let system = json!("You are an agent.");
+            let mut ends: Vec<usize> = (step..units.len()).step_by(step).collect();
+            ends.push(units.len());
+            for format in [
+                WireFormat::OpenAi,
+                WireFormat::Anthropic,
+                WireFormat::Responses,
+            ] {
+                // A conversation of its own: no other case's summary covers it.
+                let case = Unit::User(format!(
+                    "conversation {}",
+                    CASES.fetch_add(1, Ordering::Relaxed)
+                ));
+                let units: Vec<Unit> = std::iter::once(case).chain(units.iter().cloned()).collect();
+                let mut before: Option<Vec<String>> = None;
+                for &end in &ends {
+                    let t = match (format, build(&units[..=end], pending)) {
+                        (WireFormat::OpenAi, (m, ..)) => parse(format, &m, None),
+                        (WireFormat::Anthropic, (_, m, _)) => parse(format, &m, Some(&system)),
+                        (_, (.., m)) => parse(format, &m, Some(&system)),
+                    };
+                    TURNS.fetch_add(1, Ordering::Relaxed);
+                    let out = match block_on(compressor.run(Compression {
+                        model: Some("gpt-4o".into()),
+                        strategy: Summarizer::Heuristic,
+                        continuity: true,
+                        ..Compression::new(t.clone(), profile(&s))
+                    })) {
+                        Ok(out) => out,
+                        Err(compress::Error::DoesNotFit(_)) => {
+                            before = None;
+                            continue;
+                        }
+                        Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                    };
+                    let pinned = t.pinned_len();
+                    let output = &out.thread.messages;
+                    prop_assert_eq!(&output[..pinned], &t.messages[..pinned]);
+                    prop_assert_eq!(&out.thread.system, &t.system);
+                    let now: Vec<String> = output.iter().map(|m| m.raw.to_string()).collect();
+                    if !out.compressed {
+                        prop_assert_eq!(output, &t.messages);
+                    } else {
+                        valid_and_fits(&t, &out, budget)?;
+                    }
+                    if let Some(summary) = &out.summary {
+                        receipt_adds_up(summary)?;
+                    }
+                    if out.reason == Some(compress::Reason::Continued) {
+                        CONTINUED.fetch_add(1, Ordering::Relaxed);
+                        // (Unless the turn before did not fit.)
+                        if let Some(before) = before.as_ref().filter(|_| stable) {
+                            prop_assert!(
+                                now.len() >= before.len() && now[..before.len()] == before[..],
+                                "{:?}, turn ending at unit {}: the forwarded prefix changed",
+                                format,
+                                end
+                            );
+                        }
+                    }
+                    before = Some(now);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    // A property whose turns are never continued would prove nothing.
+    let (continued, turns) = (
+        CONTINUED.load(Ordering::Relaxed),
+        TURNS.load(Ordering::Relaxed),
+    );
+    assert!(
+        continued * 10 >= turns,
+        "only {continued} of {turns} turns continued"
+    );
+}
+
+/// A history (found by the property above, simplified) where the
+/// forwarded prefix once changed on a continued turn: the turn ending at
+/// unit 12 is due, but its cut cannot pass the summary in use, so it writes
+/// a new summary of the same span; the next turn must continue that one,
+/// the latest of the prefix's summaries, not the older one.
+#[test]
+fn a_summary_of_the_same_span_is_continued() {
+    let tools = |rs: &[&str]| Unit::Tools(rs.iter().map(|r| r.to_string()).collect());
+    let (user, assistant) = (
+        |s: &str| Unit::User(s.into()),
+        |s: &str| Unit::Assistant(s.into()),
+    );
+    let units = vec![
+        user("conversation"),
+        user("rbzq cy   w u  gf"),
+        assistant(" szgcca ie a j h   teigk tc bp sq"),
+        tools(&["p!Y#?"]),
+        assistant(" yi        crw zqgcewh   ko rn t ouo g  "),
+        user("%==?/$:`?"),
+        tools(&["\\Z?x?x\\'&v$<`", " ontsvmb   q  fw  w", "  t u  h  xao  b"]),
+        user(" dz     lqxa pkgs      a  z g"),
+        assistant("jwtpz  o x    "),
+        assistant("🦀 src/main.rs: error[E0308]: mismatched types"),
+        user("7<#T.=|-/>t'g/%\\v<("),
+        assistant(" "),
+        assistant("🦀 src/main.rs: error[E0308]: mismatched types"),
+        user(&"e\ng\n\nk\nup\nzqs\ntbgu\n".repeat(400)),
+    ];
+    let s = Settings {
+        min_recent: 7,
+        n: 9,
+        k: 6801,
+        max_summary: 152,
+        window: 30663,
+        force: false,
+        truncate: false,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let compressor = cached(dir.path());
+    let system = json!("You are an agent.");
+    let mut before: Option<Vec<String>> = None;
+    for end in [2, 4, 6, 8, 10, 12, 13] {
+        let t = parse(
+            WireFormat::Responses,
+            &build(&units[..=end], false).2,
+            Some(&system),
+        );
+        let out = block_on(compressor.run(Compression {
+            model: Some("gpt-4o".into()),
+            strategy: Summarizer::Heuristic,
+            continuity: true,
+            ..Compression::new(t, profile(&s))
+        }))
+        .unwrap();
+        let now: Vec<String> = out
+            .thread
+            .messages
+            .iter()
+            .map(|m| m.raw.to_string())
+            .collect();
+        if let (Some(before), Some(compress::Reason::Continued)) = (&before, out.reason) {
+            assert_eq!(now[..before.len()], before[..], "turn ending at unit {end}");
+        }
+        before = Some(now);
+    }
 }

@@ -18,6 +18,7 @@ use condense::summarize::Strategy as Summarizer;
 use condense::thread;
 
 use super::binding::{parse, prefix};
+use crate::support::block_on;
 
 static COMPRESSOR: LazyLock<Compressor> = LazyLock::new(Compressor::offline);
 
@@ -139,7 +140,7 @@ proptest! {
             force,
             ..Compression::new(parse(&input), profile)
         };
-        let out = match COMPRESSOR.run_offline(req) {
+        let out = match block_on(COMPRESSOR.run(req)) {
             Ok(out) => out,
             // Refusing a thread that cannot fit is allowed: the caller keeps it.
             Err(condense::compress::Error::DoesNotFit(_)) => return Ok(()),
@@ -188,7 +189,7 @@ fn run(turns: &[Turn], active: bool, window: u64) -> (Vec<Value>, condense::comp
         strategy: Summarizer::Heuristic,
         ..Compression::new(parse(&input), profile)
     };
-    (input, COMPRESSOR.run_offline(req).expect("compresses"))
+    (input, block_on(COMPRESSOR.run(req)).expect("compresses"))
 }
 
 fn tool_turns(n: usize) -> Vec<Turn> {

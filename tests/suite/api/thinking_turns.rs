@@ -22,7 +22,7 @@ use condense::tokens::{Encoders, ModelRegistry};
 /// The provider's check of a forwarded thread: the messages as the model
 /// reads them (invalid blocks dropped when the request opted in), or the
 /// error the API answers.
-fn provider(forward: &[Value], drop_block: bool) -> Result<Vec<Value>, String> {
+fn provider(forward: &[Value], drop_block: bool, thinking: bool) -> Result<Vec<Value>, String> {
     let mut seen: Vec<Value> = Vec::new();
     let mut dropped_final = false;
     for (i, m) in forward.iter().enumerate() {
@@ -45,7 +45,7 @@ fn provider(forward: &[Value], drop_block: bool) -> Result<Vec<Value>, String> {
     // An active loop's final assistant message starts with its thinking.
     let n = seen.len();
     let final_loop = n >= 2 && seen[n - 1]["content"][0]["type"] == "tool_result";
-    if final_loop && !is_thinking(&forward[n - 2]["content"][0]) {
+    if thinking && final_loop && !is_thinking(&forward[n - 2]["content"][0]) {
         return Err("a final assistant message must start with a thinking block".into());
     }
     if final_loop && dropped_final {
@@ -89,6 +89,9 @@ struct Agent {
     shadow_until: usize,
     /// A system message after every tool result (Claude Code's reminders).
     reminders: bool,
+    /// The requests have thinking off: no block is required, and none may
+    /// be forwarded stale (there is no `thinking` object to opt out in).
+    thinking_off: bool,
 }
 
 /// One session through the proxy's steps: compress in continuity mode,
@@ -107,6 +110,7 @@ async fn session(profile: Profile, agent: &Agent) -> Result<usize, String> {
             .run(Compression {
                 continuity: true,
                 strategy: Summarizer::Heuristic,
+                thinking_required: !agent.thinking_off,
                 ..Compression::new(t, profile.clone())
             })
             .await
@@ -123,7 +127,13 @@ async fn session(profile: Profile, agent: &Agent) -> Result<usize, String> {
             }
         };
         compressed += usize::from(out.compressed && !shadow);
-        let seen = provider(&forward, drop_block).map_err(|e| format!("turn {k}: {e}"))?;
+        if agent.thinking_off && drop_block {
+            return Err(format!(
+                "turn {k}: thinking is off, yet drop_block is asked for"
+            ));
+        }
+        let seen = provider(&forward, drop_block, !agent.thinking_off)
+            .map_err(|e| format!("turn {k}: {e}"))?;
         // Between summaries, the previous forward is a prefix of this one.
         let summary = out.summary.as_ref().map(|s| s.content.clone()).or_else(|| {
             forward
@@ -187,6 +197,7 @@ proptest! {
         reminders: bool,
         clear in prop::bool::weighted(0.25),
         rules in prop::bool::weighted(0.25),
+        thinking_off in prop::bool::weighted(0.25),
     ) {
         let profile = Profile {
             max_messages_before_summary: max_messages,
@@ -203,7 +214,7 @@ proptest! {
             max_tool_result_chars: rules.then_some(800),
             ..Profile::default()
         };
-        let agent = Agent { sizes, task_every, cache_off, shadow_until, reminders };
+        let agent = Agent { sizes, task_every, cache_off, shadow_until, reminders, thinking_off };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let done = rt.block_on(session(profile, &agent));
         prop_assert!(done.is_ok(), "{}", done.unwrap_err());

@@ -2,11 +2,18 @@
 //! heuristic summary still says word for word, overall and by the half of
 //! the span they were said in.
 
+use std::sync::LazyLock;
+
 use serde_json::Value;
 
-use condense::summarize::{SummaryRequest, SummarySettings, Writer, canonical, heuristic};
+use condense::cache::Cache;
+use condense::summarize::{
+    SummaryRequest, SummaryService, SummarySettings, Writer, canonical, heuristic,
+};
 use condense::thread::{self, RawThread};
 use condense::tokens::{CountSpec, Encoders, Encoding, Method, ModelRegistry};
+
+use crate::support::block_on;
 
 /// The default `max_summary_tokens`.
 pub const LIMIT: usize = 2000;
@@ -57,7 +64,11 @@ pub fn injection(messages: &[Value], first: u64, prior: Option<&str>) -> String 
         fallback: true,
     };
     let req = SummaryRequest::by_iteration(&t.messages, &its, settings);
-    condense::summarize::write_offline(&req).content
+    static SERVICE: LazyLock<SummaryService> =
+        LazyLock::new(|| SummaryService::new(None, Cache::Off));
+    block_on(SERVICE.write(&req))
+        .expect("no upstream to fail")
+        .content
 }
 
 /// Whether `m` opens an iteration (see [`injection`]).

@@ -17,3 +17,16 @@ pub mod relay;
 pub mod server;
 /// A stub upstream for the faults a real one will not produce on demand.
 pub mod stub;
+
+/// Runs `f` to completion on the suite's current-thread runtime: how a
+/// synchronous test (a property test) drives the async compression path
+/// as it runs in production. Several test threads may block on it at once.
+pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    static RUNTIME: std::sync::LazyLock<tokio::runtime::Runtime> = std::sync::LazyLock::new(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a current-thread runtime")
+    });
+    RUNTIME.block_on(f)
+}
