@@ -34,6 +34,7 @@
 
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
 use super::fit::{How, Size, fit};
+use super::hybrid::NARRATIVE;
 use super::{Fidelity, SummaryRequest, Writer};
 use crate::tokens::Counter;
 
@@ -211,6 +212,11 @@ fn repair_written(
         return (text, f);
     }
     let clipped = fit(content, Size::Tokens(room, &|s| c.text(s).tokens), How::End);
+    // A hybrid's narrative is the model's half: a clip that cuts it away
+    // leaves a heuristic summary, not the one asked for.
+    if content.contains(NARRATIVE) && !clipped.contains(NARRATIVE) {
+        return (text, f);
+    }
     let (shorter, g) = repair(&clipped, anchors, limit, c);
     match g.kept + g.added > f.kept + f.added {
         true => (shorter, g),
