@@ -136,7 +136,10 @@ pub(super) fn mark_in_place(
         let only_thinking = m.parts.iter().all(Part::is_thinking);
         match clear(m, t.format, &strip).filter(|_| !required && !only_thinking) {
             Some(stripped) => {
-                out.saved += c.message(m).tokens - c.message(&stripped).tokens;
+                out.saved += c
+                    .message(m)
+                    .tokens
+                    .saturating_sub(c.message(&stripped).tokens);
                 out.removed_turns += 1;
                 *m = stripped;
             }
@@ -144,7 +147,7 @@ pub(super) fn mark_in_place(
         }
     }
     outcome.thinking_drop_block = out.drop_block;
-    outcome.tokens_after -= out.saved;
+    outcome.tokens_after = outcome.tokens_after.saturating_sub(out.saved);
     outcome.applied_edits.extend(out.edit());
 }
 

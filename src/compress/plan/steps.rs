@@ -95,18 +95,27 @@ impl Planner {
         if !due || reason == Reason::Continued {
             return Ok(None);
         }
+        // A cut not taken leaves no trace: its writer's warnings go, and the
+        // cut made without it says them again.
+        let (warned, instructions) = (self.warnings.len(), self.ask.instructions.clone());
         let (tail, decision) = self.cut(prior, reason, room, total, Some(ready.cut))?;
-        if !tail.swapped {
-            return Ok(None);
+        let writing = tail
+            .swapped
+            .then(|| self.job(prior, &tail, decision, reason, room));
+        let key = writing
+            .as_ref()
+            .and_then(|w| w.job.as_ref())
+            .map(|j| ahead(j.key()));
+        match writing {
+            Some(writing) if key.as_deref() == Some(ready.entry.key.as_str()) => {
+                Ok(Some((tail, writing, ready.entry)))
+            }
+            _ => {
+                self.warnings.truncate(warned);
+                self.ask.instructions = instructions;
+                Ok(None)
+            }
         }
-        let instructions = self.ask.instructions.clone();
-        let writing = self.job(prior, &tail, decision, reason, room);
-        let key = writing.job.as_ref().map(|j| ahead(j.key()));
-        if key.as_deref() != Some(ready.entry.key.as_str()) {
-            self.ask.instructions = instructions;
-            return Ok(None);
-        }
-        Ok(Some((tail, writing, ready.entry)))
     }
 
     /// The plan the finish step needs, owning its data.
