@@ -1,7 +1,8 @@
-# condense: built in one stage, run from a distroless image (no shell, no
-# package manager, no curl) as a non-root user. Configuration comes only from
-# CONDENSE_* environment variables (README, "Configuration"); the Kubernetes
-# manifests in deploy/ set the rest from a Secret.
+# condense: built in two stages (the dependencies, then condense), run from a
+# distroless image (no shell, no package manager, no curl) as a non-root user.
+# Configured by CONDENSE_* environment variables or a TOML file named by
+# CONDENSE_CONFIG (docs/configuration.md); the Kubernetes manifests in deploy/
+# set the rest from a Secret.
 #
 #   docker build -t condense . && docker run -p 8080:8080 condense
 

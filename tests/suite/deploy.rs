@@ -397,7 +397,7 @@ fn quantity(q: &str) -> u64 {
     q.parse().expect("a quantity in bytes")
 }
 
-/// The memory limit follows from one documented worst case (README, "Memory
+/// The memory limit follows from one documented worst case (docs/operations.md, "Memory
 /// sizing"): no request may need more than the budget (so none is admitted
 /// beyond it), and the idle process plus the budget plus its margin fit
 /// the limit. A default changed on one side only turns this red.

@@ -1,4 +1,4 @@
-//! Precompute (README "Precompute"): a summary never costs the agent a
+//! Precompute (docs/compression.md, "Precompute"): a summary never costs the agent a
 //! turn. Through the proxy, with the real local LLM as summarizer behind a
 //! recording relay, and a recording provider: the summary a due turn needs
 //! is written on an earlier turn, in the background; the due turn swaps it

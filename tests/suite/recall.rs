@@ -4,7 +4,7 @@
 //! summary keeps word for word, on the fixture threads, on long generated
 //! conversations, and on a summary extended 20 times as the thread grows.
 //!
-//! `cargo test --test suite recall:: -- --nocapture` prints the table the README
+//! `cargo test --test suite recall:: -- --nocapture` prints the table docs/compression.md
 //! quotes. The thresholds sit a margin below what the heuristic reaches, so
 //! a change that loses coverage fails here.
 

@@ -92,7 +92,7 @@ impl Drop for Provider {
 /// with Claude Code, 3 items with Codex: reasoning, call, output), the
 /// turns between reusing the last summary. Claude Code's turns are all one
 /// active tool loop with thinking, where a summary waits until the thread
-/// no longer fits (README "Preserved thinking"): a 40k window makes that
+/// no longer fits (docs/compression.md, "Preserved thinking"): a 40k window makes that
 /// happen several times in a session.
 pub async fn condense(provider: &str, dir: &Path) -> String {
     let profiles = dir.join("profiles.toml");

@@ -136,7 +136,7 @@ fn common_prefix(a: &[Value], b: &[Value]) -> usize {
 }
 
 /// The beta condense adds when a request must let the API drop thinking
-/// blocks bound to a changed prefix (README "Preserved thinking").
+/// blocks bound to a changed prefix (docs/compression.md, "Preserved thinking").
 const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
 
 /// `m` without its thinking and redacted thinking blocks: what condense

@@ -1,13 +1,13 @@
 //! The configuration as an operator meets it: the binary's `--help`, its
 //! start-up with bad values, the `--config` file and its precedence,
-//! `condense config`, and the README's table of settings.
+//! `condense config`, and the table of settings in docs/configuration.md.
 //! Run the binary as its own process (`support/process.rs`), with exactly
 //! the environment each test gives it.
 use crate::support::{live, process};
 
 mod file_alone;
 mod layers;
-mod readme;
+mod settings_doc;
 mod start_up;
 
 use std::process::{Command, Stdio};

@@ -1,15 +1,15 @@
-//! The README's tables of settings are the settings: one row per setting,
-//! under its section, with its variable, flag, default and range as the
-//! code has them, and no row for a setting that does not exist. Run with
-//! `CONDENSE_UPDATE_README=1` to rewrite those cells from the code (the
-//! meaning column is left as written).
+//! The tables of settings in docs/configuration.md are the settings: one
+//! row per setting, under its section, with its variable, flag, default and
+//! range as the code has them, and no row for a setting that does not
+//! exist. Run with `CONDENSE_UPDATE_DOCS=1` to rewrite those cells from the
+//! code (the meaning column is left as written).
 
 use std::collections::BTreeMap;
 
 use clap::CommandFactory;
 use condense::config::validate::bounds;
 
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
 
 /// The cells a setting's row must start with.
 fn expected() -> BTreeMap<String, [String; 5]> {
@@ -60,22 +60,18 @@ fn expected() -> BTreeMap<String, [String; 5]> {
     rows
 }
 
-/// The rows of the README's "## Configuration" tables: (line index,
-/// section, cells).
-fn rows(readme: &str) -> Vec<(usize, String, Vec<String>)> {
+/// The rows of the page's tables, each under a heading that names its
+/// section (`## Server: `[server]``): (line index, section, cells).
+fn rows(doc: &str) -> Vec<(usize, String, Vec<String>)> {
     let mut section = None;
-    let mut inside = false;
     let mut out = Vec::new();
-    for (i, line) in readme.lines().enumerate() {
-        if line.starts_with("## ") {
-            inside = line == "## Configuration";
-            section = None;
-        } else if inside && line.starts_with("### ") {
+    for (i, line) in doc.lines().enumerate() {
+        if line.starts_with('#') {
             section = line
                 .split_once("`[")
                 .and_then(|(_, s)| s.split_once("]`"))
                 .map(|(s, _)| s.to_string());
-        } else if let (true, Some(s), Some(row)) = (inside, &section, line.strip_prefix("| `")) {
+        } else if let (Some(s), Some(row)) = (&section, line.strip_prefix("| `")) {
             let cells = format!("`{row}")
                 .trim_end_matches(" |")
                 .splitn(6, " | ")
@@ -98,27 +94,33 @@ fn fits(column: usize, cell: &str, want: &str) -> bool {
 }
 
 #[test]
-fn the_readme_lists_every_setting_as_the_code_has_it() {
-    let readme = std::fs::read_to_string(README).unwrap();
+fn the_configuration_page_lists_every_setting_as_the_code_has_it() {
+    let doc = std::fs::read_to_string(DOC).unwrap();
     let want = expected();
-    let found = rows(&readme);
-    let update = std::env::var("CONDENSE_UPDATE_README").is_ok_and(|v| v == "1");
-    let mut lines: Vec<String> = readme.lines().map(str::to_string).collect();
+    let found = rows(&doc);
+    let update = std::env::var("CONDENSE_UPDATE_DOCS").is_ok_and(|v| v == "1");
+    let mut lines: Vec<String> = doc.lines().map(str::to_string).collect();
     let mut problems = Vec::new();
     let mut seen = Vec::new();
     for (line, section, cells) in &found {
         let key = cells[0].trim_matches('`');
         let id = format!("{section}.{key}");
         let Some(cells_wanted) = want.get(&id) else {
-            problems.push(format!("README row [{section}] {key}: no such setting"));
+            problems.push(format!(
+                "docs/configuration.md row [{section}] {key}: no such setting"
+            ));
             continue;
         };
         seen.push(id.clone());
-        assert_eq!(cells.len(), 6, "README row {id} has six cells");
+        assert_eq!(
+            cells.len(),
+            6,
+            "docs/configuration.md row {id} has six cells"
+        );
         for (column, wanted) in cells_wanted.iter().enumerate() {
             if !fits(column, &cells[column], wanted) {
                 problems.push(format!(
-                    "README row {id}: `{}` should be `{wanted}`",
+                    "docs/configuration.md row {id}: `{}` should be `{wanted}`",
                     cells[column]
                 ));
             }
@@ -134,10 +136,10 @@ fn the_readme_lists_every_setting_as_the_code_has_it() {
         }
     }
     for id in want.keys().filter(|id| !seen.contains(id)) {
-        problems.push(format!("no README row for {id}"));
+        problems.push(format!("no docs/configuration.md row for {id}"));
     }
     if update {
-        std::fs::write(README, lines.join("\n") + "\n").unwrap();
+        std::fs::write(DOC, lines.join("\n") + "\n").unwrap();
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
