@@ -17,6 +17,7 @@ mod connections;
 mod container;
 mod continuity;
 mod deploy;
+mod docs;
 mod edge;
 mod layers;
 mod llm;
