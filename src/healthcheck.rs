@@ -47,11 +47,9 @@ pub fn check(listen: SocketAddr, timeout: Duration) -> Result<u16, String> {
     let mut line = String::new();
     let mut talk = || {
         stream.set_write_timeout(left())?;
-        let head = "Connection: close\r\nAccept: */*";
-        write!(
-            stream,
-            "GET {PATH} HTTP/1.1\r\nHost: {addr}\r\n{head}\r\n\r\n"
-        )?;
+        // One write: a server may answer (and close) on the first bytes it reads.
+        let head = format!("GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+        stream.write_all(format!("{head}Accept: */*\r\n\r\n").as_bytes())?;
         stream.set_read_timeout(left())?;
         BufReader::new((&stream).take(MAX_STATUS_LINE)).read_line(&mut line)
     };
