@@ -1,5 +1,7 @@
 //! The verdict: should this thread be summarized now, and the numbers behind it.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use super::Profile;
@@ -144,10 +146,8 @@ pub struct Assessment {
 }
 
 /// Measures a thread given its count, the index the last summary covers up
-/// to, and the token cost of that summary's message.
-///
-/// Messages the summary already covers are not counted again: counting them
-/// would re-trigger summarization forever.
+/// to, and the token cost of that summary's message. Messages the summary
+/// covers are not counted again: that would re-trigger summarization forever.
 pub fn assess(
     thread: &Thread,
     count: &ThreadCount,
@@ -165,12 +165,10 @@ pub fn assess(
         .chain(instructions.map(|i| &count.messages[i]))
         .sum();
     let other = count.total - count.messages.iter().sum::<usize>();
-    let mut iterations: Vec<u64> = thread.messages[start..]
+    let iterations: BTreeSet<u64> = thread.messages[start..]
         .iter()
         .filter_map(|m| m.iteration)
         .collect();
-    iterations.sort_unstable();
-    iterations.dedup();
     let since = &count.messages[start..];
     let since_tokens: usize = since.iter().sum();
     let recent: usize = since.iter().rev().take(min_recent).sum();
