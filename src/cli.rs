@@ -1,9 +1,7 @@
 //! The command line: serving (no subcommand), `healthcheck` or `config`.
 //!
-//! Every setting is a [`Config`] flag with its `CONDENSE_*` variable and its
-//! place in the `--config` file, shared by all three, so `condense
-//! healthcheck` run inside a container reads the same `CONDENSE_LISTEN` as
-//! the server it checks, and `condense config` shows what the server would run with.
+//! All three read the same settings, so `condense healthcheck` in a container
+//! reads the server's `CONDENSE_LISTEN`, and `condense config` shows what it runs with.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -96,10 +94,8 @@ pub struct HealthcheckArgs {
 }
 
 impl HealthcheckArgs {
-    /// Runs the check against the probe listener when there is one (it
-    /// answers however busy the main one is), else `config.listen`, and says
-    /// what it found on stderr (a container runtime keeps that output with
-    /// the check's result).
+    /// Checks the probe listener when there is one (it answers however busy
+    /// the main one is), else the main one, and says what it found on stderr.
     pub fn run(&self, config: &Config) -> ExitCode {
         let timeout = Duration::from_secs(self.timeout.max(1));
         let listen = config.server.probe_listen.unwrap_or(config.server.listen);

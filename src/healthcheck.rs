@@ -1,17 +1,13 @@
 //! `condense healthcheck`: asks a running condense whether it is alive.
 //!
-//! A container's `HEALTHCHECK` runs a program inside the image, and the
-//! runtime image has no shell and no curl on purpose. So the binary checks
-//! itself: it connects to the address the server is configured to listen on
-//! (the same `CONDENSE_LISTEN` the container sets) and sends one
-//! `GET /healthz`. It exits 0 when the answer is `200`, 1 otherwise.
-//!
-//! This is a deliberately tiny HTTP/1.1 client over `std::net`: one request,
-//! `Connection: close`, only the status line read. reqwest would need an
-//! async runtime for a probe that runs every few seconds, and would route
-//! through an `HTTP_PROXY` from the environment unless told not to.
+//! A container's `HEALTHCHECK` runs a program inside the image, which has no
+//! shell and no curl on purpose, so the binary checks itself: one `GET
+//! /healthz` to the address the server listens on (the same
+//! `CONDENSE_LISTEN`), exit 0 on `200`. A tiny HTTP/1.1 client over
+//! `std::net`: reqwest would need an async runtime for a probe run every few
+//! seconds, and would go through an `HTTP_PROXY` of the environment.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -22,26 +18,7 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 3;
 const PATH: &str = "/healthz";
 
 /// Longest status line read; a real one is about 20 bytes.
-const MAX_STATUS_LINE: usize = 256;
-
-/// Why the server was judged unhealthy.
-#[derive(Debug, thiserror::Error)]
-pub enum Unhealthy {
-    #[error("cannot connect to {addr}: {source}")]
-    Connect {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("talking to {addr}: {source}")]
-    Io {
-        addr: SocketAddr,
-        source: std::io::Error,
-    },
-    #[error("{addr} did not answer with HTTP: {line:?}")]
-    NotHttp { addr: SocketAddr, line: String },
-    #[error("{addr} answered {PATH} with status {status}")]
-    Status { addr: SocketAddr, status: u16 },
-}
+const MAX_STATUS_LINE: u64 = 256;
 
 /// The address to probe for a server that listens on `listen`: an
 /// unspecified address (`0.0.0.0`, `[::]`, as in a container) is reached
@@ -55,55 +32,34 @@ pub fn target(listen: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, listen.port())
 }
 
-/// Sends `GET /healthz` to the server listening on `listen`; `Ok` with the
-/// status when it is `200`. The whole exchange is bounded by `timeout`.
-pub fn check(listen: SocketAddr, timeout: Duration) -> Result<u16, Unhealthy> {
+/// Sends `GET /healthz` to the server listening on `listen`: `Ok` with the
+/// status when it is `200`, else why the server is judged unhealthy. Each
+/// step (connect, send, read) waits at most for what is left of `timeout`.
+pub fn check(listen: SocketAddr, timeout: Duration) -> Result<u16, String> {
     let addr = target(listen);
     let deadline = Instant::now() + timeout;
-    let io = |source| Unhealthy::Io { addr, source };
     let mut stream = TcpStream::connect_timeout(&addr, timeout)
-        .map_err(|source| Unhealthy::Connect { addr, source })?;
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let left = || {
-        deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1))
+        let left = deadline.saturating_duration_since(Instant::now());
+        Some(left.max(Duration::from_millis(1)))
     };
-    stream.set_write_timeout(Some(left())).map_err(io)?;
-    let request =
-        format!("GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: */*\r\n\r\n");
-    stream.write_all(request.as_bytes()).map_err(io)?;
-    let line = read_status_line(&mut stream, left).map_err(io)?;
-    let status = parse_status(&line).ok_or_else(|| Unhealthy::NotHttp {
-        addr,
-        line: line.clone(),
-    })?;
-    if status == 200 {
-        Ok(status)
-    } else {
-        Err(Unhealthy::Status { addr, status })
+    let mut line = String::new();
+    let mut talk = || {
+        stream.set_write_timeout(left())?;
+        // One write: a server may answer (and close) on the first bytes it reads.
+        let head = format!("GET {PATH} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+        stream.write_all(format!("{head}Accept: */*\r\n\r\n").as_bytes())?;
+        stream.set_read_timeout(left())?;
+        BufReader::new((&stream).take(MAX_STATUS_LINE)).read_line(&mut line)
+    };
+    talk().map_err(|e| format!("talking to {addr}: {e}"))?;
+    let line = line.trim_end();
+    match parse_status(line) {
+        Some(200) => Ok(200),
+        Some(status) => Err(format!("{addr} answered {PATH} with status {status}")),
+        None => Err(format!("{addr} did not answer with HTTP: {line:?}")),
     }
-}
-
-/// Reads up to the first CRLF (or [`MAX_STATUS_LINE`] bytes, or the end).
-fn read_status_line(
-    stream: &mut TcpStream,
-    left: impl Fn() -> Duration,
-) -> std::io::Result<String> {
-    let mut line = Vec::with_capacity(64);
-    let mut buf = [0u8; 64];
-    while line.len() < MAX_STATUS_LINE && !line.windows(2).any(|w| w == b"\r\n") {
-        stream.set_read_timeout(Some(left()))?;
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        line.extend_from_slice(&buf[..n]);
-    }
-    let end = line
-        .windows(2)
-        .position(|w| w == b"\r\n")
-        .unwrap_or(line.len());
-    Ok(String::from_utf8_lossy(&line[..end.min(MAX_STATUS_LINE)]).into_owned())
 }
 
 /// The status code of an `HTTP/1.x NNN reason` line.

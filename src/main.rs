@@ -4,25 +4,38 @@ use condense::cli::{self, Command, Parsed};
 use condense::config::load::LoadError;
 use condense::{Application, Config, telemetry};
 
-fn main() -> anyhow::Result<ExitCode> {
+fn main() -> ExitCode {
     let parsed = match Parsed::from_args(std::env::args_os()) {
         Ok(parsed) => parsed,
         Err(LoadError::Clap(e)) => e.exit(),
-        Err(LoadError::Invalid(line)) => return Ok(cli::invalid(&line)),
+        Err(LoadError::Invalid(line)) => return cli::invalid(&line),
     };
     match (&parsed.cli.command, &parsed.invalid) {
-        (Some(Command::Config), _) => Ok(parsed.show()),
-        (_, Some(line)) => Ok(cli::invalid(line)),
-        (Some(Command::Healthcheck(check)), None) => Ok(check.run(&parsed.cli.config)),
+        (Some(Command::Config), _) => parsed.show(),
+        (_, Some(line)) => cli::invalid(line),
+        (Some(Command::Healthcheck(check)), None) => check.run(&parsed.cli.config),
         (None, None) => serve(parsed.cli.config),
     }
 }
 
+/// Serves until stopped. A failure to start (a profiles file, a taken port)
+/// is one line, its causes joined, and exit 2: never a backtrace.
 #[tokio::main]
-async fn serve(config: Config) -> anyhow::Result<ExitCode> {
+async fn serve(config: Config) -> ExitCode {
     telemetry::init(config.server.log_format);
-    let app = Application::build(config).await?;
+    let app = match Application::build(config).await {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("condense: cannot start: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     tracing::info!(addr = %app.local_addr(), "condense listening");
-    app.run_until_stopped().await?;
-    Ok(ExitCode::SUCCESS)
+    match app.run_until_stopped().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("condense: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

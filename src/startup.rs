@@ -45,6 +45,11 @@ impl Site {
     async fn serve(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
         serve(self.listener, self.router, self.options, stop).await
     }
+
+    fn addr(&self) -> SocketAddr {
+        let addr = self.listener.local_addr();
+        addr.expect("a bound listener has an address")
+    }
 }
 
 impl Application {
@@ -95,21 +100,12 @@ impl Application {
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.main
-            .listener
-            .local_addr()
-            .expect("a bound listener has an address")
+        self.main.addr()
     }
 
     /// The probe listener's address, when one is configured.
     pub fn probe_addr(&self) -> Option<SocketAddr> {
-        let probe = self.probe.as_ref()?;
-        Some(
-            probe
-                .listener
-                .local_addr()
-                .expect("a bound listener has an address"),
-        )
+        self.probe.as_ref().map(Site::addr)
     }
 
     /// Serves until SIGTERM or Ctrl-C, then lets in-flight requests finish.
@@ -118,10 +114,8 @@ impl Application {
     }
 
     /// Serves until `stop` completes, then lets in-flight requests finish.
-    /// Both listeners stop together. Summaries being written ahead are
-    /// aborted at once (no request waits for them); other background work
-    /// tied to the state (the cache's health check) stops when the routers
-    /// holding it are dropped, as they are once serving ends.
+    /// Both listeners stop together; summaries being written ahead are
+    /// aborted at once, other background work when the routers are dropped.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -144,11 +138,9 @@ impl Application {
     }
 }
 
-/// Says in the log, once at start-up, whether the summary cache's database
-/// answers, and if not, why. The service starts either way (the cache is an
-/// optimisation), but an operator must not find out from latency graphs that
-/// a database refusing the TLS settings left every replica uncached. The
-/// error names the cause, never the URL's password (see `cache::error`).
+/// Says in the log, once at start-up, whether the summary cache answers and
+/// if not why (never the URL's password): the service starts either way, but
+/// an operator must not learn from latency graphs that every replica is uncached.
 async fn report_cache(cache: crate::cache::Cache) {
     let backend = cache.backend();
     match cache.check().await {

@@ -19,7 +19,6 @@ pub struct AccessSettings {
     /// control. Prefer the environment or the file to the flag.
     #[arg(
         id = "access.api_keys",
-        value_name = "KEYS",
         long = "api-keys",
         hide_env_values = true,
         value_delimiter = ','
@@ -28,20 +27,15 @@ pub struct AccessSettings {
 
     /// File of API keys, one key and its permissions per line (`#` comments);
     /// re-read on SIGHUP and when it changes.
-    #[arg(
-        id = "access.api_keys_file",
-        value_name = "FILE",
-        long = "api-keys-file"
-    )]
+    #[arg(id = "access.api_keys_file", long = "api-keys-file")]
     pub api_keys_file: Option<PathBuf>,
 
     /// Time between looks at the API keys file.
+    // How often the API keys file is re-read (it is also re-read on SIGHUP).
     #[arg(
         id = "access.api_keys_reload",
         long = "api-keys-reload",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // How often the API keys file is re-read (it is also re-read on SIGHUP).
         default_value = "5s"
     )]
     pub api_keys_reload: Duration,
@@ -53,7 +47,6 @@ pub struct AccessSettings {
     /// Requests a second per API key (per client address without keys); 0: no limit.
     #[arg(
         id = "access.rate_limit_per_sec",
-        value_name = "RATE",
         long = "rate-limit-per-sec",
         default_value_t = 0.0
     )]
@@ -62,7 +55,6 @@ pub struct AccessSettings {
     /// Requests a caller may send at once before the rate applies.
     #[arg(
         id = "access.rate_limit_burst",
-        value_name = "N",
         long = "rate-limit-burst",
         default_value_t = 20
     )]
@@ -72,7 +64,6 @@ pub struct AccessSettings {
     /// origins, or `*`); unset: no CORS.
     #[arg(
         id = "access.cors_origins",
-        value_name = "ORIGINS",
         long = "cors-origins",
         value_delimiter = ','
     )]
@@ -83,7 +74,6 @@ pub struct AccessSettings {
     /// `localhost` (DNS rebinding needs a name); with keys, any name.
     #[arg(
         id = "access.allowed_hosts",
-        value_name = "HOSTS",
         long = "allowed-hosts",
         value_delimiter = ','
     )]
@@ -106,21 +96,16 @@ pub struct ModelSettings {
     /// Model assumed when a request names none.
     #[arg(
         id = "models.default_model",
-        value_name = "MODEL",
         long = "default-model",
         default_value = "gpt-4o"
     )]
     pub default_model: String,
 
     /// TOML file replacing the embedded model registry (same shape as data/models.toml).
-    #[arg(id = "models.models_file", value_name = "FILE", long = "models-file")]
+    #[arg(id = "models.models_file", long = "models-file")]
     pub models_file: Option<PathBuf>,
 
     /// File of named profiles: TOML (`[profiles.NAME]` tables), or YAML (`profiles:` → `NAME:`) when it ends in `.yaml`/`.yml`.
-    #[arg(
-        id = "models.profiles_file",
-        value_name = "FILE",
-        long = "profiles-file"
-    )]
+    #[arg(id = "models.profiles_file", long = "profiles-file")]
     pub profiles_file: Option<PathBuf>,
 }

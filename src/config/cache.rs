@@ -15,7 +15,6 @@ pub struct CacheSettings {
     /// `off`. Unset: `DATABASE_URL`, else an embedded SQLite file at `--cache-path`.
     #[arg(
         id = "cache.database_url",
-        value_name = "URL",
         long = "database-url",
         hide_env_values = true
     )]
@@ -24,7 +23,6 @@ pub struct CacheSettings {
     /// The embedded SQLite cache file used when no database URL is set.
     #[arg(
         id = "cache.path",
-        value_name = "FILE",
         long = "cache-path",
         default_value = "condense-cache.sqlite3"
     )]
@@ -34,7 +32,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.ttl",
         long = "cache-ttl",
-        value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_TTL)
     )]
@@ -43,7 +40,6 @@ pub struct CacheSettings {
     /// Most cached summaries kept (least recently used go first).
     #[arg(
         id = "cache.max_rows",
-        value_name = "N",
         long = "cache-max-rows",
         default_value_t = CacheOptions::DEFAULT_MAX_ROWS
     )]
@@ -55,7 +51,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.claim_lease",
         long = "cache-claim-lease",
-        value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_CLAIM_LEASE)
     )]
@@ -64,7 +59,6 @@ pub struct CacheSettings {
     /// Database pool size.
     #[arg(
         id = "cache.db_max_connections",
-        value_name = "N",
         long = "db-max-connections",
         default_value_t = CacheOptions::DEFAULT_MAX_CONNECTIONS
     )]
@@ -74,7 +68,6 @@ pub struct CacheSettings {
     #[arg(
         id = "cache.db_acquire_timeout",
         long = "db-acquire-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse,
         default_value = duration::format(CacheOptions::DEFAULT_ACQUIRE_TIMEOUT)
     )]
@@ -82,24 +75,22 @@ pub struct CacheSettings {
 
     /// Time between background pings of the summary cache; `/readyz`
     /// reports what the last ping (or request) found, without a ping of its own.
+    // Often enough for a readiness probe every 10 s to see a change within one period; one
+    // `SELECT 1` per 5 s is nothing to the database.
     #[arg(
         id = "cache.check_interval",
         long = "cache-check-interval",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // Often enough for a readiness probe every 10 s to see a change within one period; one
-        // `SELECT 1` per 5 s is nothing to the database.
         default_value = "5s"
     )]
     pub check_interval: Duration,
 
     /// Time a background ping may take before the cache counts as down.
+    // As long as `/readyz` used to wait for its own ping.
     #[arg(
         id = "cache.check_timeout",
         long = "cache-check-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // As long as `/readyz` used to wait for its own ping.
         default_value = "2s"
     )]
     pub check_timeout: Duration,

@@ -1,10 +1,8 @@
 //! The one syntax of every duration setting: a whole number and a unit,
 //! `500ms`, `30s`, `5m`, `2h`, `30d`.
 //!
-//! Written here rather than taken from `humantime` (already a dependency):
-//! humantime also reads `1month` and `2years` (of 30.44 and 365.25 days) and
-//! compound forms, which an operator would then meet in error messages and
-//! `condense config`; one small grammar is easier to document and to bound.
+//! Not `humantime`'s: it also reads `1month`, `2years` and compound forms,
+//! which operators would then meet in errors; one small grammar is easier to bound.
 
 use std::time::Duration;
 

@@ -170,20 +170,13 @@ impl Loaded {
         }
     }
 
-    /// The setting as the operator wrote it, for a one-line error:
-    /// `CONDENSE_X=…`, `--x=…` or `FILE: [section] key = …`. `value`
-    /// stands in where nothing was written (a default).
+    /// The setting as the operator wrote it, for a one-line error (see
+    /// [`written`]); `value` stands in where nothing was written (a default).
     pub fn name(&self, id: &str, value: &str) -> String {
         let raw = self
             .raw(id)
             .map_or_else(|| value.to_string(), |r| safe(id, &r));
-        let (long, env) = long_and_env(&self.command, id);
-        match self.source(id) {
-            Source::Default => format!("{env}={raw} (the default)"),
-            Source::Flag => format!("--{long}={raw}"),
-            Source::Env(var) => format!("{var}={raw}"),
-            Source::File(path) => file_name(&path, id, &raw),
-        }
+        written(&self.command, id, &self.source(id), &raw)
     }
 
     /// The setting's text as given (values of a list joined by commas).
@@ -198,9 +191,18 @@ impl Loaded {
     }
 }
 
-fn file_name(path: &Path, id: &str, raw: &str) -> String {
-    let (section, key) = id.split_once('.').unwrap_or(("", id));
-    format!("{}: [{section}] {key} = {raw}", path.display())
+/// `CONDENSE_X=…`, `--x=…` or `FILE: [section] key = …`.
+fn written(command: &Command, id: &str, source: &Source, raw: &str) -> String {
+    let (long, env) = long_and_env(command, id);
+    match source {
+        Source::Default => format!("{env}={raw} (the default)"),
+        Source::Flag => format!("--{long}={raw}"),
+        Source::Env(var) => format!("{var}={raw}"),
+        Source::File(path) => {
+            let (section, key) = id.split_once('.').unwrap_or(("", id));
+            format!("{}: [{section}] {key} = {raw}", path.display())
+        }
+    }
 }
 
 /// The API keys of callers and of providers.
@@ -281,12 +283,12 @@ fn one_line(
         .get_env()
         .map(|v| v.to_string_lossy().into_owned())
         .filter(|var| std::env::var_os(var).is_some());
-    let name = match (on_command_line, env, layered.get(id)) {
-        (true, _, _) => format!("--{long}={value}"),
-        (false, Some(var), _) => format!("{var}={value}"),
-        (false, None, Some(Source::File(path))) => file_name(path, id, &value),
-        _ => format!("--{long}={value}"),
+    let source = match (on_command_line, env) {
+        (false, Some(var)) => Source::Env(var),
+        (false, None) => layered.get(id).cloned().unwrap_or(Source::Flag),
+        (true, _) => Source::Flag,
     };
+    let name = written(command, id, &source, &value);
     let reason = match e.kind() {
         ErrorKind::InvalidValue => match e.get(ContextKind::ValidValue) {
             Some(ContextValue::Strings(valid)) => format!("expected one of {}", valid.join(", ")),

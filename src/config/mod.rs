@@ -1,21 +1,17 @@
 //! Configuration: one optional TOML file (`--config`), `CONDENSE_*`
-//! environment variables and flags, in that order of precedence (a flag
-//! beats the environment, which beats the file, which beats the default).
+//! environment variables and flags; a flag beats the environment, which
+//! beats the file, which beats the default.
 //!
-//! The settings are grouped by concern, one struct each, and each group is
-//! a section of the file (`[server]`, `[limits]`, `[access]`, `[models]`,
-//! `[upstream]`, `[cache]`, `[proxy]`, `[count]`) and a heading of
-//! `--help`. A setting's clap id is its place in the file (`cache.ttl`),
-//! which is how [`load`] feeds the file through the same parsers as flags.
-//! Every duration is written one way (`500ms`, `30s`, `5m`, `30d`: see
-//! [`duration`]). [`Config::validate`] bounds
-//! every value and cross-checks the timeouts before anything starts: the
-//! binary calls it (`cli::Parsed`); code that builds a `Config` itself
-//! (tests, embedding) may, and tests do not, to reach odd corners (a zero
-//! request time limit) on purpose.
-//!
+//! One struct per concern, each a section of the file (`[server]`,
+//! `[cache]`…) and a heading of `--help`. A setting's clap id is its place
+//! in the file (`cache.ttl`), which is how [`load`] feeds the file through
+//! the parsers of flags. [`Config::validate`] bounds every value before
+//! anything starts; tests that build a `Config` may skip it on purpose.
 //! Every default runs on a laptop: no file, no database, no upstream.
 
+use std::any::TypeId;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
@@ -37,8 +33,8 @@ pub use server::{LimitSettings, ServerSettings};
 pub use upstream::UpstreamSettings;
 pub use validate::Invalid;
 
-/// The shortest period a timer is given when a `Config` built in code (not
-/// validated) holds zero: tokio's intervals panic on a zero period.
+/// The shortest period of a timer, for an unvalidated `Config` holding zero
+/// (tokio's intervals panic on a zero period).
 pub(crate) const MIN_PERIOD: Duration = Duration::from_millis(1);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -75,22 +71,47 @@ pub struct Config {
     pub count: CountSettings,
 }
 
-/// A setting's environment variable is its flag's name after `CONDENSE_`
-/// (`--cache-ttl`: `CONDENSE_CACHE_TTL`), by this rule rather than by hand.
-fn with_env(arg: clap::Arg) -> clap::Arg {
-    match (arg.get_env(), arg.get_long()) {
-        (None, Some(long)) if arg.get_id().as_str().contains('.') => {
-            let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
-            arg.env(env)
-        }
-        _ => arg,
+/// Two names of a setting follow rules rather than being written by hand:
+/// its environment variable is its flag after `CONDENSE_` (`--cache-ttl`:
+/// `CONDENSE_CACHE_TTL`), and its value's name in `--help` is its type's
+/// (`DURATION`, `N`…) or else the last word of its key (`api_key`: `KEY`).
+fn with_env(mut arg: clap::Arg) -> clap::Arg {
+    let Some((_, key)) = arg.get_id().as_str().split_once('.') else {
+        return arg;
+    };
+    let key = key.to_string();
+    if let (None, Some(long)) = (arg.get_env(), arg.get_long()) {
+        let env = format!("CONDENSE_{}", long.to_uppercase().replace('-', "_"));
+        arg = arg.env(env);
     }
+    // clap names a value by its id unless told otherwise.
+    let named = arg
+        .get_value_names()
+        .is_some_and(|n| n != [arg.get_id().as_str()]);
+    if named || !arg.get_action().takes_values() {
+        return arg;
+    }
+    let of = arg.get_value_parser().type_id();
+    let name = [
+        (TypeId::of::<Duration>(), "DURATION"),
+        (TypeId::of::<SocketAddr>(), "ADDRESS"),
+        (TypeId::of::<PathBuf>(), "FILE"),
+        (TypeId::of::<usize>(), "N"),
+        (TypeId::of::<u64>(), "N"),
+        (TypeId::of::<u32>(), "N"),
+        (TypeId::of::<f64>(), "RATE"),
+    ]
+    .into_iter()
+    .find(|(t, _)| of == *t)
+    .map_or_else(
+        || key.rsplit('_').next().unwrap_or_default().to_uppercase(),
+        |(_, n)| n.into(),
+    );
+    arg.value_name(name)
 }
 
-/// Each group's defaults: clap's parse of no arguments, with the environment
-/// ignored. So a default is written once, in its `#[arg(default_value…)]`
-/// (those of the cache name [`crate::cache::CacheOptions`]'s, which
-/// embedders use without a `Config`).
+/// Each group's defaults: clap's parse of no arguments, the environment
+/// ignored, so a default is written once, in its `#[arg(default_value…)]`.
 macro_rules! default_from_clap {
     ($($group:ty),*) => {$(
         impl Default for $group {

@@ -23,7 +23,6 @@ pub struct ProxySettings {
     /// to this OpenAI-compatible base URL (e.g. `https://api.openai.com/v1`); unset: the routes are off.
     #[arg(
         id = "proxy.openai_url",
-        value_name = "URL",
         long = "proxy-openai-url",
         env = PROXY_OPENAI_URL,
         hide_env_values = true
@@ -34,7 +33,6 @@ pub struct ProxySettings {
     /// (e.g. `https://api.anthropic.com`); unset: the routes are off.
     #[arg(
         id = "proxy.anthropic_url",
-        value_name = "URL",
         long = "proxy-anthropic-url",
         env = PROXY_ANTHROPIC_URL,
         hide_env_values = true
@@ -44,7 +42,6 @@ pub struct ProxySettings {
     /// Provider API key sent when a proxied request carries none; never logged.
     #[arg(
         id = "proxy.api_key",
-        value_name = "KEY",
         long = "proxy-api-key",
         hide_env_values = true,
         default_value = ""
@@ -58,12 +55,11 @@ pub struct ProxySettings {
 
     /// Time a proxied response may send nothing before it is cut. A bare
     /// number is seconds.
+    // A stream that sends nothing for this long is cut; a healthy one never is.
     #[arg(
         id = "proxy.idle_timeout",
         long = "proxy-idle-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse_secs,
-        // A stream that sends nothing for this long is cut; a healthy one never is.
         default_value = "5m"
     )]
     pub idle_timeout: Duration,
@@ -87,7 +83,6 @@ pub struct CountSettings {
     /// unset: they are local estimates.
     #[arg(
         id = "count.openai_url",
-        value_name = "URL",
         long = "count-openai-url",
         env = COUNT_OPENAI_URL,
         hide_env_values = true
@@ -98,7 +93,6 @@ pub struct CountSettings {
     /// `/v1/messages/count_tokens` (e.g. `https://api.anthropic.com`).
     #[arg(
         id = "count.anthropic_url",
-        value_name = "URL",
         long = "count-anthropic-url",
         env = COUNT_ANTHROPIC_URL,
         hide_env_values = true
@@ -108,7 +102,6 @@ pub struct CountSettings {
     /// Provider API key of the counting calls; never logged.
     #[arg(
         id = "count.api_key",
-        value_name = "KEY",
         long = "count-api-key",
         hide_env_values = true,
         default_value = ""
@@ -117,13 +110,12 @@ pub struct CountSettings {
 
     /// Time a provider-exact count may take before the local estimate is
     /// answered instead.
+    // A counting call is a short request: a provider slower than this is answered with the
+    // local estimate.
     #[arg(
         id = "count.timeout",
         long = "count-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // A counting call is a short request: a provider slower than this is answered with the
-        // local estimate.
         default_value = "10s"
     )]
     pub timeout: Duration,

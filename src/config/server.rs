@@ -15,7 +15,6 @@ pub struct ServerSettings {
     /// Address to listen on.
     #[arg(
         id = "server.listen",
-        value_name = "ADDRESS",
         long = "listen",
         default_value = "127.0.0.1:8080"
     )]
@@ -24,7 +23,6 @@ pub struct ServerSettings {
     /// Log format.
     #[arg(
         id = "server.log_format",
-        value_name = "FORMAT",
         long = "log-format",
         value_enum,
         default_value_t = LogFormat::Text
@@ -34,45 +32,35 @@ pub struct ServerSettings {
     /// A second address serving only `/healthz`, `/readyz` and `/metrics`,
     /// with connections of its own: probes answered however busy the main
     /// listener is. Unset: none.
-    #[arg(
-        id = "server.probe_listen",
-        value_name = "ADDRESS",
-        long = "probe-listen"
-    )]
+    #[arg(id = "server.probe_listen", long = "probe-listen")]
     pub probe_listen: Option<SocketAddr>,
 
     /// Most client connections open at once; more wait to be accepted.
     /// Lowered at start-up if the open-files limit cannot hold them.
+    // With a proxied connection each, 1024 fit in about 2,100 open files.
     #[arg(
         id = "server.max_connections",
-        value_name = "N",
         long = "max-connections",
-        // Each may also hold a proxied provider connection: 1024 connections fit in about
-        // 2,100 open files (see `serve::connection_budget`).
         default_value_t = 1024
     )]
     pub max_connections: usize,
 
     /// Most connections one client address may hold open (an IPv6 address
     /// counts by its /64); past it a new one is answered 503 and closed. 0: no limit.
+    // A quarter of the cap: one address cannot take the rest, yet 20 local agents
+    // (all 127.0.0.1, a few pooled connections each) stay well under it.
     #[arg(
         id = "server.max_connections_per_address",
-        value_name = "N",
         long = "max-connections-per-address",
-        // A quarter of the default connection cap: one address cannot take the other three
-        // quarters, yet a host running many agents (all of them 127.0.0.1 to a local condense,
-        // each holding a few pooled connections: 20 agents are well under 100) never meets it.
         default_value_t = 256
     )]
     pub max_connections_per_address: usize,
 
     /// Most connections open at once on the probe listener.
+    // An orchestrator's few probes and a metrics scraper, not clients.
     #[arg(
         id = "server.probe_max_connections",
-        value_name = "N",
         long = "probe-max-connections",
-        // The probe listener serves an orchestrator's few probes and a metrics scraper, not
-        // clients.
         default_value_t = 16
     )]
     pub probe_max_connections: usize,
@@ -80,25 +68,22 @@ pub struct ServerSettings {
     /// Time a client has to send a request's headers (from the connection's
     /// start, or from the first byte of a later request); slower connections
     /// are closed.
+    // hyper's own default for reading a request head.
     #[arg(
         id = "server.header_read_timeout",
         long = "header-read-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // hyper's own default for reading a request head.
         default_value = "30s"
     )]
     pub header_read_timeout: Duration,
 
     /// Time a kept-alive connection may idle between requests, and a
     /// response may wait for its client to read it, before the connection is closed.
+    // Past load balancers' 60 s, so they close an idle connection first (as nginx).
     #[arg(
         id = "server.idle_timeout",
         long = "idle-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse,
-        // Longer than the 60 s idle timeout of common load balancers, so that they, not
-        // condense, close a kept-alive connection first (nginx: 75 s).
         default_value = "75s"
     )]
     pub idle_timeout: Duration,
@@ -117,10 +102,8 @@ impl ServerSettings {
     }
 
     /// How the probe listener serves: the same timeouts, its own small cap,
-    /// and a quarter of it per address (at least 2): the orchestrator's
-    /// probes come from its node's address and need one or two at a time,
-    /// so another client reaching the port (any pod, without a network
-    /// policy) cannot hold them all.
+    /// a quarter of it (at least 2) per address, so that another client
+    /// reaching the port cannot hold the orchestrator's probes out.
     pub fn probe_serve_options(&self) -> ServeOptions {
         let max = self.probe_max_connections.max(1);
         ServeOptions {
@@ -144,44 +127,40 @@ pub struct LimitSettings {
 
     /// Time limit of a request to the API; slower ones get 503. A bare
     /// number is seconds.
+    // LLM summaries of long spans take a while on small servers.
     #[arg(
         id = "limits.request_timeout",
         long = "request-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse_secs,
-        // LLM summaries of long spans take a while on small servers.
         default_value = "120s"
     )]
     pub request_timeout: Duration,
 
     /// Most messages a thread may hold (413 above); 0: no limit.
+    // Far above an agent's thread (the largest fixture has 300), far below what an 8 MiB
+    // body of tiny messages could hold.
     #[arg(
         id = "limits.max_messages",
-        value_name = "N",
         long = "max-messages",
-        // Far above an agent's thread (the largest fixture has 300), far below what an 8 MiB
-        // body of tiny messages could hold.
         default_value_t = 10_000
     )]
     pub max_messages: usize,
 
     /// Most characters of text a thread (or a `text`) may hold (413 above); 0: no limit.
+    // About a million tokens of text: the largest context window on offer.
     #[arg(
         id = "limits.max_total_chars",
-        value_name = "N",
         long = "max-total-chars",
-        // About a million tokens of text: the largest context window on offer.
         default_value_t = 4_000_000
     )]
     pub max_total_chars: usize,
 
     /// Requests at work at once; the next gets 503 `overloaded` at once; 0: no limit.
+    // On two cores the CPU work runs two at a time anyway; the others wait for the
+    // upstream LLM or the database. Memory is bounded by the budget, not by this count.
     #[arg(
         id = "limits.max_concurrency",
-        value_name = "N",
         long = "max-concurrency",
-        // On two cores the CPU work runs two at a time anyway; the others wait for the
-        // upstream LLM or the database. Memory is bounded by the budget, not by this count.
         default_value_t = 16
     )]
     pub max_concurrency: usize,
@@ -190,12 +169,12 @@ pub struct LimitSettings {
     /// whose worst case (from its `Content-Length`, see the README's
     /// "Memory sizing") does not fit in what is free gets 503 `overloaded`
     /// before its body is read; 0: no budget.
+    // From the shipped Deployment's 1 GiB limit (see `admission::memory::limit_for`, the
+    // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
     #[arg(
         id = "limits.memory_budget_bytes",
         value_name = "BYTES",
         long = "memory-budget-bytes",
-        // From the shipped Deployment's 1 GiB limit (see `admission::memory::limit_for`, the
-        // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
         default_value_t = 640 * 1024 * 1024
     )]
     pub memory_budget_bytes: u64,

@@ -61,14 +61,8 @@ fn value(loaded: &Loaded, id: &str) -> Shown {
         }
     }
     Shown::Value(match list {
-        true => format!(
-            "[{}]",
-            values
-                .iter()
-                .map(|v| toml_string(v))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        // A JSON array of strings is a TOML array.
+        true => serde_json::to_string(&values).unwrap_or_default(),
         false => scalar(&values.join(",")),
     })
 }

@@ -13,18 +13,12 @@ pub struct UpstreamSettings {
     /// Base URL of the upstream LLM that writes `llm` summaries (unset:
     /// heuristic only). Credentials in it (`https://user:pass@host`) are sent
     /// as Basic auth and never shown.
-    #[arg(
-        id = "upstream.url",
-        value_name = "URL",
-        long = "upstream-url",
-        hide_env_values = true
-    )]
+    #[arg(id = "upstream.url", long = "upstream-url", hide_env_values = true)]
     pub url: Option<String>,
 
     /// API the upstream speaks.
     #[arg(
         id = "upstream.kind",
-        value_name = "KIND",
         long = "upstream-kind",
         value_enum,
         default_value_t = Kind::OpenAi
@@ -34,7 +28,6 @@ pub struct UpstreamSettings {
     /// API key for the upstream; never logged or echoed.
     #[arg(
         id = "upstream.api_key",
-        value_name = "KEY",
         long = "upstream-api-key",
         hide_env_values = true,
         default_value = ""
@@ -44,7 +37,6 @@ pub struct UpstreamSettings {
     /// Model that writes summaries.
     #[arg(
         id = "upstream.model",
-        value_name = "MODEL",
         long = "upstream-model",
         default_value = "gpt-4o-mini"
     )]
@@ -53,30 +45,27 @@ pub struct UpstreamSettings {
     /// Other models a request may choose with `summarizer.model` (comma-separated).
     #[arg(
         id = "upstream.allowed_models",
-        value_name = "MODELS",
         long = "upstream-allowed-models",
         value_delimiter = ','
     )]
     pub allowed_models: Vec<String>,
 
     /// Time limit of one upstream HTTP call. A bare number is seconds.
+    // Half the request time limit: one slow call still leaves room to answer.
     #[arg(
         id = "upstream.timeout",
         long = "upstream-timeout",
-        value_name = "DURATION",
         value_parser = duration::parse_secs,
-        // Half the request time limit: one slow call still leaves room to answer.
         default_value = "60s"
     )]
     pub timeout: Duration,
 
     /// Time for an upstream call and its retries in all. A bare number is seconds.
+    // Within the request time limit, so a request sees its retries' outcome.
     #[arg(
         id = "upstream.retry_budget",
         long = "upstream-retry-budget",
-        value_name = "DURATION",
         value_parser = duration::parse_secs,
-        // Within the request time limit, so a request sees its retries' outcome.
         default_value = "90s"
     )]
     pub retry_budget: Duration,
@@ -84,7 +73,6 @@ pub struct UpstreamSettings {
     /// Most retries of one upstream call.
     #[arg(
         id = "upstream.max_retries",
-        value_name = "N",
         long = "upstream-max-retries",
         default_value_t = 4
     )]
@@ -93,7 +81,6 @@ pub struct UpstreamSettings {
     /// Most upstream calls in flight at once.
     #[arg(
         id = "upstream.max_concurrency",
-        value_name = "N",
         long = "upstream-max-concurrency",
         default_value_t = 4
     )]
@@ -104,7 +91,6 @@ pub struct UpstreamSettings {
     /// its turn).
     #[arg(
         id = "upstream.precompute_concurrency",
-        value_name = "N",
         long = "precompute-concurrency",
         default_value_t = crate::compress::PRECOMPUTE_CONCURRENCY
     )]
@@ -113,7 +99,6 @@ pub struct UpstreamSettings {
     /// The summarizer model's context window (prompt + output), for chunking.
     #[arg(
         id = "upstream.context_window",
-        value_name = "N",
         long = "upstream-context-window",
         default_value_t = 128_000
     )]
@@ -122,7 +107,6 @@ pub struct UpstreamSettings {
     /// Longest tool result the LLM sees in a transcript, in characters (cut in the middle).
     #[arg(
         id = "upstream.result_chars",
-        value_name = "N",
         long = "upstream-result-chars",
         default_value_t = crate::summarize::llm::RESULT_CHARS
     )]

@@ -1,14 +1,11 @@
-//! [`Config::validate`]: every numeric setting within a documented range,
-//! and the timeouts consistent with one another, checked once at start-up.
+//! [`Config::validate`]: every numeric setting within its range, and the
+//! timeouts consistent with one another, checked once at start-up.
 //!
-//! The ranges are chosen so that no value inside one can panic or wrap
-//! anywhere below (a semaphore's permit count, `Instant + Duration`,
-//! SQLite's `i32` busy timeout, a pool's up-front allocation), and so that
-//! each still means something (a one-millisecond header timeout would serve
-//! nobody; a ten-year one would serve one slow client forever). A
-//! duration is never 0: "no limit" is for counts (`max_messages = 0`); a
-//! timeout that should not bite is written long (`1d`). The README's
-//! table of settings shows these ranges; a test keeps it in step.
+//! A range keeps each value from panicking or wrapping anywhere below (a
+//! semaphore's permits, `Instant + Duration`, SQLite's `i32` busy timeout)
+//! and meaningful. A duration is never 0: "no limit" is for counts; a
+//! timeout that should not bite is written long (`1d`). The README shows
+//! the ranges; a test keeps it in step.
 
 use std::fmt;
 use std::time::Duration;
@@ -33,6 +30,7 @@ const GIB: u64 = 1 << 30;
 pub enum Value {
     Time(Duration),
     Count(u64),
+    /// Shown in MiB or GiB where it is whole.
     Bytes(u64),
     Rate(f64),
 }
@@ -75,14 +73,6 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// 0 turns this limit off.
-    fn or_off(self) -> Self {
-        Self {
-            zero_is_off: true,
-            ..self
-        }
-    }
-
     /// The range as the README's table shows it.
     pub fn range(&self) -> String {
         let range = format!("{} to {}", self.min, self.max);
@@ -96,98 +86,70 @@ impl Bound {
         let v = self.value.number();
         let problem = if v.is_nan() {
             "is not a number".to_string()
-        } else if self.zero_is_off && v == 0.0 {
+        } else if (self.zero_is_off && v == 0.0)
+            || (self.min.number()..=self.max.number()).contains(&v)
+        {
             return Ok(());
         } else if v < self.min.number() {
             format!("is below its minimum of {}", self.min)
-        } else if v > self.max.number() {
-            format!("is above its maximum of {}", self.max)
         } else {
-            return Ok(());
+            format!("is above its maximum of {}", self.max)
         };
         Err(Invalid::new(self.id, self.value.to_string(), problem))
     }
 }
 
-/// A byte count, shown in MiB or GiB where it is whole.
-struct Bytes(u64);
-
-impl From<Bytes> for Value {
-    fn from(b: Bytes) -> Self {
-        Value::Bytes(b.0)
-    }
-}
-impl From<Duration> for Value {
-    fn from(d: Duration) -> Self {
-        Value::Time(d)
-    }
-}
-impl From<f64> for Value {
-    fn from(r: f64) -> Self {
-        Value::Rate(r)
-    }
-}
-macro_rules! counts {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Value {
-            fn from(n: $t) -> Self {
-                Value::Count(u64::try_from(n).unwrap_or(u64::MAX))
-            }
-        }
-    )*};
-}
-counts!(u32, u64, usize);
-
-fn bound<T: Into<Value>>(id: &'static str, value: T, min: T, max: T) -> Bound {
-    Bound {
-        id,
-        value: value.into(),
-        min: min.into(),
-        max: max.into(),
-        zero_is_off: false,
-    }
-}
-
-/// Every numeric setting of `c` with its range (`or_off`: 0 turns it off).
+/// Every numeric setting of `c` with its range (`off`: 0 turns it off).
 pub fn bounds(c: &Config) -> Vec<Bound> {
     let (s, l, a, u, k) = (&c.server, &c.limits, &c.access, &c.upstream, &c.cache);
-    // A table, one setting a line.
+    // A table, one setting a line: its kind, value, minimum and maximum.
     macro_rules! table {
-        ($($id:literal: $v:expr, $min:expr, $max:expr $(, $off:ident)?;)*) => {
-            vec![$( bound($id, $v, $min, $max) $(.$off())?, )*]
+        (@off) => { false };
+        (@off off) => { true };
+        (@ Time $v:expr) => { Value::Time($v) };
+        (@ Rate $v:expr) => { Value::Rate($v) };
+        (@ $kind:ident $v:expr) => { Value::$kind(u64::try_from($v).unwrap_or(u64::MAX)) };
+        ($($id:literal: $kind:ident $v:expr, $min:expr, $max:expr $(, $off:ident)?;)*) => {
+            vec![$( Bound {
+                id: $id,
+                value: table!(@ $kind $v),
+                min: table!(@ $kind $min),
+                max: table!(@ $kind $max),
+                zero_is_off: table!(@off $($off)?),
+            }, )*]
         };
     }
     table! {
-        "server.max_connections": s.max_connections, 1, 65_536;
-        "server.max_connections_per_address": s.max_connections_per_address, 1, 65_536, or_off;
-        "server.probe_max_connections": s.probe_max_connections, 1, 1024;
-        "server.header_read_timeout": s.header_read_timeout, secs(1), 10 * MINUTE;
-        "server.idle_timeout": s.idle_timeout, secs(1), HOUR;
-        "limits.body_limit": Bytes(l.body_limit as u64), Bytes(1024), Bytes(GIB);
-        "limits.request_timeout": l.request_timeout, secs(1), DAY;
-        "limits.max_messages": l.max_messages, 1, 1_000_000, or_off;
-        "limits.max_total_chars": l.max_total_chars, 1, 1_000_000_000, or_off;
-        "limits.max_concurrency": l.max_concurrency, 1, 4096, or_off;
-        "limits.memory_budget_bytes": Bytes(l.memory_budget_bytes), Bytes(MIB), Bytes(1024 * GIB), or_off;
-        "access.api_keys_reload": a.api_keys_reload, secs(1), DAY;
-        "access.rate_limit_per_sec": a.rate_limit_per_sec, 0.001, 1_000_000.0, or_off;
-        "access.rate_limit_burst": a.rate_limit_burst, 1, 1_000_000;
-        "upstream.timeout": u.timeout, secs(1), HOUR;
-        "upstream.retry_budget": u.retry_budget, secs(1), DAY;
-        "upstream.max_retries": u.max_retries, 0, 100;
-        "upstream.max_concurrency": u.max_concurrency, 1, 4096;
-        "upstream.precompute_concurrency": u.precompute_concurrency, 1, 4096, or_off;
-        "upstream.context_window": u.context_window, 1024, 10_000_000;
-        "upstream.result_chars": u.result_chars, 40, 1_000_000;
-        "cache.ttl": k.ttl, MINUTE, 3650 * DAY;
-        "cache.max_rows": k.max_rows, 1, 1_000_000_000;
-        "cache.claim_lease": k.claim_lease, secs(1), HOUR;
-        "cache.db_max_connections": k.db_max_connections, 1, 1000;
-        "cache.db_acquire_timeout": k.db_acquire_timeout, MS, MINUTE;
-        "cache.check_interval": k.check_interval, secs(1), HOUR;
-        "cache.check_timeout": k.check_timeout, 100 * MS, MINUTE;
-        "proxy.idle_timeout": c.proxy.idle_timeout, secs(1), DAY;
-        "count.timeout": c.count.timeout, 100 * MS, 10 * MINUTE;
+        "server.max_connections": Count s.max_connections, 1, 65_536;
+        "server.max_connections_per_address": Count s.max_connections_per_address, 1, 65_536, off;
+        "server.probe_max_connections": Count s.probe_max_connections, 1, 1024;
+        "server.header_read_timeout": Time s.header_read_timeout, secs(1), 10 * MINUTE;
+        "server.idle_timeout": Time s.idle_timeout, secs(1), HOUR;
+        "limits.body_limit": Bytes l.body_limit, 1024, GIB;
+        "limits.request_timeout": Time l.request_timeout, secs(1), DAY;
+        "limits.max_messages": Count l.max_messages, 1, 1_000_000, off;
+        "limits.max_total_chars": Count l.max_total_chars, 1, 1_000_000_000, off;
+        "limits.max_concurrency": Count l.max_concurrency, 1, 4096, off;
+        "limits.memory_budget_bytes": Bytes l.memory_budget_bytes, MIB, 1024 * GIB, off;
+        "access.api_keys_reload": Time a.api_keys_reload, secs(1), DAY;
+        "access.rate_limit_per_sec": Rate a.rate_limit_per_sec, 0.001, 1_000_000.0, off;
+        "access.rate_limit_burst": Count a.rate_limit_burst, 1, 1_000_000;
+        "upstream.timeout": Time u.timeout, secs(1), HOUR;
+        "upstream.retry_budget": Time u.retry_budget, secs(1), DAY;
+        "upstream.max_retries": Count u.max_retries, 0, 100;
+        "upstream.max_concurrency": Count u.max_concurrency, 1, 4096;
+        "upstream.precompute_concurrency": Count u.precompute_concurrency, 1, 4096, off;
+        "upstream.context_window": Count u.context_window, 1024, 10_000_000;
+        "upstream.result_chars": Count u.result_chars, 40, 1_000_000;
+        "cache.ttl": Time k.ttl, MINUTE, 3650 * DAY;
+        "cache.max_rows": Count k.max_rows, 1, 1_000_000_000;
+        "cache.claim_lease": Time k.claim_lease, secs(1), HOUR;
+        "cache.db_max_connections": Count k.db_max_connections, 1, 1000;
+        "cache.db_acquire_timeout": Time k.db_acquire_timeout, MS, MINUTE;
+        "cache.check_interval": Time k.check_interval, secs(1), HOUR;
+        "cache.check_timeout": Time k.check_timeout, 100 * MS, MINUTE;
+        "proxy.idle_timeout": Time c.proxy.idle_timeout, secs(1), DAY;
+        "count.timeout": Time c.count.timeout, 100 * MS, 10 * MINUTE;
     }
 }
 
@@ -249,27 +211,35 @@ impl fmt::Display for Invalid {
 
 impl std::error::Error for Invalid {}
 
-/// `a` must be shorter than `b` (or at most as long, with `or_equal`).
-fn ordered(
-    (a, va): (&'static str, Duration),
-    (b, vb): (&'static str, Duration),
-    or_equal: bool,
-    why: &'static str,
-) -> Result<(), Invalid> {
-    if va < vb || (or_equal && va == vb) {
-        return Ok(());
-    }
-    Err(Invalid {
-        id: a,
-        value: duration::format(va),
-        problem: match or_equal {
-            true => "must not be longer than".into(),
-            false => "must be shorter than".into(),
-        },
-        other: Some((b, duration::format(vb))),
-        why,
-    })
-}
+/// The timeouts that must be shorter (`<`) or at most as long (`<=`) as
+/// others, and why. A setting of the upstream or of counts is checked only
+/// when they are configured.
+const ORDER: [(&str, &str); 6] = [
+    (
+        "upstream.timeout < limits.request_timeout",
+        "one upstream call must fit in a request",
+    ),
+    (
+        "upstream.retry_budget <= limits.request_timeout",
+        "retries after the request's time limit would never be answered",
+    ),
+    (
+        "upstream.timeout <= upstream.retry_budget",
+        "the retry budget would cut every call first",
+    ),
+    (
+        "cache.db_acquire_timeout < limits.request_timeout",
+        "a request must outlast its wait for the cache",
+    ),
+    (
+        "count.timeout < limits.request_timeout",
+        "a count must fit in its request",
+    ),
+    (
+        "cache.check_timeout <= cache.check_interval",
+        "one check must end before the next begins",
+    ),
+];
 
 /// Setting `id`'s base URL (configured by `setting`), parsed once: for
 /// its check here and for its use.
@@ -326,54 +296,40 @@ impl Config {
         self.cross_check()
     }
 
-    /// The timeouts against each other. A request's time limit bounds all
-    /// its work, so each wait inside one must fit in it; these are errors,
-    /// not warnings, because the setting that cannot take effect is always
-    /// a misunderstanding, and start-up is the one moment someone reads.
+    /// The timeouts against each other ([`ORDER`]). A request's time limit
+    /// bounds all its work, so each wait inside one must fit in it; these are
+    /// errors, not warnings: a setting that cannot take effect is always a
+    /// misunderstanding, and start-up is the one moment someone reads.
     fn cross_check(&self) -> Result<(), Invalid> {
-        let request = ("limits.request_timeout", self.limits.request_timeout);
-        if self.upstream.url().is_some() {
-            let call = ("upstream.timeout", self.upstream.timeout);
-            let budget = ("upstream.retry_budget", self.upstream.retry_budget);
-            ordered(
-                call,
-                request,
-                false,
-                "one upstream call must fit in a request",
-            )?;
-            ordered(
-                budget,
-                request,
-                true,
-                "retries after the request's time limit would never be answered",
-            )?;
-            ordered(
-                call,
-                budget,
-                true,
-                "the retry budget would cut every call first",
-            )?;
+        let upstream = self.upstream.url().is_some();
+        let counts = self.count.openai_url.is_some() || self.count.anthropic_url.is_some();
+        let bounds = bounds(self);
+        let time = |id: &str| match bounds.iter().find(|b| b.id == id).map(|b| b.value) {
+            Some(Value::Time(d)) => d,
+            _ => unreachable!("{id} is a bounded duration"),
+        };
+        for (rule, why) in ORDER {
+            let (a, or_equal, b) = match rule.split_once(" <= ") {
+                Some((a, b)) => (a, true, b),
+                None => rule.split_once(" < ").map(|(a, b)| (a, false, b)).unwrap(),
+            };
+            let (va, vb) = (time(a), time(b));
+            let off =
+                (a.starts_with("upstream.") && !upstream) || (a.starts_with("count.") && !counts);
+            if off || va < vb || (or_equal && va == vb) {
+                continue;
+            }
+            return Err(Invalid {
+                id: a,
+                value: duration::format(va),
+                problem: match or_equal {
+                    true => "must not be longer than".into(),
+                    false => "must be shorter than".into(),
+                },
+                other: Some((b, duration::format(vb))),
+                why,
+            });
         }
-        ordered(
-            ("cache.db_acquire_timeout", self.cache.db_acquire_timeout),
-            request,
-            false,
-            "a request must outlast its wait for the cache",
-        )?;
-        if self.count.openai_url.is_some() || self.count.anthropic_url.is_some() {
-            ordered(
-                ("count.timeout", self.count.timeout),
-                request,
-                false,
-                "a count must fit in its request",
-            )?;
-        }
-        ordered(
-            ("cache.check_timeout", self.cache.check_timeout),
-            ("cache.check_interval", self.cache.check_interval),
-            true,
-            "one check must end before the next begins",
-        )?;
         if let Some(probe) = self.server.probe_listen
             && probe == self.server.listen
             && probe.port() != 0

@@ -12,9 +12,9 @@ use super::overlay::{replaced, settings, within};
 use crate::thread::FieldError;
 
 /// Tool uses kept intact, newest first (Anthropic's default).
-pub const DEFAULT_KEEP: u64 = 3;
+const DEFAULT_KEEP: u64 = 3;
 /// Clearing is due from this many input tokens (Anthropic's default).
-pub const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
+const DEFAULT_TRIGGER_TOKENS: u64 = 100_000;
 /// What replaces a cleared result: `{tool}` is the tool's name, `{chars}`
 /// the characters removed.
 pub const DEFAULT_PLACEHOLDER: &str = "[condense cleared this {tool} result: {chars} characters]";

@@ -8,10 +8,7 @@ mod profiles;
 mod render;
 mod verdict;
 
-pub use clear::{
-    ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_KEEP, DEFAULT_PLACEHOLDER,
-    DEFAULT_TRIGGER_TOKENS,
-};
+pub use clear::{ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_PLACEHOLDER};
 pub use prior::{summary_in_thread, summary_message};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;

@@ -1,9 +1,6 @@
-//! Profiles: named sets of thresholds, so each agent can have its own.
-//!
-//! A profile names only the fields it changes (see [`super::profiles`] for
-//! the file); a request may override single fields in `config`. Unknown
-//! fields are rejected everywhere, because a typo that silently falls back
-//! to a default is the worst kind of bug here.
+//! A profile: the thresholds one agent runs with. A file profile or a
+//! request's `config` names only the fields it changes; unknown fields are
+//! rejected, since a typo falling back to a default is the worst bug here.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,8 +32,7 @@ settings! {
     summary_role: SummaryRole = SummaryRole::User;
     /// `auto` uses the upstream LLM only for spans of at least this many tokens.
     llm_min_tokens: u64 = 4000, 0 ..= 100_000_000;
-    /// ...and only when the whole thread has at least this many (a tier by
-    /// the thread's total: heuristic below, LLM above).
+    /// ...and only when the whole thread has at least this many.
     llm_min_total_tokens: u64 = 0, 0 ..= 100_000_000;
     /// What an upstream LLM failure does: a heuristic fallback, or a 502.
     on_upstream_error: OnUpstreamError = OnUpstreamError::Fallback;
@@ -48,15 +44,13 @@ settings! {
     /// tokenizer: for agents whose own estimator decides (3.5, 4).
     #[serde(skip_serializing_if = "Option::is_none")]
     chars_per_token: Option<f64> = None, 0.5 ..= 20;
-    /// Per-message rules for the kept thread: each text of a tool result
-    /// or a user message (a string content, or one text part or block)
-    /// longer than this many characters is cut.
+    /// Per-message rules: a tool result's or user message's text longer
+    /// than this many characters is cut.
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tool_result_chars: Option<u64> = None, 64 ..= 100_000_000;
     #[serde(skip_serializing_if = "Option::is_none")]
     max_user_message_chars: Option<u64> = None, 64 ..= 100_000_000;
-    /// The same rule for the text of assistant messages (an agent's
-    /// outputs; never their tool calls or thinking).
+    /// The same for assistant text (never tool calls or thinking).
     #[serde(skip_serializing_if = "Option::is_none")]
     max_assistant_message_chars: Option<u64> = None, 64 ..= 100_000_000;
     /// Which end of a text a per-message rule keeps.
@@ -65,22 +59,16 @@ settings! {
     /// the tokenizer (`local`) or the provider's counting endpoint.
     count: CountSource = CountSource::Local;
     /// Tool-result clearing before any summary; off when not set. An
-    /// override merges field by field over the profile's (or the defaults).
+    /// override merges field by field.
     #[serde(skip_serializing_if = "Option::is_none")]
     clear: Option<ClearSettings> = None;
-    /// A summary due by N, K or iterations is written only when it would
-    /// summarize at least this share of what can be compressed (the
-    /// summary and the conversation since it); otherwise the previous
-    /// summary, and the byte-identical prefix the provider caches, stay.
-    /// 0 writes one whenever a trigger fires (the seed designs). The
-    /// default fifth: less is not worth rewriting the provider's cache.
+    /// A summary due by N, K or iterations is written only when it takes in
+    /// at least this share of what can be compressed; otherwise the previous
+    /// one (and the provider's cached prefix) stays. 0: whenever one is due.
     min_summary_gain: f64 = 0.2, 0 ..= 1;
-    /// Precompute: once the thread has come this share of the way to its
-    /// nearest trigger, the summary the due turn will need is written in
-    /// the background, so that turn waits for no upstream call (see
-    /// `compress::precompute`). 0 turns it off; the default fifth of the
-    /// way left gives an LLM several turns. It shapes no summary, so no
-    /// cache key reads it ([`Profile::shaping_json`]).
+    /// Precompute: at this share of the way to the nearest trigger, the due
+    /// summary is written in the background (`compress::precompute`); 0: off.
+    /// It shapes no summary, so no cache key reads it.
     precompute_at: f64 = 0.8, 0 .. 1;
 }
 
@@ -128,10 +116,8 @@ pub enum SummaryRole {
 }
 
 impl Profile {
-    /// The profile as JSON without the settings that shape no summary
-    /// (`precompute_at`): what a continuity key is seeded with, so that
-    /// turning precompute on or off, or moving its point, finds the same
-    /// summaries (and the provider's cache keeps hitting).
+    /// The profile as JSON without `precompute_at`, which shapes no summary:
+    /// a continuity key's seed, so moving precompute finds the same summaries.
     pub fn shaping_json(&self) -> String {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(map) = v.as_object_mut() {
@@ -140,9 +126,8 @@ impl Profile {
         v.to_string()
     }
 
-    /// The context window a thread counted by `spec` is measured against:
-    /// the profile's (a request's `config` may have set it), else the
-    /// model's from the registry. The verdict and compression both ask here.
+    /// The window a thread counted by `spec` is measured against: the
+    /// profile's, else the model's (the verdict and compression both ask).
     pub fn window_for(&self, spec: &CountSpec) -> u64 {
         self.context_window.unwrap_or(spec.context_window)
     }

@@ -43,22 +43,16 @@ impl Profiles {
         let yaml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("yaml") || e.eq_ignore_ascii_case("yml"));
-        let parsed = if yaml {
-            Self::parse_yaml(&text)
-        } else {
-            Self::parse(&text)
-        };
-        parsed.with_context(|| format!("parsing the profiles file {}", path.display()))
+        Self::parse(&text, yaml)
+            .with_context(|| format!("parsing the profiles file {}", path.display()))
     }
 
-    /// Profiles from TOML text.
-    pub fn parse(text: &str) -> anyhow::Result<Self> {
-        Self::build(toml::from_str(text)?)
-    }
-
-    /// Profiles from YAML text (the same fields as TOML).
-    pub fn parse_yaml(text: &str) -> anyhow::Result<Self> {
-        Self::build(serde_norway::from_str(text)?)
+    /// Profiles from TOML text, or YAML (the same fields).
+    pub fn parse(text: &str, yaml: bool) -> anyhow::Result<Self> {
+        Self::build(match yaml {
+            true => serde_norway::from_str(text)?,
+            false => toml::from_str(text)?,
+        })
     }
 
     fn build(file: ProfilesFile) -> anyhow::Result<Self> {
@@ -69,7 +63,12 @@ impl Profiles {
         for (name, overrides) in defaults.into_iter().chain(others) {
             let profile = overrides
                 .apply(&profiles.by_name["default"], &format!("/profiles/{name}"))
-                .map_err(|errs| anyhow::anyhow!("profile `{name}`: {}", errs[0].message))?;
+                .map_err(|errs| {
+                    let field = errs[0]
+                        .pointer
+                        .trim_start_matches(&format!("/profiles/{name}/"));
+                    anyhow::anyhow!("profile `{name}`: {field} {}", errs[0].message)
+                })?;
             profiles.by_name.insert(name, profile);
         }
         Ok(profiles)
@@ -115,9 +114,7 @@ mod tests {
 
     #[test]
     fn file_profiles_inherit_from_default() {
-        let p = Profiles::parse(
-            "[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.default]\nmin_recent_messages = 8\n",
-        )
+        let p = Profiles::parse("[profiles.quick]\nmax_messages_before_summary = 15\nmax_tokens_before_summary = 32000\n\n[profiles.default]\nmin_recent_messages = 8\n", false)
         .unwrap();
         let quick = p.get("quick").unwrap();
         assert_eq!(quick.max_messages_before_summary, 15);
@@ -128,26 +125,20 @@ mod tests {
 
     #[test]
     fn yaml_gives_the_same_profiles_as_toml() {
-        let yaml = Profiles::parse_yaml(
-            "profiles:\n  quick:\n    max_messages_before_summary: 15\n    chars_per_token: 3.5\n    truncate_keep: head\n",
-        )
+        let yaml = Profiles::parse("profiles:\n  quick:\n    max_messages_before_summary: 15\n    chars_per_token: 3.5\n    truncate_keep: head\n", true)
         .unwrap();
-        let toml = Profiles::parse(
-            "[profiles.quick]\nmax_messages_before_summary = 15\nchars_per_token = 3.5\ntruncate_keep = \"head\"\n",
-        )
+        let toml = Profiles::parse("[profiles.quick]\nmax_messages_before_summary = 15\nchars_per_token = 3.5\ntruncate_keep = \"head\"\n", false)
         .unwrap();
         assert_eq!(yaml.get("quick"), toml.get("quick"));
         assert_eq!(yaml.get("quick").unwrap().chars_per_token, Some(3.5));
         assert!(
-            Profiles::parse_yaml("profiles:\n  x:\n    max_mesages_before_summary: 3\n").is_err()
+            Profiles::parse("profiles:\n  x:\n    max_mesages_before_summary: 3\n", true).is_err()
         );
     }
 
     #[test]
     fn a_clear_table_merges_over_the_defaults_and_a_request_over_it() {
-        let p = Profiles::parse(
-            "[profiles.agent.clear]\nkeep = 5\ntrigger = { tool_uses = 30 }\nexclude_tools = [\"memory\"]\n",
-        )
+        let p = Profiles::parse("[profiles.agent.clear]\nkeep = 5\ntrigger = { tool_uses = 30 }\nexclude_tools = [\"memory\"]\n", false)
         .unwrap();
         let clear = p.get("agent").unwrap().clear.clone().unwrap();
         assert_eq!((clear.keep, clear.trigger.tool_uses), (5, Some(30)));
@@ -158,13 +149,17 @@ mod tests {
             serde_json::from_value(serde_json::json!({"clear": {"clear_at_least": 500}})).unwrap();
         let merged = p.resolve(Some("agent"), Some(&req)).unwrap().clear.unwrap();
         assert_eq!((merged.keep, merged.clear_at_least), (5, 500));
-        assert!(Profiles::parse("[profiles.x.clear]\nkep = 1\n").is_err());
+        assert!(Profiles::parse("[profiles.x.clear]\nkep = 1\n", false).is_err());
     }
 
     #[test]
     fn typos_and_absurd_values_are_rejected() {
-        assert!(Profiles::parse("[profiles.x]\nmax_mesages_before_summary = 3\n").is_err());
-        assert!(Profiles::parse("[profiles.x]\nmax_messages_before_summary = 0\n").is_err());
+        assert!(Profiles::parse("[profiles.x]\nmax_mesages_before_summary = 3\n", false).is_err());
+        let e = Profiles::parse("[profiles.x]\nmax_messages_before_summary = 0\n", false);
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "profile `x`: max_messages_before_summary must be between 1 and 1000000, got 0"
+        );
         let errs = ProfileOverrides {
             context_window: Some(10),
             ..Default::default()

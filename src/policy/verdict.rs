@@ -1,5 +1,7 @@
 //! The verdict: should this thread be summarized now, and the numbers behind it.
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 
 use super::Profile;
@@ -60,29 +62,28 @@ pub fn verdict(
     let pinned = thread.pinned_len();
     // A compressed thread sent back holds condense's summary message right
     // after the pinned prefix: the conversation since the summary starts after it.
-    let in_thread = super::summary_message(thread, pinned).is_some();
-    let (last, summary_tokens) = match prior {
-        _ if in_thread => (Some(pinned), count.messages[pinned] as u64),
-        Some(p) => (Some(p.last_message_idx), p.tokens(counter)),
-        None => (None, 0),
-    };
-    let last_summary = match prior {
-        _ if in_thread => thread.messages[pinned]
-            .summary_marker()
-            .map(|m| LastSummary {
+    let (last, last_summary) = match (super::summary_message(thread, pinned), prior) {
+        (Some(m), _) => (
+            Some(pinned),
+            Some(LastSummary {
                 messages_summarized: m.messages_summarized as u64,
-                tokens: summary_tokens,
+                tokens: count.messages[pinned] as u64,
                 created_at: None,
             }),
-        Some(p) => Some(LastSummary {
-            messages_summarized: p
-                .messages_summarized
-                .unwrap_or(((p.last_message_idx + 1).saturating_sub(pinned)) as u64),
-            tokens: summary_tokens,
-            created_at: p.created_at.clone(),
-        }),
-        None => None,
+        ),
+        (None, Some(p)) => (
+            Some(p.last_message_idx),
+            Some(LastSummary {
+                messages_summarized: p
+                    .messages_summarized
+                    .unwrap_or(((p.last_message_idx + 1).saturating_sub(pinned)) as u64),
+                tokens: p.tokens(counter),
+                created_at: p.created_at.clone(),
+            }),
+        ),
+        (None, None) => (None, None),
     };
+    let summary_tokens = last_summary.as_ref().map_or(0, |s| s.tokens);
     let recent = profile.min_recent_messages as usize;
     let a = assess(thread, &count, last, summary_tokens, recent);
     Verdict {
@@ -145,10 +146,8 @@ pub struct Assessment {
 }
 
 /// Measures a thread given its count, the index the last summary covers up
-/// to, and the token cost of that summary's message.
-///
-/// Messages the summary already covers are not counted again: counting them
-/// would re-trigger summarization forever.
+/// to, and the token cost of that summary's message. Messages the summary
+/// covers are not counted again: that would re-trigger summarization forever.
 pub fn assess(
     thread: &Thread,
     count: &ThreadCount,
@@ -166,12 +165,10 @@ pub fn assess(
         .chain(instructions.map(|i| &count.messages[i]))
         .sum();
     let other = count.total - count.messages.iter().sum::<usize>();
-    let mut iterations: Vec<u64> = thread.messages[start..]
+    let iterations: BTreeSet<u64> = thread.messages[start..]
         .iter()
         .filter_map(|m| m.iteration)
         .collect();
-    iterations.sort_unstable();
-    iterations.dedup();
     let since = &count.messages[start..];
     let since_tokens: usize = since.iter().sum();
     let recent: usize = since.iter().rev().take(min_recent).sum();

@@ -237,3 +237,40 @@ fn a_file_that_is_not_settings_is_one_line() {
         "{line}"
     );
 }
+
+#[test]
+fn a_failure_to_start_is_one_line_naming_the_file_field_and_value() {
+    let (_dir, path) = file("[profiles.x]\nmax_messages_before_summary = 0\n");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken = taken.local_addr().unwrap().to_string();
+    for (env, says) in [
+        (
+            ("CONDENSE_PROFILES_FILE", path.as_str()),
+            format!(
+                "{path}: profile `x`: max_messages_before_summary must be between 1 and 1000000, got 0"
+            ),
+        ),
+        (
+            ("CONDENSE_LISTEN", taken.as_str()),
+            format!("binding {taken}: "),
+        ),
+    ] {
+        let ran = run(
+            &[],
+            &[
+                ("CONDENSE_LISTEN", "127.0.0.1:0"),
+                ("CONDENSE_DATABASE_URL", "off"),
+                ("RUST_BACKTRACE", "1"),
+                env,
+            ],
+        );
+        assert_eq!(ran.code, Some(2), "{env:?}: {}", ran.stderr);
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line, not {:?}", ran.stderr);
+        assert!(
+            lines[0].starts_with("condense: cannot start: ") && lines[0].contains(&says),
+            "{env:?}: {}",
+            lines[0]
+        );
+    }
+}
