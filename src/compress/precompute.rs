@@ -153,7 +153,7 @@ impl Precomputer {
             let _held = (slot, ticket);
             let done = claim.hold(write(&summarizer, job)).await;
             claim.release().await;
-            metrics.precompute(done.as_str());
+            metrics.precompute(done);
         });
         Precompute::Started
     }
@@ -169,30 +169,6 @@ pub(super) struct Job {
     pub name: String,
     /// About how many bytes the thread takes (for the memory budget).
     pub bytes: u64,
-}
-
-/// How a job ended (the `outcome` label of `condense_precompute_jobs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Done {
-    /// The summary was written ahead and stored.
-    Written,
-    /// One was already stored for this conversation.
-    Found,
-    /// Nothing to write ahead (no span, or not one for the upstream).
-    Nothing,
-    /// The upstream or the cache failed (logged).
-    Failed,
-}
-
-impl Done {
-    fn as_str(self) -> &'static str {
-        match self {
-            Done::Written => "written",
-            Done::Found => "found",
-            Done::Nothing => "nothing",
-            Done::Failed => "failed",
-        }
-    }
 }
 
 /// The summary written ahead for the longest prefix of `anchor`'s
@@ -211,8 +187,10 @@ pub(super) async fn ready(
 }
 
 /// One job, under its claim: writes the summary a due compression would
-/// write now, under its ahead key.
-async fn write(summarizer: &SummaryService, job: Job) -> Done {
+/// write now, under its ahead key. How it ended (the `outcome` label of
+/// `condense_precompute_jobs`): `written`, `found` (already stored),
+/// `nothing` (no span for the upstream) or `failed` (logged).
+async fn write(summarizer: &SummaryService, job: Job) -> &'static str {
     let Job {
         req,
         mut setup,
@@ -223,24 +201,24 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         Ok(ready) => ready,
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
-            return Done::Failed;
+            return "failed";
         }
     };
     setup.mode = Mode::Ahead { ready };
     let plan = match cpu(move || plan::plan(req, setup)).await {
-        Ok(Planned::Pending(plan)) if plan.ready.is_some() => return Done::Found,
+        Ok(Planned::Pending(plan)) if plan.ready.is_some() => return "found",
         Ok(Planned::Pending(plan)) => plan,
-        Ok(Planned::Done(..)) => return Done::Nothing,
+        Ok(Planned::Done(..)) => return "nothing",
         Err(e) => {
             tracing::warn!(error = %e, "precompute: planning failed");
-            return Done::Failed;
+            return "failed";
         }
     };
     let Some(mut request) = plan
         .job
         .filter(|j| matches!(j.settings.writer, Writer::Llm(_) | Writer::Hybrid(_)))
     else {
-        return Done::Nothing;
+        return "nothing";
     };
     // A failure writes no heuristic stand-in: the due turn decides then.
     request.settings.fallback = false;
@@ -251,11 +229,11 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         summarizer.metrics().summary_call_tokens("ahead", tokens);
     }
     match written {
-        Ok(w) if w.warnings.is_empty() => Done::Written,
-        Ok(_) => Done::Failed,
+        Ok(w) if w.warnings.is_empty() => "written",
+        Ok(_) => "failed",
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the upstream summary failed");
-            Done::Failed
+            "failed"
         }
     }
 }
