@@ -3,17 +3,19 @@
 //! until the next summary is due, so the prefix a provider sees stays
 //! byte-identical and its prompt cache keeps hitting.
 //!
-//! Every summary written in this mode is indexed under the rolling hash of
-//! the whole conversation it stands for (from the end of the pinned prefix),
-//! seeded with the settings that shape it. The next turn hashes its history
-//! the same way and finds, with one lookup, the latest summary of its
-//! longest summarized prefix; that summary then stands in for the prefix as
-//! a previous summary would, and only what came after it is new.
+//! Every summary is indexed under the rolling hash of the whole
+//! conversation it stands for (from the end of the pinned prefix), seeded
+//! with the settings that shape it ([`Anchor`]; the one index that prefix
+//! reuse and precompute read too). The next turn hashes its history the
+//! same way and finds, with one lookup, the latest summary of its longest
+//! summarized prefix; that summary then stands in for the prefix as a
+//! previous summary would, and only what came after it is new.
 
 use super::{Compression, Setup};
 use crate::cache::CachedSummary;
 use crate::policy::{PriorSummary, Profile};
-use crate::summarize::{Index, KeySettings, canonical_with_ends, counting, hashes};
+use crate::summarize::{Index, KeySettings, Strategy, canonical_with_ends, counting, hashes};
+use crate::thread::Thread;
 
 /// The history's continuity hashes, computed once per request.
 #[derive(Debug)]
@@ -33,10 +35,21 @@ pub(crate) struct Anchor {
 impl Anchor {
     /// Hashes `req`'s history after its pinned prefix. CPU work.
     pub fn new(req: &Compression, setup: &Setup) -> Self {
-        let t = &req.thread;
+        let instructions = req.instructions.as_deref();
+        Self::of(&req.thread, &req.profile, req.strategy, instructions, setup)
+    }
+
+    /// Hashes `t`'s history after its pinned prefix, under these settings.
+    pub fn of(
+        t: &Thread,
+        p: &Profile,
+        strategy: Strategy,
+        instructions: Option<&str>,
+        setup: &Setup,
+    ) -> Self {
         let pinned = t.pinned_len();
         let (span, ends) = canonical_with_ends(&t.messages[pinned..]);
-        let limit = summary_limit(&req.profile, setup.context_window);
+        let limit = summary_limit(p, setup.context_window);
         let model = setup.model.as_ref().map(|m| m.name.as_str());
         let (_, hashes) = hashes(
             &span,
@@ -46,13 +59,13 @@ impl Anchor {
                 prior: None,
                 limit,
                 counting: counting(&setup.counter),
-                instructions: req.instructions.as_deref(),
+                instructions,
                 // A summary written under one profile stands in only under
                 // the same one: another's thresholds may not have made it due.
                 // By name (JSON of its fields), not `Debug`: stable across
                 // builds; a setting added unset changes no key, nor does
                 // one that shapes no summary (`precompute_at`).
-                extra: format!("{}|{}", req.strategy.as_str(), req.profile.shaping_json()),
+                extra: format!("{}|{}", strategy.as_str(), p.shaping_json()),
             },
         );
         Self {
@@ -129,6 +142,21 @@ impl Anchor {
         let through = start.checked_sub(self.pinned)? + 1;
         let at = self.ends.partition_point(|&e| e < through);
         self.hashes.get(at).map(String::as_str)
+    }
+
+    /// The index hashes through each message of the span `start..cut` (as
+    /// [`SummaryRequest::prefixes`](crate::summarize::SummaryRequest::prefixes)
+    /// reads them); empty when its messages do not line up with the history's.
+    pub fn over(&self, start: usize, cut: usize, len: usize) -> Vec<String> {
+        let at = |i: usize| {
+            let i = i.saturating_sub(self.pinned);
+            self.ends.partition_point(|&e| e <= i)
+        };
+        let (from, to) = (at(start), at(cut));
+        match self.hashes.get(from..to) {
+            Some(hashes) if to - from == len => hashes.to_vec(),
+            _ => Vec::new(),
+        }
     }
 
     /// Where a summary of the history up to message `cut` (exclusive) is

@@ -20,7 +20,6 @@ mod meter;
 mod placeholder;
 mod plan;
 mod precompute;
-mod previous;
 mod rules;
 mod service;
 mod setup;

@@ -23,12 +23,11 @@
 //! on a later turn. Only a thread that would not fit otherwise waits.
 //!
 //! Jobs are bounded (a semaphore: when every slot is taken a job is
-//! skipped and counted, never queued), one per conversation at a time (in
-//! this process by name, across replicas by a cache claim), hold memory
-//! from the budget while they run, and are aborted on shutdown. A job's
-//! failure is logged and counted; it never reaches a request.
+//! skipped and counted, never queued), one per conversation at a time
+//! across replicas (a cache claim on its name), hold memory from the
+//! budget while they run, and are aborted on shutdown. A job's failure is
+//! logged and counted; it never reaches a request.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -85,21 +84,10 @@ impl Precompute {
     }
 }
 
-/// Conversations this process names (see [`Anchor::since`]): with a job at
-/// work, and with one written (bounded; forgetting one costs a lookup).
-#[derive(Default)]
-struct Known {
-    running: HashSet<String>,
-    ready: HashSet<String>,
-}
-
-/// Names remembered as written ahead before the set starts over.
-const READY_KEPT: usize = 4096;
-
-/// The background jobs of one process.
+/// The background jobs of one process. Which conversation has a job at
+/// work, here or on another replica, is the cache's claim on its name.
 pub struct Precomputer {
     slots: Arc<Semaphore>,
-    known: Arc<Mutex<Known>>,
     tasks: Mutex<JoinSet<()>>,
     /// The requests' budget: a job holds its thread's parsed copy.
     memory: MemoryBudget,
@@ -121,7 +109,6 @@ impl Precomputer {
     pub fn new(concurrency: usize, memory: MemoryBudget) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(concurrency)),
-            known: Arc::default(),
             tasks: Mutex::default(),
             memory,
         }
@@ -136,22 +123,20 @@ impl Precomputer {
             .abort_all();
     }
 
-    /// Starts writing ahead what `job` asks for, unless this conversation
-    /// has a job at work or written here, or there is no room. Returns at
-    /// once: the job owns what it needs. `due`: the summary is due and the
-    /// one written here (if any) was not the one it needs: write anew.
-    pub(super) fn start(&self, summarizer: Arc<SummaryService>, job: Job, due: bool) -> Precompute {
+    /// Starts writing ahead what `job` asks for, unless a job (on any
+    /// replica) holds this conversation's claim, or there is no room.
+    /// Returns once the job is spawned: it owns what it needs.
+    pub(super) async fn start(&self, summarizer: Arc<SummaryService>, job: Job) -> Precompute {
         let metrics = summarizer.metrics().clone();
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        if due {
-            known.ready.remove(&job.name);
-        }
-        if known.running.contains(&job.name) {
-            return Precompute::Running;
-        }
-        if known.ready.contains(&job.name) {
-            return Precompute::Ready;
-        }
+        let claim = match summarizer.cache().claim_lease(&ahead(&job.name)).await {
+            Ok(Some(claim)) => claim,
+            Ok(None) => return Precompute::Running,
+            Err(e) => {
+                tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
+                return Precompute::Skipped;
+            }
+        };
+        // Dropped on the way out, the claim is given up at once.
         let Ok(slot) = self.slots.clone().try_acquire_owned() else {
             metrics.precompute("skipped_busy");
             return Precompute::Skipped;
@@ -160,49 +145,17 @@ impl Precomputer {
             metrics.precompute("skipped_memory");
             return Precompute::Skipped;
         };
-        known.running.insert(job.name.clone());
-        drop(known);
         metrics.precompute("started");
-        let name = Named {
-            known: self.known.clone(),
-            name: job.name.clone(),
-        };
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Finished jobs leave their results behind until reaped.
         while tasks.try_join_next().is_some() {}
         tasks.spawn(async move {
             let _held = (slot, ticket);
-            let done = run(&summarizer, job).await;
-            metrics.precompute(done.as_str());
-            name.finish(done);
+            let done = claim.hold(write(&summarizer, job)).await;
+            claim.release().await;
+            metrics.precompute(done);
         });
         Precompute::Started
-    }
-}
-
-/// A conversation's name among the jobs at work, given back when its job
-/// ends, also when it is aborted.
-struct Named {
-    known: Arc<Mutex<Known>>,
-    name: String,
-}
-
-impl Named {
-    fn finish(self, done: Done) {
-        if matches!(done, Done::Written | Done::Found) {
-            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            if known.ready.len() >= READY_KEPT {
-                known.ready.clear();
-            }
-            known.ready.insert(self.name.clone());
-        }
-    }
-}
-
-impl Drop for Named {
-    fn drop(&mut self) {
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        known.running.remove(&self.name);
     }
 }
 
@@ -218,40 +171,13 @@ pub(super) struct Job {
     pub bytes: u64,
 }
 
-/// How a job ended (the `outcome` label of `condense_precompute_jobs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Done {
-    /// The summary was written ahead and stored.
-    Written,
-    /// One was already stored for this conversation.
-    Found,
-    /// Another replica is writing it.
-    Elsewhere,
-    /// Nothing to write ahead (no span, or not one for the upstream).
-    Nothing,
-    /// The upstream or the cache failed (logged).
-    Failed,
-}
-
-impl Done {
-    fn as_str(self) -> &'static str {
-        match self {
-            Done::Written => "written",
-            Done::Found => "found",
-            Done::Elsewhere => "elsewhere",
-            Done::Nothing => "nothing",
-            Done::Failed => "failed",
-        }
-    }
-}
-
 /// The summary written ahead for the longest prefix of `anchor`'s
 /// history, with the first message it does not cover.
 pub(super) async fn ready(
     summarizer: &SummaryService,
     anchor: &Anchor,
 ) -> Result<Option<Ready>, CacheError> {
-    let found = summarizer.find_ahead(anchor.hashes()).await?;
+    let found = summarizer.find(anchor.hashes(), true).await?;
     Ok(found.and_then(|entry| {
         Some(Ready {
             cut: anchor.cut(&entry)?,
@@ -260,24 +186,11 @@ pub(super) async fn ready(
     }))
 }
 
-/// One job: claims the conversation across replicas, then writes the
-/// summary a due compression would write now, under its ahead key.
-async fn run(summarizer: &SummaryService, job: Job) -> Done {
-    let claim = summarizer.cache().claim_lease(&ahead(&job.name)).await;
-    let claim = match claim {
-        Ok(Some(claim)) => claim,
-        Ok(None) => return Done::Elsewhere,
-        Err(e) => {
-            tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
-            return Done::Failed;
-        }
-    };
-    let done = claim.hold(write(summarizer, job)).await;
-    claim.release().await;
-    done
-}
-
-async fn write(summarizer: &SummaryService, job: Job) -> Done {
+/// One job, under its claim: writes the summary a due compression would
+/// write now, under its ahead key. How it ended (the `outcome` label of
+/// `condense_precompute_jobs`): `written`, `found` (already stored),
+/// `nothing` (no span for the upstream) or `failed` (logged).
+async fn write(summarizer: &SummaryService, job: Job) -> &'static str {
     let Job {
         req,
         mut setup,
@@ -288,24 +201,24 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         Ok(ready) => ready,
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the summary cache is unavailable");
-            return Done::Failed;
+            return "failed";
         }
     };
     setup.mode = Mode::Ahead { ready };
     let plan = match cpu(move || plan::plan(req, setup)).await {
-        Ok(Planned::Pending(plan)) if plan.ready.is_some() => return Done::Found,
+        Ok(Planned::Pending(plan)) if plan.ready.is_some() => return "found",
         Ok(Planned::Pending(plan)) => plan,
-        Ok(Planned::Done(..)) => return Done::Nothing,
+        Ok(Planned::Done(..)) => return "nothing",
         Err(e) => {
             tracing::warn!(error = %e, "precompute: planning failed");
-            return Done::Failed;
+            return "failed";
         }
     };
     let Some(mut request) = plan
         .job
         .filter(|j| matches!(j.settings.writer, Writer::Llm(_) | Writer::Hybrid(_)))
     else {
-        return Done::Nothing;
+        return "nothing";
     };
     // A failure writes no heuristic stand-in: the due turn decides then.
     request.settings.fallback = false;
@@ -316,11 +229,11 @@ async fn write(summarizer: &SummaryService, job: Job) -> Done {
         summarizer.metrics().summary_call_tokens("ahead", tokens);
     }
     match written {
-        Ok(w) if w.warnings.is_empty() => Done::Written,
-        Ok(_) => Done::Failed,
+        Ok(w) if w.warnings.is_empty() => "written",
+        Ok(_) => "failed",
         Err(e) => {
             tracing::warn!(error = %e, "precompute: the upstream summary failed");
-            Done::Failed
+            "failed"
         }
     }
 }

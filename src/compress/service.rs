@@ -21,7 +21,7 @@ pub struct Compressor {
 }
 
 /// What precompute needs besides the plan: the request as it came (planned
-/// again for a job or the swap) and its history's hashes.
+/// again for a job) and its history's hashes.
 struct Spare {
     req: Compression,
     setup: Setup,
@@ -93,18 +93,35 @@ impl Compressor {
         Ok(outcome)
     }
 
-    async fn compress(&self, req: Compression, setup: Setup) -> Result<Outcome, Error> {
-        let (req, setup) = if req.continuity {
-            self.continue_from_cache(req, setup).await
-        } else {
-            (req, setup)
-        };
-        let (req, mut setup, spare) = match self.precomputes(&req, &setup) {
-            true => spare(req, setup).await,
-            false => (req, setup, None),
-        };
+    async fn compress(&self, mut req: Compression, mut setup: Setup) -> Result<Outcome, Error> {
+        if req.continuity || self.precomputes(&req, &setup) {
+            (req, setup) = cpu(move || {
+                setup.anchor = Some(Arc::new(Anchor::new(&req, &setup)));
+                (req, setup)
+            })
+            .await;
+        }
+        if req.continuity {
+            self.continue_from_cache(&mut req, &mut setup).await;
+        }
+        let mut spare = None;
+        if self.precomputes(&req, &setup) {
+            // A spare copy of the request, planned again for a job. CPU work.
+            (req, setup, spare) = cpu(move || {
+                let spare = setup.anchor.clone().map(|anchor| Spare {
+                    req: req.clone(),
+                    setup: setup.clone(),
+                    anchor,
+                });
+                (req, setup, spare)
+            })
+            .await;
+        }
+        // Written ahead past the first message no summary covers: ready.
+        let mut ready_past = None;
         if let Some(spare) = &spare {
             let ready = self.ready(&spare.anchor).await;
+            ready_past = ready.as_ref().map(|r| r.cut);
             setup.mode = Mode::Hold { ready };
         }
         let planned = cpu(move || plan::plan(req, setup)).await?;
@@ -114,7 +131,10 @@ impl Compressor {
         let tokens = planned.tokens();
         let status = match planned.stage() {
             Stage::Quiet => None,
-            Stage::Ahead { start } => self.start(spare, start, tokens, false),
+            Stage::Ahead { start } if ready_past.is_some_and(|cut| cut > start) => {
+                Some(Precompute::Ready)
+            }
+            Stage::Ahead { start } => self.start(spare, start, tokens).await,
             Stage::Due { .. } if planned.adopts() => {
                 self.metrics().precompute_due("used");
                 Some(Precompute::Used)
@@ -123,10 +143,11 @@ impl Compressor {
                 self.metrics()
                     .precompute_due(if held { "pending" } else { "waited" });
                 // Not fitting, the request writes it now: no job for it.
-                match held
-                    .then(|| self.start(spare, start, tokens, true))
-                    .flatten()
-                {
+                let started = match held {
+                    true => self.start(spare, start, tokens).await,
+                    false => None,
+                };
+                match started {
                     Some(Precompute::Skipped) => Some(Precompute::Skipped),
                     Some(_) => Some(Precompute::Pending),
                     None => None,
@@ -183,7 +204,7 @@ impl Compressor {
 
     /// Starts writing ahead the summary a due turn of this conversation
     /// would write now. None when there is nothing after `start`.
-    fn start(&self, spare: Spare, start: usize, tokens: usize, due: bool) -> Option<Precompute> {
+    async fn start(&self, spare: Spare, start: usize, tokens: usize) -> Option<Precompute> {
         let name = spare.anchor.since(start)?.to_string();
         let job = Job {
             req: spare.req,
@@ -193,25 +214,18 @@ impl Compressor {
             // About four bytes a token, as text.
             bytes: tokens as u64 * 4,
         };
-        Some(self.precomputer.start(self.summarizer.clone(), job, due))
+        Some(self.precomputer.start(self.summarizer.clone(), job).await)
     }
 
     /// Continuity mode: the latest cached summary of the longest prefix of
     /// the history becomes the request's previous summary. A cache that
     /// fails costs continuity for this turn, never the request.
-    async fn continue_from_cache(
-        &self,
-        mut req: Compression,
-        mut setup: Setup,
-    ) -> (Compression, Setup) {
-        let (req_back, setup_back, anchor) = cpu(move || {
-            let anchor = Anchor::new(&req, &setup);
-            (req, setup, anchor)
-        })
-        .await;
-        (req, setup) = (req_back, setup_back);
+    async fn continue_from_cache(&self, req: &mut Compression, setup: &mut Setup) {
+        let Some(anchor) = setup.anchor.clone() else {
+            return;
+        };
         // Without a cache, what earlier turns forwarded is unknown.
-        setup.history = match self.summarizer.find_prefix(anchor.hashes()).await {
+        setup.history = match self.summarizer.find(anchor.hashes(), false).await {
             _ if !self.summarizer.caches() => History::Unknown,
             Ok(found) => match found.and_then(|entry| anchor.prior(entry)) {
                 Some((prior, in_use)) => {
@@ -228,8 +242,6 @@ impl Compressor {
                 History::Unknown
             }
         };
-        setup.anchor = Some(Arc::new(anchor));
-        (req, setup)
     }
 
     /// Records that a forwarded request carried `carried` (continuity mode):
@@ -272,24 +284,6 @@ impl Compressor {
             mode: Mode::Now,
         })
     }
-}
-
-/// The request and a spare copy of it for precompute, with its history's
-/// hashes (continuity mode has them already). CPU work: on the blocking pool.
-async fn spare(req: Compression, setup: Setup) -> (Compression, Setup, Option<Spare>) {
-    cpu(move || {
-        let anchor = match &setup.anchor {
-            Some(anchor) => anchor.clone(),
-            None => Arc::new(Anchor::new(&req, &setup)),
-        };
-        let spare = Spare {
-            req: req.clone(),
-            setup: setup.clone(),
-            anchor,
-        };
-        (req, setup, Some(spare))
-    })
-    .await
 }
 
 /// What a compression saved and what its summary cost, in the metrics.

@@ -56,12 +56,13 @@ pub struct SummaryRequest {
     /// Messages of the caller's span (the canonical form may split some).
     pub span_messages: usize,
     pub settings: SummarySettings,
-    /// Where the summary is indexed for prefix reuse, when not under its
-    /// own last prefix hash.
+    /// Where the summary is indexed (None: under its key, found by no lookup).
     pub index: Option<Index>,
+    /// The index hashes through each message of `span`: where the summary
+    /// of a prefix of it is found and extended (empty: none is).
+    pub prefixes: Vec<String>,
     pub form: Form,
     key: String,
-    prefixes: Vec<String>,
 }
 
 /// What a summary is written as. Decided with the writer, by the plan;
@@ -115,10 +116,10 @@ impl Form {
     }
 }
 
-/// An index entry for a summary that extends an earlier one: the rolling
-/// hash of the whole conversation it stands for, and that conversation's
-/// length, so a caller that resends its full history (the proxy) finds the
-/// latest summary of its longest summarized prefix with one lookup.
+/// The one index of summaries: the rolling hash of the whole conversation a
+/// summary stands for, and that conversation's length. Continuity, prefix
+/// reuse and precompute all find the latest summary of the longest
+/// summarized prefix of a history with one lookup of its hashes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Index {
     pub hash: String,
@@ -164,9 +165,9 @@ impl SummaryRequest {
             span_messages,
             settings,
             index: None,
+            prefixes: Vec::new(),
             form,
             key: String::new(),
-            prefixes: Vec::new(),
         };
         req.rehash();
         req
@@ -199,11 +200,6 @@ impl SummaryRequest {
         self
     }
 
-    /// Rolling hashes: entry `i` is the key of `span[..=i]` under the same settings.
-    pub fn prefix_hashes(&self) -> &[String] {
-        &self.prefixes
-    }
-
     fn rehash(&mut self) {
         let s = &self.settings;
         let model = s.writer.model();
@@ -214,7 +210,7 @@ impl SummaryRequest {
             )
         });
         let writer = self.form.key(&s.writer, &mut extra);
-        let (key, prefixes) = hashes(
+        let (key, _) = hashes(
             &self.span,
             &KeySettings {
                 writer: &writer,
@@ -227,7 +223,6 @@ impl SummaryRequest {
             },
         );
         self.key = key;
-        self.prefixes = prefixes;
     }
 }
 

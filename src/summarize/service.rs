@@ -211,14 +211,18 @@ impl SummaryService {
     /// Reuses the cached summary of the longest already-summarized prefix of
     /// the span, summarizing only the messages after it.
     async fn reusing_prefix(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
-        if !req.form.extends_prefixes() {
+        let hashes = &req.prefixes;
+        if !req.form.extends_prefixes() || hashes.len() < 2 {
             return self.compute(req, 0, None).await;
         }
-        let hashes = req.prefix_hashes();
-        let shorter = &hashes[..hashes.len().saturating_sub(1)];
-        if let Ok(Some(prefix)) = self.find_prefix(shorter).await {
-            // How many messages the matched prefix covers in *this* span.
-            if let Some(at) = shorter.iter().position(|h| *h == prefix.prefix_hash) {
+        let shorter = &hashes[..hashes.len() - 1];
+        if let Ok(Some(prefix)) = self.find(shorter, false).await {
+            // How many messages the matched prefix covers in *this* span; a
+            // summary another writer wrote is not extended by this one.
+            let at = shorter.iter().position(|h| *h == prefix.prefix_hash);
+            if let Some(at) =
+                at.filter(|_| prefix.strategy == req.settings.writer.strategy().as_str())
+            {
                 tracing::debug!(
                     reused = at + 1,
                     new = hashes.len() - at - 1,
@@ -301,13 +305,6 @@ impl SummaryService {
         }
     }
 
-    /// The summary written ahead for the longest of these continuity
-    /// hashes (see [`SummaryRequest::written_ahead`]), the lookup counted.
-    pub async fn find_ahead(&self, hashes: &[String]) -> Result<Option<CachedSummary>, CacheError> {
-        let ahead: Vec<String> = hashes.iter().map(|h| super::ahead(h)).collect();
-        self.looked_up(Lookup::Ahead, self.cache.find_prefix(&ahead).await)
-    }
-
     /// Whether summaries are stored at all (the cache is not `off`).
     pub fn caches(&self) -> bool {
         !matches!(self.cache, Cache::Off)
@@ -321,13 +318,19 @@ impl SummaryService {
         self.observed(marked)
     }
 
-    /// The latest summary of the longest of `hashes` the cache holds (see
-    /// [`Cache::find_prefix`]), the lookup counted.
-    pub async fn find_prefix(
+    /// The latest summary of the longest of these index hashes the cache
+    /// holds (see [`Cache::find_prefix`]), among those written ahead when
+    /// `ahead` (see [`SummaryRequest::written_ahead`]); the lookup counted.
+    pub async fn find(
         &self,
         hashes: &[String],
+        ahead: bool,
     ) -> Result<Option<CachedSummary>, CacheError> {
-        self.looked_up(Lookup::Prefix, self.cache.find_prefix(hashes).await)
+        if !ahead {
+            return self.looked_up(Lookup::Prefix, self.cache.find_prefix(hashes).await);
+        }
+        let hashes: Vec<String> = hashes.iter().map(|h| super::ahead(h)).collect();
+        self.looked_up(Lookup::Ahead, self.cache.find_prefix(&hashes).await)
     }
 
     /// Counts a lookup's hit, miss or error (none without a cache).
@@ -417,14 +420,7 @@ fn from_entry(e: CachedSummary) -> Written {
 fn to_entry(w: &Written, req: &SummaryRequest) -> CachedSummary {
     let (prefix_hash, span_len, messages_summarized) = match &req.index {
         Some(i) => (i.hash.clone(), i.span_len, i.messages_summarized),
-        None => (
-            req.prefix_hashes()
-                .last()
-                .cloned()
-                .unwrap_or_else(|| w.key.clone()),
-            req.span.len(),
-            req.span_messages,
-        ),
+        None => (w.key.clone(), req.span.len(), req.span_messages),
     };
     CachedSummary {
         key: w.key.clone(),

@@ -122,28 +122,14 @@ impl Plan {
             summary::object(w, covered, pinned, cut.saturating_sub(1).max(pinned), &c)
         });
         let (format, role) = (self.thread.format, self.profile.summary_role);
-        let (message, reused) = match (&object, &self.previous) {
-            (Some(o), _) => (
-                Some(summary_message(
-                    format,
-                    role,
-                    o.messages_summarized,
-                    &o.content,
-                )),
-                false,
-            ),
-            (None, Some(prev)) if prev.in_thread => (None, true),
-            (None, Some(prev)) => (
-                Some(summary_message(
-                    format,
-                    role,
-                    prev.messages_summarized,
-                    &prev.content,
-                )),
-                false,
-            ),
-            (None, None) => (None, false),
+        let previous = self.previous.as_ref();
+        let reused = object.is_none() && previous.is_some_and(|p| p.in_thread);
+        let shown = match (&object, previous) {
+            (Some(o), _) => Some((o.messages_summarized, o.content.as_str())),
+            (None, Some(p)) if !p.in_thread => Some((p.messages_summarized, p.content.as_str())),
+            _ => None,
         };
+        let message = shown.map(|(n, text)| summary_message(format, role, n, text));
         Summary {
             object,
             message,

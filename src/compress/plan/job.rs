@@ -1,11 +1,14 @@
 //! Who writes the summary, and the summary job handed to the
 //! [`SummaryService`](crate::summarize::SummaryService).
 
+use std::sync::Arc;
+
+use super::super::continuity::Anchor;
 use super::super::writer::{Upstream, decide};
 use super::super::{Error, Previous, Reason};
 use super::cut::{Room, Tail};
 use super::start::Prior;
-use super::{Decision, Planner};
+use super::{Decision, Grouping, Planner};
 use crate::policy::OnUpstreamError;
 use crate::summarize::{SummaryRequest, SummarySettings, Writer};
 use crate::thread::{Message, Thread};
@@ -46,9 +49,9 @@ impl Planner {
     }
 
     /// The summary job for the span, if one is to be written. Per
-    /// iteration, only iterations are summarized: none, no summary. In
-    /// continuity mode the job is indexed under the whole conversation it
-    /// stands for.
+    /// iteration, only iterations are summarized: none, no summary. The job
+    /// is indexed under the whole conversation it stands for (see
+    /// [`Anchor`]); an injection only in continuity mode, where it is carried.
     pub(super) fn job(
         &mut self,
         prior: &Prior,
@@ -59,9 +62,19 @@ impl Planner {
     ) -> Writing {
         let (t, start, cut) = (&self.t, prior.start, tail.cut);
         let previous = &prior.previous;
-        let grouping = self.ask.grouping;
         let elsewhere = reason == Reason::Continued;
         let job = span(t, start, cut, previous, &decision, elsewhere).and_then(|(_, writer)| {
+            let anchor = match (&self.setup.anchor, self.ask.grouping) {
+                (Some(anchor), _) => Some(anchor.clone()),
+                (None, Grouping::Messages) => Some(Arc::new(Anchor::of(
+                    t,
+                    &self.p,
+                    self.ask.strategy,
+                    self.ask.instructions.as_deref(),
+                    &self.setup,
+                ))),
+                (None, Grouping::Iterations(_)) => None,
+            };
             let settings = SummarySettings {
                 prior: previous.as_ref().map(|p| p.content.clone()),
                 limit: room.summary_limit,
@@ -70,8 +83,14 @@ impl Planner {
                 counter: self.c,
                 fallback: self.p.on_upstream_error == OnUpstreamError::Fallback,
             };
-            let mut job = grouping.request(&t.messages, start, cut, settings)?;
-            job.index = self.setup.anchor.as_ref().and_then(|a| a.index(cut));
+            let mut job = self
+                .ask
+                .grouping
+                .request(&t.messages, start, cut, settings)?;
+            if let Some(anchor) = anchor {
+                job.index = anchor.index(cut);
+                job.prefixes = anchor.over(start, cut, job.span.len());
+            }
             Some(job)
         });
         Writing { decision, job }

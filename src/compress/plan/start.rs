@@ -1,11 +1,11 @@
 //! The steps before the verdict: clear, and find the summary this
 //! compression extends. Also the answer when nothing is due.
 
-use super::super::previous::previous_summary;
 use super::super::{Compression, Error, Previous, Setup, binding, clear, rules, split};
 use super::{Ask, Grouping, Planned, Planner, Stage};
 use crate::policy::{self, ClearSettings, PriorSummary};
 use crate::summarize::Strategy;
+use crate::thread::{FieldError, Thread};
 
 /// The summary this compression extends, and where what it does not cover
 /// begins.
@@ -119,4 +119,41 @@ impl Planner {
             summary_tokens,
         })
     }
+}
+
+/// The summary a compression extends: a summary message at the head of the
+/// conversation wins over a `summary` object ([`policy::summary_in_thread`]).
+fn previous_summary(
+    t: &Thread,
+    prior: Option<policy::PriorSummary>,
+    pinned: usize,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Previous>, Error> {
+    if let Some(marker) = policy::summary_in_thread(t, pinned, prior.as_ref(), warnings) {
+        return Ok(Some(Previous {
+            last: pinned,
+            content: marker.content,
+            messages_summarized: marker.messages_summarized,
+            in_thread: true,
+        }));
+    }
+    let Some(prior) = prior else {
+        return Ok(None);
+    };
+    let content = prior.content.ok_or_else(|| {
+        Error::Invalid(vec![FieldError::new(
+            "/summary/content",
+            "is required to extend a previous summary",
+        )])
+    })?;
+    let last = prior.last_message_idx.max(pinned.saturating_sub(1));
+    let covered = prior
+        .messages_summarized
+        .map_or((last + 1).saturating_sub(pinned), |n| n as usize);
+    Ok(Some(Previous {
+        last,
+        content,
+        messages_summarized: covered,
+        in_thread: false,
+    }))
 }
