@@ -8,8 +8,7 @@ use super::anthropic_blocks::parse_blocks;
 use super::wire::{Content, iteration, message, object, parse_role, string, type_name};
 use super::{FieldError, Message, Part, Role};
 
-/// `system` is a mid-conversation system message (beta
-/// `mid-conversation-system-2026-04-07`).
+/// `system`: a mid-conversation system message (beta `mid-conversation-system-2026-04-07`).
 const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
 
 pub fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {

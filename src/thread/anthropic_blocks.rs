@@ -7,8 +7,7 @@ use super::{FieldError, MediaKind, Part, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
 
-/// Blocks of the provider's own tools and retrieval, kept verbatim (a use
-/// and its result share one message, so they stay together).
+/// The provider's own tool and retrieval blocks, kept verbatim (use and result share a message).
 fn is_server_block(kind: &str) -> bool {
     matches!(
         kind,
@@ -82,8 +81,7 @@ fn parse_tool_use(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Par
     }))
 }
 
-/// A tool_result block; only a missing `tool_use_id` drops it (it could
-/// pair with nothing).
+/// A tool_result block; only a missing `tool_use_id` drops it (it pairs with nothing).
 fn parse_tool_result(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
     let call_id = string(b, "tool_use_id", at, errs);
     let content = result_content(b, at, errs);

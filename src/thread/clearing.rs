@@ -79,8 +79,7 @@ fn openai(raw: &mut Value, what: &Clearing<'_>) -> bool {
     changed
 }
 
-/// A Responses item. A reasoning item is never removed: OpenAI refuses an
-/// output item sent without the reasoning item that produced it.
+/// A Responses item; reasoning is never removed (OpenAI refuses its outputs without it).
 fn responses(raw: &mut Value, what: &Clearing<'_>) -> bool {
     let text = |k: &str| raw.get(k).and_then(Value::as_str);
     let Some(id) = text("call_id").map(str::to_owned) else {

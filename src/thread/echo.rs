@@ -64,10 +64,9 @@ pub fn cap(mut errors: Vec<FieldError>) -> Vec<FieldError> {
     bounded.finish()
 }
 
-/// A serde message (`unknown variant `…``) with the input it quotes cut by
-/// [`echo`]. serde quotes the input first, so it runs from the first quote
-/// to the last one followed by `, expected` or `, there are no` (the last:
-/// the value may hold those words too).
+/// A serde message with the input it quotes cut by [`echo`]: from the first
+/// quote to the last one before `, expected` or `, there are no` (the value
+/// may hold those words too).
 pub fn clip_quoted(message: &str) -> Cow<'_, str> {
     let Some(open) = message.find(['`', '"']) else {
         return Cow::Borrowed(message);

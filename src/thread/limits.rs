@@ -4,13 +4,11 @@
 
 use crate::thread::{Thread, WireFormat};
 
-/// Most JSON objects and arrays a body may hold: bounds a request's parsed
-/// memory (about 130 MB) where the byte limit does not. A full 8 MiB body
-/// of real agent messages holds some 20,000.
+/// Most JSON objects and arrays a body may hold: bounds its parsed memory (about
+/// 130 MB) where the byte limit does not. 8 MiB of agent messages hold some 20,000.
 pub const MAX_JSON_NODES: usize = 100_000;
 
-/// Most values (counted by their commas) a body may hold: 8 MB of `1,1,…`
-/// would be four million.
+/// Most values (counted by their commas) a body may hold: 8 MB of `1,1,…` is 4 million.
 pub const MAX_JSON_VALUES: usize = 1_000_000;
 
 /// Why a body holds more than a request may, if it does.
@@ -52,8 +50,7 @@ pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
     (nodes, commas)
 }
 
-/// How much one thread may hold (0 lifts a limit): they bound a request's
-/// work, as the body limit bounds its bytes.
+/// How much one thread may hold (0 lifts a limit): they bound a request's work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Most messages (`messages`, not counting Anthropic's `system`).

@@ -26,8 +26,7 @@ pub fn parse_system(_: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Mes
     None
 }
 
-/// One message, kept as its `raw`; each step adds its errors, so one
-/// request reports every wrong field at once.
+/// One message, kept as its `raw`; each step adds its errors (all reported at once).
 pub fn parse_message(
     source: Cow<'_, Value>,
     at: &str,

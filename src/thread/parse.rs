@@ -106,9 +106,8 @@ pub(super) fn parse_items<'a>(
     }
 }
 
-/// A top-level `system`, or any content block only Anthropic has
-/// (`tool_use`, `tool_result`, `image`, `thinking`, ...), means Anthropic:
-/// OpenAI's part types do not overlap. (Responses is told by `input` earlier.)
+/// A top-level `system`, or any content block only Anthropic has, means
+/// Anthropic. (Responses is told by `input` earlier.)
 fn detect_in<'a>(
     system: Option<&Value>,
     mut messages: impl Iterator<Item = &'a Value>,

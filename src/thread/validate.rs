@@ -121,11 +121,17 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{FieldError, Thread, WireFormat, validate};
-    use crate::thread::parse::parse_items;
+    use crate::thread::{openai, wire};
 
     fn openai(messages: Value) -> Result<(), Vec<FieldError>> {
         let messages = messages.as_array().unwrap().iter().map(Cow::Borrowed);
-        let (_, messages) = parse_items(WireFormat::OpenAi, None, messages.collect())?;
+        let (_, messages) = wire::parse_thread(
+            None,
+            openai::parse_system,
+            messages.collect(),
+            "messages",
+            openai::parse_message,
+        )?;
         validate(&Thread {
             format: WireFormat::OpenAi,
             system: None,

@@ -5,8 +5,7 @@ use std::borrow::Cow;
 use super::{Bounded, FieldError, Message, Opaque, Part, Role, echo};
 use serde_json::Value;
 
-/// The system prompt (null is none) and every item of `/{field}` (each
-/// parsed with its pointer), or the errors of both (a bounded number).
+/// The system prompt (null is none) and every item of `/{field}`, or their errors.
 pub fn parse_thread<'a>(
     system: Option<Cow<'a, Value>>,
     parse_system: fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>,
@@ -107,7 +106,6 @@ pub fn object(v: &Value, what: &str, at: &str, errs: &mut Vec<FieldError>) -> Op
     None
 }
 
-/// A required string field.
 pub fn string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
     let why = match obj.get(key) {
         Some(Value::String(s)) => return Some(s.clone()),
@@ -124,8 +122,7 @@ pub fn opt_string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) 
     string(obj, key, at, errs)
 }
 
-/// The required `role`, one of `roles` (an error lists them). None ends the
-/// message's parsing: what else it needs depends on its role.
+/// The required `role`, one of `roles`; None ends the message (all else depends on it).
 pub fn parse_role(m: &Value, at: &str, roles: &[Role], errs: &mut Vec<FieldError>) -> Option<Role> {
     let name = string(m, "role", at, errs)?;
     if let Some(&role) = roles.iter().find(|r| r.as_str() == name) {

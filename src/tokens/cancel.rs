@@ -74,9 +74,8 @@ pub fn running() -> usize {
     RUNNING.load(Ordering::Relaxed)
 }
 
-/// The one way the crate runs CPU-bound work: on the blocking pool, so it
-/// cannot stall the async workers; it stops early when this future is
-/// dropped, holding the request's place until then. A panic is passed on.
+/// The one way the crate runs CPU-bound work: on the blocking pool, stopped when
+/// this future is dropped, holding the request's place till then. Panics pass on.
 pub async fn cpu<T, F>(work: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,

@@ -126,8 +126,7 @@ impl Counter<'_> {
         }
     }
 
-    /// One message with its overhead; one tokenized recently costs a hash
-    /// instead (a `chars` count is cheaper than the hash: not memoized).
+    /// One message with its overhead; a recent one costs a hash (BPE only: `chars` is cheaper).
     pub fn message(&self, m: &Message) -> MessageCount {
         let memoize = self.memoize && self.method == Method::Bpe;
         let n = if memoize && text_bytes(m) >= memo::MIN_BYTES {

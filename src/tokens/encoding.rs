@@ -70,10 +70,9 @@ pub struct Encoders {
     pub memo: Memo,
 }
 
-/// Bytes tokenized by this process: the tests that keep compression linear read it.
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// How many bytes of text this process has tokenized so far.
+/// Bytes tokenized by this process: the tests that keep compression linear read it.
 pub fn tokenized_bytes() -> u64 {
     TOKENIZED_BYTES.load(Ordering::Relaxed)
 }

@@ -18,8 +18,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 pub const CAPACITY: usize = 262_144;
 const SHARDS: usize = 16;
 
-/// Messages with fewer text bytes than this are counted, not memoized:
-/// counting them costs about what hashing does.
+/// Messages with fewer text bytes are counted, not memoized (hashing costs as much).
 pub const MIN_BYTES: usize = 64;
 
 #[derive(Default)]

@@ -111,9 +111,8 @@ impl Upstream {
         }
     }
 
-    /// One completion, retried per the policy. Only the attempts hold a
-    /// place under the concurrency cap: a call waiting out a 429 must not
-    /// keep others from the upstream.
+    /// One completion, retried per the policy. Only attempts hold a place under
+    /// the concurrency cap: a call waiting out a 429 must not keep others out.
     pub async fn complete(&self, req: &ChatRequest) -> Called {
         let started = Instant::now();
         let (result, attempts) = self.config.retry.run(|| self.observed(req)).await;

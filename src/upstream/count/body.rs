@@ -54,11 +54,8 @@ fn request(
     Value::Object(b)
 }
 
-/// Chat Completions messages and tools as Responses `input` items
-/// (`message`, `function_call`, `function_call_output`; the `type`,
-/// optional for OpenAI, llama-server needs) and function tools. Anything
-/// else (audio or file parts, the `function` role, custom tools) is an
-/// error naming it.
+/// Chat Completions messages and tools as Responses items (typed: llama-server
+/// needs it) and function tools; anything else is an error naming it.
 fn chat_to_responses(
     messages: &[&Value],
     tools: &[Value],
