@@ -5,23 +5,13 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::anthropic_blocks::parse_blocks;
-use super::wire::{self, Content, iteration, object, parse_role, string, type_name};
+use super::wire::{Content, iteration, message, object, parse_role, string, type_name};
 use super::{FieldError, Message, Part, Role};
 
-/// The roles of a message. `system` is a mid-conversation system message
-/// (beta `mid-conversation-system-2026-04-07`): an instruction that changed
-/// during the session, placed where it applies so the cached prefix before
-/// it stays as it was.
+/// `system`: a mid-conversation system message (beta `mid-conversation-system-2026-04-07`).
 const ROLES: [Role; 3] = [Role::User, Role::Assistant, Role::System];
 
-pub fn parse_thread(
-    system: Option<Cow<'_, Value>>,
-    messages: Vec<Cow<'_, Value>>,
-) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    wire::parse_thread(system, parse_system, messages, "messages", parse_message)
-}
-
-fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
+pub fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
     let s: &Value = &source;
     let (parts, plain) = match s {
         Value::String(text) => (vec![Part::Text(text.clone())], true),
@@ -53,20 +43,20 @@ fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Me
             return None;
         }
     };
-    Some(Message {
-        role: Role::System,
-        name: None,
-        parts,
-        plain,
-        iteration: None,
-        raw: source.into_owned(),
-    })
+    Some(message(
+        Role::System,
+        Content { parts, plain },
+        None,
+        source,
+    ))
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned):
-/// its role, its content, whether the content's blocks belong in a message
-/// of that role, and its iteration, each step adding its errors.
-fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// One message, kept as its `raw`; each step adds its errors.
+pub fn parse_message(
+    source: Cow<'_, Value>,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) -> Option<Message> {
     let m: &Value = &source;
     object(m, "a message", at, errs)?;
     let before = errs.len();
@@ -76,18 +66,10 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
     let content = parse_content(m, &content_at, errs);
     check_placement(role, &content.parts, &content_at, errs);
     let iteration = iteration(m, at, errs);
-    (errs.len() == before).then(|| Message {
-        role,
-        name: None,
-        parts: content.parts,
-        plain: content.plain,
-        iteration,
-        raw: source.into_owned(),
-    })
+    (errs.len() == before).then(|| message(role, content, iteration, source))
 }
 
-/// The required `content` (at `content_at`) as parts: a string is plain,
-/// an array of blocks is not.
+/// The required `content` as parts: a string is plain, blocks are not.
 fn parse_content(m: &Value, content_at: &str, errs: &mut Vec<FieldError>) -> Content {
     let (parts, plain) = match m.get("content") {
         Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
@@ -110,9 +92,7 @@ fn parse_content(m: &Value, content_at: &str, errs: &mut Vec<FieldError>) -> Con
     Content { parts, plain }
 }
 
-/// Blocks in the wrong role's message, reported on its content: a
-/// tool_use belongs to the assistant, a tool_result to the user, and a
-/// system message holds text alone, as the Messages API has them.
+/// Blocks in the wrong role's message, as the Messages API rejects them.
 fn check_placement(role: Role, parts: &[Part], content_at: &str, errs: &mut Vec<FieldError>) {
     if role == Role::System && parts.iter().any(|p| !matches!(p, Part::Text(_))) {
         errs.push(FieldError::new(

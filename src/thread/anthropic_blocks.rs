@@ -1,5 +1,4 @@
-//! Anthropic Messages content blocks -> parts: the block types, and the
-//! tool blocks that pair a call with its result.
+//! Anthropic Messages content blocks -> parts.
 
 use serde_json::Value;
 
@@ -8,9 +7,7 @@ use super::{FieldError, MediaKind, Part, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
 
-/// Blocks of the provider's own tools and retrieval, kept verbatim: a
-/// server tool's use and its result sit in the same assistant message, so
-/// keeping messages whole keeps them together.
+/// The provider's own tool and retrieval blocks, kept verbatim (use and result share a message).
 fn is_server_block(kind: &str) -> bool {
     matches!(
         kind,
@@ -32,8 +29,6 @@ pub fn parse_blocks(
         .collect()
 }
 
-/// One content block as a part. The tool blocks have their own steps;
-/// inside a tool_result (`top` false) they may not nest.
 fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Option<Part> {
     object(b, "a content block", at, errs)?;
     let kind = string(b, "type", at, errs)?;
@@ -73,22 +68,11 @@ fn parse_block(b: &Value, at: &str, top: bool, errs: &mut Vec<FieldError>) -> Op
     }
 }
 
-/// A tool_use block as a tool call: its `input` object kept as the call's
-/// compact JSON arguments, as a Chat Completions call carries them. Every
-/// missing field is reported before the block is dropped.
+/// A tool_use block, its `input` kept as JSON arguments (as in Chat Completions).
 fn parse_tool_use(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
     let id = string(b, "id", at, errs);
     let name = string(b, "name", at, errs);
-    let input = match b.get("input") {
-        Some(v @ Value::Object(_)) => Some(v.to_string()),
-        _ => {
-            errs.push(FieldError::new(
-                format!("{at}/input"),
-                "is required and must be an object",
-            ));
-            None
-        }
-    };
+    let input = require_object(b, "input", at, errs).map(Value::to_string);
     Some(Part::ToolCall(ToolCall {
         id: id?,
         name: name?,
@@ -97,9 +81,7 @@ fn parse_tool_use(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Par
     }))
 }
 
-/// A tool_result block as a tool result: the call it answers, its content
-/// and whether it reports an error. Every wrong field is reported, but
-/// only a missing `tool_use_id` drops the block (it could pair with nothing).
+/// A tool_result block; only a missing `tool_use_id` drops it (it pairs with nothing).
 fn parse_tool_result(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<Part> {
     let call_id = string(b, "tool_use_id", at, errs);
     let content = result_content(b, at, errs);
@@ -112,8 +94,6 @@ fn parse_tool_result(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<
     }))
 }
 
-/// A tool_result's `content`: absent, a string, or blocks that may not
-/// hold tool blocks themselves.
 fn result_content(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Vec<Part> {
     match b.get("content") {
         None | Some(Value::Null) => Vec::new(),
@@ -132,7 +112,6 @@ fn result_content(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Vec<Part> 
     }
 }
 
-/// A tool_result's `is_error`: false when absent or null.
 fn is_error(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> bool {
     match b.get("is_error") {
         None | Some(Value::Null) => false,
@@ -147,14 +126,18 @@ fn is_error(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> bool {
     }
 }
 
-fn require_object(b: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
-    if b.get(key).is_some_and(Value::is_object) {
-        Some(())
-    } else {
+fn require_object<'v>(
+    b: &'v Value,
+    key: &str,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) -> Option<&'v Value> {
+    let v = b.get(key).filter(|v| v.is_object());
+    if v.is_none() {
         errs.push(FieldError::new(
             format!("{at}/{key}"),
             "is required and must be an object",
         ));
-        None
     }
+    v
 }

@@ -1,11 +1,7 @@
 //! Clearing in the caller's wire format: old tool results become a
-//! placeholder text, old tool inputs an empty object, old thinking blocks
-//! go. Like [`super::edit`], each change rewrites the caller's JSON (every
-//! other field stays value for value: `is_error`, `cache_control`, a kept
-//! thinking block's signature) and parses it again, so the model agrees.
-//!
-//! A cleared result is still a result: the pairing of calls and results,
-//! which the providers check, is unchanged.
+//! placeholder, old tool inputs an empty object, old thinking blocks go.
+//! Like [`super::edit`], it rewrites the caller's JSON and parses it again.
+//! A cleared result is still a result: call/result pairing is unchanged.
 
 use std::collections::{HashMap, HashSet};
 
@@ -17,7 +13,7 @@ use super::{Message, WireFormat};
 /// What to clear in one message.
 #[derive(Debug, Default)]
 pub struct Clearing<'a> {
-    /// Results by the call id they answer -> the placeholder that replaces their content.
+    /// Call id -> the placeholder that replaces its result's content.
     pub results: HashMap<&'a str, String>,
     /// Call ids whose input (arguments) becomes `{}`.
     pub inputs: HashSet<&'a str>,
@@ -45,7 +41,7 @@ pub fn clear(m: &Message, format: WireFormat, what: &Clearing<'_>) -> Option<Mes
     if !changed {
         return None;
     }
-    reparse(raw, format, m.role).ok()
+    reparse(raw, format).ok()
 }
 
 /// Sets `*slot` to `value`; whether that changed it.
@@ -66,57 +62,44 @@ fn openai(raw: &mut Value, what: &Clearing<'_>) -> bool {
             changed |= set(content, placeholder);
         }
     }
-    if let Some(calls) = raw.get_mut("tool_calls").and_then(Value::as_array_mut) {
-        for call in calls {
-            let clear = call
-                .get("id")
-                .and_then(Value::as_str)
-                .is_some_and(|id| what.inputs.contains(id));
-            if let Some(args) = call
-                .get_mut("function")
-                .and_then(|f| f.get_mut("arguments"))
-                && clear
-            {
-                changed |= set(args, Value::String("{}".into()));
-            }
-            // A custom tool's free-form input has no empty object: empty text.
-            if let Some(input) = call.get_mut("custom").and_then(|f| f.get_mut("input"))
-                && clear
-            {
-                changed |= set(input, Value::String(String::new()));
-            }
+    let calls = raw.get_mut("tool_calls").and_then(Value::as_array_mut);
+    for call in calls.into_iter().flatten() {
+        let id = call.get("id").and_then(Value::as_str);
+        if !id.is_some_and(|id| what.inputs.contains(id)) {
+            continue;
+        }
+        if let Some(args) = call.pointer_mut("/function/arguments") {
+            changed |= set(args, "{}".into());
+        }
+        // A custom tool's free-form input has no empty object: empty text.
+        if let Some(input) = call.pointer_mut("/custom/input") {
+            changed |= set(input, "".into());
         }
     }
     changed
 }
 
-/// A Responses item: a call's output becomes the placeholder, a call's
-/// `arguments` `{}` (a custom tool's `input` empty text). A reasoning item
-/// is never removed: OpenAI refuses an output item (a `function_call` or
-/// `message` with its `fc_`/`msg_` id) sent without the reasoning item
-/// that produced it, so `thinking` changes nothing here.
+/// A Responses item; reasoning is never removed (OpenAI refuses its outputs without it).
 fn responses(raw: &mut Value, what: &Clearing<'_>) -> bool {
-    let id = raw
-        .get("call_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let Some(id) = id else { return false };
-    let kind = raw.get("type").and_then(Value::as_str).unwrap_or_default();
-    let mut changed = false;
-    if kind.ends_with("_output") {
-        if let (Some(p), Some(output)) = (what.results.get(id.as_str()), raw.get_mut("output")) {
-            changed |= set(output, Value::String(p.clone()));
-        }
-    } else if what.inputs.contains(id.as_str()) {
-        let (key, empty) = match kind {
-            "custom_tool_call" => ("input", ""),
-            _ => ("arguments", "{}"),
-        };
-        if let Some(v) = raw.get_mut(key) {
-            changed |= set(v, Value::String(empty.into()));
-        }
+    let text = |k: &str| raw.get(k).and_then(Value::as_str);
+    let Some(id) = text("call_id").map(str::to_owned) else {
+        return false;
+    };
+    let kind = text("type").unwrap_or_default();
+    let (key, new) = if kind.ends_with("_output") {
+        ("output", what.results.get(id.as_str()).cloned())
+    } else if kind == "custom_tool_call" {
+        ("input", what.inputs.contains(id.as_str()).then(String::new))
+    } else {
+        (
+            "arguments",
+            what.inputs.contains(id.as_str()).then(|| "{}".into()),
+        )
+    };
+    match (new, raw.get_mut(key)) {
+        (Some(new), Some(v)) => set(v, new.into()),
+        _ => false,
     }
-    changed
 }
 
 fn anthropic(raw: &mut Value, what: &Clearing<'_>) -> bool {
@@ -166,26 +149,13 @@ fn anthropic(raw: &mut Value, what: &Clearing<'_>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
-
     use serde_json::json;
 
     use super::*;
-    use crate::thread::{Part, anthropic, openai, responses};
+    use crate::thread::Part;
 
     fn one(format: WireFormat, raw: Value) -> Message {
-        match format {
-            WireFormat::OpenAi => openai::parse_messages(vec![Cow::Owned(raw)]),
-            WireFormat::Anthropic => {
-                anthropic::parse_thread(None, vec![Cow::Owned(raw)]).map(|t| t.1)
-            }
-            WireFormat::Responses => {
-                responses::parse_thread(None, vec![Cow::Owned(raw)]).map(|t| t.1)
-            }
-        }
-        .unwrap()
-        .pop()
-        .unwrap()
+        reparse(raw, format).unwrap()
     }
 
     #[test]

@@ -1,17 +1,8 @@
-//! Parsing a thread's JSON into a `serde_json::Value` whose objects and
-//! arrays hold no spare room.
-//!
-//! serde_json's own `Value` grows each object by pushing into an
-//! `IndexMap` (we build it with `preserve_order`, so that unchanged
-//! messages go back byte for byte): a two-key object such as a text part,
-//! `{"type": "text", "text": "…"}`, gets room for four 112-byte entries,
-//! and an array of 100,000 parts room for 131,072. A body of small parts is
-//! the costliest a request can send per byte, and this spare room was half
-//! of its tree (measured with `examples/peak_heap.rs`: 8.4 bytes of tree
-//! per body byte before, see `admission::memory` for after). Here each object
-//! and array is built at its exact length; the values are the same `Value`s,
-//! in the same order, and duplicate keys resolve as serde_json resolves them
-//! (the last value, at the first key's place).
+//! Parsing JSON into a `serde_json::Value` whose objects and arrays hold no
+//! spare room. serde_json grows them by pushing (a two-key text part gets
+//! room for four 112-byte entries), and for a body of small parts, the
+//! costliest per byte, that room was half its tree (`examples/peak_heap.rs`).
+//! The values, their order and duplicate keys are as serde_json has them.
 
 use std::fmt;
 
@@ -32,14 +23,12 @@ pub fn from_slice(bytes: &[u8]) -> serde_json::Result<Value> {
     serde_json::from_slice::<Compact>(bytes).map(|c| c.0)
 }
 
-/// For `#[serde(default, deserialize_with = "compact::value")]` on an
-/// `Option<Value>` field.
+/// For `#[serde(default, deserialize_with = "compact::value")]`.
 pub fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Ok(Option::<Compact>::deserialize(d)?.map(|c| c.0))
 }
 
-/// For `#[serde(default, deserialize_with = "compact::values")]` on an
-/// `Option<Vec<Value>>` field.
+/// For `#[serde(default, deserialize_with = "compact::values")]`.
 pub fn values<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Value>>, D::Error> {
     Ok(
         Option::<Vec<Compact>>::deserialize(d)?
@@ -85,16 +74,8 @@ impl<'de> Visitor<'de> for CompactVisitor {
         Ok(Value::String(s))
     }
 
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
     fn visit_unit<E>(self) -> Result<Value, E> {
         Ok(Value::Null)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        Compact::deserialize(d).map(|c| c.0)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {

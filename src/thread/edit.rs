@@ -1,12 +1,13 @@
-//! Changing messages on the way out, in the caller's wire format: new summary
-//! messages and long texts cut in the middle. Each edit rewrites the caller's
-//! JSON (so unknown fields stay) and parses it again (so the model agrees).
+//! Changing messages on the way out, in the caller's wire format: new
+//! summary messages and cut texts. Each edit rewrites the caller's JSON (so
+//! unknown fields stay) and parses it again (so the model agrees).
 
 use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
-use super::{FieldError, Message, Role, WireFormat, anthropic, openai, responses};
+use super::parse::parse_items;
+use super::{FieldError, Message, Role, WireFormat};
 
 /// Which texts [`truncate_to`] may cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,17 +30,14 @@ pub enum Keep {
     Both,
 }
 
-/// `s` cut to at most `limit` characters, marker included, keeping its head,
-/// tail or both; None when it is not longer. Because the marker counts, a
-/// cut text is never cut again by the same limit: rules applied turn after
-/// turn leave the same bytes.
+/// `s` cut to at most `limit` characters, marker included (so a cut text is
+/// never cut again by the same limit); None when it is not longer.
 pub fn cut_to(s: &str, limit: usize, keep: Keep) -> Option<String> {
     let n = s.chars().count();
     if n <= limit {
         return None;
     }
-    // The marker's length depends on how much is removed: settle it (the
-    // digits grow at most twice).
+    // The marker's length depends on how much is removed: settle it.
     let mut kept = limit;
     let marker = loop {
         let marker = format!("…[truncated {} characters]…", thousands((n - kept) as u64));
@@ -49,22 +47,13 @@ pub fn cut_to(s: &str, limit: usize, keep: Keep) -> Option<String> {
         }
         kept = limit.saturating_sub(marker.chars().count());
     };
-    let head: String;
-    let tail: String;
-    match keep {
-        Keep::Head => {
-            head = s.chars().take(kept).collect();
-            tail = String::new();
-        }
-        Keep::Tail => {
-            head = String::new();
-            tail = s.chars().skip(n - kept).collect();
-        }
-        Keep::Both => {
-            head = s.chars().take(kept / 2).collect();
-            tail = s.chars().skip(n - (kept - kept / 2)).collect();
-        }
-    }
+    let (head, tail) = match keep {
+        Keep::Head => (kept, 0),
+        Keep::Tail => (0, kept),
+        Keep::Both => (kept / 2, kept - kept / 2),
+    };
+    let head: String = s.chars().take(head).collect();
+    let tail: String = s.chars().skip(n - tail).collect();
     Some(format!("{head}{marker}{tail}"))
 }
 
@@ -81,8 +70,7 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// The message with every cuttable text cut to at most `limit` characters
-/// (marker included) by [`cut_to`]; None when nothing was longer.
+/// The message with every text `cut` allows cut by [`cut_to`], if any was.
 pub fn truncate_to(
     m: &Message,
     format: WireFormat,
@@ -90,20 +78,11 @@ pub fn truncate_to(
     limit: usize,
     keep: Keep,
 ) -> Option<Message> {
-    rewrite(m, format, cut, |s| cut_to(s, limit, keep))
-}
-
-fn rewrite(
-    m: &Message,
-    format: WireFormat,
-    cut: Cut,
-    shorter: impl Fn(&str) -> Option<String>,
-) -> Option<Message> {
     let mut raw = m.raw.clone();
     let mut changed = false;
     let mut shorten = |v: &mut Value| {
         if let Value::String(s) = v
-            && let Some(short) = shorter(s)
+            && let Some(short) = cut_to(s, limit, keep)
         {
             *s = short;
             changed = true;
@@ -121,23 +100,17 @@ fn rewrite(
                 visit_texts(raw.get_mut("content"), &mut shorten);
             }
         }
-        WireFormat::Anthropic => match raw.get_mut("content") {
-            Some(v @ Value::String(_)) if any || user => shorten(v),
-            Some(Value::Array(blocks)) => {
-                for b in blocks {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("tool_result") if results => {
-                            visit_texts(b.get_mut("content"), &mut shorten)
-                        }
-                        Some("text") if any || user => {
-                            shorten(b.get_mut("text").unwrap_or(&mut Value::Null))
-                        }
-                        _ => {}
-                    }
+        WireFormat::Anthropic => {
+            if any || user {
+                visit_texts(raw.get_mut("content"), &mut shorten);
+            }
+            let blocks = raw.get_mut("content").and_then(Value::as_array_mut);
+            for b in blocks.into_iter().flatten().filter(|_| results) {
+                if b.get("type").and_then(Value::as_str) == Some("tool_result") {
+                    visit_texts(b.get_mut("content"), &mut shorten);
                 }
             }
-            _ => {}
-        },
+        }
         WireFormat::Responses => {
             let is_result = m.role == Role::Tool;
             if is_result && results {
@@ -150,11 +123,10 @@ fn rewrite(
     if !changed {
         return None;
     }
-    reparse(raw, format, m.role).ok()
+    reparse(raw, format).ok()
 }
 
-/// A string content, or the `text` of each text part/block in an array
-/// (`input_text` and `output_text` in the Responses format).
+/// A string content, or the `text` of each text part in an array.
 fn visit_texts(content: Option<&mut Value>, f: &mut impl FnMut(&mut Value)) {
     match content {
         Some(v @ Value::String(_)) => f(v),
@@ -175,22 +147,13 @@ fn visit_texts(content: Option<&mut Value>, f: &mut impl FnMut(&mut Value)) {
 /// A new message holding `text`, in the caller's format.
 pub fn text_message(format: WireFormat, role: Role, text: String) -> Message {
     let raw = json!({"role": role.as_str(), "content": text});
-    reparse(raw, format, role).expect("a role/content message is valid in every format")
+    reparse(raw, format).expect("a role/content message is valid in every format")
 }
 
-pub(super) fn reparse(
-    raw: Value,
-    format: WireFormat,
-    role: Role,
-) -> Result<Message, Vec<FieldError>> {
-    let mut parsed = match format {
-        WireFormat::OpenAi => openai::parse_messages(vec![Cow::Owned(raw)])?,
-        WireFormat::Anthropic => anthropic::parse_thread(None, vec![Cow::Owned(raw)])?.1,
-        WireFormat::Responses => responses::parse_thread(None, vec![Cow::Owned(raw)])?.1,
-    };
-    let m = parsed.pop().expect("one message in, one out");
-    debug_assert_eq!(m.role, role);
-    Ok(m)
+/// One message of `format`, parsed as a thread of one.
+pub(super) fn reparse(raw: Value, format: WireFormat) -> Result<Message, Vec<FieldError>> {
+    let (_, mut parsed) = parse_items(format, None, vec![Cow::Owned(raw)])?;
+    Ok(parsed.pop().expect("one message in, one out"))
 }
 
 #[cfg(test)]
@@ -230,10 +193,7 @@ mod tests {
     #[test]
     fn truncation_keeps_unknown_fields_and_touches_only_results() {
         let raw = json!({"role": "tool", "tool_call_id": "a", "content": "x".repeat(1000), "extra": {"k": 1}});
-        let m = openai::parse_messages(vec![Cow::Borrowed(&raw)])
-            .unwrap()
-            .pop()
-            .unwrap();
+        let m = reparse(raw, WireFormat::OpenAi).unwrap();
         let t = truncate_to(&m, WireFormat::OpenAi, Cut::ToolResults, 100, Keep::Both).unwrap();
         assert_eq!(t.raw["extra"], json!({"k": 1}));
         assert!(t.raw["content"].as_str().unwrap().len() < 200);
@@ -242,11 +202,7 @@ mod tests {
             {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "y".repeat(1000)}]},
             {"type": "text", "text": "z".repeat(1000), "cache_control": {"type": "ephemeral"}}
         ]});
-        let m = anthropic::parse_thread(None, vec![Cow::Borrowed(&raw)])
-            .unwrap()
-            .1
-            .pop()
-            .unwrap();
+        let m = reparse(raw.clone(), WireFormat::Anthropic).unwrap();
         let t = truncate_to(&m, WireFormat::Anthropic, Cut::ToolResults, 100, Keep::Both).unwrap();
         assert!(
             t.raw["content"][0]["content"][0]["text"]

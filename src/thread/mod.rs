@@ -1,18 +1,16 @@
 //! The thread model: one internal type for OpenAI Chat Completions,
-//! Anthropic Messages and OpenAI Responses conversations.
-//!
-//! Wire formats are parsed at the boundary ([`parse`]) into [`Thread`]; past
-//! it, only the rewriting of a message's JSON branches on the wire format. Each [`Message`] keeps the caller's
-//! original JSON (`raw`) so that messages condense does not change go back
-//! value for value, including fields it does not understand (`cache_control`,
-//! custom metadata).
+//! Anthropic Messages and OpenAI Responses conversations, parsed at the
+//! boundary ([`parse`]). Each [`Message`] keeps the caller's JSON (`raw`), so
+//! messages condense does not change go back value for value, unknown
+//! fields included; only rewriting that JSON branches on the wire format.
 
 mod anthropic;
 mod anthropic_blocks;
 mod clearing;
 pub mod compact;
+mod echo;
 mod edit;
-mod hardening;
+mod limits;
 mod marker;
 mod openai;
 mod parse;
@@ -24,13 +22,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use clearing::{Clearing, clear};
+pub use echo::{Bounded, MAX_ERRORS, cap, clip_quoted, echo};
 pub use edit::{Cut, Keep, cut_to, text_message, thousands, truncate_to};
-pub use hardening::{
-    Bounded, Limits, MAX_ECHO_CHARS, MAX_ERRORS, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, cap,
-    clip_quoted, echo, json_shape, too_many_nodes,
-};
+pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, too_many_nodes};
 pub use marker::{SummaryMarker, summary_header, summary_text};
-pub use parse::{OwnedThread, RawThread, detect, parse, parse_owned};
+pub use parse::{OwnedThread, RawThread, parse, parse_owned};
 pub use validate::validate;
 pub use wire::type_name;
 
@@ -46,9 +42,8 @@ pub enum WireFormat {
 }
 
 impl WireFormat {
-    /// The provider binds a thinking block's signature to everything before
-    /// it (Anthropic's preserved thinking; see `compress::binding`). An
-    /// OpenAI reasoning item is not: it only travels with its call.
+    /// Anthropic binds a thinking block's signature to everything before it
+    /// (see `compress::binding`); an OpenAI reasoning item only travels with its call.
     pub fn binds_thinking(self) -> bool {
         self == WireFormat::Anthropic
     }
@@ -145,9 +140,8 @@ pub struct ToolResult {
     pub pointer: String,
 }
 
-// Hashed for what they say, not where they sit: the pointer names the
-// message's position, which moves when a thread is compressed, while the
-// count (what the hash keys, see `tokens::Memo`) does not depend on it.
+// Hashed for what they say, not where they sit (the pointer moves when a
+// thread is compressed): the hash keys their count (`tokens::Memo`).
 impl std::hash::Hash for ToolCall {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         (&self.id, &self.name, &self.arguments).hash(state);
@@ -179,11 +173,9 @@ pub enum Part {
     Opaque(Opaque),
 }
 
-/// A block or item condense keeps byte for byte and never summarizes:
-/// a provider's server-side tool blocks (`server_tool_use`,
-/// `web_search_tool_result`, ...), `search_result` blocks, the providers'
-/// own compaction, and Responses item types it does not know. Each is
-/// counted as an estimate, from its text or its JSON.
+/// A block or item kept byte for byte and never summarized (server-side
+/// tool blocks, `search_result`, the providers' own compaction, unknown
+/// Responses items), counted as an estimate from its text or its JSON.
 #[derive(Debug, Clone, PartialEq, Hash)]
 pub struct Opaque {
     /// The block's or item's `type`.
@@ -202,8 +194,7 @@ impl Part {
         matches!(self, Part::Thinking(_) | Part::RedactedThinking(_))
     }
 
-    /// Every text of the part a tokenizer reads: text, refusal, thinking,
-    /// tool-call arguments, and (recursively) tool-result content.
+    /// Every text of the part a tokenizer reads (tool results recursively).
     pub fn texts<'a>(&'a self, out: &mut Vec<&'a str>) {
         match self {
             Part::Text(t) | Part::Refusal(t) | Part::Thinking(t) => out.push(t),
@@ -221,8 +212,7 @@ pub struct Message {
     pub role: Role,
     pub name: Option<String>,
     pub parts: Vec<Part>,
-    /// True when the content was a plain string (or null) with nothing else
-    /// that has no official count: the cookbook formula is exact for it.
+    /// A plain string (or null) content and nothing else: the cookbook formula is exact.
     pub plain: bool,
     /// The agent iteration this message belongs to (`metadata.iteration`).
     pub iteration: Option<u64>,
@@ -246,9 +236,7 @@ impl Message {
     }
 
     /// A Responses item other than a `message` (a call, its output,
-    /// reasoning, ...): it belongs to the assistant turn around it rather
-    /// than opening a turn of its own. Chat and Anthropic messages carry no
-    /// top-level `type`.
+    /// reasoning): part of the turn around it, not a turn of its own.
     pub fn is_item(&self) -> bool {
         self.raw
             .get("type")
@@ -256,10 +244,8 @@ impl Message {
             .is_some_and(|t| t != "message")
     }
 
-    /// An instruction message (system or developer) that condense did not
-    /// write: never summarized. At the head of a thread it is pinned; later
-    /// (a mid-conversation system message) it is kept verbatim, in its
-    /// order, wherever the span around it is summarized.
+    /// A system or developer message condense did not write: never
+    /// summarized (pinned at the head, kept in place later on).
     pub fn is_instruction(&self) -> bool {
         self.role.is_instruction() && self.summary_marker().is_none()
     }
@@ -269,8 +255,7 @@ impl Message {
         self.parts.iter().any(Part::is_thinking)
     }
 
-    /// Holds the provider's own compaction (an Anthropic `compaction` block
-    /// or an OpenAI `compaction` item).
+    /// Holds the provider's own compaction (block or item).
     pub fn is_compaction(&self) -> bool {
         self.parts
             .iter()
@@ -278,13 +263,11 @@ impl Message {
     }
 }
 
-/// A conversation in the internal model. `messages[i]` is the caller's
-/// `messages[i]`: indices are the caller's indices.
+/// A conversation in the internal model; indices are the caller's indices.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thread {
     pub format: WireFormat,
-    /// Anthropic's top-level `system`, or the Responses API's
-    /// `instructions` (None for Chat Completions, where instructions are messages).
+    /// Anthropic's top-level `system`, or the Responses API's `instructions`.
     pub system: Option<Message>,
     pub messages: Vec<Message>,
     /// Tool schemas as sent: only their size matters to condense.
@@ -292,16 +275,13 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// The pinned prefix of `messages`, kept verbatim and never summarized:
-    /// the leading system/developer messages, and, when the thread holds
-    /// the provider's own compaction, everything up to and including the
-    /// last one (the provider reads the conversation as starting there).
+    /// The pinned prefix of `messages`, never summarized: the leading
+    /// instructions, and up to the last provider compaction (the provider
+    /// reads the conversation as starting there).
     pub fn pinned_len(&self) -> usize {
         let instructions = self
             .messages
             .iter()
-            // A summary message condense wrote (even with the system role) is
-            // not pinned: the next summary replaces it.
             .take_while(|m| m.is_instruction())
             .count();
         let compacted = self

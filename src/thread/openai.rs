@@ -4,10 +4,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{
-    Content, iteration, object, opt_string, parse_all, parse_role, string, type_name,
-};
-use super::{Bounded, FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
+use super::wire::{Content, iteration, message, object, opt_string, parse_role, string, type_name};
+use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: [Role; 6] = [
     Role::System,
@@ -19,20 +17,21 @@ const ROLES: [Role; 6] = [
 ];
 const PART_TYPES: &str = "text, image_url, input_audio, file, refusal";
 
-pub fn parse_messages(messages: Vec<Cow<'_, Value>>) -> Result<Vec<Message>, Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let parsed = parse_all(messages, "messages", &mut errs, parse_message);
-    if errs.is_empty() {
-        Ok(parsed)
-    } else {
-        Err(errs.finish())
-    }
+/// Chat Completions has no top-level system prompt: a system message is one.
+pub fn parse_system(_: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
+    errs.push(FieldError::new(
+        "/system",
+        "a top-level `system` belongs to the Anthropic format; in OpenAI format send a system message",
+    ));
+    None
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned):
-/// its role, name, content, calls and iteration, each step adding its
-/// errors, so one request reports every wrong field at once.
-fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// One message, kept as its `raw`; each step adds its errors (all reported at once).
+pub fn parse_message(
+    source: Cow<'_, Value>,
+    at: &str,
+    errs: &mut Vec<FieldError>,
+) -> Option<Message> {
     let m: &Value = &source;
     object(m, "a message", at, errs)?;
     let before = errs.len();
@@ -45,17 +44,12 @@ fn parse_message(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -
     }
     let iteration = iteration(m, at, errs);
     (errs.len() == before).then(|| Message {
-        role,
         name,
-        parts: content.parts,
-        plain: content.plain,
-        iteration,
-        raw: source.into_owned(),
+        ..message(role, content, iteration, source)
     })
 }
 
-/// The `content` as parts: a string (or null) is plain, an array of parts
-/// is not. Only an assistant may leave it null: it can answer with calls alone.
+/// The `content` as parts; only an assistant may leave it null (calls alone).
 fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) -> Content {
     let content_at = format!("{at}/content");
     let (parts, plain) = match m.get("content") {
@@ -91,9 +85,7 @@ fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) ->
     Content { parts, plain }
 }
 
-/// The calls a message makes (`tool_calls`, and the legacy
-/// `function_call`), added after its content. Either makes the message not
-/// plain: calls have no official count.
+/// `tool_calls` and the legacy `function_call`: not plain (no official count).
 fn parse_calls(m: &Value, role: Role, at: &str, content: &mut Content, errs: &mut Vec<FieldError>) {
     if let Some(calls) = m.get("tool_calls").filter(|v| !v.is_null()) {
         content.plain = false;
@@ -124,9 +116,7 @@ fn parse_calls(m: &Value, role: Role, at: &str, content: &mut Content, errs: &mu
     }
 }
 
-/// A tool message's parts wrapped in one tool result for its
-/// `tool_call_id`, so the answer pairs with its call as in the other wire
-/// formats (and is cleared or kept with it).
+/// A tool message's parts as one tool result, as the other formats have it.
 fn tool_result(m: &Value, at: &str, content: Content, errs: &mut Vec<FieldError>) -> Content {
     let call_id = string(m, "tool_call_id", at, errs).unwrap_or_default();
     Content {
@@ -146,8 +136,7 @@ fn parse_tool_call(c: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<To
         return None;
     }
     let id = string(c, "id", at, errs);
-    // A `custom` tool call carries free-form `input` instead of JSON
-    // `arguments`; it pairs with its result like a function call.
+    // A `custom` call carries free-form `input` instead of JSON `arguments`.
     let (key, text, shape) = match opt_string(c, "type", at, errs).as_deref() {
         None | Some("function") => ("function", "arguments", "`name` and `arguments`"),
         Some("custom") => ("custom", "input", "`name` and `input`"),

@@ -5,11 +5,11 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{FieldError, Thread, WireFormat, anthropic, openai, responses, validate};
+use super::wire::parse_thread;
+use super::{FieldError, Message, Thread, WireFormat, anthropic, openai, responses, validate};
 
-/// The parts of a request that describe a thread, before parsing, borrowed:
-/// each message is copied into its [`Message::raw`]. For the Responses
-/// format, `messages` are its `input` items and `system` its `instructions`.
+/// A request's thread parts, borrowed (each message is copied into its
+/// [`Message::raw`]); for Responses, `input` and `instructions`.
 #[derive(Debug, Clone, Default)]
 pub struct RawThread<'a> {
     pub format: Option<WireFormat>,
@@ -18,9 +18,8 @@ pub struct RawThread<'a> {
     pub tools: Option<&'a Value>,
 }
 
-/// The same parts owned, as a request handler has them: each message moves
-/// into its [`Message::raw`] instead of being copied (a long thread is
-/// mostly text, so a copy costs as much as the parse).
+/// The same parts owned: each message moves into its [`Message::raw`] (a
+/// copy of a long thread costs as much as the parse).
 #[derive(Debug, Clone, Default)]
 pub struct OwnedThread {
     pub format: Option<WireFormat>,
@@ -29,7 +28,7 @@ pub struct OwnedThread {
     pub tools: Option<Value>,
 }
 
-/// Parses and validates a thread: the one entry point from wire to model.
+/// Parses and validates a thread.
 pub fn parse(raw: RawThread<'_>) -> Result<Thread, Vec<FieldError>> {
     parse_parts(
         raw.format,
@@ -57,32 +56,15 @@ fn parse_parts(
 ) -> Result<Thread, Vec<FieldError>> {
     let format =
         format.unwrap_or_else(|| detect_in(system.as_deref(), messages.iter().map(|m| m.as_ref())));
-    let tools = match tools {
-        None => Vec::new(),
-        Some(t) => match t.into_owned() {
-            Value::Null => Vec::new(),
-            Value::Array(items) => items,
-            _ => {
-                return Err(vec![FieldError::new(
-                    "/tools",
-                    "must be an array of tool definitions",
-                )]);
-            }
-        },
-    };
-    let (system, messages) = match format {
-        WireFormat::OpenAi => {
-            if system.as_deref().is_some_and(|s| !s.is_null()) {
-                return Err(vec![FieldError::new(
-                    "/system",
-                    "a top-level `system` belongs to the Anthropic format; in OpenAI format send a system message",
-                )]);
-            }
-            (None, openai::parse_messages(messages)?)
+    let tools = match tools.map(Cow::into_owned) {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            let why = "must be an array of tool definitions";
+            return Err(vec![FieldError::new("/tools", why)]);
         }
-        WireFormat::Anthropic => anthropic::parse_thread(system, messages)?,
-        WireFormat::Responses => responses::parse_thread(system, messages)?,
     };
+    let (system, messages) = parse_items(format, system, messages)?;
     let thread = Thread {
         format,
         system,
@@ -93,15 +75,39 @@ fn parse_parts(
     Ok(thread)
 }
 
-/// A top-level `system`, or any content block only Anthropic has
-/// (`tool_use`, `tool_result`, `image`, `document`, `thinking`, ...),
-/// means Anthropic. OpenAI's parts are `text`, `image_url`, `input_audio`,
-/// `file` and `refusal`, so the sets do not overlap. (The Responses format
-/// is told by its own field, `input`, before this is asked.)
-pub fn detect(raw: &RawThread<'_>) -> WireFormat {
-    detect_in(raw.system, raw.messages.iter())
+/// A thread's system prompt and items in `format`, parsed but not validated.
+pub(super) fn parse_items<'a>(
+    format: WireFormat,
+    system: Option<Cow<'a, Value>>,
+    items: Vec<Cow<'a, Value>>,
+) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
+    match format {
+        WireFormat::OpenAi => parse_thread(
+            system,
+            openai::parse_system,
+            items,
+            "messages",
+            openai::parse_message,
+        ),
+        WireFormat::Anthropic => parse_thread(
+            system,
+            anthropic::parse_system,
+            items,
+            "messages",
+            anthropic::parse_message,
+        ),
+        WireFormat::Responses => parse_thread(
+            system,
+            responses::parse_instructions,
+            items,
+            "input",
+            responses::parse_item,
+        ),
+    }
 }
 
+/// A top-level `system`, or any content block only Anthropic has, means
+/// Anthropic. (Responses is told by `input` earlier.)
 fn detect_in<'a>(
     system: Option<&Value>,
     mut messages: impl Iterator<Item = &'a Value>,

@@ -1,22 +1,16 @@
-//! OpenAI Responses API input (`instructions` + `input` items) -> the internal model.
-//!
-//! One item is one [`Message`], so `messages[i]` is the caller's `input[i]`.
-//! Messages (typed or the short `{role, content}` form) become messages of
-//! their role; `function_call`, `custom_tool_call` and `computer_call` items
-//! become assistant messages holding one tool call, paired by `call_id` with
-//! their `*_output` items; `reasoning` items become thinking (its summary
-//! and text) plus redacted thinking (its encrypted content); a `compaction`
-//! item is the provider's own summary; any other item type is kept verbatim
-//! and counted from its JSON. Nothing here is rejected for being unknown:
-//! the Responses API grows item types often, and condense only needs to
-//! know which items pair up.
+//! OpenAI Responses API input (`instructions` + `input` items) -> the
+//! internal model, one item per [`Message`]. Calls pair with their
+//! `*_output` items by `call_id`; reasoning becomes thinking. An unknown
+//! item type is kept verbatim, not rejected: the API grows them often, and
+//! condense only needs to know which items pair up.
 
 use std::borrow::Cow;
 
 use serde_json::Value;
 
 use super::wire::{
-    self, compaction, iteration, object, opaque, opt_string, parse_role, string, type_name,
+    Content, compaction, iteration, message, object, opaque, opt_string, parse_role, string,
+    type_name,
 };
 use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
@@ -25,16 +19,8 @@ const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::System, Role::Devel
 /// Items whose calls pair with a `{type}_output` item by `call_id`.
 const CALL_ITEMS: [&str; 3] = ["function_call", "custom_tool_call", "computer_call"];
 
-pub fn parse_thread(
-    instructions: Option<Cow<'_, Value>>,
-    items: Vec<Cow<'_, Value>>,
-) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    wire::parse_thread(instructions, parse_instructions, items, "input", parse_item)
-}
-
-/// `instructions`: a string (an array of input items is also accepted by
-/// the API and kept as text parts).
-fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// `instructions`: a string, or input items (kept as their parts).
+pub fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Option<Message> {
     let parts = match source.as_ref() {
         Value::String(text) => vec![Part::Text(text.clone())],
         Value::Array(items) => {
@@ -60,18 +46,15 @@ fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Opt
             return None;
         }
     };
-    Some(Message {
-        role: Role::System,
-        name: None,
+    let content = Content {
         parts,
         plain: false,
-        iteration: None,
-        raw: source.into_owned(),
-    })
+    };
+    Some(message(Role::System, content, None, source))
 }
 
-/// Reads `source` and keeps it as the message's `raw` (moved when owned).
-fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
+/// One item, kept as its `raw`.
+pub fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> Option<Message> {
     let m: &Value = &source;
     object(m, "an input item", at, errs)?;
     let before = errs.len();
@@ -107,15 +90,12 @@ fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) -> O
         }
     };
     let iteration = iteration(m, at, errs);
-    (errs.len() == before).then(|| Message {
-        role,
-        name: None,
+    // Never exact: the API publishes no per-item formula.
+    let content = Content {
         parts,
-        // Never exact: the API publishes no per-item formula.
         plain: false,
-        iteration,
-        raw: source.into_owned(),
-    })
+    };
+    (errs.len() == before).then(|| message(role, content, iteration, source))
 }
 
 fn is_call_output(kind: &str) -> bool {
@@ -175,8 +155,7 @@ fn call(m: &Value, kind: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<T
             string(m, "arguments", at, errs),
         ),
         "custom_tool_call" => (string(m, "name", at, errs), string(m, "input", at, errs)),
-        // A computer action has no name: the item type names it, and its
-        // action is what the model wrote.
+        // A computer action is named by its item type.
         _ => (
             Some(kind.to_string()),
             Some(m.get("action").map(Value::to_string).unwrap_or_default()),
@@ -193,10 +172,8 @@ fn call(m: &Value, kind: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<T
 fn output(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolResult> {
     let call_id = string(m, "call_id", at, errs);
     let mut content = Vec::new();
-    if m.get("output").is_none() {
-        errs.push(FieldError::new(format!("{at}/output"), "is required"));
-    }
     match m.get("output") {
+        None => errs.push(FieldError::new(format!("{at}/output"), "is required")),
         // A computer screenshot: an object, kept verbatim.
         Some(v @ Value::Object(_)) => content.push(opaque("output", v)),
         other => content_parts(other, &format!("{at}/output"), &mut content, errs),
@@ -209,8 +186,7 @@ fn output(m: &Value, at: &str, errs: &mut Vec<FieldError>) -> Option<ToolResult>
     })
 }
 
-/// A reasoning item: its summary and reasoning text as thinking, its
-/// encrypted content as redacted thinking. Never summarized into text.
+/// A reasoning item: its texts as thinking, its encrypted content redacted.
 fn reasoning(m: &Value) -> Vec<Part> {
     let mut texts = Vec::new();
     for key in ["summary", "content"] {

@@ -1,16 +1,11 @@
-//! What a provider would reject about tool calls, checked on the internal model.
-//!
-//! Both OpenAI and Anthropic answer 400 when a tool result has no call in the
-//! assistant message right before it, when a call id repeats, or when a call is
-//! followed by anything but its results. The one exception we allow is the
-//! agent mid-loop: calls at the end of the thread whose results are not in yet.
-//! In the Responses format a turn is a run of items (reasoning, calls,
-//! outputs): parallel calls are consecutive items, so only a `message`
-//! item closes the calls still open.
+//! What a provider would reject about tool calls (a result without its call
+//! right before it, a repeated id, a call followed by anything but its
+//! results), checked on the model. Calls at the very end are allowed: the
+//! agent is mid-loop. In Responses, only a `message` item closes open calls.
 
 use std::collections::{HashMap, HashSet};
 
-use super::{FieldError, Message, Role, Thread, WireFormat, cap, echo};
+use super::{FieldError, Role, Thread, WireFormat, cap, echo};
 
 pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     let mut errs = Vec::new();
@@ -58,13 +53,13 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
                 errs.push(FieldError::new(&result.pointer, why));
             }
         }
-        // An OpenAI tool message leaves room for more results; anything else closes the window.
-        if !is_result_only(m) {
+        // A tool message or item leaves room for more results.
+        if m.role != Role::Tool && !m.is_item() {
             unanswered(&mut open, &mut errs, i);
         }
     }
-    // Calls still open here are trailing: the agent is mid-loop, which is valid.
-    // System messages may come first; the conversation itself opens with a user turn.
+    // Calls still open here are trailing: valid. After any system
+    // messages, an Anthropic conversation opens with a user turn.
     let first = thread.messages.iter().position(|m| m.role != Role::System);
     if thread.format == WireFormat::Anthropic
         && let Some(i) = first.filter(|&i| thread.messages[i].role != Role::User)
@@ -74,7 +69,6 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
             "an Anthropic thread must start with a user message",
         ));
     }
-    // At most some 50,000 (two JSON objects a call): kept, then cut for the answer.
     if errs.is_empty() {
         Ok(())
     } else {
@@ -82,13 +76,7 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     }
 }
 
-fn is_result_only(m: &Message) -> bool {
-    m.role == Role::Tool || m.is_item()
-}
-
-/// The calls still waiting for a result, in call order: answering one is
-/// constant time, so a message with thousands of calls answered in any
-/// order is checked in linear time.
+/// The calls still waiting for a result, in call order, answered in constant time.
 #[derive(Default)]
 struct Open<'a> {
     calls: Vec<Option<(&'a str, &'a str)>>,
@@ -133,14 +121,21 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{FieldError, Thread, WireFormat, validate};
-    use crate::thread::openai;
+    use crate::thread::{openai, wire};
 
     fn openai(messages: Value) -> Result<(), Vec<FieldError>> {
         let messages = messages.as_array().unwrap().iter().map(Cow::Borrowed);
+        let (_, messages) = wire::parse_thread(
+            None,
+            openai::parse_system,
+            messages.collect(),
+            "messages",
+            openai::parse_message,
+        )?;
         validate(&Thread {
             format: WireFormat::OpenAi,
             system: None,
-            messages: openai::parse_messages(messages.collect())?,
+            messages,
             tools: Vec::new(),
         })
     }

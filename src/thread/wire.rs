@@ -5,41 +5,13 @@ use std::borrow::Cow;
 use super::{Bounded, FieldError, Message, Opaque, Part, Role, echo};
 use serde_json::Value;
 
-/// A message parser: the source, its JSON pointer, where errors go.
-pub type ParseOne<'a> = fn(Cow<'a, Value>, &str, &mut Vec<FieldError>) -> Option<Message>;
-
-/// Every item of `/{field}` parsed by `parse`, its errors added to
-/// `errs` (which keeps a bounded number of them).
-pub fn parse_all<'a>(
-    items: Vec<Cow<'a, Value>>,
-    field: &str,
-    errs: &mut Bounded,
-    parse: ParseOne<'a>,
-) -> Vec<Message> {
-    let mut scratch = Vec::new();
-    items
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, m)| {
-            let parsed = parse(m, &format!("/{field}/{i}"), &mut scratch);
-            errs.absorb(&mut scratch);
-            parsed
-        })
-        .collect()
-}
-
-/// A parser of a thread's top-level system prompt (Anthropic's `system`,
-/// the Responses API's `instructions`); errors go where it says.
-pub type ParseSystem<'a> = fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>;
-
-/// A thread whose system prompt stands apart from its items: the system
-/// (null is none) and every item of `/{field}`, or the errors of both.
+/// The system prompt (null is none) and every item of `/{field}`, or their errors.
 pub fn parse_thread<'a>(
     system: Option<Cow<'a, Value>>,
-    parse_system: ParseSystem<'a>,
+    parse_system: fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>,
     items: Vec<Cow<'a, Value>>,
     field: &str,
-    parse: ParseOne<'a>,
+    parse: fn(Cow<'a, Value>, &str, &mut Vec<FieldError>) -> Option<Message>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
     let mut errs = Bounded::default();
     let mut scratch = Vec::new();
@@ -47,7 +19,15 @@ pub fn parse_thread<'a>(
         .filter(|s| !s.is_null())
         .and_then(|s| parse_system(s, &mut scratch));
     errs.absorb(&mut scratch);
-    let parsed = parse_all(items, field, &mut errs, parse);
+    let parsed = items
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, m)| {
+            let parsed = parse(m, &format!("/{field}/{i}"), &mut scratch);
+            errs.absorb(&mut scratch);
+            parsed
+        })
+        .collect();
     if errs.is_empty() {
         Ok((system, parsed))
     } else {
@@ -55,12 +35,27 @@ pub fn parse_thread<'a>(
     }
 }
 
-/// A message's parts as read so far, and whether it is still plain (a
-/// string or null content with nothing else: the cookbook formula is exact
-/// for it). The chat parsers hand it from one step to the next.
+/// A message's parts as read so far, and whether it is still [`Message::plain`].
 pub struct Content {
     pub parts: Vec<Part>,
     pub plain: bool,
+}
+
+/// A message of `role` holding `content`, kept as its `raw` (moved when owned).
+pub fn message(
+    role: Role,
+    content: Content,
+    iteration: Option<u64>,
+    source: Cow<'_, Value>,
+) -> Message {
+    Message {
+        role,
+        name: None,
+        parts: content.parts,
+        plain: content.plain,
+        iteration,
+        raw: source.into_owned(),
+    }
 }
 
 /// A block or item kept verbatim, estimated from its compact JSON.
@@ -73,8 +68,7 @@ pub fn opaque(kind: &str, v: &Value) -> Part {
     })
 }
 
-/// The provider's compaction: its readable `content` (Anthropic) and
-/// its `encrypted_content` (OpenAI), whichever it has.
+/// The provider's compaction: its `content` or `encrypted_content`.
 pub fn compaction(v: &Value) -> Part {
     let text = v.get("content").and_then(Value::as_str).unwrap_or_default();
     let encrypted = v
@@ -100,8 +94,7 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Whether `v`, at `at`, is an object; when not, the error says what
-/// (`a message`, `an input item`) must be one. None ends the item's parsing.
+/// Whether `v` is an object; the error names `what` must be one.
 pub fn object(v: &Value, what: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
     if v.is_object() {
         return Some(());
@@ -113,40 +106,23 @@ pub fn object(v: &Value, what: &str, at: &str, errs: &mut Vec<FieldError>) -> Op
     None
 }
 
-/// A required string field.
 pub fn string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
-    match obj.get(key) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => not_a_string(other, key, at, errs),
-        None => {
-            errs.push(FieldError::new(format!("{at}/{key}"), "is required"));
-            None
-        }
-    }
+    let why = match obj.get(key) {
+        Some(Value::String(s)) => return Some(s.clone()),
+        Some(other) => format!("must be a string, not {}", type_name(other)),
+        None => "is required".into(),
+    };
+    errs.push(FieldError::new(format!("{at}/{key}"), why));
+    None
 }
 
 /// An optional string field (absent or null is None).
 pub fn opt_string(obj: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => not_a_string(other, key, at, errs),
-    }
+    obj.get(key).filter(|v| !v.is_null())?;
+    string(obj, key, at, errs)
 }
 
-/// The error of a field `key` at `at` that holds `other`, not a string.
-fn not_a_string(other: &Value, key: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<String> {
-    errs.push(FieldError::new(
-        format!("{at}/{key}"),
-        format!("must be a string, not {}", type_name(other)),
-    ));
-    None
-}
-
-/// The required `role`, one of `roles` (each wire names a role as
-/// [`Role::as_str`] does; an error lists them in this order). None with an error when it is
-/// missing or unknown: what else a message needs depends on its role, so
-/// the caller ends the message's parsing there.
+/// The required `role`, one of `roles`; None ends the message (all else depends on it).
 pub fn parse_role(m: &Value, at: &str, roles: &[Role], errs: &mut Vec<FieldError>) -> Option<Role> {
     let name = string(m, "role", at, errs)?;
     if let Some(&role) = roles.iter().find(|r| r.as_str() == name) {

@@ -1,19 +1,11 @@
 //! Stopping CPU work whose request is gone.
 //!
-//! Counting and compressing run on the blocking pool. When the request that
-//! asked for the work times out (503) or its client disconnects (the
-//! connection's watchdog drops it: `serve::conn`), the future awaiting the
-//! work is dropped, but a blocking task cannot be aborted: it
-//! would keep a core busy for nothing. So the task runs in a [`scope`] whose
-//! flag the dropped future sets ([`Cancel`]), and the loops that cost time
-//! (tokenizing each string, extracting each message) look at [`cancelled`]
-//! and stop. What a cancelled task still returns is never seen: its
-//! receiver is gone.
-//!
-//! Until it notices, the task still holds memory and a core, so the
-//! request's place and memory must not be freed before it ends: the gates
-//! run the request [`holding`] its ticket, and every CPU task it starts
-//! counts as the ticket's work ([`held`]).
+//! A blocking task cannot be aborted when the request that awaits it times
+//! out or disconnects, so it runs in a [`scope`] whose flag the dropped
+//! future sets, and the loops that cost time look at [`cancelled`] and stop.
+//! Until then it still holds memory and a core, so the request's place is
+//! freed only when its tasks end: the gates run the request [`holding`] its
+//! ticket, and each CPU task keeps a share of it ([`held`]).
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -30,15 +22,13 @@ tokio::task_local! {
     static TICKET: Ticket;
 }
 
-/// Runs `request` holding `ticket`, whose work every CPU task the request
-/// starts counts as: what it holds is free when the request and all its
+/// Runs `request` holding `ticket`, freed when the request and all its CPU
 /// tasks are done, not when the request is dropped.
 pub async fn holding<F: Future>(ticket: Ticket, request: F) -> F::Output {
     TICKET.scope(ticket, request).await
 }
 
-/// A share of the current request's ticket, for a CPU task it starts to
-/// keep until the task ends (None outside [`holding`]).
+/// A share of the current request's ticket for a CPU task (None outside [`holding`]).
 pub fn held() -> Option<Work> {
     TICKET.try_with(Ticket::work).ok()
 }
@@ -46,17 +36,8 @@ pub fn held() -> Option<Work> {
 /// Tasks inside a [`scope`] right now, for tests that wait for the pool to drain.
 static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
-/// Held by the future that awaits the work: dropping it (the request is
-/// gone, or the work is done) tells the work to stop.
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A new flag, and the handle the blocking task checks.
-    pub fn new() -> (Self, Arc<AtomicBool>) {
-        let flag = Arc::new(AtomicBool::new(false));
-        (Self(flag.clone()), flag)
-    }
-}
+/// Dropped with the future that awaits the work: tells the work to stop.
+struct Cancel(Arc<AtomicBool>);
 
 impl Drop for Cancel {
     fn drop(&mut self) {
@@ -93,18 +74,15 @@ pub fn running() -> usize {
     RUNNING.load(Ordering::Relaxed)
 }
 
-/// Runs CPU-bound work (tokenizing, extracting, hashing) on the blocking
-/// pool, so it cannot stall the async workers; it stops early when this
-/// future is dropped (a timeout, a client gone: the [`scope`]'s flag), and
-/// the request's place stays taken until it has stopped ([`held`]). The one
-/// way the crate runs CPU work off the async workers. A panic is passed on
-/// (the HTTP layer's panic catcher answers it as a 500).
+/// The one way the crate runs CPU-bound work: on the blocking pool, stopped when
+/// this future is dropped, holding the request's place till then. Panics pass on.
 pub async fn cpu<T, F>(work: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let (_cancel, flag) = Cancel::new();
+    let flag = Arc::new(AtomicBool::new(false));
+    let _cancel = Cancel(flag.clone());
     let place = held();
     let task = tokio::task::spawn_blocking(move || {
         let _place = place;

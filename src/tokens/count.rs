@@ -1,12 +1,6 @@
-//! Counting a thread the way the provider would.
-//!
-//! For OpenAI chat models the count is the OpenAI cookbook's
-//! `num_tokens_from_messages`: every message costs [`MESSAGE_OVERHEAD`] plus
-//! the tokens of its string fields (role, content, name), a name costs one
-//! more, and [`REPLY_PRIMING`] tokens prime the reply. That formula is exact
-//! only for messages whose content is a plain string. Everything it does not
-//! cover is estimated with the constants in [`approximations`] and makes the
-//! count `exact: false`.
+//! Counting a thread the way the provider would: the OpenAI cookbook's
+//! `num_tokens_from_messages`, exact only for plain string contents.
+//! Anything else is estimated with [`approximations`] (`exact: false`).
 
 use serde::Serialize;
 
@@ -65,7 +59,7 @@ impl Method {
 }
 
 /// A configured counter: one encoding, one method, one calibration.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct Counter<'a> {
     pub encoders: &'a Encoders,
     pub encoding: Encoding,
@@ -76,19 +70,6 @@ pub struct Counter<'a> {
     pub exact_model: bool,
     /// Remember per-message counts across requests (off: count everything).
     pub memoize: bool,
-}
-
-impl std::fmt::Debug for Counter<'_> {
-    /// What it measures with; the encoders themselves are tables.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Counter")
-            .field("encoding", &self.encoding)
-            .field("method", &self.method)
-            .field("calibration", &self.calibration)
-            .field("exact_model", &self.exact_model)
-            .field("memoize", &self.memoize)
-            .finish()
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -145,9 +126,7 @@ impl Counter<'_> {
         }
     }
 
-    /// One message with its overhead; a message tokenized recently (same
-    /// encoding and contents) costs a hash instead of a count. A `chars`
-    /// count is cheaper than the hash, so it is never memoized.
+    /// One message with its overhead; a recent one costs a hash (BPE only: `chars` is cheaper).
     pub fn message(&self, m: &Message) -> MessageCount {
         let memoize = self.memoize && self.method == Method::Bpe;
         let n = if memoize && text_bytes(m) >= memo::MIN_BYTES {

@@ -1,13 +1,7 @@
-//! The BPE encodings condense can count with, built once at start-up.
-//!
-//! `o200k_base` and `cl100k_base` use `bpe-openai`: identical token ids to
-//! tiktoken, faster, and linear on long unsplittable inputs where tiktoken's
-//! merge loop is quadratic. `p50k_base` and `r50k_base` (legacy completion
-//! models) are not in `bpe-openai`, so they use `tiktoken-rs`.
-//!
-//! Every count treats special-token text such as `<|endoftext|>` as ordinary
-//! text, as tiktoken's `encode(text, disallowed_special=())` does: user text
-//! is never an error.
+//! The BPE encodings, built once at start-up. `o200k_base` and
+//! `cl100k_base` use `bpe-openai` (tiktoken's ids, linear where tiktoken is
+//! quadratic); the legacy `p50k_base` and `r50k_base` use `tiktoken-rs`.
+//! Special-token text such as `<|endoftext|>` counts as ordinary text.
 
 use std::fmt;
 use std::str::FromStr;
@@ -76,11 +70,9 @@ pub struct Encoders {
     pub memo: Memo,
 }
 
-/// Bytes tokenized by this process, for every encoding: the work counter
-/// behind the tests that keep compression linear (and, later, a metric).
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// How many bytes of text this process has tokenized so far.
+/// Bytes tokenized by this process: the tests that keep compression linear read it.
 pub fn tokenized_bytes() -> u64 {
     TOKENIZED_BYTES.load(Ordering::Relaxed)
 }
@@ -89,8 +81,7 @@ static GLOBAL: LazyLock<Encoders> =
     LazyLock::new(|| Encoders::load().expect("the built-in rank tables parse"));
 
 impl Encoders {
-    /// The process-wide encoders: immutable tables, built on first use and
-    /// shared by every `AppState` (and every test app) in the process.
+    /// The process-wide encoders, built on first use and shared by every `AppState`.
     pub fn global() -> &'static Encoders {
         &GLOBAL
     }

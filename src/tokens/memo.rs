@@ -1,18 +1,12 @@
-//! A bounded in-process memo of per-message token counts.
+//! A bounded in-process memo of counts, keyed by a 128-bit hash of what
+//! they depend on: per-message token counts (agents resend the same history
+//! every turn, so a turn pays only for its new messages) and the provider's
+//! counts (`upstream::count`).
 //!
-//! Agents send the same history every turn with one or two new messages.
-//! Tokenizing is most of the cost of a request, and a message's count
-//! depends only on the encoding and the message's contents, so the count
-//! of every message tokenized recently is kept under a 128-bit hash of
-//! exactly those, and a turn pays only for its new messages.
-//! The hash is SipHash-1-3 with 128-bit output and a key drawn at start-up:
-//! a wrong hit is as likely as a random 128-bit collision (never, in
-//! practice), and a client cannot craft one without the key. Hashing is one
-//! pass, much faster than tokenizing the same bytes.
-//!
-//! The memo is bounded: each shard keeps two generations and drops the older
-//! one when the newer is full, so a message used every turn stays, and
-//! memory is at most `2 × capacity` entries (about 24 bytes each).
+//! The hash is SipHash-1-3 with a key drawn at start-up: a wrong hit is as
+//! likely as a random 128-bit collision, and a client cannot craft one.
+//! Each shard keeps two generations and drops the older when the newer is
+//! full: an entry used every turn stays, and memory stays bounded.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, RandomState};
@@ -24,14 +18,14 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 pub const CAPACITY: usize = 262_144;
 const SHARDS: usize = 16;
 
-/// Messages with fewer text bytes than this are counted, not memoized:
-/// counting them costs about what hashing does.
+/// Messages with fewer text bytes are counted, not memoized (hashing costs as much).
 pub const MIN_BYTES: usize = 64;
 
 #[derive(Default)]
 struct Shard {
-    current: HashMap<u128, u32>,
-    previous: HashMap<u128, u32>,
+    // (u128, u64) is no larger than (u128, u32): u128 aligns to 16.
+    current: HashMap<u128, u64>,
+    previous: HashMap<u128, u64>,
 }
 
 pub struct Memo {
@@ -73,63 +67,52 @@ impl Memo {
     /// The memoized count of `key`, or `count()`'s, remembered.
     pub fn get_or(&self, key: u128, count: impl FnOnce() -> usize) -> usize {
         if let Some(n) = self.get(key) {
-            return n;
+            return n as usize;
         }
         let n = count();
-        // A count made after its request was cancelled is wrong (nothing
-        // was tokenized): never remember it. Counts beyond u32 (a 16 GiB
-        // message) are not worth remembering.
-        if super::cancel::cancelled() {
-            return n;
-        }
-        if let Ok(small) = u32::try_from(n) {
-            self.insert(key, small);
+        // A count made after its request was cancelled is wrong.
+        if !super::cancel::cancelled() {
+            self.insert(key, n as u64);
         }
         n
     }
 
-    fn get(&self, key: u128) -> Option<usize> {
+    pub fn get(&self, key: u128) -> Option<u64> {
         let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&n) = shard.current.get(&key) {
-            return Some(n as usize);
+            return Some(n);
         }
         // Used again: it moves to the newer generation.
         let n = shard.previous.remove(&key)?;
         self.put(&mut shard, key, n);
-        Some(n as usize)
+        Some(n)
     }
 
-    fn insert(&self, key: u128, n: u32) {
+    pub fn insert(&self, key: u128, n: u64) {
         let mut shard = self.shard(key).lock().unwrap_or_else(|p| p.into_inner());
         self.put(&mut shard, key, n);
     }
 
-    fn put(&self, shard: &mut Shard, key: u128, n: u32) {
+    fn put(&self, shard: &mut Shard, key: u128, n: u64) {
         if shard.current.len() >= self.per_shard {
             shard.previous = std::mem::take(&mut shard.current);
         }
         shard.current.insert(key, n);
-    }
-
-    /// Entries held now (both generations).
-    pub fn len(&self) -> usize {
-        self.shards
-            .iter()
-            .map(|s| {
-                let s = s.lock().unwrap_or_else(|p| p.into_inner());
-                s.current.len() + s.previous.len()
-            })
-            .sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Entries held now (both generations).
+    fn len(memo: &Memo) -> usize {
+        let len = |s: &Mutex<Shard>| {
+            let s = s.lock().unwrap();
+            s.current.len() + s.previous.len()
+        };
+        memo.shards.iter().map(len).sum()
+    }
 
     #[test]
     fn remembers_and_stays_bounded() {
@@ -154,7 +137,7 @@ mod tests {
         for i in 0..10_000 {
             memo.get_or(memo.key(&i), || i);
         }
-        assert!(memo.len() <= 2 * SHARDS * 4, "{}", memo.len());
+        assert!(len(&memo) <= 2 * SHARDS * 4, "{}", len(&memo));
         assert_ne!(memo.key(&"a"), memo.key(&"b"));
     }
 }

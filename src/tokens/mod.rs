@@ -15,5 +15,5 @@ pub use count::{
 };
 pub use encoding::{Encoders, Encoding, tokenized_bytes};
 pub use memo::Memo;
-pub use registry::{ModelRegistry, ModelSpec, Resolved};
+pub use registry::{ModelRegistry, ModelSpec};
 pub use spec::CountSpec;

@@ -1,12 +1,7 @@
-//! A per-thread memo of the token counts of short pieces.
-//!
-//! `bpe-openai` counts a text piece by piece (its pre-tokenizer splits
-//! words, numbers and punctuation runs) and builds a fresh encoder, with two
-//! allocations, for every piece: for a common word that costs several times
-//! a hash lookup. Words repeat in any text, so each counting thread keeps the
-//! counts of the short pieces it has met. Exact by construction: a piece's
-//! count is a function of its bytes alone (the pre-tokenizer has already
-//! decided the boundaries), and a property test compares with `bpe-openai`.
+//! A per-thread memo of the token counts of short pieces: `bpe-openai`
+//! builds a fresh encoder for every pre-tokenized piece, several times the
+//! cost of a lookup, and words repeat. Exact: a piece's count depends on
+//! its bytes alone (a property test compares with `bpe-openai`).
 
 use std::cell::RefCell;
 
@@ -14,8 +9,7 @@ use rustc_hash::FxHashMap;
 
 /// Longer pieces are rare and cost more to key than to count again.
 const MAX_PIECE: usize = 15;
-/// Entries per thread and encoding (each 20 bytes inline: no heap per key);
-/// the map is cleared when full, so memory stays bounded.
+/// Entries per thread and encoding; the map is cleared when full.
 const MAX_ENTRIES: usize = 1 << 14;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,13 +22,10 @@ thread_local! {
     static PIECES: RefCell<[FxHashMap<Key, u32>; 2]> = RefCell::default();
 }
 
-/// Pieces counted between two looks at the cancellation flag: a text of
-/// megabytes is millions of pieces, and its request may be gone.
+/// Pieces counted between two looks at the cancellation flag.
 const PIECES_PER_LOOK: usize = 4096;
 
-/// `tokenizer.count(text)`, with short pieces memoized in map `slot`
-/// (one slot per encoding). Stops early, with a partial count nobody will
-/// read, when the work is cancelled (see `cancel`).
+/// `tokenizer.count(text)`, short pieces memoized in map `slot` (per encoding).
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
     PIECES.with_borrow_mut(|maps| {
         let map = &mut maps[slot];

@@ -1,8 +1,5 @@
-//! The model registry: which encoding, window and calibration a model name maps to.
-//!
-//! It is data, not code (`data/models.toml`, embedded at build time), so an
-//! operator can add a model without a release by pointing `--models-file` at a
-//! copy of that file.
+//! The model registry: a model name's encoding, window and calibration.
+//! Data (`data/models.toml`, embedded), so `--models-file` can add a model.
 
 use std::path::Path;
 
@@ -43,14 +40,6 @@ impl ModelSpec {
 #[serde(deny_unknown_fields)]
 struct RegistryFile {
     model: Vec<ModelSpec>,
-}
-
-/// What a lookup found: the row, or the fallback for an unknown model.
-#[derive(Debug, Clone)]
-pub struct Resolved {
-    pub spec: ModelSpec,
-    /// False when the model matched no prefix and the default row was used.
-    pub known: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -94,14 +83,11 @@ impl ModelRegistry {
         &self.models
     }
 
-    /// Longest-prefix match; an unknown model gets `default_model`'s row (or,
-    /// failing that, o200k with a 128k window) and `known: false`.
-    pub fn resolve(&self, model: &str, default_model: &str) -> Resolved {
+    /// The longest-prefix match and true; for an unknown model,
+    /// `default_model`'s row (or o200k with a 128k window) and false.
+    pub fn resolve(&self, model: &str, default_model: &str) -> (ModelSpec, bool) {
         if let Some(spec) = self.lookup(model) {
-            return Resolved {
-                spec: spec.clone(),
-                known: true,
-            };
+            return (spec.clone(), true);
         }
         let mut spec = self.lookup(default_model).cloned().unwrap_or(ModelSpec {
             prefix: String::new(),
@@ -114,7 +100,7 @@ impl ModelRegistry {
         // An unknown model is never "openai": its count can only be an estimate.
         spec.family = "unknown".into();
         spec.calibration = 1.0;
-        Resolved { spec, known: false }
+        (spec, false)
     }
 
     fn lookup(&self, model: &str) -> Option<&ModelSpec> {
@@ -133,21 +119,19 @@ mod tests {
     fn longest_prefix_wins() {
         let r = ModelRegistry::embedded();
         assert_eq!(
-            r.resolve("gpt-4o-mini", "gpt-4o").spec.encoding,
+            r.resolve("gpt-4o-mini", "gpt-4o").0.encoding,
             Encoding::O200kBase
         );
         assert_eq!(
-            r.resolve("gpt-4-0613", "gpt-4o").spec.encoding,
+            r.resolve("gpt-4-0613", "gpt-4o").0.encoding,
             Encoding::Cl100kBase
         );
         assert_eq!(
-            r.resolve("gpt-4-turbo-2024", "gpt-4o").spec.context_window,
+            r.resolve("gpt-4-turbo-2024", "gpt-4o").0.context_window,
             128_000
         );
         assert_eq!(
-            r.resolve("claude-sonnet-4-5", "gpt-4o")
-                .spec
-                .max_output_tokens,
+            r.resolve("claude-sonnet-4-5", "gpt-4o").0.max_output_tokens,
             64_000
         );
     }
@@ -155,10 +139,10 @@ mod tests {
     #[test]
     fn unknown_model_falls_back_and_is_marked() {
         let r = ModelRegistry::embedded();
-        let res = r.resolve("my-own-model", "gpt-4o");
-        assert!(!res.known);
-        assert!(!res.spec.is_openai());
-        assert_eq!(res.spec.encoding, Encoding::O200kBase);
+        let (spec, known) = r.resolve("my-own-model", "gpt-4o");
+        assert!(!known);
+        assert!(!spec.is_openai());
+        assert_eq!(spec.encoding, Encoding::O200kBase);
     }
 
     #[test]

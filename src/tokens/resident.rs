@@ -1,13 +1,6 @@
 //! Giving back the memory that building the encoders needed and serving
-//! does not, so an idle replica stays small.
-//!
-//! `bpe-openai` embeds its tables serialized in the binary (47 MB of
-//! read-only data for o200k and cl100k) and deserializes them at start-up:
-//! every page of that data is read once, then never again, yet stays
-//! resident as file-backed memory. And glibc keeps the heap that the
-//! deserialization's temporaries freed. Both are handed back once the
-//! encoders are built. Nothing here changes a count: the pages are clean
-//! copies of the file, and any later read faults them back in.
+//! does not: the 47 MB of serialized tables `bpe-openai` embeds (read once,
+//! yet resident) and the heap glibc keeps. Clean pages fault back in if read.
 
 /// Best effort, Linux only; a failure costs memory, never correctness.
 pub fn release_build_memory() {
@@ -20,10 +13,8 @@ pub fn release_build_memory() {
     page_out_read_only_image();
 }
 
-/// Asks the kernel to reclaim the executable's read-only mappings.
-/// `MADV_PAGEOUT` is a hint that keeps contents: clean pages are dropped
-/// and re-read on use; relocated (RELRO) pages are anonymous and, with no
-/// swap, simply stay.
+/// Asks the kernel to reclaim the executable's read-only mappings
+/// (`MADV_PAGEOUT` keeps contents: clean pages are re-read on use).
 #[cfg(target_os = "linux")]
 fn page_out_read_only_image() {
     let (Ok(exe), Ok(maps)) = (
@@ -33,26 +24,20 @@ fn page_out_read_only_image() {
         return;
     };
     for line in maps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
         // start-end perms offset dev inode path
-        let mut fields = line.split_whitespace();
-        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+        let [range, "r--p", _, _, _, path, ..] = fields[..] else {
             continue;
         };
-        let path = fields.nth(3);
-        if perms != "r--p" || path.map(std::path::Path::new) != Some(exe.as_path()) {
+        let hex = |s| usize::from_str_radix(s, 16).ok();
+        let Some((Some(start), Some(end))) = range.split_once('-').map(|(s, e)| (hex(s), hex(e)))
+        else {
+            continue;
+        };
+        if std::path::Path::new(path) != exe {
             continue;
         }
-        let Some((start, end)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(start), Ok(end)) = (
-            usize::from_str_radix(start, 16),
-            usize::from_str_radix(end, 16),
-        ) else {
-            continue;
-        };
-        // SAFETY: a page-aligned range of this process's own mapping, read
-        // from /proc/self/maps; MADV_PAGEOUT never changes its contents.
+        // SAFETY: a page-aligned range of our own mapping; MADV_PAGEOUT keeps contents.
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_PAGEOUT);
         }

@@ -25,12 +25,11 @@ impl CountSpec {
         method: Method,
     ) -> Self {
         let model = model.unwrap_or(default_model).to_string();
-        let resolved = registry.resolve(&model, default_model);
-        let spec = resolved.spec;
+        let (spec, known) = registry.resolve(&model, default_model);
         let mut warnings = Vec::new();
         // Warnings quote the model name; the caller wrote it, so only a prefix.
         let shown = crate::thread::echo(&model);
-        if !resolved.known {
+        if !known {
             warnings.push(format!(
                 "unknown model `{shown}`: counted with {} as an estimate; add it to the model registry for a better count",
                 spec.encoding
@@ -43,9 +42,8 @@ impl CountSpec {
                 spec.encoding
             ));
         }
-        // A caller who names an encoding wants that encoding's count as
-        // it is: the model's calibration (e.g. Claude's x1.25) applies only
-        // when the registry chose the encoding.
+        // A named encoding is counted as it is: the model's calibration
+        // applies only to the registry's encoding.
         let uncalibrated = encoding.is_some() && spec.calibration != 1.0;
         let calibration = if uncalibrated { 1.0 } else { spec.calibration };
         if uncalibrated && method == Method::Bpe {
@@ -53,7 +51,7 @@ impl CountSpec {
                 "`encoding` {chosen} is counted as it is: the x{} calibration of `{shown}` is not applied",
                 spec.calibration
             ));
-        } else if !spec.is_openai() && resolved.known && method == Method::Bpe {
+        } else if !spec.is_openai() && known && method == Method::Bpe {
             warnings.push(format!(
                 "`{shown}` does not use an OpenAI tokenizer: {chosen} x {calibration} calibration is an estimate",
             ));

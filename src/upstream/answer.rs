@@ -1,7 +1,5 @@
 //! Reading an upstream's answer without trusting it: a body read up to a
-//! bound (a summary is a few kilobytes; an upstream that streams without
-//! end must not fill condense's memory), and its `Retry-After` in either
-//! form RFC 9110 allows.
+//! bound (an endless stream must not fill memory), and its `Retry-After`.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,8 +7,7 @@ use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 use super::chat::{UpstreamError, transport};
 
-/// Most bytes read of a successful answer: a summary of the largest
-/// `max_tokens` an upstream is asked for is some hundreds of kilobytes.
+/// Most bytes read of a successful answer (a summary: some hundreds of KB at most).
 pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Most bytes read of an error body: only a short excerpt is kept.
 pub const MAX_ERROR_BYTES: usize = 64 * 1024;
@@ -29,8 +26,7 @@ pub async fn read_capped(mut res: reqwest::Response, cap: usize) -> Result<Vec<u
     Ok(body)
 }
 
-/// The start of an error body, as text (for the log excerpt): at most
-/// [`MAX_ERROR_BYTES`], and whatever fails to arrive is left out.
+/// The start of an error body as text, for the log excerpt.
 pub async fn error_text(mut res: reqwest::Response) -> String {
     let mut body = Vec::new();
     while let Ok(Some(chunk)) = res.chunk().await {
@@ -43,8 +39,7 @@ pub async fn error_text(mut res: reqwest::Response) -> String {
     String::from_utf8_lossy(&body).into_owned()
 }
 
-/// How long the upstream asks to wait: `Retry-After` as seconds or as an
-/// HTTP date (a date in the past is no wait).
+/// How long the upstream asks to wait: `Retry-After` in seconds or as a date.
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<u64>() {

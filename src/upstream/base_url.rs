@@ -1,7 +1,5 @@
-//! Provider base URLs, parsed once: the configuration's check and the
-//! clients that append paths to them read the same value. Each carries the
-//! name of its setting: a route whose URL is unset says which setting would
-//! switch it on.
+//! Provider base URLs, parsed once, each with the name of its setting: a
+//! route whose URL is unset says which setting would switch it on.
 
 use reqwest::Url;
 
@@ -16,12 +14,16 @@ pub struct BaseUrl {
 }
 
 impl BaseUrl {
-    /// `text` (surrounding blanks allowed) as an http:// or https:// URL;
-    /// unset or blank: the route is off.
+    /// `text` as an http(s) URL; unset or blank: the route is off.
     pub fn parse(setting: &'static str, text: Option<&str>) -> Result<Self, &'static str> {
         let url = match text.map(str::trim).filter(|t| !t.is_empty()) {
             None => None,
-            Some(text) => Some(http(text).ok_or(NOT_HTTP)?),
+            Some(text) => Some(
+                Url::parse(text)
+                    .ok()
+                    .filter(|u| matches!(u.scheme(), "http" | "https"))
+                    .ok_or(NOT_HTTP)?,
+            ),
         };
         Ok(Self { setting, url })
     }
@@ -30,22 +32,14 @@ impl BaseUrl {
         self.url.as_ref()
     }
 
-    /// The URL a path is appended to: without a trailing `/`. Unset: the
-    /// name of the setting that would set it, for the error or warning that
-    /// says the route is off.
+    /// The URL without a trailing `/`, or the setting that would set it.
     pub fn get(&self) -> Result<&str, &'static str> {
         let url = self.url.as_ref().ok_or(self.setting)?;
         Ok(url.as_str().trim_end_matches('/'))
     }
 }
 
-fn http(text: &str) -> Option<Url> {
-    let url = Url::parse(text).ok()?;
-    matches!(url.scheme(), "http" | "https").then_some(url)
-}
-
-/// The base URLs of the two provider APIs, as one service is configured
-/// with them.
+/// The base URLs of the two provider APIs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderUrls {
     /// OpenAI-compatible base URL (`https://api.openai.com/v1`).

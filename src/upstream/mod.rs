@@ -1,25 +1,21 @@
-//! The upstream LLM client: one `reqwest::Client` with timeouts, speaking the
-//! OpenAI Chat Completions or the Anthropic Messages API, with retries inside
-//! a time budget and a cap on concurrent calls.
+//! The upstream LLM client: OpenAI Chat Completions or Anthropic Messages,
+//! with timeouts, retries inside a time budget and a cap on concurrent calls.
 
 mod answer;
-mod anthropic;
 mod base_url;
 mod chat;
 pub mod count;
-mod openai;
 mod retry;
 mod secret;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 pub use base_url::{BaseUrl, ProviderUrls};
 use chat::transport;
-pub use chat::{ChatRequest, ChatResponse, UpstreamError};
+pub use chat::{ChatRequest, ChatResponse, Kind, UpstreamError};
 pub use count::{
     CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
 };
@@ -28,28 +24,6 @@ pub use secret::{Scrubber, Secret};
 
 use crate::metrics::Metrics;
 use crate::redact::redact_url;
-
-/// Which API the upstream speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// `POST {base}/chat/completions` (OpenAI, vLLM, llama.cpp, Ollama, LiteLLM, OpenRouter).
-    #[value(name = "openai")]
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// `POST {base}/v1/messages` with `x-api-key` and `anthropic-version`.
-    Anthropic,
-}
-
-impl Kind {
-    /// The name the configuration takes, and the metrics' `kind` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::OpenAi => "openai",
-            Kind::Anthropic => "anthropic",
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -101,22 +75,15 @@ pub struct Called {
 
 impl Upstream {
     pub fn new(config: UpstreamConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
-            // A redirect would carry the credentials (`x-api-key`, which
-            // reqwest does not strip across origins) to wherever the
-            // upstream points; a 3xx is a failed call instead.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let http = client(config.timeout)?;
         let permits = Arc::new(Semaphore::new(config.max_concurrency.max(1)));
-        let scrubber = Arc::new(Scrubber::new(&config.api_key, config.base_url.as_str()));
+        let scrubber = Scrubber::new(&config.api_key, &config.base_url, &http);
         Ok(Self {
             http,
             config: Arc::new(config),
             permits,
             metrics: Metrics::default(),
-            scrubber,
+            scrubber: Arc::new(scrubber),
         })
     }
 
@@ -144,9 +111,8 @@ impl Upstream {
         }
     }
 
-    /// One completion, retried per the policy. Each attempt holds a place
-    /// under the concurrency cap; the back-off between attempts does not
-    /// (a call waiting out a 429 must not keep others from the upstream).
+    /// One completion, retried per the policy. Only attempts hold a place under
+    /// the concurrency cap: a call waiting out a 429 must not keep others out.
     pub async fn complete(&self, req: &ChatRequest) -> Called {
         let started = Instant::now();
         let (result, attempts) = self.config.retry.run(|| self.observed(req)).await;
@@ -157,8 +123,7 @@ impl Upstream {
         }
     }
 
-    /// One attempt, recorded in the metrics however it ends, once it has
-    /// a place under the concurrency cap.
+    /// One attempt under the concurrency cap, recorded in the metrics.
     async fn observed(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
         let _permit = self
             .permits
@@ -177,25 +142,12 @@ impl Upstream {
     async fn once(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
         let c = &self.config;
         let base = c.base_url.as_str().trim_end_matches('/');
-        let builder = match c.kind {
-            Kind::OpenAi => {
-                let b = self
-                    .http
-                    .post(format!("{base}/chat/completions"))
-                    .json(&openai::body(req));
-                if c.api_key.is_empty() {
-                    b
-                } else {
-                    b.bearer_auth(c.api_key.expose())
-                }
-            }
-            Kind::Anthropic => self
-                .http
-                .post(format!("{base}/v1/messages"))
-                .header("x-api-key", c.api_key.expose())
-                .header("anthropic-version", anthropic::VERSION)
-                .json(&anthropic::body(req)),
+        let path = match c.kind {
+            Kind::OpenAi => "chat/completions",
+            Kind::Anthropic => "v1/messages",
         };
+        let builder = self.http.post(format!("{base}/{path}"));
+        let builder = authorized(builder.json(&chat::body(c.kind, req)), c.kind, &c.api_key);
         let res = builder.send().await.map_err(transport)?;
         let status = res.status();
         if !status.is_success() {
@@ -208,17 +160,36 @@ impl Upstream {
             });
         }
         let body = answer::read_capped(res, answer::MAX_ANSWER_BYTES).await?;
-        let parsed = match c.kind {
-            Kind::OpenAi => openai::parse(&body),
-            Kind::Anthropic => anthropic::parse(&body),
-        }?;
-        check_answer(parsed)
+        check_answer(chat::parse(c.kind, &body)?)
     }
 }
 
-/// A short, single-line excerpt of an error body, for logs only (callers
-/// get [`UpstreamError::short`]), with the credentials blanked out: some
-/// servers echo request headers in errors.
+/// An HTTP client for a provider, each call bounded by `timeout`.
+fn client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        // A redirect would carry the credentials (`x-api-key`, which
+        // reqwest does not strip across origins) wherever it points: a 3xx
+        // is a failed call instead.
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+}
+
+/// `b` with `key` (unless empty) as `kind`'s API takes it, and its version.
+fn authorized(b: reqwest::RequestBuilder, kind: Kind, key: &Secret) -> reqwest::RequestBuilder {
+    let b = match kind {
+        _ if key.is_empty() => b,
+        Kind::OpenAi => b.bearer_auth(key.expose()),
+        Kind::Anthropic => b.header("x-api-key", key.expose()),
+    };
+    match kind {
+        Kind::OpenAi => b,
+        Kind::Anthropic => b.header("anthropic-version", chat::ANTHROPIC_VERSION),
+    }
+}
+
+/// A one-line excerpt of an error body for logs, credentials blanked out.
 fn excerpt(body: &str, scrubber: &Scrubber) -> String {
     scrubber
         .scrub(body)
@@ -276,7 +247,8 @@ mod tests {
 
     #[test]
     fn error_excerpts_never_carry_the_key() {
-        let key = Scrubber::new(&Secret::new("sk-abc"), "http://h/v1");
+        let url = reqwest::Url::parse("http://h/v1").unwrap();
+        let key = Scrubber::new(&Secret::new("sk-abc"), &url, &reqwest::Client::new());
         assert_eq!(
             excerpt("bad key: Bearer sk-abc\n", &key),
             "bad key: Bearer [redacted]"

@@ -1,10 +1,8 @@
-//! Retries with exponential backoff and jitter, inside a total time budget.
-//!
-//! Connection errors, timeouts, 429 and 5xx are worth another try; any other
-//! 4xx, and an answer that arrived but is unusable, are not (the same request
-//! would fail the same way).
+//! Retries with exponential backoff and jitter, inside a total time budget,
+//! of what may succeed next time ([`UpstreamError::is_retryable`]).
 
 use std::future::Future;
+use std::hash::{BuildHasher, RandomState};
 use std::time::{Duration, Instant};
 
 use super::UpstreamError;
@@ -42,12 +40,12 @@ impl RetryPolicy {
         let exp = self
             .base
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
-        let jitter = 0.5 + jitter_unit();
+        // ±50%: std's per-call hasher keys are random enough for jitter.
+        let jitter = 0.5 + (RandomState::new().hash_one(()) % 1000) as f64 / 1000.0;
         exp.mul_f64(jitter).min(self.cap)
     }
 
-    /// Runs `attempt` until it succeeds, fails for good, or the budget or
-    /// retry count runs out. Returns the last error and the attempts made.
+    /// Runs `attempt` until it succeeds or may not retry; the result and the attempts.
     pub async fn run<T, F, Fut>(&self, mut attempt: F) -> (Result<T, UpstreamError>, u32)
     where
         F: FnMut() -> Fut,
@@ -69,7 +67,11 @@ impl RetryPolicy {
             if !err.is_retryable() || tries > self.max_retries {
                 return (Err(err), tries);
             }
-            let wait = self.delay(tries, err.retry_after());
+            let asked = match &err {
+                UpstreamError::Status { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            let wait = self.delay(tries, asked);
             if Instant::now() + wait >= deadline {
                 return (Err(err), tries);
             }
@@ -77,15 +79,6 @@ impl RetryPolicy {
             tokio::time::sleep(wait).await;
         }
     }
-}
-
-/// A number in [0, 1) from the clock: jitter needs no cryptographic randomness.
-fn jitter_unit() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    // A multiplicative hash spreads consecutive clock readings.
-    (nanos.wrapping_mul(2_654_435_761) % 1000) as f64 / 1000.0
 }
 
 #[cfg(test)]

@@ -1,95 +1,62 @@
-//! What is sent to a provider's counting endpoint: the caller's thread, as
-//! close to what the caller would send as the endpoint takes.
-//!
-//! Anthropic's `count_tokens` takes a Messages request, so an Anthropic
-//! thread goes as it came (its raw JSON values). OpenAI counts only in the
-//! Responses API (`/responses/input_tokens`), so a Chat Completions thread
-//! is rewritten into Responses `input` items first ([`chat_to_responses`]).
-//! A thread the rewrite cannot express exactly is not counted by the
-//! provider: an approximate body would make a figure called exact wrong.
+//! What is sent to a provider's counting endpoint: the caller's thread as it
+//! came, except that OpenAI counts only in the Responses API, so a Chat
+//! Completions thread is rewritten first ([`chat_to_responses`]). What the
+//! rewrite cannot express exactly is not counted: the figure would be wrong.
 
 use serde_json::{Map, Value, json};
 
 use crate::thread::{Thread, WireFormat, echo};
+use crate::upstream::Kind;
 
-/// Which counting endpoint a body is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    /// `POST {anthropic}/v1/messages/count_tokens`.
-    Anthropic,
-    /// `POST {openai}/responses/input_tokens`.
-    OpenAi,
-}
-
-/// The endpoint and the JSON body that counts `thread` for `model`; an
-/// error says what could not be rewritten.
-pub fn body(thread: &Thread, model: &str) -> Result<(Endpoint, Value), String> {
-    let tools = &thread.tools;
+/// The API and the JSON body that counts `thread` for `model`.
+pub fn body(thread: &Thread, model: &str) -> Result<(Kind, Value), String> {
+    let system = thread.system.as_ref().map(|s| s.raw.clone());
+    let raw = || thread.messages.iter().map(|m| m.raw.clone()).collect();
+    let tools = || thread.tools.clone();
     match thread.format {
-        WireFormat::Anthropic => {
-            let mut b = Map::new();
-            b.insert("model".into(), json!(model));
-            if let Some(system) = &thread.system {
-                b.insert("system".into(), system.raw.clone());
-            }
-            let messages = thread.messages.iter().map(|m| m.raw.clone()).collect();
-            b.insert("messages".into(), Value::Array(messages));
-            if !tools.is_empty() {
-                b.insert("tools".into(), Value::Array(tools.clone()));
-            }
-            Ok((Endpoint::Anthropic, Value::Object(b)))
-        }
-        // Already in this endpoint's shape: sent as it came, its
-        // `instructions` included.
+        WireFormat::Anthropic => Ok((
+            Kind::Anthropic,
+            request(model, ["system", "messages"], system, raw(), tools()),
+        )),
+        // Already in this endpoint's shape: sent as it came.
         WireFormat::Responses => Ok((
-            Endpoint::OpenAi,
-            responses_body(
-                model,
-                thread.system.as_ref().map(|s| s.raw.clone()),
-                thread.messages.iter().map(|m| m.raw.clone()).collect(),
-                tools.clone(),
-            ),
+            Kind::OpenAi,
+            request(model, RESPONSES, system, raw(), tools()),
         )),
         WireFormat::OpenAi => {
             let raw: Vec<&Value> = thread.messages.iter().map(|m| &m.raw).collect();
-            let (input, tools) = chat_to_responses(&raw, tools)?;
-            Ok((Endpoint::OpenAi, responses_body(model, None, input, tools)))
+            let (input, tools) = chat_to_responses(&raw, &thread.tools)?;
+            Ok((Kind::OpenAi, request(model, RESPONSES, None, input, tools)))
         }
     }
 }
 
-/// A Responses request body: `{model, instructions?, input, tools?}`.
-pub fn responses_body(
+/// The Responses API's names of the system prompt and the items.
+const RESPONSES: [&str; 2] = ["instructions", "input"];
+
+/// `{model, <system>?, <items>, tools?}`, with the endpoint's names.
+fn request(
     model: &str,
-    instructions: Option<Value>,
-    input: Vec<Value>,
+    [system_key, items_key]: [&str; 2],
+    system: Option<Value>,
+    items: Vec<Value>,
     tools: Vec<Value>,
 ) -> Value {
     let mut b = Map::new();
     b.insert("model".into(), json!(model));
-    if let Some(i) = instructions {
-        b.insert("instructions".into(), i);
+    if let Some(s) = system {
+        b.insert(system_key.into(), s);
     }
-    b.insert("input".into(), Value::Array(input));
+    b.insert(items_key.into(), Value::Array(items));
     if !tools.is_empty() {
         b.insert("tools".into(), Value::Array(tools));
     }
     Value::Object(b)
 }
 
-/// Chat Completions messages and tools as Responses `input` items and
-/// function tools:
-/// - system / developer / user / assistant text → `{type: message, role,
-///   content}` messages (user-side image parts → `input_image`; the
-///   `type`, optional for OpenAI, is one llama-server needs on an
-///   assistant's);
-/// - assistant `tool_calls` → `function_call` items after the message;
-/// - `tool` messages → `function_call_output` items;
-/// - `{type: function, function: {..}}` tools → `{type: function, name, ..}`.
-///
-/// Anything else (audio or file parts, the legacy `function` role, custom
-/// tools) is an error naming it.
-pub fn chat_to_responses(
+/// Chat Completions messages and tools as Responses items (typed: llama-server
+/// needs it) and function tools; anything else is an error naming it.
+fn chat_to_responses(
     messages: &[&Value],
     tools: &[Value],
 ) -> Result<(Vec<Value>, Vec<Value>), String> {
@@ -122,34 +89,25 @@ fn message_items(m: &Value, out: &mut Vec<Value>) -> Result<(), String> {
             if m.get("function_call").is_some_and(|f| !f.is_null()) {
                 return Err("the legacy `function_call` has no Responses form".into());
             }
-            for call in m
-                .get("tool_calls")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                // A call without a `type` is a function call, as the thread
-                // parser reads it.
+            let calls = m.get("tool_calls").and_then(Value::as_array);
+            for call in calls.into_iter().flatten() {
+                // Untyped is a function call, as the thread parser reads it.
+                let function = matches!(part_type(call), "untyped" | "function");
                 let f = call
                     .get("function")
-                    .filter(|_| {
-                        matches!(
-                            call.get("type").and_then(Value::as_str),
-                            None | Some("function")
-                        )
-                    })
+                    .filter(|_| function)
                     .ok_or("a tool call that is not a function call")?;
                 out.push(json!({
                     "type": "function_call",
-                    "call_id": call.get("id").cloned().unwrap_or(Value::Null),
-                    "name": f.get("name").cloned().unwrap_or(Value::Null),
+                    "call_id": call.get("id"),
+                    "name": f.get("name"),
                     "arguments": f.get("arguments").cloned().unwrap_or(json!("")),
                 }));
             }
         }
         "tool" => out.push(json!({
             "type": "function_call_output",
-            "call_id": m.get("tool_call_id").cloned().unwrap_or(Value::Null),
+            "call_id": m.get("tool_call_id"),
             "output": joined_text(m.get("content"), false)?,
         })),
         other => return Err(format!("the `{}` role has no Responses form", echo(other))),
@@ -175,10 +133,7 @@ fn user_content(content: Option<&Value>) -> Result<Value, String> {
                     }
                     Ok(item)
                 }
-                other => Err(format!(
-                    "a `{}` part has no Responses form here",
-                    echo(other)
-                )),
+                other => Err(no_form(other)),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array),
@@ -186,8 +141,7 @@ fn user_content(content: Option<&Value>) -> Result<Value, String> {
     }
 }
 
-/// The texts of an assistant or tool content, joined (refusal parts too,
-/// on an assistant message).
+/// The texts of an assistant (with refusals) or tool content, joined.
 fn joined_text(content: Option<&Value>, refusals: bool) -> Result<String, String> {
     match content {
         None | Some(Value::Null) => Ok(String::new()),
@@ -198,12 +152,7 @@ fn joined_text(content: Option<&Value>, refusals: bool) -> Result<String, String
                 let field = match part_type(p) {
                     "text" => "text",
                     "refusal" if refusals => "refusal",
-                    other => {
-                        return Err(format!(
-                            "a `{}` part has no Responses form here",
-                            echo(other)
-                        ));
-                    }
+                    other => return Err(no_form(other)),
                 };
                 text.push_str(p.get(field).and_then(Value::as_str).unwrap_or_default());
             }
@@ -211,6 +160,10 @@ fn joined_text(content: Option<&Value>, refusals: bool) -> Result<String, String
         }
         Some(_) => Err("`content` is neither a string nor parts".into()),
     }
+}
+
+fn no_form(part_type: &str) -> String {
+    format!("a `{}` part has no Responses form here", echo(part_type))
 }
 
 fn part_type(p: &Value) -> &str {
@@ -353,8 +306,9 @@ mod tests {
     #[test]
     fn responses_body_leaves_out_what_is_empty() {
         assert_eq!(
-            responses_body(
+            request(
                 "m",
+                RESPONSES,
                 None,
                 vec![json!({"role": "user", "content": "hi"})],
                 vec![]
@@ -362,8 +316,9 @@ mod tests {
             json!({"model": "m", "input": [{"role": "user", "content": "hi"}]})
         );
         assert_eq!(
-            responses_body(
+            request(
                 "m",
+                RESPONSES,
                 Some(json!("Be brief.")),
                 vec![],
                 vec![json!({"type": "function"})]

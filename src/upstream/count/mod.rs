@@ -1,20 +1,11 @@
-//! Provider-exact token counts, on request: the configured provider's own
-//! counting endpoint (Anthropic `POST /v1/messages/count_tokens`, OpenAI
-//! `POST /responses/input_tokens`) asked for a thread's total.
-//!
-//! The providers are configured apart from the proxy's
-//! (`CONDENSE_COUNT_*_URL`, `CONDENSE_COUNT_API_KEY`): counting does not
-//! switch the proxy on, and only callers with the `provider` permission may
-//! ask (the operator's key pays; `compress::Meter` checks). A count is only
-//! ever an improvement on the local estimate, so nothing here is an error
-//! to the caller: a route that is off, a thread the endpoint cannot take,
-//! or a call that fails leaves the local estimate in place with a warning
-//! ([`CountError::warning`]).
-//! Answers are kept by content hash ([`memo`]): asking again for the same
-//! thread makes no request.
+//! Provider-exact token counts, on request: the provider's own counting
+//! endpoint asked for a thread's total, configured apart from the proxy
+//! (`CONDENSE_COUNT_*`). A count only improves the local estimate, so no
+//! failure here is an error to the caller: the estimate stays, with a
+//! warning ([`CountError::warning`]). Answers are kept by a hash of the
+//! URL, model and body: an unchanged thread is not asked again.
 
 mod body;
-mod memo;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,12 +13,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use body::{Endpoint, chat_to_responses, responses_body};
-pub use memo::MAX_ENTRIES;
-
-use super::{ProviderUrls, Secret, UpstreamError};
+use super::{Kind, ProviderUrls, Secret, UpstreamError};
 use crate::metrics::Metrics;
 use crate::thread::Thread;
+use crate::tokens::Memo;
+
+/// Most provider counts kept (twice this at most: see [`Memo`]).
+const MAX_ENTRIES: usize = 10_000;
 
 /// Where a total comes from: condense's tokenizer, or the provider.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,11 +43,9 @@ pub struct Provenance {
 impl Provenance {
     /// The provider's total, in place of the local `local`.
     pub fn provider(local: u64) -> Self {
-        let local_total_tokens = Some(local);
-        let source = CountSource::Provider;
         Self {
-            source,
-            local_total_tokens,
+            source: CountSource::Provider,
+            local_total_tokens: Some(local),
         }
     }
 }
@@ -69,8 +59,7 @@ pub struct ProviderCountConfig {
     pub timeout: Duration,
 }
 
-/// Why a total stays the local estimate. Displays nothing the provider
-/// wrote and no address or key.
+/// Why a total stays the local estimate (nothing the provider wrote, no address).
 #[derive(Debug, Clone)]
 pub enum CountError {
     /// The route's base URL is not set: the setting that would switch it on.
@@ -100,14 +89,14 @@ impl CountError {
     }
 }
 
-/// One count to ask for: built on the CPU pool (the body of a long thread
-/// is megabytes to write and hash), sent by [`ProviderCounter::count`].
+/// One count to ask for: built on the CPU pool (a long thread's body is
+/// megabytes to write and hash), sent by [`ProviderCounter::count`].
 #[derive(Debug)]
 pub struct CountCall {
-    endpoint: Endpoint,
+    kind: Kind,
     url: String,
     body: Vec<u8>,
-    key: memo::Key,
+    key: u128,
 }
 
 /// The client. Cheap to clone.
@@ -115,47 +104,39 @@ pub struct CountCall {
 pub struct ProviderCounter {
     http: reqwest::Client,
     config: Arc<ProviderCountConfig>,
-    memo: Arc<memo::Memo>,
+    memo: Arc<Memo>,
     metrics: Metrics,
 }
 
 impl ProviderCounter {
     pub fn new(config: ProviderCountConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
-            // A redirect would carry the key (`x-api-key` is not stripped
-            // across origins) wherever it points: a 3xx is a failed call.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+        let http = super::client(config.timeout)?;
         Ok(Self {
             http,
             config: Arc::new(config),
-            memo: Arc::default(),
+            memo: Arc::new(Memo::with_capacity(MAX_ENTRIES)),
             metrics: Metrics::default(),
         })
     }
 
-    /// Records each call (time, outcome) into `metrics`, as
-    /// `kind="count_openai"` or `kind="count_anthropic"`.
+    /// Records each call into `metrics` (`kind="count_openai"`, `"count_anthropic"`).
     pub fn with_metrics(self, metrics: Metrics) -> Self {
         Self { metrics, ..self }
     }
 
-    /// The request that counts `thread` for `model` at the provider its
-    /// wire format names.
+    /// The request that counts `thread` for `model` at its format's provider.
     pub fn prepare(&self, thread: &Thread, model: &str) -> Result<CountCall, CountError> {
-        let (endpoint, body) = body::body(thread, model).map_err(CountError::Unconvertible)?;
-        let (base, path) = match endpoint {
-            Endpoint::Anthropic => (&self.config.urls.anthropic, "/v1/messages/count_tokens"),
-            Endpoint::OpenAi => (&self.config.urls.openai, "/responses/input_tokens"),
+        let (kind, body) = body::body(thread, model).map_err(CountError::Unconvertible)?;
+        let (base, path) = match kind {
+            Kind::Anthropic => (&self.config.urls.anthropic, "/v1/messages/count_tokens"),
+            Kind::OpenAi => (&self.config.urls.openai, "/responses/input_tokens"),
         };
         let base = base.get().map_err(CountError::NotConfigured)?;
         let url = format!("{base}{path}");
         let body = serde_json::to_vec(&body).expect("a JSON value serializes");
-        let key = memo::key(&url, model, &body);
+        let key = self.memo.key(&(&url, model, &body));
         Ok(CountCall {
-            endpoint,
+            kind,
             url,
             body,
             key,
@@ -164,12 +145,12 @@ impl ProviderCounter {
 
     /// The provider's `input_tokens` for `call`: remembered, or asked.
     pub async fn count(&self, call: &CountCall) -> Result<u64, CountError> {
-        if let Some(tokens) = self.memo.get(&call.key) {
+        if let Some(tokens) = self.memo.get(call.key) {
             return Ok(tokens);
         }
-        let kind = match call.endpoint {
-            Endpoint::Anthropic => "count_anthropic",
-            Endpoint::OpenAi => "count_openai",
+        let kind = match call.kind {
+            Kind::Anthropic => "count_anthropic",
+            Kind::OpenAi => "count_openai",
         };
         let attempt = self.metrics.upstream_attempt(kind);
         let result = self.once(call).await;
@@ -182,27 +163,20 @@ impl ProviderCounter {
             }
         }
         let tokens = result.map_err(CountError::Failed)?;
-        self.memo.put(call.key, tokens);
+        self.memo.insert(call.key, tokens);
         Ok(tokens)
     }
 
     async fn once(&self, call: &CountCall) -> Result<u64, UpstreamError> {
-        let key = &self.config.api_key;
-        let mut req = self
+        let req = self
             .http
             .post(&call.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(call.body.clone());
-        if !key.is_empty() {
-            req = match call.endpoint {
-                Endpoint::Anthropic => req.header("x-api-key", key.expose()),
-                Endpoint::OpenAi => req.bearer_auth(key.expose()),
-            };
-        }
-        if call.endpoint == Endpoint::Anthropic {
-            req = req.header("anthropic-version", super::anthropic::VERSION);
-        }
-        let res = req.send().await.map_err(super::transport)?;
+        let res = super::authorized(req, call.kind, &self.config.api_key)
+            .send()
+            .await
+            .map_err(super::transport)?;
         let status = res.status();
         if !status.is_success() {
             // The body is the provider's: it goes nowhere.

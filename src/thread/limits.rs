@@ -1,21 +1,14 @@
-//! Limits on what a request body may hold: its JSON shape, checked on its
-//! bytes before any parsing, and the size of its thread (messages and
-//! characters of text), which the operator configures.
+//! Limits on what a request body may hold, so hostile input costs bounded
+//! memory and time: its JSON shape, checked on its bytes before parsing,
+//! and its thread's size, configured by the operator.
 
 use crate::thread::{Thread, WireFormat};
 
-/// Most JSON objects and arrays a body may hold. Realistic threads hold
-/// about one per 500 bytes (the largest fixture: about 1,000 in 560 KB), so
-/// a full 8 MiB body of agent messages holds some 20,000; each costs a few
-/// hundred bytes of memory once parsed, so this bounds a request's memory
-/// (to about 130 MB, measured with one-character text parts) where the
-/// byte limit alone does not (8 MB of one-character parts would be 270,000
-/// of them).
+/// Most JSON objects and arrays a body may hold: bounds its parsed memory (about
+/// 130 MB) where the byte limit does not. 8 MiB of agent messages hold some 20,000.
 pub const MAX_JSON_NODES: usize = 100_000;
 
-/// Most values (counted by their separating commas) a body may hold: a
-/// scalar costs less than an object, but 8 MB of `1,1,1,…` would be four
-/// million of them.
+/// Most values (counted by their commas) a body may hold: 8 MB of `1,1,…` is 4 million.
 pub const MAX_JSON_VALUES: usize = 1_000_000;
 
 /// Why a body holds more than a request may, if it does.
@@ -34,9 +27,7 @@ pub fn too_many_nodes(bytes: &[u8]) -> Option<String> {
     }
 }
 
-/// Objects and arrays in `bytes`, and the commas between values (strings
-/// skipped, escapes honoured), in one pass; the counts only have to be
-/// right for valid JSON.
+/// Objects and arrays in `bytes`, and commas outside strings (for valid JSON).
 pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
     let (mut nodes, mut commas, mut in_string, mut escaped) = (0, 0, false, false);
     for &b in bytes {
@@ -59,15 +50,12 @@ pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
     (nodes, commas)
 }
 
-/// How much one thread may hold; 0 lifts a limit. Counting and compressing
-/// cost time in proportion to both, so they bound a request's work where
-/// the body limit bounds only its bytes.
+/// How much one thread may hold (0 lifts a limit): they bound a request's work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Most messages (`messages`, not counting Anthropic's `system`).
     pub max_messages: usize,
-    /// Most characters of text: every string a tokenizer reads (texts,
-    /// thinking, tool-call arguments and results), the system prompt's too.
+    /// Most characters of every text a tokenizer reads, the system's too.
     pub max_chars: usize,
 }
 
@@ -86,8 +74,7 @@ impl Limits {
         max_chars: 0,
     };
 
-    /// Checked before parsing: the count of `messages` (a Responses
-    /// thread's `input` items, named as such).
+    /// Checked before parsing: the count of `messages` (or `input` items).
     pub fn check_messages(&self, format: WireFormat, n: usize) -> Result<(), OverLimit> {
         if self.max_messages > 0 && n > self.max_messages {
             let pointer = format.items_pointer();

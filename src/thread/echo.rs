@@ -1,10 +1,7 @@
-//! Bounds on what an error answer repeats of the request.
-//!
-//! An error that quotes the caller's input (an unknown role, a tool call id,
-//! a model name, a map key) would otherwise grow with that input: one 1 MB
-//! role gives a 1 MB message, and a body of a million bad entries gave a
-//! 343 MB answer. Every quoted value goes through [`echo`], and every list of
-//! field errors is cut to [`MAX_ERRORS`] entries plus one that counts the rest.
+//! Bounds on what an error answer repeats of the request, which would
+//! otherwise grow with it (a body of a million bad entries gave a 343 MB
+//! answer): every quoted value goes through [`echo`], and every list of
+//! field errors is cut to [`MAX_ERRORS`] entries plus one counting the rest.
 
 use std::borrow::Cow;
 
@@ -16,8 +13,7 @@ pub const MAX_ECHO_CHARS: usize = 64;
 /// Most field errors in one answer; the rest are counted in one more entry.
 pub const MAX_ERRORS: usize = 100;
 
-/// `value` as an error message may quote it: its first [`MAX_ECHO_CHARS`]
-/// characters, then `…` when it was longer.
+/// `value` as an error message may quote it: cut to [`MAX_ECHO_CHARS`] and `…`.
 pub fn echo(value: &str) -> Cow<'_, str> {
     match value.char_indices().nth(MAX_ECHO_CHARS) {
         None => Cow::Borrowed(value),
@@ -25,15 +21,7 @@ pub fn echo(value: &str) -> Cow<'_, str> {
     }
 }
 
-/// The entry that stands for `more` errors left out.
-pub fn more_errors(more: usize) -> FieldError {
-    let s = if more == 1 { "" } else { "s" };
-    FieldError::new("", format!("+{more} more error{s}"))
-}
-
-/// Collects field errors keeping the first [`MAX_ERRORS`] and only counting
-/// the others, so a body of a million bad entries costs a counter, not a
-/// million messages.
+/// Field errors: the first [`MAX_ERRORS`] kept, the others only counted.
 #[derive(Debug, Default)]
 pub struct Bounded {
     kept: Vec<FieldError>,
@@ -58,30 +46,27 @@ impl Bounded {
     /// The kept errors, and one more entry counting the rest when any were left out.
     pub fn finish(mut self) -> Vec<FieldError> {
         if self.more > 0 {
-            self.kept.push(more_errors(self.more));
+            let s = if self.more == 1 { "" } else { "s" };
+            let counted = format!("+{} more error{s}", self.more);
+            self.kept.push(FieldError::new("", counted));
         }
         self.kept
     }
 }
 
-/// `errors` cut to [`MAX_ERRORS`] entries plus one counting the rest; a list
-/// that [`Bounded`] already cut (at most one entry over) passes unchanged.
+/// `errors` cut as [`Bounded`] cuts them; a list it already cut passes unchanged.
 pub fn cap(mut errors: Vec<FieldError>) -> Vec<FieldError> {
     if errors.len() <= MAX_ERRORS + 1 {
         return errors;
     }
-    let more = errors.len() - MAX_ERRORS;
-    errors.truncate(MAX_ERRORS);
-    errors.push(more_errors(more));
-    errors
+    let mut bounded = Bounded::default();
+    bounded.absorb(&mut errors);
+    bounded.finish()
 }
 
-/// A message whose wording is not ours (serde's `unknown variant `…``,
-/// `invalid type: string "…"`) with the first quoted value in it cut by
-/// [`echo`]. serde quotes the input once, before anything it lists
-/// itself (expected variants, field names), so that value runs from the
-/// first quote to the last quote followed by `, expected` or `, there are
-/// no` (the last: the value may hold those words too).
+/// A serde message with the input it quotes cut by [`echo`]: from the first
+/// quote to the last one before `, expected` or `, there are no` (the value
+/// may hold those words too).
 pub fn clip_quoted(message: &str) -> Cow<'_, str> {
     let Some(open) = message.find(['`', '"']) else {
         return Cow::Borrowed(message);
