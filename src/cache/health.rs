@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
+use super::error::bounded;
 use super::{Cache, CacheError};
 
 /// What is known of the cache.
@@ -112,14 +113,7 @@ impl CacheHealth {
             tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                let pinged = match tokio::time::timeout(check.timeout, cache.ping()).await {
-                    Ok(result) => result,
-                    Err(_) => Err(CacheError::Unavailable(format!(
-                        "no answer to a ping within {}",
-                        humantime::format_duration(check.timeout)
-                    ))),
-                };
-                health.observe(&pinged);
+                health.observe(&bounded(check.timeout, cache.ping()).await);
             }
         })
     }

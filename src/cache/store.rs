@@ -123,12 +123,18 @@ where
 
     /// The unexpired entry under `key`, bumping its `hit_count` and `last_hit_at`.
     pub async fn get(&self, key: &str) -> Result<Option<CachedSummary>, CacheError> {
+        self.hit("$1", key).await
+    }
+
+    /// Counts a hit on the unexpired row whose key `which` gives (from `$1`;
+    /// the TTL is `$2`) and returns it.
+    async fn hit(&self, which: &str, arg: &str) -> Result<Option<CachedSummary>, CacheError> {
         let (now, ttl) = (DB::NOW, DB::secs("$2"));
         let sql = format!(
             "UPDATE summary_cache SET hit_count = hit_count + 1, last_hit_at = {now} \
-             WHERE key = $1 AND stored_at > {now} - {ttl} RETURNING {COLUMNS}"
+             WHERE key = {which} AND stored_at > {now} - {ttl} RETURNING {COLUMNS}"
         );
-        let q = sqlx::query_as(&sql).bind(key).bind(secs(self.opts.ttl));
+        let q = sqlx::query_as(&sql).bind(arg).bind(secs(self.opts.ttl));
         self.call(q.fetch_optional(&self.pool)).await
     }
 
@@ -202,17 +208,11 @@ where
         }
         let list = serde_json::to_string(hashes).map_err(|e| CacheError::Query(e.to_string()))?;
         let (now, ttl, hash_in) = (DB::NOW, DB::secs("$2"), DB::PREFIX_IN);
-        let sql = format!(
-            "UPDATE summary_cache SET hit_count = hit_count + 1, last_hit_at = {now} \
-             WHERE key = (SELECT key FROM summary_cache \
-                 WHERE {hash_in} AND stored_at > {now} - {ttl} \
-                 ORDER BY span_len DESC, stored_at DESC, key LIMIT 1) \
-             RETURNING {COLUMNS}"
+        let longest = format!(
+            "(SELECT key FROM summary_cache WHERE {hash_in} AND stored_at > {now} - {ttl} \
+             ORDER BY span_len DESC, stored_at DESC, key LIMIT 1)"
         );
-        let q = sqlx::query_as(&sql)
-            .bind(list.as_str())
-            .bind(secs(self.opts.ttl));
-        self.call(q.fetch_optional(&self.pool)).await
+        self.hit(&longest, &list).await
     }
 
     /// Records that a forwarded request of `in_use_from` messages (after the
