@@ -142,27 +142,61 @@ impl ApiError {
     }
 
     pub fn status_code(&self) -> StatusCode {
+        self.kind().0
+    }
+
+    /// The status, the problem type's slug and its title.
+    fn kind(&self) -> (StatusCode, &'static str, &'static str) {
+        use ApiError as E;
+        use StatusCode as S;
         match self {
-            ApiError::MalformedJson(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
-                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            E::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
+            E::UnsupportedMediaType(_) | E::UnsupportedEncoding(_) => (
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+            ),
+            E::PayloadTooLarge { .. } | E::TooManyNodes(_) | E::ThreadTooLarge(_) => (
+                S::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+            ),
+            E::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            E::Forbidden(_) => (S::FORBIDDEN, "forbidden", "Forbidden"),
+            E::RateLimited { .. } => (S::TOO_MANY_REQUESTS, "rate-limited", "Too many requests"),
+            E::Overloaded(_) | E::OverBudget(_) => {
+                (S::SERVICE_UNAVAILABLE, "overloaded", "Service overloaded")
             }
-            ApiError::PayloadTooLarge { .. }
-            | ApiError::TooManyNodes(_)
-            | ApiError::ThreadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
-            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Overloaded(_) | ApiError::OverBudget(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Invalid(_) | ApiError::DoesNotFit(_) | ApiError::StrategyUnavailable(_) => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Timeout(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Upstream(_) | ApiError::ProviderUnreachable(_) => StatusCode::BAD_GATEWAY,
-            ApiError::ProxyDisabled(_) => StatusCode::NOT_IMPLEMENTED,
-            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, "validation", "Invalid request"),
+            E::DoesNotFit(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "does-not-fit",
+                "Thread does not fit",
+            ),
+            E::StrategyUnavailable(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "strategy-unavailable",
+                "Strategy unavailable",
+            ),
+            E::NotFound(_) => (S::NOT_FOUND, "not-found", "Not found"),
+            E::MethodNotAllowed => (
+                S::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+            ),
+            E::Timeout(_) => (S::SERVICE_UNAVAILABLE, "timeout", "Request timed out"),
+            E::Upstream(_) => (S::BAD_GATEWAY, "upstream", "Upstream LLM failed"),
+            E::ProxyDisabled(_) => (S::NOT_IMPLEMENTED, "proxy-disabled", "Proxy route is off"),
+            E::ProviderUnreachable(_) => (
+                S::BAD_GATEWAY,
+                "provider-unreachable",
+                "Provider unreachable",
+            ),
+            E::Internal(_) => (
+                S::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal server error",
+            ),
         }
     }
 
@@ -189,34 +223,6 @@ impl ApiError {
                 header::ACCEPT_ENCODING,
                 HeaderValue::from_static("identity"),
             );
-        }
-    }
-
-    fn slug_and_title(&self) -> (&'static str, &'static str) {
-        match self {
-            ApiError::MalformedJson(_) => ("malformed-json", "Malformed JSON"),
-            ApiError::UnsupportedMediaType(_) | ApiError::UnsupportedEncoding(_) => {
-                ("unsupported-media-type", "Unsupported media type")
-            }
-            ApiError::PayloadTooLarge { .. }
-            | ApiError::TooManyNodes(_)
-            | ApiError::ThreadTooLarge(_) => ("payload-too-large", "Payload too large"),
-            ApiError::Unauthorized { .. } => ("unauthorized", "Unauthorized"),
-            ApiError::Forbidden(_) => ("forbidden", "Forbidden"),
-            ApiError::RateLimited { .. } => ("rate-limited", "Too many requests"),
-            ApiError::Overloaded(_) | ApiError::OverBudget(_) => {
-                ("overloaded", "Service overloaded")
-            }
-            ApiError::Invalid(_) => ("validation", "Invalid request"),
-            ApiError::DoesNotFit(_) => ("does-not-fit", "Thread does not fit"),
-            ApiError::StrategyUnavailable(_) => ("strategy-unavailable", "Strategy unavailable"),
-            ApiError::NotFound(_) => ("not-found", "Not found"),
-            ApiError::MethodNotAllowed => ("method-not-allowed", "Method not allowed"),
-            ApiError::Timeout(_) => ("timeout", "Request timed out"),
-            ApiError::Upstream(_) => ("upstream", "Upstream LLM failed"),
-            ApiError::ProxyDisabled(_) => ("proxy-disabled", "Proxy route is off"),
-            ApiError::ProviderUnreachable(_) => ("provider-unreachable", "Provider unreachable"),
-            ApiError::Internal(_) => ("internal", "Internal server error"),
         }
     }
 }
@@ -255,8 +261,7 @@ pub struct ProblemType(pub &'static str);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let status = self.status_code();
-        let (slug, title) = self.slug_and_title();
+        let (status, slug, title) = self.kind();
         let mut extra = HeaderMap::new();
         self.headers(&mut extra);
         let (detail, errors, cause) = match self {

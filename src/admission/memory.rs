@@ -1,25 +1,19 @@
-//! What a request costs in memory, for the budget (`admission`):
-//! a request is admitted only if the memory it may come to hold fits in
-//! what the budget has free; otherwise it is refused at once (503
-//! `overloaded`, `Retry-After`), before its body is read.
+//! What a request costs in memory, for the budget (`admission`).
 //!
-//! A count of requests does not bound memory: a request's cost grows with
-//! its body, and a body of many small JSON objects costs ~20 times its
-//! bytes once parsed. So each request is admitted, from its declared
-//! `Content-Length`, only if the worst its body can cost is free
-//! ([`model_bytes`] where the body is parsed, [`body_bytes`] where it is
-//! only held, as the proxy holds a body it forwards unchanged); it
-//! reserves its body while the body arrives and grows to the worst case
-//! once it is in (a trickled upload holds what it sent, not 24 times it).
-//! A body without a length (chunked) counts as one of the body limit. The
-//! worst case of a replica is then the idle process plus the budget,
-//! whatever arrives: that is how
-//! `deploy/deployment.yaml`'s memory limit is derived (see the README's
-//! "Memory sizing"; `tests/suite/deploy.rs` checks the arithmetic).
+//! A count of requests does not bound memory: a body of many small JSON
+//! objects costs ~20 times its bytes once parsed. So a request is admitted,
+//! from its declared `Content-Length` (a chunked body counts as one of the
+//! body limit), only if the worst its body can cost is free ([`model_bytes`]
+//! where the body is parsed, [`body_bytes`] where it is only held, as the
+//! proxy holds a body it forwards); otherwise it is refused at once (503
+//! `overloaded`) before its body is read. It reserves its body while the
+//! body arrives and grows to the worst case once it is in. A replica's worst
+//! case is then the idle process plus the budget, from which
+//! `deploy/deployment.yaml`'s memory limit is derived ([`limit_for`];
+//! `tests/suite/deploy.rs` checks it).
 //!
-//! The factors are measured, not guessed: `examples/peak_heap.rs` (heap per
-//! body byte of the worst shape: one message of 100,000 small text parts)
-//! and `bench/hostile_memory.py` (the process's RSS under 16 of them).
+//! The factors are measured: `examples/peak_heap.rs` (heap per body byte of
+//! the worst shape) and `bench/hostile_memory.py` (RSS under 16 of them).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -65,18 +59,13 @@ pub fn body_bytes(body: u64) -> u64 {
     REQUEST_BASE_BYTES.saturating_add(body)
 }
 
-/// Returns the heap freed by a large request to the system. glibc keeps
-/// freed memory in its arenas (one per thread that allocated, up to 8 per
-/// core) and gives back only the top of each: a burst of large requests
-/// otherwise leaves the process at its peak RSS for good (measured: 1.4 GB
-/// after 16 worst-shape requests, against 80 MB idle). `malloc_trim(0)`
-/// walks every arena and releases their free pages; it runs on the blocking
-/// pool a second after it is asked for, at most one at a time (a burst
-/// ending asks for one, not sixteen; a steady stream of large requests for
-/// one a second: a trim locks each arena while it walks it).
-/// Capping the arenas instead (`MALLOC_ARENA_MAX=2`) was measured too: the
-/// same peak, and more left resident after (1.6 GB), since the memory stays
-/// in the arenas that remain.
+/// Returns the heap freed by a large request to the system. glibc gives
+/// back only the top of each arena, so a burst of large requests otherwise
+/// leaves the process at its peak RSS for good (measured: 1.4 GB after 16
+/// worst-shape requests, against 80 MB idle). `malloc_trim(0)` releases every
+/// arena's free pages; it runs on the blocking pool a second after it is
+/// asked for, at most one at a time (it locks each arena while it walks it).
+/// `MALLOC_ARENA_MAX=2` was measured too: the same peak, more left after.
 pub fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -69,14 +69,6 @@ impl MemoryBudget {
             .is_none_or(|s| s.available_permits() as u64 >= u64::from(self.units_of(bytes)))
     }
 
-    /// Bytes reserved now (0 without a budget: nothing is counted).
-    pub fn in_use(&self) -> u64 {
-        self.units
-            .as_ref()
-            .map_or(0, |s| u64::from(self.total) - s.available_permits() as u64)
-            * UNIT
-    }
-
     /// The configured budget in bytes (0: none).
     pub fn total(&self) -> u64 {
         u64::from(self.total) * UNIT
@@ -122,13 +114,6 @@ impl Overload {
             None => Some(Permit(None)),
             Some(s) => s.clone().try_acquire_owned().ok().map(|p| Permit(Some(p))),
         }
-    }
-
-    /// Requests at work now (0 without a limit: they are not counted).
-    pub fn in_use(&self) -> usize {
-        self.permits
-            .as_ref()
-            .map_or(0, |s| self.max - s.available_permits())
     }
 
     /// The configured limit (0: none).
@@ -252,18 +237,24 @@ mod tests {
 
     const MIB: u64 = 1024 * 1024;
 
+    /// Bytes reserved now (0 without a budget: nothing is counted).
+    fn in_use(b: &MemoryBudget) -> u64 {
+        let free = |s: &Arc<Semaphore>| u64::from(b.total) - s.available_permits() as u64;
+        b.units.as_ref().map_or(0, free) * UNIT
+    }
+
     #[test]
     fn refuses_what_is_not_free_and_admits_again_when_it_is() {
         let b = MemoryBudget::new(10 * MIB);
         let a = b.try_reserve(6 * MIB).unwrap();
-        assert_eq!(b.in_use(), 6 * MIB);
+        assert_eq!(in_use(&b), 6 * MIB);
         assert!(b.try_reserve(5 * MIB).is_none());
         let c = b.try_reserve(4 * MIB).unwrap();
         assert!(b.try_reserve(1).is_none(), "a byte is a whole unit");
         drop(a);
         assert!(b.try_reserve(5 * MIB).is_some());
         drop(c);
-        assert_eq!(b.in_use(), 0);
+        assert_eq!(in_use(&b), 0);
     }
 
     #[test]
@@ -272,25 +263,25 @@ mod tests {
         let held = b.try_reserve(2 * MIB).unwrap();
         let other = b.try_reserve(5 * MIB).unwrap();
         assert!(!held.try_grow_to(6 * MIB));
-        assert_eq!(b.in_use(), 7 * MIB, "a failed growth changes nothing");
+        assert_eq!(in_use(&b), 7 * MIB, "a failed growth changes nothing");
         assert!(held.try_grow_to(5 * MIB));
-        assert_eq!(b.in_use(), 10 * MIB);
+        assert_eq!(in_use(&b), 10 * MIB);
         held.done(MIB);
-        assert_eq!(b.in_use(), 6 * MIB);
+        assert_eq!(in_use(&b), 6 * MIB);
         // Held by several, given back when the last lets go.
         let again = held.clone();
         drop(held);
-        assert_eq!(b.in_use(), 6 * MIB);
+        assert_eq!(in_use(&b), 6 * MIB);
         drop(again);
         drop(other);
-        assert_eq!(b.in_use(), 0);
+        assert_eq!(in_use(&b), 0);
     }
 
     #[test]
     fn a_request_larger_than_the_budget_runs_alone() {
         let b = MemoryBudget::new(4 * MIB);
         let big = b.try_reserve(100 * MIB).unwrap();
-        assert_eq!(b.in_use(), 4 * MIB);
+        assert_eq!(in_use(&b), 4 * MIB);
         assert!(b.try_reserve(1).is_none());
         drop(big);
         let small = b.try_reserve(1).unwrap();
@@ -303,7 +294,7 @@ mod tests {
         let b = MemoryBudget::new(0);
         let held: Vec<_> = (0..100).map(|_| b.try_reserve(u64::MAX).unwrap()).collect();
         assert!(held[0].try_grow_to(u64::MAX));
-        assert_eq!((b.in_use(), b.total(), held[0].budget()), (0, 0, 0));
+        assert_eq!((in_use(&b), b.total(), held[0].budget()), (0, 0, 0));
     }
 
     #[test]
@@ -311,7 +302,7 @@ mod tests {
         let o = Overload::new(2);
         let a = o.try_enter().unwrap();
         let _b = o.try_enter().unwrap();
-        assert_eq!(o.in_use(), 2);
+        assert_eq!(o.max - o.permits.as_ref().unwrap().available_permits(), 2);
         assert!(o.try_enter().is_none());
         drop(a);
         assert!(o.try_enter().is_some());
@@ -327,13 +318,13 @@ mod tests {
         assert!(ticket.enter(&places) && ticket.try_grow_to(6 * MIB));
         let work = ticket.work();
         ticket.done(MIB);
-        assert_eq!(budget.in_use(), 6 * MIB, "a task still runs");
+        assert_eq!(in_use(&budget), 6 * MIB, "a task still runs");
         assert!(places.try_enter().is_none());
         drop(work);
-        assert_eq!(budget.in_use(), MIB, "what its answer needs");
+        assert_eq!(in_use(&budget), MIB, "what its answer needs");
         assert!(places.try_enter().is_some());
         drop(ticket);
-        assert_eq!(budget.in_use(), 0);
+        assert_eq!(in_use(&budget), 0);
     }
 
     #[test]
@@ -343,10 +334,10 @@ mod tests {
         assert!(ticket.enter(&places));
         let work = ticket.work();
         drop(ticket);
-        assert_eq!(budget.in_use(), 2 * MIB);
+        assert_eq!(in_use(&budget), 2 * MIB);
         assert!(places.try_enter().is_none());
         drop(work);
-        assert_eq!(budget.in_use(), 0);
+        assert_eq!(in_use(&budget), 0);
         assert!(places.try_enter().is_some());
     }
 }

@@ -1,18 +1,11 @@
 //! Claims that hold exactly as long as the work they cover.
 //!
-//! A summary may take one upstream call or ten (one per chunk, each up to a
-//! minute), so no lease picked up front fits: too short and a second replica
-//! starts the same work, too long and a crashed holder stalls everyone. So a
-//! claim is taken for a short lease ([`CacheOptions::claim_lease`]) and its
-//! holder renews it while the work runs ([`ClaimGuard::hold`]): a live holder
-//! keeps it as long as it needs, a crashed one loses it within one lease.
-//!
-//! Waiters ([`Cache::wait_for`]) have no deadline of their own: they wait while
-//! the claim lives, and the caller's request timeout bounds them by dropping
-//! the future. A request that is cancelled or times out drops its guard, which
-//! gives the claim up at once rather than leaving others to wait out the lease.
-//!
-//! [`CacheOptions::claim_lease`]: super::CacheOptions::claim_lease
+//! A summary may take one upstream call or ten, so no lease picked up front
+//! fits: a claim is taken for a short lease and renewed by its holder while
+//! the work runs ([`ClaimGuard::hold`]); a crashed holder loses it within one
+//! lease. Waiters ([`Cache::wait_for`]) have no deadline of their own: the
+//! caller's request timeout bounds them, and a cancelled request drops its
+//! guard, which gives the claim up at once.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -29,12 +22,9 @@ const MIN_POLL: Duration = Duration::from_millis(1);
 
 impl Cache {
     /// Takes the claim on `key` for `options.claim_lease`: Some(guard) when
-    /// this caller holds it, None when another holder's claim is live. (Off:
-    /// always Some.)
-    ///
-    /// If this future is dropped after the database granted the claim but
-    /// before it returned, no guard exists to release it: the claim then ends
-    /// with its lease, which is why the lease is short.
+    /// this caller holds it, None when another holder's claim is live (Off:
+    /// always Some). Dropped between the grant and the return, the claim ends
+    /// with its lease.
     pub async fn claim_lease(&self, key: &str) -> Result<Option<ClaimGuard>, CacheError> {
         let lease = self.options().map_or(Duration::ZERO, |o| o.claim_lease);
         Ok(match self.claim(key, lease).await? {
@@ -50,10 +40,8 @@ impl Cache {
     }
 
     /// Waits while another holder's live claim on `key` exists, polling every
-    /// `poll`: Some(entry) as soon as it is stored, None when the claim ends or
-    /// expires without an entry (the holder failed or crashed: claim and
-    /// compute yourself). No deadline of its own: the caller's request timeout
-    /// bounds it by dropping the future. Off: None at once.
+    /// `poll`: Some(entry) as soon as it is stored, None when the claim ends
+    /// without an entry (the holder failed: claim and compute yourself).
     pub async fn wait_for(
         &self,
         key: &str,

@@ -136,31 +136,10 @@ pub(crate) fn scrub(message: &str, url: &str) -> String {
     }
     let mut out = message.to_string();
     for s in secrets.into_iter().filter(|s| !s.is_empty()) {
-        let decoded = percent_decode(&s);
-        out = out.replace(&s, "***").replace(&decoded, "***");
+        let decoded = percent_encoding::percent_decode_str(&s).decode_utf8_lossy();
+        out = out.replace(&s, "***").replace(&*decoded, "***");
     }
     out
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let (Some(hi), Some(lo)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
-        {
-            let b = (hi * 16 + lo) as u8;
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

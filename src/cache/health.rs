@@ -1,15 +1,10 @@
 //! Whether the summary cache answers, known without asking it.
 //!
-//! `/readyz` used to ping the database on every call. Probes are frequent
-//! and unauthenticated, and each ping took a connection from the cache's
-//! small pool: a crowd of probe clients on a slow link starved the requests
-//! that needed the pool (their summaries went uncached) and the pings
-//! themselves timed out, so readiness said `down` about a database that was
-//! fine. Here one task pings every few seconds, with a timeout, and
-//! readiness reads what it last found: a probe costs no I/O, however many
-//! there are. The request path also reports what its own cache calls found
-//! ([`CacheHealth::observe`]), so an outage shows as soon as a request meets
-//! it and a recovery as soon as a call succeeds.
+//! Probes are frequent and unauthenticated: a ping per `/readyz` took
+//! connections from the cache's small pool, starving requests, and timed
+//! out under load. So one task pings every few seconds and readiness reads
+//! what it last found; requests also report what their own cache calls
+//! found ([`CacheHealth::observe`]), so an outage or a recovery shows at once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -18,10 +13,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
+use super::error::bounded;
 use super::{Cache, CacheError};
 
 /// What is known of the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Status {
     /// Nothing yet: the first check has not finished.
     Unknown,
@@ -47,7 +44,7 @@ pub struct CacheHealth(Arc<Shared>);
 
 #[derive(Debug, Default)]
 struct Shared {
-    /// A [`Status`] as `u8` (0 unknown, 1 up, 2 down).
+    /// A [`Status`] as `u8`.
     status: AtomicU8,
     /// When the state was last learned, in milliseconds since the epoch (0: never).
     learned_at_ms: AtomicU64,
@@ -88,17 +85,12 @@ impl CacheHealth {
     }
 
     fn set(&self, status: Status, cause: Option<&CacheError>) {
-        let code = match status {
-            Status::Unknown => 0,
-            Status::Up => 1,
-            Status::Down => 2,
-        };
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.as_millis().max(1) as u64);
         self.0.learned_at_ms.store(now, Ordering::Relaxed);
         // Changes are logged once, not every check.
-        match (self.0.status.swap(code, Ordering::Relaxed), status) {
+        match (self.0.status.swap(status as u8, Ordering::Relaxed), status) {
             (2, Status::Up) => tracing::info!("summary cache reachable again"),
             (0 | 1, Status::Down) => {
                 let error = cause.map(ToString::to_string).unwrap_or_default();
@@ -121,14 +113,7 @@ impl CacheHealth {
             tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                let pinged = match tokio::time::timeout(check.timeout, cache.ping()).await {
-                    Ok(result) => result,
-                    Err(_) => Err(CacheError::Unavailable(format!(
-                        "no answer to a ping within {}",
-                        humantime::format_duration(check.timeout)
-                    ))),
-                };
-                health.observe(&pinged);
+                health.observe(&bounded(check.timeout, cache.ping()).await);
             }
         })
     }

@@ -1,24 +1,20 @@
 //! The summary cache: summaries by content hash, shared by every replica.
 //!
-//! A summary costs an LLM call, and the same span of the same thread comes
-//! back on every turn of an agent, from any replica. The cache stores each
-//! summary under its content hash (see `summarize::canonical`) so any
-//! replica can serve it, byte for byte, and indexes it by the rolling hash of
-//! the span it covers so a longer thread can reuse the summary of its prefix.
+//! A summary costs an LLM call, and the same span comes back on every turn of
+//! an agent, from any replica. Each summary is stored under its content hash
+//! (`summarize::canonical`), so any replica serves it byte for byte, and
+//! indexed by the rolling hash of its span, so a longer thread can reuse the
+//! summary of its prefix.
 //!
 //! Backends: PostgreSQL for a fleet ([`PgCache`]), a SQLite file for one host
 //! ([`SqliteCache`]), or nothing ([`Cache::Off`]). They share the schema and
-//! the semantics, written down once in [`CacheBackend`]; [`Cache`] is the
-//! enum the application holds and dispatches on.
+//! the statements ([`Store`]) and differ only in their SQL [`Dialect`].
 //!
-//! Single flight across replicas uses a claim table rather than advisory
-//! locks: a claim is a row `(key, holder, expires_at)` taken with
-//! `INSERT .. ON CONFLICT DO UPDATE .. WHERE expires_at <= now`, so it works
-//! the same in both databases, survives the claimer's connection (no session
-//! to keep open while an LLM call runs for seconds), and a crashed claimer
-//! only delays others until its lease expires. The lease is short and renewed
-//! by its holder while the work runs ([`ClaimGuard`], in `claim.rs`), because
-//! no lease picked up front fits a summary of one chunk and one of ten alike.
+//! Single flight across replicas uses a claim table, not advisory locks: a
+//! claim is a row `(key, holder, expires_at)`, so it works in both databases,
+//! needs no session kept open while an LLM call runs, and a crashed claimer
+//! only delays others until its short lease, renewed while the work runs
+//! ([`ClaimGuard`]), expires.
 
 mod claim;
 mod error;
@@ -26,6 +22,7 @@ mod health;
 mod postgres;
 mod prune;
 mod sqlite;
+mod store;
 
 use std::time::Duration;
 
@@ -37,6 +34,7 @@ pub use health::{CacheHealth, HealthCheck, Status as HealthStatus};
 pub use postgres::PgCache;
 pub use prune::spawn_pruner;
 pub use sqlite::SqliteCache;
+pub use store::{Dialect, Store};
 
 /// One cached summary. Every field is stored and returned verbatim, so a hit
 /// on any replica yields exactly the bytes of the first write.
@@ -121,66 +119,6 @@ impl CacheOptions {
     pub(crate) fn call_timeout(&self) -> Duration {
         self.acquire_timeout.saturating_mul(2)
     }
-}
-
-/// What a storage backend provides. Times (TTL, leases) are measured by the
-/// database's clock where it has one, so replicas with skewed clocks agree.
-pub trait CacheBackend: Send + Sync {
-    /// The unexpired entry under `key`, bumping its `hit_count` and `last_hit_at`.
-    fn get(
-        &self,
-        key: &str,
-    ) -> impl Future<Output = Result<Option<CachedSummary>, CacheError>> + Send;
-    /// Stores `entry` unless an unexpired row with its key exists (the first
-    /// write wins), ends any claim on the key, and returns the stored row.
-    fn put(
-        &self,
-        entry: &CachedSummary,
-    ) -> impl Future<Output = Result<CachedSummary, CacheError>> + Send;
-    /// Among unexpired entries whose `prefix_hash` is one of `hashes`, the one
-    /// covering the most messages (one indexed query; counts as a hit).
-    fn find_prefix(
-        &self,
-        hashes: &[String],
-    ) -> impl Future<Output = Result<Option<CachedSummary>, CacheError>> + Send;
-    /// Records that a forwarded request of `in_use_from` messages (after the
-    /// pinned prefix) carried the summary under `key`, unless an earlier one
-    /// did: the first request to carry it wins.
-    fn mark_in_use(
-        &self,
-        key: &str,
-        in_use_from: i64,
-    ) -> impl Future<Output = Result<(), CacheError>> + Send;
-    /// Takes the claim on `key` for `lease`, or reports that someone else holds it.
-    fn claim(
-        &self,
-        key: &str,
-        lease: Duration,
-    ) -> impl Future<Output = Result<Claim, CacheError>> + Send;
-    /// Extends this cache's claim on `key` to `lease` from now; `false` when
-    /// the claim is no longer this cache's (ended by `put` or `release`, or
-    /// run out and taken over). A claim that ran out but that nobody took
-    /// over is still this cache's, and is renewed: nobody else is computing.
-    fn renew(
-        &self,
-        key: &str,
-        lease: Duration,
-    ) -> impl Future<Output = Result<bool, CacheError>> + Send;
-    /// Gives up this cache's claim on `key` (a no-op if another holder took it over).
-    fn release(&self, key: &str) -> impl Future<Output = Result<(), CacheError>> + Send;
-    /// Whether anyone holds an unexpired claim on `key`.
-    fn claim_active(&self, key: &str) -> impl Future<Output = Result<bool, CacheError>> + Send;
-    /// Deletes expired rows, then the least recently hit rows beyond
-    /// `max_rows`, then expired claims; returns how many rows went.
-    fn prune(
-        &self,
-        ttl: Duration,
-        max_rows: u64,
-    ) -> impl Future<Output = Result<u64, CacheError>> + Send;
-    /// `SELECT 1`, for readiness.
-    fn ping(&self) -> impl Future<Output = Result<(), CacheError>> + Send;
-    /// Brings the schema up to date (idempotent; other calls do it on first use).
-    fn migrate(&self) -> impl Future<Output = Result<(), CacheError>> + Send;
 }
 
 /// The cache the application holds. Cheap to clone (pools are shared).
@@ -331,14 +269,4 @@ impl Cache {
     pub async fn migrate(&self) -> Result<(), CacheError> {
         dispatch!(self, Ok(()), c => c.migrate())
     }
-}
-
-/// A duration as whole milliseconds for SQL, saturating instead of wrapping.
-pub(crate) fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// A row count for SQL, saturating.
-pub(crate) fn rows(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }

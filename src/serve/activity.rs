@@ -10,9 +10,8 @@ use tokio::time::Instant;
 /// How connections are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeOptions {
-    /// Longest time a client may take to send a request head: from the
-    /// connection's start for the first request, from the first byte for
-    /// later ones.
+    /// Longest time a client may take to send a request head (from the
+    /// connection's start, then from a later head's first byte).
     pub header_read_timeout: Duration,
     /// Longest silence of a kept-alive connection between requests, and
     /// longest time a client may leave a response unread.
@@ -32,10 +31,9 @@ pub(super) enum Left {
     Reset,
 }
 
-/// How long a request whose client's side closed may still take to answer
-/// (see `conn::serve`): a half-closed client's quick request is answered, an
-/// abandoned one's work stops this long after its client left rather than
-/// at the request time limit.
+/// How long a request whose client's side closed may still take to answer:
+/// a half-closed client's quick request is answered, an abandoned one's
+/// work stops this long after its client left, not at the time limit.
 const LEFT_GRACE: Duration = Duration::from_secs(10);
 
 /// What the watchdog knows of a connection.
@@ -172,16 +170,12 @@ impl Drop for InFlight {
     }
 }
 
-/// In a request's extensions: the handler of a request whose work is worth
-/// ending when its client leaves (a proxied provider call, which may run
-/// for minutes and is billed) calls [`EndWithClient::tie`], and from then
-/// on the connection is closed as soon as its client's side reads as
-/// closed, dropping the request and whatever it awaits. Others are
-/// answered even after their client shut its write side.
-///
-/// TCP cannot tell a client that left from one that only half-closed: a
-/// tied request is ended in both cases, as a reverse proxy ends its
-/// upstream call (nginx's default). No SDK half-closes.
+/// In a request's extensions: a handler whose work is worth ending when its
+/// client leaves (a proxied provider call, long and billed) calls
+/// [`EndWithClient::tie`], and the connection then closes as soon as its
+/// client's side reads as closed, dropping the request. TCP cannot tell a
+/// client that left from one that half-closed: a tied request ends in both
+/// cases, as nginx ends its upstream call. No SDK half-closes.
 #[derive(Clone)]
 pub struct EndWithClient(pub(super) Arc<Activity>);
 

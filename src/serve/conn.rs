@@ -1,16 +1,11 @@
 //! One connection: hyper's HTTP/1 state machine, and a watchdog that closes
 //! the connection when its client keeps it waiting.
 //!
-//! hyper 1.x has one timer of its own, `header_read_timeout`, and it starts
-//! whenever the connection waits for a request head, including the wait of
-//! an idle kept-alive connection: it cannot give a short limit for sending a
-//! head and a longer one for idling between requests, and it never fires
-//! while a response waits for a client that stopped reading. The watchdog
-//! gives all three, from what it sees: bytes read and written (the socket is
-//! wrapped) and requests in flight (each one holds a guard until its
-//! response body is done). It closes a connection only while no request is
-//! being served or while the client leaves a response unread, so it never
-//! cuts a slow handler (the request time limit does that, with a 503).
+//! hyper's one timer, `header_read_timeout`, also runs while a kept-alive
+//! connection idles, and never while a response waits for a client that
+//! stopped reading. The watchdog gives a limit for each (sending a head,
+//! idling, reading), from what it sees: bytes read and written, and requests
+//! in flight. It never cuts a slow handler (the request time limit does).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -47,17 +42,10 @@ pub async fn serve(
         }
     });
     // A client may shut its write side once its request is sent (RFC 9112
-    // §9.6): without `half_close` hyper takes that end of input for the end
-    // of the connection and drops the request unanswered. With it, the
-    // answer is written and the connection closes after it. The watchdog
-    // still covers such a client: it sends nothing more, so only the
-    // request in flight and an unread answer keep the connection open.
-    // The price: hyper no longer notices a client that leaves mid-request,
-    // so the watchdog does: a request whose client's side closes ends at
-    // once when it is tied to its client ([`EndWithClient`]: a proxied
-    // provider call), or when its client's side was reset; any other gets
-    // [`LEFT_GRACE`] to answer (a client that only half-closed gets a quick
-    // answer), then ends, and its work stops.
+    // §9.6): without `half_close` hyper takes that for the end of the
+    // connection and drops the request unanswered. The price: hyper no longer
+    // notices a client that leaves mid-request, so the watchdog does (see
+    // `Activity::client_left`).
     let conn = hyper::server::conn::http1::Builder::new()
         .half_close(true)
         .serve_connection(io, service);

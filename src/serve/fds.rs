@@ -2,26 +2,20 @@
 //! a crowd of clients exhausts it and nothing (not even `/healthz`, not a
 //! database connection) can be opened any more.
 
-/// Descriptors any process of ours needs whatever its settings: the
-/// standard streams, the runtime's poller and wake-ups, the listeners, files
-/// read at start-up or on reload, a start-up database check. A running
-/// server with an SQLite cache holds about a dozen besides its pool.
-pub const BASE_FDS: u64 = 32;
+/// Descriptors any process of ours needs whatever its settings (standard
+/// streams, the runtime, listeners, files read at start-up or on reload).
+const BASE_FDS: u64 = 32;
 
-/// Descriptors an SQLite connection holds (its file, journal and shared
-/// memory); a PostgreSQL one holds one socket.
+/// An SQLite connection holds its file, journal and shared memory; a
+/// PostgreSQL one a socket.
 const FDS_PER_DB_CONNECTION: u64 = 3;
 
-/// Descriptors one connection may need: its socket, and the provider
-/// connection of a proxied request.
-pub const FDS_PER_CONNECTION: u64 = 2;
+/// A connection's socket, and the provider connection of a proxied request.
+const FDS_PER_CONNECTION: u64 = 2;
 
-/// Descriptors kept for everything that is not a client connection:
-/// [`BASE_FDS`], the cache's pool, the upstream LLM client's connections
-/// (one per call in flight, kept for reuse) and the probe listener's
-/// connections. Counted from the settings rather than guessed: a flat
-/// reserve large enough for any settings left a process under
-/// `ulimit -n 128` room for one connection.
+/// Descriptors kept for everything but client connections, counted from the
+/// settings: a flat reserve large enough for any settings left a process
+/// under `ulimit -n 128` room for one connection.
 pub fn reserved_fds(db_connections: u32, upstream_calls: usize, probe_connections: usize) -> u64 {
     BASE_FDS
         + u64::from(db_connections) * FDS_PER_DB_CONNECTION
@@ -29,57 +23,53 @@ pub fn reserved_fds(db_connections: u32, upstream_calls: usize, probe_connection
         + probe_connections as u64
 }
 
-/// The connection cap to use for `wanted` with `reserved` descriptors kept
-/// for the rest ([`reserved_fds`]): raises the soft limit on open files to
-/// the hard one (as the Go runtime does; the soft one is often a low 1024),
-/// then lowers the cap, with a warning, if even that limit cannot hold
-/// `wanted` connections.
+/// The connection cap to use for `wanted`: raises the soft limit on open
+/// files to the hard one (the soft one is often a low 1024), then lowers the
+/// cap, with a warning, if even that cannot hold `wanted` connections.
 pub fn connection_budget(wanted: usize, reserved: u64) -> usize {
-    match nofile_limit() {
-        Some(limit) => {
-            let budget = fit(wanted, limit, reserved);
-            if budget < wanted {
-                tracing::warn!(
-                    wanted,
-                    budget,
-                    open_files_limit = limit,
-                    "the open-files limit cannot hold CONDENSE_MAX_CONNECTIONS connections; \
-                     capping them lower (raise `ulimit -n` to allow more)"
-                );
-            }
-            budget
-        }
-        None => wanted.max(1),
+    let Some(limit) = nofile_limit() else {
+        return wanted.max(1);
+    };
+    let budget = fit(wanted, limit, reserved);
+    if budget < wanted {
+        tracing::warn!(
+            wanted,
+            budget,
+            open_files_limit = limit,
+            "the open-files limit cannot hold CONDENSE_MAX_CONNECTIONS connections; \
+             capping them lower (raise `ulimit -n` to allow more)"
+        );
     }
+    budget
 }
 
 /// The largest cap up to `wanted` whose connections fit in `limit`
 /// descriptors, `reserved` of them kept for the rest.
-pub fn fit(wanted: usize, limit: u64, reserved: u64) -> usize {
+fn fit(wanted: usize, limit: u64, reserved: u64) -> usize {
     let room = limit.saturating_sub(reserved) / FDS_PER_CONNECTION;
     (wanted as u64).min(room).max(1) as usize
 }
 
-/// The soft limit on open files after raising it as far as allowed.
-#[cfg(unix)]
+/// The soft limit on open files after raising it as far as allowed (`None`
+/// where there is no such limit to read).
 fn nofile_limit() -> Option<u64> {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if let (Some(soft), Some(hard)) = (limit.current, limit.maximum) {
-        let raised = Rlimit {
-            current: Some(hard),
-            maximum: Some(hard),
-        };
-        if soft < hard && setrlimit(Resource::Nofile, raised).is_ok() {
-            limit = getrlimit(Resource::Nofile);
+    #[cfg(unix)]
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let limit = getrlimit(Resource::Nofile);
+        if let (Some(soft), Some(hard)) = (limit.current, limit.maximum)
+            && soft < hard
+        {
+            let raised = Rlimit {
+                current: Some(hard),
+                maximum: Some(hard),
+            };
+            let _ = setrlimit(Resource::Nofile, raised);
         }
+        // `None` is unlimited.
+        Some(getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX))
     }
-    // `None` is unlimited.
-    Some(limit.current.unwrap_or(u64::MAX))
-}
-
-#[cfg(not(unix))]
-fn nofile_limit() -> Option<u64> {
+    #[cfg(not(unix))]
     None
 }
 

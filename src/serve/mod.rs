@@ -1,15 +1,11 @@
 //! The accept loop: HTTP/1 connections served with a cap on how many are
 //! open and timeouts for clients that send nothing or stop reading.
 //!
-//! `axum::serve` has neither: a client that opens a connection and stays
-//! silent holds it (and a file descriptor) forever, and enough of them
-//! exhaust the process's descriptors, after which even `/healthz` goes
-//! unanswered. Here a semaphore caps open connections: past the cap, new
-//! ones wait in the kernel's accept queue until one closes. Each
-//! connection has a watchdog ([`conn`]) that closes it when its client is
-//! too slow to send a request head or to read a response, or idles too
-//! long between requests. Each client address may hold only part of the
-//! cap ([`peers`]), so one client cannot shut out the others.
+//! `axum::serve` has neither: silent clients hold connections (and file
+//! descriptors) until even `/healthz` goes unanswered. Here a semaphore caps
+//! open connections (past it, new ones wait in the kernel's accept queue),
+//! each connection has a watchdog ([`conn`]), and each client address may
+//! hold only part of the cap ([`peers`]).
 
 mod activity;
 mod conn;

@@ -1,13 +1,8 @@
-//! Connections per client address: one client must not hold them all.
-//!
-//! The connection cap protects the process's descriptors, but on its own it
-//! lets one client take every slot (a thousand sockets sending headers a
-//! byte a minute), after which nobody else is accepted, not even the
-//! liveness probe. So each address may hold only so many at once; past
-//! that, its new connections are turned away while other addresses still
-//! find free slots. An IPv6 client usually owns a whole /64, so IPv6
-//! addresses count by their /64; an IPv4-mapped IPv6 address counts as the
-//! IPv4 address it maps.
+//! Connections per client address: one client (a thousand sockets sending
+//! headers a byte a minute) must not take every slot of the connection cap
+//! and shut out everyone else, the liveness probe included. An IPv6 client
+//! usually owns a whole /64, so IPv6 addresses count by their /64; an
+//! IPv4-mapped address counts as the IPv4 address it maps.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};

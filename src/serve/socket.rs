@@ -1,13 +1,9 @@
 //! A connection's socket, shared: hyper reads and writes it through
-//! [`Watched`], which reports to the watchdog what it sees (bytes read,
-//! writes stalled by a client that does not read), while the watchdog
-//! itself can look at it ([`client_left`]) without taking a byte.
-//!
-//! tokio's `TcpStream` reads and writes through `&mut self`; shared by an
-//! `Arc`, it is driven through its readiness (`poll_read_ready`, then
-//! `try_read`), which is what its own `poll_read` does inside. The
-//! watchdog's look waits on readiness through another channel (`peek`'s
-//! own waiter), so the two never take each other's wake-up.
+//! [`Watched`], which reports bytes read and stalled writes to the watchdog,
+//! while the watchdog peeks at it ([`client_left`]). Shared by an `Arc`, the
+//! stream is driven through its readiness (`poll_read_ready`, then
+//! `try_read`, as its own `poll_read` does); `peek` waits on another waiter,
+//! so the two never take each other's wake-up.
 
 use std::io;
 use std::pin::Pin;
