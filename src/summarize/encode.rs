@@ -1,12 +1,7 @@
 //! The cache key's encoding of a canonical message: every field a
-//! summarizer can read, by name, each value tagged and length-prefixed. It
-//! is written out here rather than taken from `Debug` so that a new field
-//! of the thread model, or a toolchain that escapes strings differently,
-//! cannot re-key the cache by accident (replicas of two builds would then
-//! disagree, and single flight and proxied prefixes would break): a key
-//! changes only with what a summary reads, and with [`KEY_VERSION`].
-//!
-//! [`KEY_VERSION`]: super::KEY_VERSION
+//! summarizer can read, by name, tagged and length-prefixed. Written out
+//! rather than taken from `Debug`, so a new field or another toolchain
+//! cannot re-key the cache (replicas of two builds would disagree).
 
 use sha2::{Digest, Sha256};
 

@@ -1,25 +1,13 @@
-//! How [`Sections`] read as text, and back: parse ∘ render is the identity,
-//! so an item survives any number of extensions whole.
+//! How [`Sections`] read as text, and back: parse ∘ render is the identity.
 //!
-//! The encoding, chosen to read as plain Markdown to a model or an agent:
-//! - each section under `### Heading`;
-//! - a list item is `- ` and its first line; each further line of the item
-//!   (a multi-line request, an `<environment_context>` block) follows
-//!   indented by two spaces, an empty one as two spaces alone. Nothing
-//!   inside an item can then look like a heading or a new item;
-//! - file paths and tool counts go on one comma-separated line (a dash and
-//!   a line per path would cost a sixth of the section), unless one of them
-//!   could not be read back from it (a comma and a space, a line break, a
-//!   leading dash or space): then one item each, as above;
-//! - a list's `- (… N more left out)` counts what its cap dropped;
-//! - free text (the latest state, a section under a heading this code does
-//!   not write) is written as is, except that a line starting with `### `
-//!   or `\` gets a `\` in front, removed on reading.
-//!
-//! Reading is lenient where a writer other than this code may have been:
-//! a carriage return before a line break is dropped, a blank line between
-//! an item's lines is kept as an empty line of it, and text not in this
-//! format at all (an LLM's summary) becomes [`Sections::earlier`].
+//! Plain Markdown: each section under `### Heading`; an item is `- ` and
+//! its first line, further lines indented two spaces, so nothing inside it
+//! looks like a heading or an item; paths and tool counts on one
+//! comma-separated line when each reads back from it; `- (… N more left
+//! out)` counts what a cap dropped; free text as is, a line starting with
+//! `### ` or `\` escaped by a `\`. Reading is lenient (CR dropped, blank
+//! lines inside an item kept); text in no such shape becomes
+//! [`Sections::earlier`].
 
 use std::fmt::Write;
 
@@ -64,6 +52,20 @@ fn inline(item: &str) -> bool {
         && !item.starts_with('\\')
 }
 
+/// A list on one comma-separated line when each item reads back from it.
+fn write_inline(out: &mut String, title: &str, items: &[String], more: usize) {
+    if items.is_empty() && more == 0 {
+        return;
+    }
+    let _ = writeln!(out, "### {title}");
+    if !items.iter().all(|i| inline(i)) {
+        items.iter().for_each(|i| write_item(out, i));
+    } else if !items.is_empty() {
+        let _ = writeln!(out, "{}", items.join(", "));
+    }
+    write_more(out, more);
+}
+
 /// Free text, with lines that would read as a heading escaped.
 fn write_block(out: &mut String, text: &str) {
     for line in text.split('\n') {
@@ -83,34 +85,8 @@ impl Sections {
         }
         write_list(&mut out, REQUESTS, &self.requests);
         write_list(&mut out, STATED, &self.stated);
-        if !self.tools.0.is_empty() {
-            let tools: Vec<String> = self
-                .tools
-                .0
-                .iter()
-                .map(|(k, n)| format!("{k} ×{n}"))
-                .collect();
-            let _ = writeln!(out, "### {TOOLS}");
-            if tools.iter().all(|t| inline(t)) {
-                let _ = writeln!(out, "{}", tools.join(", "));
-            } else {
-                tools.iter().for_each(|t| write_item(&mut out, t));
-            }
-        }
-        if !self.files.items.is_empty() || self.files.more > 0 {
-            let _ = writeln!(out, "### {FILES}");
-            if self.files.items.iter().all(|f| inline(f)) {
-                if !self.files.items.is_empty() {
-                    let _ = writeln!(out, "{}", self.files.items.join(", "));
-                }
-            } else {
-                self.files
-                    .items
-                    .iter()
-                    .for_each(|f| write_item(&mut out, f));
-            }
-            write_more(&mut out, self.files.more);
-        }
+        write_inline(&mut out, TOOLS, &self.tools.shown(), 0);
+        write_inline(&mut out, FILES, &self.files.items, self.files.more);
         write_list(&mut out, COMMANDS, &self.commands);
         write_list(&mut out, ERRORS, &self.errors);
         write_list(&mut out, DECISIONS, &self.decisions);
