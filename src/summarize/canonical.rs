@@ -13,9 +13,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::encode::{self, field};
-
-use crate::thread::{Message, Part, Role, ToolResult};
+use crate::thread::{MediaKind, Message, Part, Role, ToolResult};
 
 /// Bumped whenever the canonical form, the hashed settings, or what a
 /// summarizer writes from them change.
@@ -132,7 +130,7 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     let prefixes: Vec<String> = span
         .iter()
         .map(|m| {
-            encode::message(&mut h, m);
+            encode(&mut h, m);
             hex(h.clone().finalize().as_slice())
         })
         .collect();
@@ -163,6 +161,71 @@ fn canonical_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(v) => sort(v).to_string(),
         Err(_) => text.to_string(),
+    }
+}
+
+/// A tagged, length-prefixed field: no two sequences of fields hash alike.
+fn field(h: &mut Sha256, tag: &str, value: &str) {
+    h.update(tag.as_bytes());
+    h.update((value.len() as u64).to_le_bytes());
+    h.update(value.as_bytes());
+}
+
+/// Adds canonical message `m` to `h`: every field a summarizer can read,
+/// by name (not `Debug`, so a new field or another toolchain cannot re-key
+/// the cache and make replicas of two builds disagree).
+fn encode(h: &mut Sha256, m: &Message) {
+    field(h, "message", m.role.as_str());
+    field(h, "name", m.name.as_deref().unwrap_or(""));
+    let iteration = m.iteration.map(|i| i.to_string());
+    field(h, "iteration", iteration.as_deref().unwrap_or(""));
+    encode_parts(h, &m.parts);
+}
+
+fn encode_parts(h: &mut Sha256, parts: &[Part]) {
+    field(h, "parts", &parts.len().to_string());
+    for p in parts {
+        encode_part(h, p);
+    }
+}
+
+fn encode_part(h: &mut Sha256, p: &Part) {
+    match p {
+        Part::Text(t) => field(h, "text", t),
+        Part::Refusal(t) => field(h, "refusal", t),
+        Part::Thinking(t) => field(h, "thinking", t),
+        Part::RedactedThinking(t) => field(h, "redacted_thinking", t),
+        Part::Media(kind) => field(h, "media", media(*kind)),
+        Part::ToolCall(c) => {
+            field(h, "tool_call", &c.id);
+            field(h, "name", &c.name);
+            field(h, "arguments", &c.arguments);
+        }
+        Part::ToolResult(r) => {
+            field(h, "tool_result", &r.call_id);
+            field(h, "is_error", if r.is_error { "1" } else { "0" });
+            encode_parts(h, &r.content);
+        }
+        Part::FunctionCall { name, arguments } => {
+            field(h, "function_call", name);
+            field(h, "arguments", arguments);
+        }
+        Part::Opaque(o) => {
+            field(h, "opaque", &o.kind);
+            field(h, "text", &o.text);
+            field(h, "encrypted", &o.encrypted.to_string());
+            field(h, "compaction", if o.compaction { "1" } else { "0" });
+        }
+    }
+}
+
+fn media(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Image { low_detail: true } => "image/low",
+        MediaKind::Image { low_detail: false } => "image",
+        MediaKind::Audio => "audio",
+        MediaKind::File => "file",
+        MediaKind::Document => "document",
     }
 }
 

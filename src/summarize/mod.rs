@@ -8,7 +8,6 @@
 
 pub mod anchors;
 mod canonical;
-mod encode;
 mod extract;
 mod fit;
 mod heuristic;
