@@ -1,18 +1,12 @@
 //! Anchors: the facts of a span a summary must not lose, found the same way
-//! every time so a summary can be checked against them (see `receipt`).
+//! every time so a summary can be checked against them (see `receipt`):
+//! what an agent cannot re-derive once the span is gone (requests and
+//! rules, errors and failing commands, files and commands, URLs,
+//! identifiers, dates, numbers, names). Paths, commands and errors come
+//! from the heuristic's own extraction, so the two agree.
 //!
-//! Users' first complaint about compaction is lost instructions and lost
-//! work, and an LLM summary keeps whatever the model chose. So what counts
-//! is what an agent cannot re-derive once the span is gone: the user's
-//! requests and standing rules, errors and failing commands, the files and
-//! commands it touched, and the URLs, identifiers, dates, numbers and names
-//! either side wrote. Paths, commands and error lines come from the
-//! heuristic's own extraction (`extract`), so the two agree on what they are.
-//!
-//! Every pattern runs on the `regex` crate (finite automata, linear in the
-//! text: no backtracking blow-up on hostile input), every list is de-duplicated
-//! through a set, and each kind is capped: a span of any length gives at
-//! most [`MAX_ANCHORS`], the rest counted in [`Anchors::left_out`].
+//! Patterns run on `regex` (linear, no backtracking blow-up on hostile
+//! input), and each kind is capped: at most [`MAX_ANCHORS`] per span.
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -31,15 +25,13 @@ fn shown(text: &str) -> String {
     fit(text, Size::Chars(ITEM_CHARS), How::End)
 }
 
-/// How much of a long text (a request, an instruction, an error line, a
-/// command) a summary must hold: its first this many significant characters
-/// (letters and digits, lowercased; see [`significant`]). Enough to tell one
-/// request from another, short enough that a clipped quote still holds it.
+/// How much of a long text a summary must hold: its first this many
+/// [`significant`] characters, enough to tell one request from another and
+/// few enough that a clipped quote still holds it.
 pub const SIGNIFICANT_CHARS: usize = 48;
 
-/// Most anchors per kind, most important kind first. What a kind holds
-/// beyond its cap is left out, newest kept (a thread's first request is
-/// its task and is kept too).
+/// Most anchors per kind, most important first; beyond its cap the newest
+/// are kept (and a thread's first request, its task).
 const KINDS: [(Kind, usize); 11] = [
     (Kind::Request, 24),
     (Kind::Instruction, 16),
@@ -57,14 +49,12 @@ const KINDS: [(Kind, usize); 11] = [
 /// The most anchors a span has (the sum of the caps of [`KINDS`]).
 pub const MAX_ANCHORS: usize = 178;
 
-/// What an anchor is, in order of importance: a repair adds the missing
-/// ones in this order, so a tight bound drops names before requests.
+/// What an anchor is, in the order a repair adds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// A user message (its opening words).
     Request,
-    /// A sentence of a user message that sets a rule: "always…", "never…",
-    /// "don't…", "do not…", "must…", "make sure…", "avoid…", "only…".
+    /// A sentence of a user message that sets a rule ([`RULE`]).
     Instruction,
     Error,
     /// A command whose output ended with a non-zero exit status.
@@ -72,8 +62,7 @@ pub enum Kind {
     Path,
     Command,
     Url,
-    /// Code-like tokens: backticked text, `snake_case`, `camelCase`,
-    /// `a::path`, `UPPER_CASE`, commit hashes.
+    /// Backticked text, `snake_case`, `camelCase`, `a::path`, hashes, ….
     Identifier,
     Date,
     /// Numbers of two or more digits and versions (`0.13.5`).
@@ -82,8 +71,7 @@ pub enum Kind {
     Name,
 }
 
-/// One anchor: how it is shown when a repair adds it, and what a summary's
-/// text must contain to hold it.
+/// One anchor: its repair line, and what a text must contain to hold it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
     pub kind: Kind,
@@ -100,8 +88,7 @@ pub enum Needle {
     Significant(String),
     /// Found in the text's [`folded`] form (paths, commands, URLs).
     Folded(String),
-    /// Found in the [`folded`] form with no letter or digit either side
-    /// (identifiers, numbers, dates, names), so `42` is not held by `1425`.
+    /// Found in the [`folded`] form as a whole word: `42` is not in `1425`.
     Word(String),
 }
 
@@ -148,12 +135,10 @@ const NOT_NAMES: [&str; 12] = [
     "And",
 ];
 
-/// The opening of a per-iteration entry's repair: the anchors of its
-/// iteration its text misses, to the end of the entry.
+/// The opening of a per-iteration entry's repair.
 pub(super) const MENTIONED: &str = "Also mentioned: ";
 
-/// A text in the forms anchors are looked up in: what the receipt and a
-/// per-iteration entry's repair check a summary with.
+/// A text in the forms anchors are looked up in.
 pub(super) struct Forms {
     folded: String,
     significant: String,
@@ -297,14 +282,11 @@ fn urls(found: &mut Found, text: &str) {
 
 /// `text` lower-cased, with each run of white space one space.
 pub fn folded(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for w in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.extend(w.chars().flat_map(char::to_lowercase));
-    }
-    out
+    let lower = |w: &str| w.chars().flat_map(char::to_lowercase).collect::<String>();
+    text.split_whitespace()
+        .map(lower)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text`'s letters and digits, lower-cased: what survives re-wrapping,

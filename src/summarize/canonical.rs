@@ -1,38 +1,22 @@
 //! The canonical form of a span, and its content hash.
 //!
-//! The summarizers read the canonical form, never the caller's messages, and
-//! the cache key hashes exactly that form plus every setting that shapes the
-//! text. So whatever the key ignores cannot change a summary: two requests
-//! with the same key get the same bytes, whichever replica computes them.
-//!
-//! The form leaves out what is wire detail, so the same conversation sent in
-//! either format, formatted any way, has one form:
-//! - tool-call ids become their order of appearance (`call_0`, `call_1`, …)
-//!   and each result names the call it answers that way, so the pairing is
-//!   kept while the provider's ids are not;
-//! - tool results are messages of their own, whether the wire grouped them
-//!   into one `user` message (Anthropic) or not (OpenAI);
-//! - tool-call arguments are JSON with sorted keys and no whitespace;
-//! - the raw JSON, JSON pointers, `name`, and the exactness flag are dropped;
-//! - instruction messages (a mid-conversation system or developer message)
-//!   are left out: compression keeps them verbatim beside the summary.
+//! The summarizers read the canonical form, never the caller's messages,
+//! and the cache key hashes exactly that form plus every setting that
+//! shapes the text: two requests with one key get the same bytes. Wire
+//! detail is left out, so one conversation in either format has one form:
+//! tool-call ids become `call_0`, `call_1`, … (the pairing is kept), tool
+//! results are messages of their own, arguments are JSON with sorted keys,
+//! and instruction messages (kept verbatim beside the summary) are dropped.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::encode::{self, field};
-
-use crate::thread::{Message, Part, Role, ToolResult};
+use crate::thread::{MediaKind, Message, Part, Role, ToolResult};
 
 /// Bumped whenever the canonical form, the hashed settings, or what a
-/// summarizer reads of them change (v3: thinking is no longer read; v4:
-/// nor are instruction messages, which stay beside the summary; v5: an
-/// explicit encoding of each message and setting, not `Debug`; v6: every
-/// summary is repaired with the anchors it missed, see `receipt`; v7: so
-/// is each new entry of a per-iteration injection, and a model's text
-/// gives way to the list when it leaves it too little room).
+/// summarizer writes from them change.
 pub const KEY_VERSION: &str = "condense-summary-v7";
 
 /// `span` in canonical form (see the module docs).
@@ -41,16 +25,13 @@ pub fn canonical(span: &[Message]) -> Vec<Message> {
 }
 
 /// [`canonical`], and for each canonical message the end (exclusive) of
-/// the caller's message it came from, relative to `span`: a prefix of the
-/// canonical form that ends at a caller's message boundary maps back to it.
+/// the caller's message it came from.
 pub fn canonical_with_ends(span: &[Message]) -> (Vec<Message>, Vec<usize>) {
     let mut ids: HashMap<&str, String> = HashMap::new();
     let mut external = 0usize;
     let mut out = Vec::with_capacity(span.len());
     let mut ends = Vec::with_capacity(span.len());
     for (i, m) in span.iter().enumerate() {
-        // Instructions are kept verbatim beside a summary, never read into
-        // one: they have no canonical form (and no end of their own).
         if m.is_instruction() {
             continue;
         }
@@ -132,10 +113,8 @@ pub struct KeySettings<'a> {
 }
 
 /// The content hash of a summary of `span` (canonical) and its rolling
-/// prefix hashes: entry `i` covers `span[..=i]` under the same settings. A
-/// cached summary is indexed by the last one, so a longer thread finds the
-/// summary of its longest already-summarized prefix with one lookup. One
-/// pass over the span computes both.
+/// prefix hashes (entry `i` covers `span[..=i]`), in one pass: a longer
+/// thread finds the summary of its longest summarized prefix in one lookup.
 pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     let mut h = Sha256::new();
     field(&mut h, "v", KEY_VERSION);
@@ -148,11 +127,10 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     field(&mut h, "extra", &k.extra);
     field(&mut h, "prior", k.prior.unwrap_or(""));
     let seed = h.clone();
-    // Every field a summarizer can read, by name (see `encode`).
     let prefixes: Vec<String> = span
         .iter()
         .map(|m| {
-            encode::message(&mut h, m);
+            encode(&mut h, m);
             hex(h.clone().finalize().as_slice())
         })
         .collect();
@@ -183,6 +161,71 @@ fn canonical_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(v) => sort(v).to_string(),
         Err(_) => text.to_string(),
+    }
+}
+
+/// A tagged, length-prefixed field: no two sequences of fields hash alike.
+fn field(h: &mut Sha256, tag: &str, value: &str) {
+    h.update(tag.as_bytes());
+    h.update((value.len() as u64).to_le_bytes());
+    h.update(value.as_bytes());
+}
+
+/// Adds canonical message `m` to `h`: every field a summarizer can read,
+/// by name (not `Debug`, so a new field or another toolchain cannot re-key
+/// the cache and make replicas of two builds disagree).
+fn encode(h: &mut Sha256, m: &Message) {
+    field(h, "message", m.role.as_str());
+    field(h, "name", m.name.as_deref().unwrap_or(""));
+    let iteration = m.iteration.map(|i| i.to_string());
+    field(h, "iteration", iteration.as_deref().unwrap_or(""));
+    encode_parts(h, &m.parts);
+}
+
+fn encode_parts(h: &mut Sha256, parts: &[Part]) {
+    field(h, "parts", &parts.len().to_string());
+    for p in parts {
+        encode_part(h, p);
+    }
+}
+
+fn encode_part(h: &mut Sha256, p: &Part) {
+    match p {
+        Part::Text(t) => field(h, "text", t),
+        Part::Refusal(t) => field(h, "refusal", t),
+        Part::Thinking(t) => field(h, "thinking", t),
+        Part::RedactedThinking(t) => field(h, "redacted_thinking", t),
+        Part::Media(kind) => field(h, "media", media(*kind)),
+        Part::ToolCall(c) => {
+            field(h, "tool_call", &c.id);
+            field(h, "name", &c.name);
+            field(h, "arguments", &c.arguments);
+        }
+        Part::ToolResult(r) => {
+            field(h, "tool_result", &r.call_id);
+            field(h, "is_error", if r.is_error { "1" } else { "0" });
+            encode_parts(h, &r.content);
+        }
+        Part::FunctionCall { name, arguments } => {
+            field(h, "function_call", name);
+            field(h, "arguments", arguments);
+        }
+        Part::Opaque(o) => {
+            field(h, "opaque", &o.kind);
+            field(h, "text", &o.text);
+            field(h, "encrypted", &o.encrypted.to_string());
+            field(h, "compaction", if o.compaction { "1" } else { "0" });
+        }
+    }
+}
+
+fn media(kind: MediaKind) -> &'static str {
+    match kind {
+        MediaKind::Image { low_detail: true } => "image/low",
+        MediaKind::Image { low_detail: false } => "image",
+        MediaKind::Audio => "audio",
+        MediaKind::File => "file",
+        MediaKind::Document => "document",
     }
 }
 

@@ -1,7 +1,5 @@
-//! What the heuristic summary pulls out of a span: requests, what the
-//! assistant stated, tools, files, commands (with their exit status),
-//! errors, decisions, latest state. Everything is kept here; the caps
-//! decide later what fits.
+//! What the heuristic summary pulls out of a span, everything of it: the
+//! caps decide later what fits.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -14,8 +12,8 @@ use super::salience::{score, sentences};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
-/// A relative or absolute path with at least one directory and an extension.
-/// The leading class keeps URLs (`https://host/a.rs`) and version numbers out.
+/// A path with a directory and an extension (the leading class keeps URLs
+/// and version numbers out).
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})")
         .expect("valid regex")
@@ -31,8 +29,8 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// Lines of tool output that point at a source location (compiler arrows,
-/// panics, traceback frames): the paths worth keeping from command output.
+/// Lines of tool output that point at a source location: the paths worth
+/// keeping from command output.
 static LOCATION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).expect("valid regex")
 });
@@ -54,8 +52,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     let mut s = Sections::default();
     // call id -> the command it ran, to attach exit statuses.
     let mut commands: HashMap<&str, String> = HashMap::new();
-    // What the newest assistant text stated, held back: the newest text is
-    // the latest state, which says it whole.
+    // What the newest assistant text stated, held back: the latest state says it whole.
     let mut pending: Option<String> = None;
     for m in span {
         // The request is gone: nobody will read this summary.
@@ -115,7 +112,9 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                                 (commands.get(r.call_id.as_str()), exit_status(t))
                                 && code != 0
                             {
-                                annotate_exit(&mut s, cmd, code);
+                                // In place of its plain entry.
+                                let marked = format!("`{cmd}` (exit status {code})");
+                                s.commands.mark_command(&format!("`{cmd}`"), marked);
                             }
                         }
                     }
@@ -127,8 +126,8 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     s
 }
 
-/// The sentences of an assistant's text that state facts, decisions aside
-/// (they have their own section), condensed to `cap` characters.
+/// The sentences of an assistant's text that state facts (decisions
+/// aside), condensed to `cap` characters.
 fn statements(text: &str, cap: usize) -> String {
     let facts: Vec<&str> = sentences(text)
         .map(str::trim)
@@ -150,8 +149,8 @@ fn scan(s: &mut Sections, text: &str) {
     }
 }
 
-/// Tool output: file contents and logs. Only error lines and the paths on
-/// error or location lines are kept; a file's own text is not a reference.
+/// Tool output: only error lines and the paths on error or location lines
+/// (a file's own text is not a reference).
 fn scan_output(s: &mut Sections, text: &str) {
     for line in text.lines() {
         let line = line.trim();
@@ -165,13 +164,6 @@ fn scan_output(s: &mut Sections, text: &str) {
             }
         }
     }
-}
-
-/// Marks a command with its failing exit status, in place of its plain entry.
-fn annotate_exit(s: &mut Sections, cmd: &str, code: i64) {
-    let plain = format!("`{cmd}`");
-    let marked = format!("`{cmd}` (exit status {code})");
-    s.commands.mark_command(&plain, marked);
 }
 
 fn decisions(s: &mut Sections, text: &str) {

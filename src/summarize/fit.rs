@@ -1,10 +1,6 @@
-//! The one way to fit a text to a size: in characters or in tokens, cut at
-//! its end, at a line end, in its middle, or down to its most telling
-//! sentences ([`How`]). Cuts fall on character boundaries.
-//!
-//! Linear in the text for a size in characters. A size in tokens searches
-//! the longest cut in characters that fits (a binary search, so n log n):
-//! tokens do not add up over the pieces of a text.
+//! The one way to fit a text to a size, in characters or in tokens, cut as
+//! [`How`] says, on character boundaries. A size in tokens binary-searches
+//! the longest cut that fits: tokens do not add up over a text's pieces.
 
 use std::borrow::Cow;
 
@@ -24,14 +20,12 @@ pub enum Size<'a> {
 pub enum How {
     /// Anywhere, `…` marking the cut.
     End,
-    /// After the last line or sentence end that fits (anywhere when none
-    /// does), unmarked: what a model wrote stays as it wrote it.
+    /// After the last line or sentence end that fits, unmarked.
     LineEnd,
     /// Its middle out, `…[truncated N characters]…` in its place: a tool
     /// result's outcome is at its end.
     Middle,
-    /// Its most telling sentences (by [`score`], earlier first on a tie) in
-    /// their order, ` … ` marking what was left out between them.
+    /// Its most telling sentences ([`score`]) in order, ` … ` between.
     Telling,
 }
 
@@ -45,20 +39,26 @@ pub fn fit(text: &str, size: Size<'_>, how: How) -> String {
     if count(text) <= max {
         return text.to_string();
     }
-    // No token is longer than a few dozen characters: a cut longer than
-    // 32 characters a token cannot fit, so the search starts below that.
-    let (mut lo, mut hi) = (0, text.chars().count().min(max.saturating_mul(32)));
+    // No token is longer than 32 characters.
+    let hi = text.chars().count().min(max.saturating_mul(32));
+    match largest(hi, |n| count(&chars(text, n, how)) <= max) {
+        0 => String::new(),
+        n => chars(text, n, how),
+    }
+}
+
+/// The largest `n` in `0..=hi` with `fits(n)`, for a `fits` that holds up
+/// to some `n` and not after: a binary search.
+pub fn largest(hi: usize, fits: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, hi);
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        match count(&chars(text, mid, how)) <= max {
+        match fits(mid) {
             true => lo = mid,
             false => hi = mid - 1,
         }
     }
-    match lo {
-        0 => String::new(),
-        n => chars(text, n, how),
-    }
+    lo
 }
 
 /// `text` (trimmed) in at most `max` characters.
@@ -82,8 +82,8 @@ fn chars(text: &str, max: usize, how: How) -> String {
 /// Highest score a sentence counts for: a bucket bound for [`telling`].
 const MAX_SCORE: u32 = 15;
 
-/// [`How::Telling`] for a text longer than `max` characters. Linear:
-/// sentences are bucketed by score, not sorted.
+/// [`How::Telling`] for a text longer than `max` characters (bucketed by
+/// score, not sorted: linear).
 fn telling(text: &str, max: usize) -> String {
     // (start, end) byte ranges of the sentences, trimmed, and their length.
     let mut parts: Vec<(usize, usize, usize)> = Vec::new();
@@ -101,8 +101,7 @@ fn telling(text: &str, max: usize) -> String {
         buckets[score(&text[s..e]).min(MAX_SCORE) as usize].push(i);
     }
     // Each kept sentence costs its length and a separator; one too long
-    // for the room left keeps its telling words (then it is cut off from
-    // its neighbours, marked by gaps).
+    // keeps its telling words.
     let mut kept: Vec<Option<(Cow<str>, bool)>> = vec![None; parts.len()];
     let mut used = 0;
     for &i in buckets.iter().rev().flatten() {
@@ -151,10 +150,8 @@ fn telling(text: &str, max: usize) -> String {
     out
 }
 
-/// A sentence too long for `max` characters, cut to its telling words and
-/// their neighbours (`891 ms`, `port 5433`), then to its telling words
-/// alone, then at the end; ` … ` marks each gap inside (and at the `edges`
-/// when asked). Linear.
+/// A sentence cut to its telling words and their neighbours (`891 ms`),
+/// else its telling words alone, else at the end; ` … ` marks the gaps.
 fn squeeze(sentence: &str, max: usize, edges: bool) -> String {
     let ws: Vec<(&str, u32)> = words(sentence).collect();
     for radius in [1, 0] {

@@ -1,11 +1,10 @@
 //! The heuristic summary: extracted sections, merged into the previous
 //! summary, and shrunk until they fit the token limit.
 
-use super::Strategy;
-use super::SummaryRequest;
 use super::extract::extract;
 use super::fit::{How, Size, fit};
 use super::sections::{Caps, Sections};
+use super::{Strategy, SummaryRequest};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
@@ -17,30 +16,18 @@ pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<Strin
 }
 
 fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
-    let text = heuristic(span, prior, room(span, prior, limit, c), |s| {
-        c.text(s).tokens
-    });
-    if text.is_empty() {
-        let plural = if span.len() == 1 { "" } else { "s" };
-        format!(
-            "({} message{plural} with no requests, files, commands or errors to note.)",
-            span.len()
-        )
-    } else {
-        text
-    }
-}
-
-/// The heuristic's bound: `limit`, and never more than the previous summary
-/// and half of what the new span takes. It restates what it keeps, so on a
-/// span of short messages a summary at the full limit would come back
-/// longer than the messages it replaces; half the span is the least a
-/// summary must save to be worth its place (a previous summary keeps its
-/// size, so extending does not shrink it round after round).
-pub fn room(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> usize {
+    // The bound: `limit`, and never more than the previous summary and half
+    // the new span (it restates what it keeps: at the full limit a span of
+    // short messages would come back longer).
     let span_tokens: usize = span.iter().map(|m| c.message(m).tokens).sum();
-    let prior_tokens = prior.map_or(0, |p| c.text(p).tokens);
-    limit.min(prior_tokens + span_tokens / 2).max(1)
+    let room = limit.min(prior.map_or(0, |p| c.text(p).tokens) + span_tokens / 2);
+    let text = heuristic(span, prior, room.max(1), |s| c.text(s).tokens);
+    if !text.is_empty() {
+        return text;
+    }
+    let plural = if span.len() == 1 { "" } else { "s" };
+    let n = span.len();
+    format!("({n} message{plural} with no requests, files, commands or errors to note.)")
 }
 
 /// Summarizes `span`, extending `prior` (a previous summary's content), in at
@@ -62,9 +49,8 @@ pub fn heuristic(
         })
 }
 
-/// A summary's content re-fitted into `max_tokens` (when the budget is
-/// tighter than the limit it was written for). The heuristic's sections
-/// shrink by their own rules; other text is cut at a line end.
+/// A summary's content re-fitted into a tighter `max_tokens`: the
+/// heuristic's sections by their own rules, other text at a line end.
 pub fn shrink(content: &str, strategy: Strategy, max_tokens: usize, c: &Counter<'_>) -> String {
     let count = |s: &str| c.text(s).tokens;
     match strategy {

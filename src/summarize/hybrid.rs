@@ -15,11 +15,7 @@ pub(super) async fn write(
     prior: Option<String>,
 ) -> Result<(String, Usage), UpstreamError> {
     let half = req.settings.limit / 2;
-    let (sections_prior, narrative_prior) = split(prior.as_deref());
-    let (sections_prior, narrative_prior) = (
-        sections_prior.map(str::to_string),
-        narrative_prior.map(str::to_string),
-    );
+    let (sections_prior, narrative_prior) = split(prior);
     let sections = {
         let (span, counter) = (req.span.clone(), req.settings.counter);
         super::cpu(move || {
@@ -35,10 +31,10 @@ pub(super) async fn write(
 
 /// A previous hybrid summary's sections and narrative; any other text
 /// stands for both.
-fn split(prior: Option<&str>) -> (Option<&str>, Option<&str>) {
-    match prior.map(|p| p.split_once(NARRATIVE)) {
-        Some(Some((sections, story))) => (Some(sections.trim()), Some(story.trim())),
-        Some(None) => (prior, prior),
-        None => (None, None),
+fn split(prior: Option<String>) -> (Option<String>, Option<String>) {
+    let Some(p) = prior else { return (None, None) };
+    match p.split_once(NARRATIVE) {
+        Some((sections, story)) => (Some(sections.trim().into()), Some(story.trim().into())),
+        None => (Some(p.clone()), Some(p)),
     }
 }

@@ -1,10 +1,6 @@
-//! Summaries written by the upstream LLM: the prompt, the transcript, and
-//! chunking for spans larger than the summarizer model's window.
-//!
-//! Chunks are summarized in order, each call extending the summary so far
-//! ("update this summary with these new messages"), so a long span is never
-//! silently reduced to its last part, and a previous summary is extended
-//! rather than summarized again.
+//! Summaries written by the upstream LLM. A span larger than the model's
+//! window is chunked, each call extending the summary so far, so a long
+//! span is never reduced to its last part.
 
 use std::fmt::Write;
 
@@ -62,16 +58,12 @@ fn block(m: &Message, result_chars: usize) -> String {
                 let text: Vec<&str> = r
                     .content
                     .iter()
-                    .filter_map(|p| {
-                        if let Part::Text(t) = p {
-                            Some(t.as_str())
-                        } else {
-                            None
-                        }
+                    .filter_map(|p| match p {
+                        Part::Text(t) => Some(t.as_str()),
+                        _ => None,
                     })
                     .collect();
-                let text = text.join("\n");
-                let text = fit(&text, Size::Chars(result_chars), How::Middle);
+                let text = fit(&text.join("\n"), Size::Chars(result_chars), How::Middle);
                 let tag = if r.is_error {
                     "tool error"
                 } else {
@@ -96,13 +88,46 @@ fn user_prompt(existing: Option<&str>, chunk: &str, instructions: Option<&str>) 
         None => s.push_str("Summarize these messages.\n\n"),
     }
     let _ = write!(s, "<messages>\n{chunk}\n</messages>");
+    with_instructions(&mut s, instructions);
+    s
+}
+
+/// The caller's own instructions, at the end of a prompt.
+pub(super) fn with_instructions(prompt: &mut String, instructions: Option<&str>) {
     if let Some(extra) = instructions.filter(|i| !i.trim().is_empty()) {
         let _ = write!(
-            s,
+            prompt,
             "\n\nAdditional instructions from the user of this service:\n{extra}"
         );
     }
-    s
+}
+
+/// `text` and its tokens, its middle cut (aimed by its characters per
+/// token) when it has more than `max`.
+pub(super) fn within(text: String, max: usize, c: &Counter<'_>) -> (String, usize) {
+    let n = c.raw(&text);
+    if n <= max {
+        return (text, n);
+    }
+    let keep = (text.chars().count() * max / n.max(1)).max(64);
+    let text = fit(&text, Size::Chars(keep), How::Middle);
+    let n = c.raw(&text);
+    (text, n)
+}
+
+/// One upstream call, its usage added to `usage`.
+pub(super) async fn complete(
+    up: &Upstream,
+    call: &ChatRequest,
+    usage: &mut Usage,
+) -> Result<String, UpstreamError> {
+    let called = up.complete(call).await;
+    usage.calls += called.attempts;
+    usage.upstream_ms += called.elapsed.as_millis() as u64;
+    let answer = called.result?;
+    usage.prompt_tokens += answer.prompt_tokens;
+    usage.completion_tokens += answer.completion_tokens;
+    Ok(answer.text)
 }
 
 /// Splits the transcript into chunks of at most `max_tokens` each; a block
@@ -111,14 +136,8 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
     let mut out: Vec<String> = Vec::new();
     let mut current = String::new();
     let mut used = 0;
-    for mut b in blocks {
-        let mut n = c.raw(&b);
-        if n > max_tokens {
-            // Characters per token of this block, to aim the cut.
-            let keep = (b.chars().count() * max_tokens / n.max(1)).max(64);
-            b = fit(&b, Size::Chars(keep), How::Middle);
-            n = c.raw(&b);
-        }
+    for b in blocks {
+        let (b, n) = within(b, max_tokens, c);
         if used + n > max_tokens && !current.is_empty() {
             out.push(std::mem::take(&mut current));
             used = 0;
@@ -134,8 +153,7 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
 }
 
 /// Writes the summary of `req.span[from..]` with `model`, extending
-/// `prior`, within `limit` tokens. Building and tokenizing the transcript,
-/// and clipping each answer, run on the blocking pool.
+/// `prior`, within `limit` tokens (CPU work on the blocking pool).
 pub async fn write(
     up: &Upstream,
     model: &UpstreamModel,
@@ -173,14 +191,9 @@ pub async fn write(
             user: user_prompt(summary.as_deref(), &chunk, instructions.as_deref()),
             max_tokens: out_tokens as u32,
         };
-        let called = up.complete(&call).await;
-        usage.calls += called.attempts;
-        usage.upstream_ms += called.elapsed.as_millis() as u64;
-        let answer = called.result?;
-        usage.prompt_tokens += answer.prompt_tokens;
-        usage.completion_tokens += answer.completion_tokens;
+        let answer = complete(up, &call, &mut usage).await?;
         let fits = move |s: &str| c.text(s).tokens;
-        let fitted = move || fit(&answer.text, Size::Tokens(limit, &fits), How::LineEnd);
+        let fitted = move || fit(&answer, Size::Tokens(limit, &fits), How::LineEnd);
         summary = Some(super::cpu(fitted).await);
     }
     summary.map(|s| (s, usage)).ok_or(UpstreamError::Empty)

@@ -1,21 +1,13 @@
-//! Summarizers: what replaces the older span of a thread.
-//!
-//! `heuristic` is deterministic extraction (no LLM, fast); `llm` and `hybrid`
-//! need an upstream model; `truncate` writes no summary at all (the span is
-//! dropped); `auto` picks `llm` when an upstream is configured and the span is
-//! large enough to be worth it, else `heuristic`. The compression plan
-//! decides which, once, and hands the [`SummaryService`] a [`SummaryRequest`].
-//!
-//! This module sits below `compress` and above `upstream` and `cache`: it
-//! owns the summary types both sides share ([`Written`], [`Usage`],
-//! [`Fidelity`]).
-//!
-//! Every summary, whoever wrote it, is checked against its span's anchors
+//! Summarizers: what replaces the older span of a thread. The compression
+//! plan decides the writer once and hands the [`SummaryService`] a
+//! [`SummaryRequest`]; every summary is checked against its span's anchors
 //! and repaired before it is cached (see [`receipt`]).
+//!
+//! Sits below `compress` and above `upstream` and `cache`, and owns the
+//! summary types both sides share ([`Written`], [`Usage`], [`Fidelity`]).
 
 pub mod anchors;
 mod canonical;
-mod encode;
 mod extract;
 mod fit;
 mod heuristic;
@@ -33,7 +25,6 @@ use serde::{Deserialize, Serialize};
 
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, shrink};
-pub use hybrid::NARRATIVE;
 pub use iterations::{
     IterationSummary, refit as refit_injection, refolded as injection_refolded,
     summaries as iteration_summaries,
@@ -42,7 +33,6 @@ pub use receipt::ALSO;
 pub use request::{
     AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };
-pub use sections::{Caps, Sections};
 pub use service::SummaryService;
 pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 

@@ -1,36 +1,17 @@
 //! The fidelity receipt: which of the span's [`anchors`](super::anchors) a
-//! summary holds, and the repair that adds the missing ones.
+//! summary holds (a normalized containment check, the same for every
+//! writer), and the repair that adds the missing ones.
 //!
-//! Holding an anchor is a normalized containment check, the same for every
-//! writer: prose (a request, a rule, an error line) is held when the
-//! summary's letters and digits contain its first
-//! [`SIGNIFICANT_CHARS`](super::anchors::SIGNIFICANT_CHARS) letters and
-//! digits; a path, command or URL when the summary, lower-cased with white
-//! space folded, contains it folded alike; an identifier, number, date or
-//! name the same, with no letter or digit either side. A failing command
-//! needs its exit status too.
+//! The repair appends them, most important first, as `- item` lines under
+//! [`ALSO`] (the heuristic reads that list back when it extends the
+//! summary), within the summary's limit: the limit wins, and what did not
+//! fit is counted. A per-iteration injection is repaired entry by entry as
+//! it is written instead (see `iterations`), so its list still extends
+//! byte for byte.
 //!
-//! The repair appends the missing anchors, most important first, as one
-//! `- item` line each under [`ALSO`] (the heuristic reads that list back
-//! when it extends the summary), within the summary's token limit: the
-//! limit wins, and what did not fit is counted, in the receipt and in a
-//! `- (… N more left out)` line when that fits too.
-//!
-//! An LLM writer is given the limit less the room the anchors' lines
-//! take (at most half; see [`prepare`]), so the list has room to go in;
-//! when what it wrote still leaves the list too little, its text is
-//! clipped for it, down to a quarter of the limit ([`repair_written`]).
-//!
-//! A per-iteration injection is repaired entry by entry instead, as each
-//! entry is written (see `iterations`): an `Also mentioned: …` sentence
-//! at its end names the anchors of its own iteration its text misses, so
-//! the list still extends byte for byte round after round.
-//!
-//! The receipt is a function of the anchors and the final text only, so it
-//! can be taken again at any time: `kept` are held by the text outside the
-//! `### Also in the span` section and the `Also mentioned:` sentences,
-//! `added` only thanks to them, `missing` by neither;
-//! `kept + added + missing == anchors`.
+//! The receipt depends on the anchors and the final text only: `kept` are
+//! held outside the repairs, `added` only thanks to them, `missing` by
+//! neither; `kept + added + missing == anchors`.
 
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
 use super::fit::{How, Size, fit};
@@ -46,22 +27,15 @@ pub const ALSO: &str = "### Also in the span";
 const ITERATIONS: &str = "Earlier iterations:";
 
 /// The anchors of `req`'s span, and the request an LLM writer gets: an LLM
-/// fills whatever room it is given, so the room the anchors' list needs
-/// (as many tokens as their lines take, at most half the limit) is kept
-/// from its share. The heuristic extracts the same facts and keeps its
-/// whole limit. On the blocking pool: extracting and counting are CPU work.
+/// fills whatever room it is given, so the room the anchors' lines need
+/// (at most half the limit) is kept from its share. On the blocking pool.
 pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
     let req = req.clone();
     super::cpu(move || {
         let anchors = anchors(&req.span);
         let mut writing = req;
         if !matches!(writing.settings.writer, Writer::Heuristic) && writing.form.repairs_whole() {
-            let c = writing.settings.counter;
-            let lines: usize = anchors
-                .items
-                .iter()
-                .map(|a| c.text(&format!("- {}\n", a.item)).tokens)
-                .sum();
+            let lines = lines(&anchors.items, &writing.settings.counter);
             let limit = writing.settings.limit;
             // The key stays the request's: only the writer's share changes.
             writing.settings.limit = limit - lines.min(limit / 2);
@@ -72,42 +46,40 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
 }
 
 /// `content`, written for `req`, repaired against `anchors` in `req`'s
-/// whole limit (on the blocking pool). A per-iteration injection was
-/// repaired entry by entry as it was written (its list must extend round
-/// by round byte for byte, the provider's prompt cache, so nothing is
-/// appended to it here); its receipt says what it holds.
+/// whole limit (on the blocking pool); an injection, repaired entry by
+/// entry as it was written, only gets its receipt.
 pub(super) async fn repaired(
     req: &SummaryRequest,
     anchors: Anchors,
     content: String,
 ) -> (String, Fidelity) {
-    let counter = req.settings.counter;
-    let span = req.span.clone();
-    let prior = req.settings.prior.clone();
-    let whole = req.form.repairs_whole();
-    let model = !matches!(req.settings.writer, Writer::Heuristic);
-    let limit = req.settings.limit;
-    super::cpu(move || match whole {
-        false => {
+    let (c, limit, whole) = (
+        req.settings.counter,
+        req.settings.limit,
+        req.form.repairs_whole(),
+    );
+    let (span, prior) = (req.span.clone(), req.settings.prior.clone());
+    let model = req.settings.writer.model().is_some();
+    super::cpu(move || {
+        if !whole {
             let receipt = check(&anchors, &content);
-            (content, receipt)
+            return (content, receipt);
         }
-        true => {
-            let limit = limit.min(replaced(&span, prior.as_deref(), &counter));
-            match model {
-                true => repair_written(&content, &anchors, limit, &counter),
-                false => repair(&content, &anchors, limit, &counter),
-            }
+        // Never longer than what it replaces: the span and the summary it extends.
+        let span: usize = span.iter().map(|m| c.message(m).tokens).sum();
+        let limit = limit.min(span + prior.map_or(0, |p| c.text(&p).tokens));
+        match model {
+            true => repair_written(&content, &anchors, limit, &c),
+            false => repair(&content, &anchors, limit, &c),
         }
     })
     .await
 }
 
-/// What the summary replaces (the span, and the previous summary it
-/// extends): a repair never makes a summary longer than that.
-fn replaced(span: &[crate::thread::Message], prior: Option<&str>, c: &Counter<'_>) -> usize {
-    let span: usize = span.iter().map(|m| c.message(m).tokens).sum();
-    span + prior.map_or(0, |p| c.text(p).tokens)
+/// Tokens of the anchors' `- item` lines.
+fn lines<'a>(anchors: impl IntoIterator<Item = &'a Anchor>, c: &Counter<'_>) -> usize {
+    let line = |a: &Anchor| c.text(&format!("- {}\n", a.item)).tokens;
+    anchors.into_iter().map(line).sum()
 }
 
 /// The receipt of `text` (see the module docs).
@@ -148,9 +120,8 @@ pub fn repair(
     }
     let (before, earlier, after) = parts(content);
     let room = limit - base;
-    // Per-line costs are summed (a line's tokens do not depend on its
-    // neighbours, give or take a merge at the break), then the whole is
-    // counted once and lines dropped from the end until it fits.
+    // Per-line costs are summed, then the whole counted once and lines
+    // dropped from the end until it fits.
     let mut used = count(&format!("\n\n{ALSO}\n")) + count("- (… 999 more left out)\n");
     let mut lines: Vec<String> = Vec::new();
     let mut added = String::new();
@@ -170,10 +141,7 @@ pub fn repair(
             skipped += 1;
         }
     }
-    loop {
-        if lines.is_empty() {
-            return (content.to_string(), check(anchors, content));
-        }
+    while !lines.is_empty() {
         let text = render(&before, &earlier, &lines, skipped, &after);
         if count(&text) <= limit {
             let receipt = check(anchors, &text);
@@ -182,13 +150,12 @@ pub fn repair(
         lines.pop();
         skipped += 1;
     }
+    (content.to_string(), check(anchors, content))
 }
 
-/// A model's summary repaired: when the lines of the anchors it missed do
-/// not fit beside it, its text gives way to them (clipped from the end,
-/// down to a quarter of the limit), whichever of the two holds more
-/// anchors. A model that kept the facts keeps its text: little is missing;
-/// one that kept none (a tiny model's prose) cedes room to the list.
+/// A model's summary repaired: when the lines it misses do not fit beside
+/// it, its text may give way to them (clipped, down to a quarter of the
+/// limit), whichever of the two holds more anchors.
 fn repair_written(
     content: &str,
     anchors: &Anchors,
@@ -200,13 +167,8 @@ fn repair_written(
         return (text, f);
     }
     let whole = Forms::of(content);
-    let lines: usize = anchors
-        .items
-        .iter()
-        .filter(|a| !whole.holds(a))
-        .map(|a| c.text(&format!("- {}\n", a.item)).tokens)
-        .sum();
-    let need = lines + c.text(&format!("\n\n{ALSO}\n")).tokens;
+    let need = lines(anchors.items.iter().filter(|a| !whole.holds(a)), c)
+        + c.text(&format!("\n\n{ALSO}\n")).tokens;
     let room = limit.saturating_sub(need).max(limit / 4);
     if room >= c.text(content).tokens {
         return (text, f);
@@ -275,9 +237,8 @@ fn split(text: &str) -> (String, Option<String>) {
     }
 }
 
-/// `text` without its [`MENTIONED`] sentences, each running to the end of
-/// its line or to the next rolling fragment's label (`. [N] `); None when
-/// it has none.
+/// `text` without its [`MENTIONED`] sentences (each to its line's end or
+/// the next rolling fragment's `. [N] `); None when it has none.
 fn without_mentions(text: &str) -> Option<String> {
     if !text.contains(MENTIONED) {
         return None;

@@ -1,13 +1,8 @@
 //! What makes a sentence worth its tokens in a summary: the facts it
-//! states (names, dates, numbers, identifiers, paths, commands, errors)
-//! and the instructions it gives, as opposed to filler ("ok", "I'll do
-//! that"). Used to pick which items a capped list keeps and which
-//! sentences a long text keeps.
-//!
+//! states and the instructions it gives, not filler ("ok", "I'll do that").
 //! A word-shape count, not a model: deterministic, one pass per text.
 
-/// Words that make a sentence an instruction to keep; they count twice:
-/// a standing rule of the user's outweighs a passing fact.
+/// Instruction words count twice: a standing rule outweighs a passing fact.
 const INSTRUCTION: [&str; 17] = [
     "never",
     "always",
@@ -34,10 +29,9 @@ pub fn score(text: &str) -> u32 {
     words(text).map(|(_, t)| t).sum()
 }
 
-/// The words of `text`, each with whether it is telling: it has a digit, a
-/// path or identifier character, inner capitals, or a capital where no
-/// sentence starts (a name, a month), or it gives an instruction. Markup
-/// (`<shell>bash</shell>`) counts for its content only.
+/// The words of `text`, each with its score: 1 for a fact (a digit, a path
+/// or identifier character, an inner capital, a capital mid-sentence), 2
+/// for an instruction; markup counts for its content only.
 pub(super) fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {

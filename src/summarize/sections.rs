@@ -1,16 +1,11 @@
 //! The heuristic summary's structure: capped, de-duplicated lists in a fixed
-//! order, rendered as Markdown that can be parsed back ([`text`] holds the
-//! encoding).
-//!
-//! Parsing back is what lets a new summary extend an old one: the old lists
-//! are merged with the new items and capped again, so repeated compaction
-//! keeps the size bounded instead of summarizing a summary of a summary.
-//! Capping spreads what is kept over the whole span ([`List::cap`]), the old
-//! summary's items counting for what they stood for.
+//! order, rendered as Markdown that parses back ([`text`]), so a new summary
+//! extends an old one (lists merged and capped again) instead of
+//! summarizing a summary, and repeated compaction stays bounded.
 
 mod list;
 #[cfg(test)]
-mod round_trip;
+mod round_trip_tests;
 mod text;
 
 pub use list::{List, Tally};
@@ -30,11 +25,9 @@ pub struct Sections {
     /// measured), decisions aside.
     pub stated: List,
     pub decisions: List,
-    /// `### Also in the span`: facts a fidelity check found missing and
-    /// appended (the receipt's repair); kept when extending.
+    /// `### Also in the span`: the receipt's repair; kept when extending.
     pub also: List,
-    /// Sections under headings this code does not write, kept verbatim
-    /// (heading, body) when extending: someone put them there on purpose.
+    /// Sections under headings this code does not write, kept verbatim.
     pub other: Vec<(String, String)>,
     pub state: Option<String>,
 }
@@ -94,10 +87,8 @@ impl Caps {
         }
     }
 
-    /// The caps scaled by `f` (at least one item, 40 characters), each
-    /// section at its own pace: decisions and texts go first, then files,
-    /// then the assistant's statements; the user's words, commands, errors
-    /// and what a fidelity check added (`also`) go last.
+    /// The caps scaled by `f` (at least one item, 40 characters), each at
+    /// its own pace: the user's words, commands, errors and `also` go last.
     pub fn scaled(self, f: f64) -> Self {
         let by = |n: usize, e: f64| ((n as f64 * f.powf(e)).ceil() as usize).max(1);
         Self {
@@ -113,8 +104,7 @@ impl Caps {
     }
 
     /// The largest `render`ing at these caps scaled down that fits `max`
-    /// tokens (by `count`): each try scales by at most `step`, less when
-    /// far over; at the smallest caps the text itself is cut.
+    /// tokens, each try scaling by at most `step`; then the text is cut.
     pub fn fit(
         self,
         max: usize,
@@ -172,8 +162,7 @@ impl Sections {
         self.files.merge(newer.files);
         self.commands.merge(newer.commands);
         self.errors.merge(newer.errors);
-        // A newer latest state replaces the older one: what the older one
-        // stated stays, as the last of its statements.
+        // A newer latest state replaces the older one, which stays as a statement.
         if newer.state.is_some()
             && let Some(old) = self.state.take()
         {
@@ -196,11 +185,9 @@ impl Sections {
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
         self.also.cap(caps.also, false);
-        // Long texts keep their most telling sentences; error lines and
-        // commands are cut at the end (what matters comes first).
+        // Error lines and commands are cut at the end (what matters comes
+        // first); the user's words last, the first request (the task) at twice.
         let ident = caps.text.max(160);
-        // The user's words are cut last: at least 120 characters each, and
-        // the first request (the task) twice the room.
         let quote = caps.text.max(120);
         for (i, item) in self.requests.items.iter_mut().enumerate() {
             *item = condense_quoted(item, quote * if i == 0 { 2 } else { 1 });

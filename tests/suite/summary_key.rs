@@ -251,7 +251,7 @@ fn the_claude_counter_is_not_the_gpt_counter() {
     assert!(c.calibration != 1.0 || c.encoding != g.encoding, "{c:?}");
 }
 
-/// A tagged, length-prefixed field, as `src/summarize/encode.rs` frames one.
+/// A tagged, length-prefixed field, as `src/summarize/canonical.rs` frames one.
 fn framed(tag: &str, value: &str) -> Vec<u8> {
     let mut out = tag.as_bytes().to_vec();
     out.extend((value.len() as u64).to_le_bytes());

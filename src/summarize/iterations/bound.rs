@@ -1,30 +1,28 @@
-//! The injection under the summary's limit (`max_summary_tokens`, at most
-//! 30% of the budget): the whole text, list and all, never takes more.
+//! The injection under the summary's limit: every old iteration stays in
+//! it, as an entry of its own (`- Iteration N:`) or folded into the rolling
+//! entry ahead of them (`- Earlier iterations A–B:`, see [`fold`](super::fold)).
 //!
-//! Every old iteration is in it: as an entry of its own (`- Iteration N:`),
-//! or folded into the rolling entry ahead of them (`- Earlier iterations
-//! A–B:`, see [`fold`](super::fold)). Nothing is left out silently.
-//!
-//! An injection extends the previous one byte for byte: its entries (and
-//! its rolling entry) stay as they were written and the new iterations
-//! follow, each cut to an eighth of the room at most (the plain heuristic's
-//! way: decisions and the latest state go first, the user's requests and
-//! failing commands last). So round k+1 starts with round k's bytes and a
-//! provider's prompt cache keeps hitting. Only when that would pass the
-//! limit is the list re-folded: the oldest entries go into the rolling
-//! entry until the entries left take at most a quarter of the room, and the
-//! rolling entry is shrunk to what leaves a quarter free, so the next few
-//! rounds append again instead of re-folding each time (unless leaving it
-//! free would leave a folded iteration's text out entirely: the facts come
-//! first). A previous plain
-//! summary ahead of the list keeps at most a quarter of the limit.
+//! An injection extends the previous one byte for byte, so a provider's
+//! prompt cache keeps hitting; each new entry is cut to an eighth of the
+//! room. Only when that passes the limit is the list re-folded: the oldest
+//! entries join the rolling entry until the rest take a quarter of the
+//! room, and the rolling entry leaves a quarter free so the next rounds
+//! append again. A previous plain summary ahead of the list keeps at most
+//! a quarter of the limit.
 
 use super::entry::Entry;
+use super::fold::{self, Fragment};
 use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
 /// The line that opens the list of iterations in an injection.
 pub(super) const HEADER: &str = "Earlier iterations:";
+
+/// The label of the rolling entry, read back by [`super::split`].
+pub(super) const ROLLING: &str = "Earlier iterations ";
+
+/// Fewest tokens a new iteration's entry is cut to.
+const MIN_SHARE: usize = 40;
 
 /// The rolling entry: iterations `first` to `last`, folded.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,73 +32,103 @@ pub(super) struct Rolling {
     pub text: String,
 }
 
-/// What surrounds the list, the same for the appended list and each try of
-/// a re-fold: the previous plain summary (`head`, clipped to a quarter of
-/// the limit), the count of iterations an older injection left out, the
-/// limit, and the `room` the list's entries have under it.
-pub(super) struct Frame {
-    head: Option<String>,
+/// The injection: `head`, then the list (`left_out` iterations an older
+/// injection left out, the `rolling` entry, then `entries`, oldest first),
+/// in at most `limit` tokens.
+pub(super) fn injection(
+    head: Option<&str>,
     left_out: usize,
-    pub limit: usize,
-    pub room: usize,
-}
-
-impl Frame {
-    pub fn new(head: Option<&str>, left_out: usize, limit: usize, c: &Counter<'_>) -> Frame {
-        let count = |s: &str| c.text(s).tokens;
-        let head = head
-            .map(|h| fit(h, Size::Tokens(limit / 4, &count), How::End))
-            .filter(|h| !h.is_empty());
-        let bare = render(head.as_deref(), left_out, None, &[]);
-        let room = limit.saturating_sub(c.text(&bare).tokens);
-        Frame {
-            head,
-            left_out,
-            limit,
-            room,
-        }
+    rolling: Option<&Rolling>,
+    entries: &[Entry],
+    limit: usize,
+    c: &Counter<'_>,
+) -> String {
+    let count = |s: &str| c.text(s).tokens;
+    let head = head
+        .map(|h| fit(h, Size::Tokens(limit / 4, &count), How::End))
+        .filter(|h| !h.is_empty());
+    let list = |rolling: Option<&Rolling>, lines: &[(u64, String)]| {
+        render(head.as_deref(), left_out, rolling, lines)
+    };
+    let room = limit.saturating_sub(count(&list(None, &[])));
+    // Each entry's line, cut to its share, beside its whole text, which a
+    // re-fold reads instead of the cut.
+    let full: Vec<String> = entries.iter().map(Entry::full).collect();
+    let cap = (room / 8).max(MIN_SHARE);
+    let lines: Vec<(u64, String)> = entries
+        .iter()
+        .zip(&full)
+        .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
+        .collect();
+    let text = list(rolling, &lines);
+    if count(&text) <= limit {
+        return text;
     }
-
-    pub fn render(&self, rolling: Option<&Rolling>, lines: &[(u64, String)]) -> String {
-        render(self.head.as_deref(), self.left_out, rolling, lines)
-    }
-}
-
-/// The list as appended: the rolling entry so far, then each entry's line
-/// (cut to its share of the room) beside its whole text, which a re-fold
-/// reads instead of the cut.
-pub(super) struct List<'a> {
-    pub rolling: Option<&'a Rolling>,
-    pub entries: &'a [Entry],
-    pub full: Vec<String>,
-    pub lines: Vec<(u64, String)>,
-}
-
-impl<'a> List<'a> {
-    /// The entries after `rolling`, each cut to `cap` tokens at most.
-    pub fn appended(
-        rolling: Option<&'a Rolling>,
-        entries: &'a [Entry],
-        cap: usize,
-        c: &Counter<'_>,
-    ) -> List<'a> {
-        let full: Vec<String> = entries.iter().map(Entry::full).collect();
-        let lines = entries
+    // Re-folded: the newest entries that take at most a quarter of the room
+    // (at least one) stay; the others join the rolling entry.
+    let (keep, kept) = newest(&lines, room / 4, c);
+    let folded = entries.len() - keep;
+    let mut frags: Vec<Fragment> = rolling
+        .map(|r| fold::fragments(&r.text, r.first))
+        .unwrap_or_default();
+    frags.extend(
+        entries[..folded]
             .iter()
             .zip(&full)
-            .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
-            .collect();
-        List {
-            rolling,
-            entries,
-            full,
-            lines,
+            .map(|(e, whole)| Fragment {
+                iteration: e.iteration,
+                text: whole.clone(),
+            }),
+    );
+    let first = rolling
+        .map(|r| r.first)
+        .or(entries.first().map(|e| e.iteration));
+    let last = match folded {
+        0 => rolling.map(|r| r.last),
+        n => Some(entries[n - 1].iteration),
+    };
+    // A quarter of the room stays free for the next rounds, unless that
+    // would leave a folded iteration's text out entirely.
+    let taken = kept + count("- Earlier iterations 0000000000–0000000000: \n");
+    let three_quarters = (room * 3 / 4).saturating_sub(taken);
+    let mut rolling_room = match fold::rolling(&frags, three_quarters, c).1 {
+        true => room.saturating_sub(taken),
+        false => three_quarters,
+    };
+    // Tokens of parts do not add up exactly to those of the whole: what
+    // came out over the limit is taken off the rolling entry, and tried again.
+    let mut text = String::new();
+    for _ in 0..16 {
+        let entry = first.zip(last).map(|(first, last)| Rolling {
+            first,
+            last,
+            text: fold::rolling(&frags, rolling_room, c).0,
+        });
+        text = list(entry.as_ref(), &lines[folded..]);
+        let n = count(&text);
+        if n <= limit {
+            return text;
         }
+        rolling_room = rolling_room.saturating_sub(n - limit);
     }
+    // Not reached in practice; the bound holds whatever happens.
+    fit(&text, Size::Tokens(limit, &count), How::End)
 }
 
-/// The label of the rolling entry, read back by [`super::split`].
-pub(super) const ROLLING: &str = "Earlier iterations ";
+/// How many of the newest `lines` take at most `share` tokens (at least
+/// one stays, whatever its size), and the tokens they take.
+fn newest(lines: &[(u64, String)], share: usize, c: &Counter<'_>) -> (usize, usize) {
+    let (mut keep, mut kept) = (0, 0);
+    for (it, l) in lines.iter().rev() {
+        let n = c.text(&format!("- Iteration {it}: {l}\n")).tokens;
+        if keep > 0 && kept + n > share {
+            break;
+        }
+        keep += 1;
+        kept += n;
+    }
+    (keep, kept)
+}
 
 fn render(
     head: Option<&str>,
@@ -132,4 +160,89 @@ fn render(
         out.push_str(&format!("- Iteration {it}: {content}\n"));
     }
     out.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+
+    fn counter() -> Counter<'static> {
+        let models = ModelRegistry::embedded();
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global())
+    }
+
+    fn entry(iteration: u64, words: usize) -> Entry {
+        Entry::written(iteration, format!("{}.", vec!["word"; words].join(" ")))
+    }
+
+    #[test]
+    fn what_fits_is_appended_whole() {
+        let c = counter();
+        let entries = [entry(1, 5), entry(2, 20), entry(3, 20)];
+        let text = injection(None, 0, None, &entries, 300, &c);
+        assert!(
+            text.starts_with("Earlier iterations:\n- Iteration 1: word word word word word.\n"),
+            "{text}"
+        );
+        assert!(text.ends_with(&format!("- Iteration 3: {}.", vec!["word"; 20].join(" "))));
+    }
+
+    #[test]
+    fn a_long_new_entry_is_cut_to_an_eighth_of_the_room() {
+        let c = counter();
+        let entries = [entry(1, 5), entry(2, 2000)];
+        let text = injection(None, 0, None, &entries, 800, &c);
+        assert!(c.text(&text).tokens <= 800, "{text}");
+        let two = text.split("- Iteration 2: ").nth(1).unwrap();
+        assert!(c.text(two).tokens <= 100, "{two}");
+        assert!(two.ends_with('…'), "{two}");
+    }
+
+    #[test]
+    fn too_many_for_the_bound_are_folded_not_left_out() {
+        let c = counter();
+        let entries: Vec<Entry> = (1..=40).map(|i| entry(i, 200)).collect();
+        let text = injection(Some("Before."), 0, None, &entries, 400, &c);
+        assert!(c.text(&text).tokens <= 400, "{text}");
+        assert!(
+            text.starts_with("Before.\n\nEarlier iterations:\n- Earlier iterations 1–"),
+            "{text}"
+        );
+        assert!(!text.contains("left out"), "{text}");
+        // The newest stay entries of their own; the rolling entry covers
+        // every iteration before them.
+        let kept: Vec<u64> = text
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("- Iteration ")?
+                    .split_once(':')?
+                    .0
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert!(!kept.is_empty() && kept.ends_with(&[40]), "{text}");
+        assert!(
+            text.contains(&format!("- Earlier iterations 1–{}: ", kept[0] - 1)),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn hundreds_of_iterations_still_give_a_list() {
+        let c = counter();
+        for (n, limit) in [(200, 2000), (1000, 500), (3000, 2000), (100, 40)] {
+            let entries: Vec<Entry> = (1..=n).map(|i| entry(i, 30)).collect();
+            let text = injection(None, 0, None, &entries, limit, &c);
+            assert!(c.text(&text).tokens <= limit, "{n}: {text}");
+            if limit >= 500 {
+                assert!(text.contains("- Earlier iterations 1–"), "{n}: {text}");
+                assert!(
+                    text.contains(&format!("- Iteration {n}: word")),
+                    "{n}: {text}"
+                );
+            }
+        }
+    }
 }

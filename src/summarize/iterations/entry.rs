@@ -1,20 +1,12 @@
-//! One iteration's entry in the making: its parts (the heuristic's facts,
-//! the model's sentences, or a previous injection's text) and its repair,
-//! cut to the share of the injection it may take.
-//!
-//! The repair is an `Also mentioned: a; b.` sentence at the end of the
-//! entry: the anchors of the iteration's own messages (see
-//! [`anchors`](crate::summarize::anchors)) its text does not hold, most
-//! important first. It is written with the entry, so it extends byte for
-//! byte round after round like the rest of it. When the entry must be cut,
-//! the list gets what the parts leave, or up to half the share with the
-//! parts fitted to the rest, whichever holds more anchors: a list names in
-//! a few tokens what a cut of the facts loses, but the facts hold anchors
-//! too.
+//! One iteration's entry: its parts (the heuristic's facts, the model's
+//! sentences, or a previous injection's text) and its repair, an `Also
+//! mentioned: a; b.` sentence naming the anchors of its own messages the
+//! text misses. Written with the entry, it extends byte for byte like the
+//! rest of it.
 
 use super::facts::{Facts, one_line};
 use crate::summarize::anchors::{Anchors, Forms, MENTIONED};
-use crate::summarize::fit::{How, Size, fit};
+use crate::summarize::fit::{How, Size, fit, largest};
 use crate::summarize::sections::Caps;
 use crate::tokens::Counter;
 
@@ -66,10 +58,9 @@ impl Entry {
         let Some(anchors) = &self.anchors else {
             return self.parts_in(cap, c);
         };
-        // Two ways to spend the cap: the parts cut to all of it and the list
-        // in what is left, or the list given up to half of it (what it
-        // would name beside the first cut) and the parts cut to the rest.
-        // The one that holds more anchors wins (the first on a tie).
+        // The parts cut to the cap and the list in what is left, or the list
+        // given up to half of it and the parts the rest: whichever holds
+        // more anchors (the first on a tie).
         let first = self.parts_in(cap, c);
         let want = c
             .text(&mentioned(&missing(anchors, &first), usize::MAX))
@@ -86,32 +77,22 @@ impl Entry {
         }
     }
 
-    /// `text` with the anchors it misses in an [`MENTIONED`] sentence of at
-    /// most `room` tokens (counted with `c`; uncounted without).
+    /// `text` with the anchors it misses in a [`MENTIONED`] sentence of at
+    /// most `room` tokens (unbounded without `c`).
     fn repaired(&self, text: String, room: usize, c: Option<&Counter<'_>>) -> String {
         let Some(anchors) = &self.anchors else {
             return text;
         };
         let items = missing(anchors, &text);
-        // The most items that fit: a binary search, so an entry costs a
-        // few counts however many anchors it misses.
-        let (mut lo, mut hi) = (0, items.len());
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            let fits = c.is_none_or(|c| c.text(&mentioned(&items, mid)).tokens <= room);
-            match fits {
-                true => lo = mid,
-                false => hi = mid - 1,
-            }
-        }
-        match lo {
+        // A binary search: an entry costs a few counts however many it misses.
+        let fits = |n| c.is_none_or(|c| c.text(&mentioned(&items, n)).tokens <= room);
+        match largest(items.len(), fits) {
             0 => text,
             n => join([text, mentioned(&items, n)]),
         }
     }
 
-    /// The parts cut to `cap` tokens together: they share it max-min fair,
-    /// and a part under its share stays whole.
+    /// The parts cut to `cap` tokens together, shared max-min fair.
     fn parts_in(&self, cap: usize, c: &Counter<'_>) -> String {
         let full: Vec<String> = self.parts.iter().map(Piece::full).collect();
         let sizes: Vec<usize> = full.iter().map(|p| c.text(p).tokens).collect();
@@ -146,8 +127,7 @@ fn missing(anchors: &Anchors, text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The first `n` of `items` (all of them when fewer) as an [`MENTIONED`]
-/// sentence.
+/// The first `n` of `items` as a [`MENTIONED`] sentence.
 fn mentioned(items: &[String], n: usize) -> String {
     let n = n.min(items.len());
     let more = match items.len() - n {
@@ -163,17 +143,11 @@ fn join(parts: impl IntoIterator<Item = String>) -> String {
 }
 
 /// The largest cap such that `sizes`, each cut to it, add up to at most `room`.
-pub(super) fn share(sizes: &[usize], room: usize) -> usize {
-    let (mut lo, mut hi) = (0, sizes.iter().copied().max().unwrap_or(0));
-    while lo < hi {
-        let mid = (lo + hi).div_ceil(2);
-        if sizes.iter().map(|&s| s.min(mid)).sum::<usize>() <= room {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    lo
+fn share(sizes: &[usize], room: usize) -> usize {
+    let hi = sizes.iter().copied().max().unwrap_or(0);
+    largest(hi, |cap| {
+        sizes.iter().map(|&s| s.min(cap)).sum::<usize>() <= room
+    })
 }
 
 #[cfg(test)]

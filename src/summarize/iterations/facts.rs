@@ -1,7 +1,5 @@
 //! The heuristic summary of one iteration: the plain heuristic's sections
-//! (every request, commands with failing exit statuses first, errors,
-//! files, decisions, how it ended) told in a few sentences on one line, and
-//! a note when the iteration produced nothing to read.
+//! told in a few sentences on one line.
 
 use crate::summarize::extract::extract;
 use crate::summarize::sections::{Caps, List, Sections};
@@ -14,8 +12,8 @@ pub(in crate::summarize) struct Facts {
     /// Commands that ended with a non-zero exit status: kept before others.
     failing: List,
     messages: usize,
-    /// No assistant text and no tool output: worth saying, since an agent
-    /// reading the summary would otherwise assume the iteration did something.
+    /// No assistant text and no tool output: said, or an agent would assume
+    /// the iteration did something.
     silent: bool,
 }
 
@@ -32,9 +30,8 @@ impl Facts {
             }
         }
         sections.commands = others;
-        // A decision that is also the last word would be said twice. The
-        // list is capped first (the render shows far fewer anyway), so the
-        // check is linear in the state however many decisions there were.
+        // A decision that is also the last word would be said twice (capped
+        // first, so the check stays linear).
         sections
             .decisions
             .cap(Caps::default().decisions.saturating_mul(4), false);
@@ -77,48 +74,19 @@ impl Facts {
         if s.requests.items.is_empty() {
             let plural = if self.messages == 1 { "" } else { "s" };
             out.push(format!("{} message{plural} of agent work.", self.messages));
-        } else {
-            out.push(format!(
-                "The user asked {}{}.",
-                s.requests.items.join("; "),
-                more(s.requests.more)
-            ));
         }
+        sentence(&mut out, "The user asked ", &s.requests, "; ");
         if self.silent {
             out.push("It produced no output (no assistant text, no tool output).".into());
         }
-        if !failing.items.is_empty() {
-            out.push(format!(
-                "Failing commands: {}{}.",
-                failing.items.join("; "),
-                more(failing.more)
-            ));
-        }
-        if !s.errors.items.is_empty() {
-            out.push(format!(
-                "Errors: {}{}.",
-                s.errors.items.join("; "),
-                more(s.errors.more)
-            ));
-        }
-        if !s.tools.0.is_empty() {
-            let tools: Vec<String> = s.tools.0.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        sentence(&mut out, "Failing commands: ", &failing, "; ");
+        sentence(&mut out, "Errors: ", &s.errors, "; ");
+        let tools = s.tools.shown();
+        if !tools.is_empty() {
             out.push(format!("The agent used {}.", tools.join(", ")));
         }
-        if !s.commands.items.is_empty() {
-            out.push(format!(
-                "Commands run: {}{}.",
-                s.commands.items.join("; "),
-                more(s.commands.more)
-            ));
-        }
-        if !s.files.items.is_empty() {
-            out.push(format!(
-                "Files: {}{}.",
-                s.files.items.join(", "),
-                more(s.files.more)
-            ));
-        }
+        sentence(&mut out, "Commands run: ", &s.commands, "; ");
+        sentence(&mut out, "Files: ", &s.files, ", ");
         if !s.decisions.items.is_empty() {
             out.push(format!("Decisions: {}", s.decisions.items.join(" ")));
         }
@@ -135,11 +103,14 @@ pub(super) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn more(n: usize) -> String {
-    if n == 0 {
-        String::new()
-    } else {
-        format!(" (and {n} more)")
+/// `Opening: a; b (and N more).`, when `l` has items.
+fn sentence(out: &mut Vec<String>, opening: &str, l: &List, sep: &str) {
+    if !l.items.is_empty() {
+        let more = match l.more {
+            0 => String::new(),
+            n => format!(" (and {n} more)"),
+        };
+        out.push(format!("{opening}{}{more}.", l.items.join(sep)));
     }
 }
 

@@ -1,20 +1,12 @@
 //! The rolling entry (`Earlier iterations A–B: …`): the oldest iterations
 //! folded into one text when the bound cannot hold an entry per iteration,
-//! as um_agent_coder folds its oldest iteration into a rolling summary
-//! instead of dropping it.
+//! rather than dropped.
 //!
 //! Its text is a run of fragments, `[N] <what iteration N said>`, oldest
-//! first: a fold appends the newly folded iterations' fragments after the
-//! previous rolling text. When the whole no longer fits its room, it is
-//! shrunk by rules, one rule at a time over all of them (spread over the
-//! range: the oldest, the middle, the quarters, …, so every part of it
-//! keeps about as much): first everything but the user's requests, failing commands,
-//! errors, other commands and a model's sentences goes; then all but the
-//! requests, failing commands and errors, each said once (where a newer
-//! fragment says it again, the older one drops it); then those are clipped
-//! item by item (to 160, then 60 characters); then only the requests stay
-//! (`[N] asked "…"`); only then is a fragment's text left out, its
-//! iteration still inside the entry's range.
+//! first. When they no longer fit, they are shrunk one rule at a time over
+//! all of them, spread over the range so every part keeps about as much:
+//! the user's requests, failing commands and errors go last, and an
+//! iteration's text is left out only after all else (see [`render`]).
 
 use std::collections::HashSet;
 
@@ -22,9 +14,8 @@ use crate::summarize::anchors::MENTIONED;
 use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
-/// Sentences the heuristic's facts open with (see `facts.rs`), by rank:
-/// kept last, kept after these are gone, and the first to go.
-/// (`asked ` is a request as a shrunk fragment says it.)
+/// Openings of the facts' sentences (see `facts.rs`), by rank: kept last,
+/// kept longer, the first to go (`asked ` is a shrunk fragment's request).
 const FIRST: [&str; 4] = [
     "The user asked ",
     "asked ",
@@ -50,9 +41,8 @@ pub(super) struct Fragment {
     pub text: String,
 }
 
-/// The fragments of a rolling text (`[N] …` runs). Text before the first
-/// label (a rolling text written otherwise) is kept as a fragment of its own
-/// labelled by `first`.
+/// The fragments of a rolling text; text before the first label is a
+/// fragment labelled `first`.
 pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
     let mut starts: Vec<(usize, usize, u64)> = Vec::new();
     let bytes = text.as_bytes();
@@ -64,10 +54,9 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
             .take_while(|b| b.is_ascii_digit())
             .count();
         let close = at + 1 + digits;
-        // A label opens the text or follows the end of a fragment (a
-        // sentence's full stop, or a clip's ellipsis); a bracketed number
-        // inside a user's request does not. One that still looks like a
-        // label only splits a fragment in two: both stay in the entry.
+        // A label opens the text or follows a fragment's end (`. `, `… `),
+        // not a bracketed number inside a request; a false one only splits
+        // a fragment in two.
         let boundary = at == 0 || text[..at].ends_with(". ") || text[..at].ends_with("… ");
         if boundary
             && digits > 0
@@ -100,8 +89,7 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
 /// The rolling text of `frags` in at most `room` tokens (see the module
 /// doc), and whether it had to leave some fragment's text out entirely.
 pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
-    // Items (a request, a failing command, an error line) a newer fragment
-    // says again: said once is enough once fragments are shrunk.
+    // Items a newer fragment says again: once is enough when shrunk.
     let mut said: HashSet<&str> = HashSet::new();
     let mut again: Vec<HashSet<&str>> = vec![HashSet::new(); frags.len()];
     for (f, frag) in frags.iter().enumerate().rev() {
@@ -157,10 +145,8 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
     (kept.join(" "), bare)
 }
 
-/// `0..n` in the order a rule is applied: spread over the range (the
-/// bit-reversed order: the oldest, the middle, the quarters, …), so what a
-/// rule takes is taken evenly from every part of the folded iterations and
-/// none of them loses more than one rule more than another.
+/// `0..n` in the order a rule is applied: bit-reversed (the oldest, the
+/// middle, the quarters, …), so a rule takes evenly from the whole range.
 fn spread(n: usize) -> Vec<usize> {
     let bits = n.next_power_of_two().trailing_zeros();
     let mut order: Vec<usize> = (0..n).collect();
@@ -171,8 +157,10 @@ fn spread(n: usize) -> Vec<usize> {
     order
 }
 
-/// `[N] text` shrunk to `level` (`again`: its items a newer fragment says);
-/// empty when nothing is left.
+/// `[N] text` shrunk to `level`: 1 keeps requests, failing commands,
+/// errors, commands and a model's sentences; 2 only the first three, each
+/// said once (`again`: items a newer fragment says); 3 and 4 clip them to
+/// 160 and 60 characters; 5 keeps the requests; `GONE` nothing.
 fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
     let text = match level {
         0 => f.text.clone(),
@@ -214,10 +202,8 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
     format!("[{}] {text}", f.iteration)
 }
 
-/// The sentences of a fragment with their rank (0 kept longest, 2 first to
-/// go): the facts' sentences by their openings; text that opens otherwise
-/// (a model's sentences) ranks with the commands, a note of how many
-/// messages with the rest.
+/// A fragment's sentences and their rank (0 kept longest): by opening; a
+/// model's sentences rank 1, a note of how many messages 2.
 fn sentences(text: &str) -> Vec<(u8, &str)> {
     let rank_of = |s: &str| -> Option<u8> {
         [&FIRST[..], &SECOND[..], &THIRD[..]]

@@ -1,12 +1,9 @@
 //! Per-iteration summaries written by the upstream LLM: as many iterations
-//! per call as the model's window holds, answered as `Iteration N: …` lines.
+//! per call as the window holds, answered as `Iteration N: …` lines.
 //!
-//! Models do not always keep to a format. The answer is read leniently
-//! (list marks, bold labels, text on the lines after a label), and an
-//! iteration the answer leaves out is asked for again on its own, where the
-//! whole answer is its summary. An iteration still without one is a failure
-//! of the upstream (the service falls back or answers 502): a summary
-//! silently missing an iteration would look complete and not be.
+//! Answers are read leniently, and an iteration left out is asked for
+//! again on its own. One still missing is an upstream failure (fallback or
+//! 502): a summary silently missing an iteration would look complete.
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -15,8 +12,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::summarize::fit::{How, Size, fit};
-use crate::summarize::llm::transcript;
+use crate::summarize::llm::{complete, transcript, with_instructions, within};
 use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
 use crate::thread::Message;
 use crate::tokens::Counter;
@@ -116,17 +112,9 @@ pub(super) async fn write(
     Ok((stories, usage))
 }
 
-/// One iteration's transcript in its `<iteration>` tags, its middle cut
-/// when it alone would take more than `room` tokens.
+/// One iteration's transcript in its `<iteration>` tags, in `room` tokens.
 fn block(it: u64, messages: &[Message], result_chars: usize, c: Counter, room: usize) -> String {
-    let text = transcript(messages, result_chars).join("\n");
-    let n = c.raw(&text);
-    let text = if n > room {
-        let keep = (text.chars().count() * room / n.max(1)).max(64);
-        fit(&text, Size::Chars(keep), How::Middle)
-    } else {
-        text
-    };
+    let (text, _) = within(transcript(messages, result_chars).join("\n"), room, &c);
     format!("<iteration number=\"{it}\">\n{text}\n</iteration>")
 }
 
@@ -161,31 +149,18 @@ async fn call(
     }
     let lines: Vec<String> = asked.iter().map(|n| format!("Iteration {n}: …")).collect();
     let _ = write!(user, "Answer with these lines:\n{}", lines.join("\n"));
-    if let Some(extra) = instructions.as_deref().filter(|i| !i.trim().is_empty()) {
-        let _ = write!(
-            user,
-            "\n\nAdditional instructions from the user of this service:\n{extra}"
-        );
-    }
-    let called = up
-        .complete(&ChatRequest {
-            model: model.name.clone(),
-            system: SYSTEM_PROMPT.to_string(),
-            user,
-            max_tokens: (OUT_PER_ITERATION * asked.len() + 16).min(model.context_window / 4) as u32,
-        })
-        .await;
-    usage.calls += called.attempts;
-    usage.upstream_ms += called.elapsed.as_millis() as u64;
-    let answer = called.result?;
-    usage.prompt_tokens += answer.prompt_tokens;
-    usage.completion_tokens += answer.completion_tokens;
-    Ok(answer.text)
+    with_instructions(&mut user, instructions.as_deref());
+    let call = ChatRequest {
+        model: model.name.clone(),
+        system: SYSTEM_PROMPT.to_string(),
+        user,
+        max_tokens: (OUT_PER_ITERATION * asked.len() + 16).min(model.context_window / 4) as u32,
+    };
+    complete(up, &call, usage).await
 }
 
-/// The summaries an answer gives for the `asked` iterations. Text after a
-/// label, up to the next label, is that iteration's; an answer to a single
-/// iteration without its label is all its summary.
+/// The summaries an answer gives for the `asked` iterations: the text
+/// after each label; an unlabelled answer to a single one is all its own.
 fn read(answer: &str, asked: &[u64]) -> HashMap<u64, String> {
     let mut out: HashMap<u64, String> = HashMap::new();
     let mut current: Option<u64> = None;

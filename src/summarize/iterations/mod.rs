@@ -1,25 +1,18 @@
-//! Per-iteration summaries (`group_by: "iteration"`): each old iteration of
-//! an agent's work in two or three sentences, joined into one text (the
-//! injection) for the agent's system prompt.
+//! Per-iteration summaries (`group_by: "iteration"`): each old iteration in
+//! two or three sentences, joined into one text (the injection) for the
+//! agent's system prompt. They go through the
+//! [`SummaryService`](super::SummaryService) like any summary; the list is
+//! read back from the text, so a cached injection and a fresh one agree.
 //!
-//! They go through the [`SummaryService`](super::SummaryService) like any
-//! summary (cache, single flight, heuristic fallback): the request carries
-//! the iteration of each canonical message, and the written content is the
-//! injection. The list of summaries is read back from that text, so a cached
-//! injection and a fresh one give the same list.
-//!
-//! The injection extends a previous one: its bytes are kept and the new
-//! iterations follow, and the whole is bounded by the request's limit
-//! ([`bound`]): when an entry per iteration does not fit, the oldest are
-//! folded into a rolling entry ([`fold`]), never left out, so repeated
-//! compression cannot snowball and loses no iteration.
+//! An injection extends the previous one byte for byte, bounded by the
+//! limit ([`bound`]): when an entry per iteration does not fit, the oldest
+//! are folded into a rolling entry ([`fold`]), never left out.
 
 mod bound;
 mod entry;
 mod facts;
 mod fold;
 mod llm;
-mod refold;
 
 use std::ops::Range;
 
@@ -42,17 +35,15 @@ pub struct IterationSummary {
     pub content: String,
 }
 
-/// Whether `injection` does not start with `prior`, a previous injection it
-/// extends: the bound forced a re-fold (or a tighter budget a shrink), and a
-/// provider's prompt cache misses from there. A prior that held no list
-/// (a plain summary) is not extended byte for byte and does not count.
+/// Whether `injection` does not start with `prior`, the injection it
+/// extends (a re-fold or shrink: the provider's prompt cache misses). A
+/// prior without a list (a plain summary) does not count.
 pub fn refolded(prior: &str, injection: &str) -> bool {
     prior.lines().any(|l| l.trim() == HEADER) && !injection.starts_with(prior.trim_end())
 }
 
-/// Writes the injection for `req` (a per-iteration request), extending
-/// `prior`. `llm` and `hybrid` call the upstream (when there is one);
-/// extracting, fitting and tokenizing run on the blocking pool.
+/// Writes the injection for `req`, extending `prior`; CPU work runs on the
+/// blocking pool.
 pub(super) async fn write(
     up: Option<&Upstream>,
     req: &SummaryRequest,
@@ -79,23 +70,18 @@ pub fn summaries(injection: &str) -> Vec<IterationSummary> {
         first_iteration: Some(r.first),
         content: r.text,
     });
-    rolling
+    let entries = p
+        .entries
         .into_iter()
-        .chain(
-            p.entries
-                .into_iter()
-                .map(|(iteration, content)| IterationSummary {
-                    iteration,
-                    first_iteration: None,
-                    content,
-                }),
-        )
-        .collect()
+        .map(|(iteration, content)| IterationSummary {
+            iteration,
+            first_iteration: None,
+            content,
+        });
+    rolling.into_iter().chain(entries).collect()
 }
 
-/// `injection` re-fitted into `max_tokens` (when the budget is tighter than
-/// the limit it was written for): the same rules as when writing it, so it
-/// stays a list that reads back.
+/// `injection` re-fitted into a tighter `max_tokens` by the rules that wrote it.
 pub fn refit(injection: &str, max_tokens: usize, c: &Counter<'_>) -> String {
     extended(split(injection), Vec::new(), max_tokens, c)
 }
@@ -112,8 +98,8 @@ fn groups(its: &[u64]) -> Vec<(u64, Range<usize>)> {
     out
 }
 
-/// The entries of the span (heuristic facts, the model's sentences, or
-/// both for `hybrid`) after those of `prior`, fitted under the limit.
+/// The span's entries (facts, the model's sentences, or both for
+/// `hybrid`) after those of `prior`, under the limit.
 fn assemble(
     req: &SummaryRequest,
     groups: &[(u64, Range<usize>)],
@@ -141,8 +127,7 @@ fn assemble(
     extended(p, new.collect(), req.settings.limit, &req.settings.counter)
 }
 
-/// `p` (a previous injection read back) with the `new` entries after it,
-/// in `limit` tokens.
+/// `p` (a previous injection) with the `new` entries after it, in `limit` tokens.
 fn extended(p: Parts, new: Vec<Entry>, limit: usize, c: &Counter<'_>) -> String {
     let mut entries: Vec<Entry> = p
         .entries
@@ -151,8 +136,7 @@ fn extended(p: Parts, new: Vec<Entry>, limit: usize, c: &Counter<'_>) -> String 
         .collect();
     for e in new {
         match entries.last_mut() {
-            // The previous injection ended inside this iteration: one entry,
-            // repaired against the new messages' anchors.
+            // The previous injection ended inside this iteration: one entry.
             Some(last) if last.iteration == e.iteration => {
                 last.parts.extend(e.parts);
                 last.anchors = e.anchors;
@@ -161,7 +145,7 @@ fn extended(p: Parts, new: Vec<Entry>, limit: usize, c: &Counter<'_>) -> String 
         }
     }
     let (head, rolling) = (p.head.as_deref(), p.rolling.as_ref());
-    refold::injection(head, p.left_out, rolling, &entries, limit, c)
+    bound::injection(head, p.left_out, rolling, &entries, limit, c)
 }
 
 /// An injection's parts.

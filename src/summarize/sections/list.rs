@@ -1,7 +1,6 @@
-//! The lists a summary is made of, and how a list is cut to its cap: spread
-//! over the whole span (the most telling item of each stretch), not its
-//! newest end, with the items of a previous summary weighted by how many
-//! items they stand for, so coverage stays even however often it extends.
+//! The lists a summary is made of, and how a list is cut to its cap:
+//! spread over the whole span, not its newest end, so coverage stays even
+//! however often it extends.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,14 +14,11 @@ pub struct List {
     pub more: usize,
     /// Every item ever pushed, so de-duplication stays linear on long spans.
     seen: HashSet<String>,
-    /// The commands list only: each command's plain form (`` `cmd` ``) →
-    /// its index in `items`, so finding or marking a command with its exit
-    /// status is a lookup, not a scan (thousands of distinct failing
-    /// commands would make that quadratic).
+    /// The commands list only: each plain `` `cmd` `` → its index in
+    /// `items`, so marking its exit status is a lookup, not a scan.
     commands: HashMap<String, usize>,
-    /// After [`List::merge`] into a previous summary's list: how many
-    /// leading items came from it, and how many items of its span they
-    /// stand for (they were kept, the rest counted in `more`).
+    /// After [`List::merge`]: how many leading items came from a previous
+    /// summary, and how many items of its span they stand for.
     older: Option<(usize, usize)>,
 }
 
@@ -39,11 +35,6 @@ impl List {
         if !item.is_empty() && self.seen.insert(item.clone()) {
             self.items.push(item);
         }
-    }
-
-    /// Whether the command `plain` (`` `cmd` ``) is listed, marked or not.
-    pub fn has_command(&self, plain: &str) -> bool {
-        self.commands.contains_key(plain)
     }
 
     /// Lists the command `plain`, once.
@@ -71,15 +62,10 @@ impl List {
         }
     }
 
-    /// Keeps `cap` items spread over the span (and the first item when
-    /// `keep_first`: a thread's first request is its task).
-    ///
-    /// The span is cut into `cap` equal stretches, by position: an item of
-    /// a previous summary counts for the items it stood for, a new item for
-    /// one. Each stretch keeps its most telling item ([`score`]: facts over
-    /// filler; the newest on a tie); slots of empty stretches go to the most
-    /// telling items left. Linear: one pass, and a selection (not a sort)
-    /// for the leftover slots.
+    /// Keeps `cap` items (and the first when `keep_first`: the task): the
+    /// most telling ([`score`], the newest on a tie) of each of `cap` equal
+    /// stretches of the span, where an older summary's item counts for the
+    /// items it stood for; empty stretches' slots go to the best left.
     pub fn cap(&mut self, cap: usize, keep_first: bool) {
         let n = self.items.len();
         if n <= cap {
@@ -184,26 +170,11 @@ impl List {
 
 /// Counted tool names in order of first use, with an index by name so
 /// thousands of distinct tools are counted in linear time.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally(pub Vec<(String, usize)>, HashMap<String, usize>);
-
-impl PartialEq for Tally {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
 
 impl Tally {
     pub fn add(&mut self, name: &str, n: usize) {
-        if self.1.len() != self.0.len() {
-            // Entries were added to the list directly: index them again.
-            self.1 = self
-                .0
-                .iter()
-                .enumerate()
-                .map(|(i, (k, _))| (k.clone(), i))
-                .collect();
-        }
         match self.1.get(name) {
             Some(&i) => self.0[i].1 = self.0[i].1.saturating_add(n),
             None => {
@@ -211,6 +182,11 @@ impl Tally {
                 self.0.push((name.to_string(), n));
             }
         }
+    }
+
+    /// `name ×n` for each tool.
+    pub fn shown(&self) -> Vec<String> {
+        self.0.iter().map(|(k, n)| format!("{k} ×{n}")).collect()
     }
 }
 

@@ -1,25 +1,13 @@
-//! How [`Sections`] read as text, and back: parse ∘ render is the identity,
-//! so an item survives any number of extensions whole.
+//! How [`Sections`] read as text, and back: parse ∘ render is the identity.
 //!
-//! The encoding, chosen to read as plain Markdown to a model or an agent:
-//! - each section under `### Heading`;
-//! - a list item is `- ` and its first line; each further line of the item
-//!   (a multi-line request, an `<environment_context>` block) follows
-//!   indented by two spaces, an empty one as two spaces alone. Nothing
-//!   inside an item can then look like a heading or a new item;
-//! - file paths and tool counts go on one comma-separated line (a dash and
-//!   a line per path would cost a sixth of the section), unless one of them
-//!   could not be read back from it (a comma and a space, a line break, a
-//!   leading dash or space): then one item each, as above;
-//! - a list's `- (… N more left out)` counts what its cap dropped;
-//! - free text (the latest state, a section under a heading this code does
-//!   not write) is written as is, except that a line starting with `### `
-//!   or `\` gets a `\` in front, removed on reading.
-//!
-//! Reading is lenient where a writer other than this code may have been:
-//! a carriage return before a line break is dropped, a blank line between
-//! an item's lines is kept as an empty line of it, and text not in this
-//! format at all (an LLM's summary) becomes [`Sections::earlier`].
+//! Plain Markdown: each section under `### Heading`; an item is `- ` and
+//! its first line, further lines indented two spaces, so nothing inside it
+//! looks like a heading or an item; paths and tool counts on one
+//! comma-separated line when each reads back from it; `- (… N more left
+//! out)` counts what a cap dropped; free text as is, a line starting with
+//! `### ` or `\` escaped by a `\`. Reading is lenient (CR dropped, blank
+//! lines inside an item kept); text in no such shape becomes
+//! [`Sections::earlier`].
 
 use std::fmt::Write;
 
@@ -64,6 +52,20 @@ fn inline(item: &str) -> bool {
         && !item.starts_with('\\')
 }
 
+/// A list on one comma-separated line when each item reads back from it.
+fn write_inline(out: &mut String, title: &str, items: &[String], more: usize) {
+    if items.is_empty() && more == 0 {
+        return;
+    }
+    let _ = writeln!(out, "### {title}");
+    if !items.iter().all(|i| inline(i)) {
+        items.iter().for_each(|i| write_item(out, i));
+    } else if !items.is_empty() {
+        let _ = writeln!(out, "{}", items.join(", "));
+    }
+    write_more(out, more);
+}
+
 /// Free text, with lines that would read as a heading escaped.
 fn write_block(out: &mut String, text: &str) {
     for line in text.split('\n') {
@@ -83,34 +85,8 @@ impl Sections {
         }
         write_list(&mut out, REQUESTS, &self.requests);
         write_list(&mut out, STATED, &self.stated);
-        if !self.tools.0.is_empty() {
-            let tools: Vec<String> = self
-                .tools
-                .0
-                .iter()
-                .map(|(k, n)| format!("{k} ×{n}"))
-                .collect();
-            let _ = writeln!(out, "### {TOOLS}");
-            if tools.iter().all(|t| inline(t)) {
-                let _ = writeln!(out, "{}", tools.join(", "));
-            } else {
-                tools.iter().for_each(|t| write_item(&mut out, t));
-            }
-        }
-        if !self.files.items.is_empty() || self.files.more > 0 {
-            let _ = writeln!(out, "### {FILES}");
-            if self.files.items.iter().all(|f| inline(f)) {
-                if !self.files.items.is_empty() {
-                    let _ = writeln!(out, "{}", self.files.items.join(", "));
-                }
-            } else {
-                self.files
-                    .items
-                    .iter()
-                    .for_each(|f| write_item(&mut out, f));
-            }
-            write_more(&mut out, self.files.more);
-        }
+        write_inline(&mut out, TOOLS, &self.tools.shown(), 0);
+        write_inline(&mut out, FILES, &self.files.items, self.files.more);
         write_list(&mut out, COMMANDS, &self.commands);
         write_list(&mut out, ERRORS, &self.errors);
         write_list(&mut out, DECISIONS, &self.decisions);
@@ -134,134 +110,102 @@ impl Sections {
     /// summary) becomes `earlier`.
     pub fn parse(text: &str) -> Sections {
         let mut s = Sections::default();
-        if !text.trim_start().starts_with("### ") {
+        let text = text.trim_start();
+        if !text.starts_with("### ") {
             s.earlier = Some(text.trim().to_string()).filter(|t| !t.is_empty());
             return s;
         }
-        let mut r = Reader::default();
-        for line in text.trim_start().split('\n') {
+        // Each section: its heading and the lines up to the next one.
+        let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
+        for line in text.split('\n') {
             let line = line.strip_suffix('\r').unwrap_or(line);
-            r.line(&mut s, line);
+            match (line.strip_prefix("### "), sections.last_mut()) {
+                (Some(heading), _) => sections.push((heading, Vec::new())),
+                (None, Some((_, lines))) => lines.push(line),
+                (None, None) => {}
+            }
         }
-        r.finish(&mut s);
+        for (heading, lines) in sections {
+            let title = heading.trim();
+            let lists = [
+                EARLIER, REQUESTS, STATED, TOOLS, FILES, COMMANDS, ERRORS, DECISIONS, ALSO,
+            ];
+            if !lists.contains(&title) {
+                let unescaped = lines.iter().map(|l| l.strip_prefix('\\').unwrap_or(l));
+                let block = unescaped.collect::<Vec<_>>().join("\n");
+                match title {
+                    STATE => s.state = Some(block.trim().to_string()).filter(|t| !t.is_empty()),
+                    _ => s.other.push((heading.to_string(), block)),
+                }
+                continue;
+            }
+            for (whole, entry) in entries(&lines, title == FILES || title == TOOLS) {
+                s.read(title, whole, entry);
+            }
+        }
         s
     }
-}
 
-/// Where the reader is: the section, and the item or text being read.
-#[derive(Default)]
-struct Reader {
-    section: Section,
-    item: Option<String>,
-    /// Blank lines seen inside an item, kept if the item goes on.
-    blanks: usize,
-    block: Vec<String>,
-}
-
-#[derive(Default, Clone, PartialEq)]
-enum Section {
-    #[default]
-    None,
-    List(&'static str),
-    /// The state or a section kept verbatim (its heading).
-    Block(Option<String>),
-}
-
-impl Reader {
-    fn line(&mut self, s: &mut Sections, line: &str) {
-        if let Some(h) = line.strip_prefix("### ") {
-            self.finish(s);
-            self.section = match [
-                EARLIER, REQUESTS, STATED, TOOLS, FILES, COMMANDS, ERRORS, DECISIONS, ALSO,
-            ]
-            .into_iter()
-            .find(|k| *k == h.trim())
-            {
-                Some(k) => Section::List(k),
-                None if h.trim() == STATE => Section::Block(None),
-                None => Section::Block(Some(h.to_string())),
-            };
-            return;
-        }
-        let title = match &self.section {
-            Section::None => return,
-            Section::Block(_) => {
-                let line = line.strip_prefix('\\').unwrap_or(line);
-                self.block.push(line.to_string());
-                return;
-            }
-            Section::List(title) => *title,
-        };
-        if let Some(rest) = line.strip_prefix("- ") {
-            self.end_item(s);
-            self.item = Some(rest.to_string());
-        } else if let (Some(rest), Some(item)) = (line.strip_prefix("  "), &mut self.item) {
-            for _ in 0..std::mem::take(&mut self.blanks) {
-                item.push('\n');
-            }
-            item.push('\n');
-            item.push_str(rest);
-        } else if line.is_empty() && self.item.is_some() {
-            self.blanks += 1;
-        } else if title == FILES {
-            self.end_item(s);
-            line.split(", ").for_each(|p| s.files.push(p));
-        } else if title == TOOLS {
-            self.end_item(s);
-            line.split(", ").for_each(|t| tool(s, t));
-        }
-    }
-
-    /// The item read so far, into its section.
-    fn end_item(&mut self, s: &mut Sections) {
-        self.blanks = 0;
-        let (Some(item), Section::List(title)) = (self.item.take(), &self.section) else {
-            return;
-        };
-        let list = match *title {
+    /// An entry of the list under `title` (`whole`: a `- ` item, not a
+    /// piece of a comma-separated line).
+    fn read(&mut self, title: &str, whole: bool, entry: String) {
+        let list = match title {
             EARLIER => {
-                let e = s.earlier.get_or_insert_with(String::new);
+                let e = self.earlier.get_or_insert_with(String::new);
                 if !e.is_empty() {
                     e.push('\n');
                 }
-                e.push_str(&item);
+                return e.push_str(&entry);
+            }
+            TOOLS => {
+                if let Some((name, n)) = entry.rsplit_once(" ×") {
+                    self.tools.add(name, n.parse().unwrap_or(1));
+                }
                 return;
             }
-            TOOLS => return tool(s, &item),
-            REQUESTS => &mut s.requests,
-            STATED => &mut s.stated,
-            FILES => &mut s.files,
-            COMMANDS => &mut s.commands,
-            ERRORS => &mut s.errors,
-            DECISIONS => &mut s.decisions,
-            _ => &mut s.also,
+            FILES if !whole => return self.files.push(entry),
+            REQUESTS => &mut self.requests,
+            STATED => &mut self.stated,
+            FILES => &mut self.files,
+            COMMANDS => &mut self.commands,
+            ERRORS => &mut self.errors,
+            DECISIONS => &mut self.decisions,
+            _ => &mut self.also,
         };
-        match item
+        match entry
             .strip_prefix("(… ")
             .and_then(|r| r.strip_suffix(" more left out)"))
             .and_then(|n| n.parse::<usize>().ok())
         {
             Some(n) => list.more = list.more.saturating_add(n),
-            None => list.push(item),
-        }
-    }
-
-    /// The section read so far, into `s`.
-    fn finish(&mut self, s: &mut Sections) {
-        self.end_item(s);
-        let block = std::mem::take(&mut self.block).join("\n");
-        match std::mem::take(&mut self.section) {
-            Section::Block(None) => {
-                s.state = Some(block.trim().to_string()).filter(|t| !t.is_empty());
-            }
-            Section::Block(Some(heading)) => s.other.push((heading, block)),
-            _ => {}
+            None => list.push(entry),
         }
     }
 }
 
-fn tool(s: &mut Sections, entry: &str) {
-    if let Some((name, n)) = entry.rsplit_once(" ×") {
-        s.tools.add(name, n.parse().unwrap_or(1));
+/// A list section's entries in order: each `- ` item (`true`) with its
+/// further lines and the blank lines between them, and with `inline`, each
+/// piece of a comma-separated line (`false`). Other lines are skipped.
+fn entries(lines: &[&str], inline: bool) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    let mut item: Option<String> = None;
+    // Blank lines inside an item, kept if the item goes on.
+    let mut blanks = 0;
+    for line in lines {
+        if let Some(rest) = line.strip_prefix("- ") {
+            out.extend(item.replace(rest.to_string()).map(|i| (true, i)));
+            blanks = 0;
+        } else if let (Some(rest), Some(item)) = (line.strip_prefix("  "), &mut item) {
+            item.push_str(&"\n".repeat(std::mem::take(&mut blanks) + 1));
+            item.push_str(rest);
+        } else if line.is_empty() && item.is_some() {
+            blanks += 1;
+        } else if inline {
+            out.extend(item.take().map(|i| (true, i)));
+            blanks = 0;
+            out.extend(line.split(", ").map(|p| (false, p.to_string())));
+        }
     }
+    out.extend(item.map(|i| (true, i)));
+    out
 }
