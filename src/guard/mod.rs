@@ -109,15 +109,6 @@ impl Access {
         self.keys().find(presented)
     }
 
-    /// How many keys are in force.
-    pub fn len(&self) -> usize {
-        self.keys().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn keys(&self) -> Arc<KeySet> {
         self.current
             .read()
@@ -208,6 +199,13 @@ mod tests {
 
     const A: &str = "key-aaaaaaaaaaaaaaaa";
     const B: &str = "key-bbbbbbbbbbbbbbbb";
+
+    impl Access {
+        /// How many keys are in force.
+        fn len(&self) -> usize {
+            self.keys().len()
+        }
+    }
 
     fn with_file(text: &str) -> (Access, tempfile_path::Path) {
         let path = tempfile_path::Path::new(text);

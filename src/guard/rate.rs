@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Most buckets kept (about 64 bytes each: some 6 MB at most).
 pub const MAX_BUCKETS: usize = 100_000;
@@ -71,15 +71,10 @@ impl RateLimiter {
     /// A limiter of `per_sec` requests a second with bursts of `burst`;
     /// `None` (no limit) when `per_sec` is not positive.
     pub fn new(per_sec: f64, burst: u32) -> Option<Self> {
-        Self::bounded(per_sec, burst, MAX_BUCKETS)
-    }
-
-    /// [`RateLimiter::new`] keeping at most `max_buckets` buckets.
-    pub fn bounded(per_sec: f64, burst: u32, max_buckets: usize) -> Option<Self> {
         (per_sec.is_finite() && per_sec > 0.0).then(|| Self {
             per_sec,
             burst: f64::from(burst.max(1)),
-            max_buckets: max_buckets.max(1),
+            max_buckets: MAX_BUCKETS,
             buckets: Mutex::default(),
         })
     }
@@ -116,15 +111,6 @@ impl RateLimiter {
         }
     }
 
-    /// Buckets held (for tests of the bound).
-    pub fn len(&self) -> usize {
-        self.buckets.lock().map_or(0, |b| b.len())
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn level(&self, s: &State, now: Instant) -> f64 {
         let elapsed = now.saturating_duration_since(s.at).as_secs_f64();
         (s.tokens + elapsed * self.per_sec).min(self.burst)
@@ -142,19 +128,33 @@ impl RateLimiter {
             buckets.retain(|_, s| s.at > cutoff);
         }
     }
-
-    /// How long a drained bucket takes to refill (the idle time after which
-    /// a bucket is dropped).
-    pub fn refill_time(&self) -> Duration {
-        Duration::from_secs_f64(self.burst / self.per_sec)
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     const K: Bucket = Bucket::Key(7);
+
+    impl RateLimiter {
+        /// [`RateLimiter::new`] keeping at most `max_buckets` buckets.
+        fn bounded(per_sec: f64, burst: u32, max_buckets: usize) -> Option<Self> {
+            let r = RateLimiter::new(per_sec, burst)?;
+            Some(RateLimiter { max_buckets, ..r })
+        }
+
+        /// Buckets held.
+        fn len(&self) -> usize {
+            self.buckets.lock().map_or(0, |b| b.len())
+        }
+
+        /// How long a drained bucket takes to refill.
+        fn refill_time(&self) -> Duration {
+            Duration::from_secs_f64(self.burst / self.per_sec)
+        }
+    }
 
     #[test]
     fn a_burst_then_one_token_per_interval() {

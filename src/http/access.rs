@@ -27,9 +27,19 @@ impl Access {
         !matches!(self, Access::Proxy)
     }
 
-    /// Served on the probe listener.
+    /// Served on the probe listener; passes every gate but the key one.
     pub fn probe(self) -> bool {
         matches!(self, Access::Probe | Access::Metrics)
+    }
+
+    /// Takes from a rate-limit bucket and reserves memory.
+    pub fn limited(self) -> bool {
+        !self.probe()
+    }
+
+    /// Needs a place among the requests at work.
+    pub fn shed(self) -> bool {
+        matches!(self, Access::Page | Access::Api)
     }
 }
 

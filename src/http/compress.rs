@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile};
+use super::input::{SummaryInput, method};
 use crate::compress::{
     self, AppliedEdit, Compression, GroupBy, IterationSummary, Precompute, Reason, SummaryObject,
 };
@@ -17,46 +17,27 @@ use crate::guard::Caller;
 use crate::policy::ProfileOverrides;
 use crate::state::AppState;
 use crate::summarize::{Strategy, Usage};
-use crate::thread::{WireFormat, compact};
-use crate::tokens::Encoding;
+use crate::thread::WireFormat;
 
 super::access::routes! { Access::Api; post "/v1/compress" => compress_thread }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CompressRequest {
-    #[serde(default, deserialize_with = "compact::values")]
-    pub messages: Option<Vec<Value>>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub system: Option<Value>,
-    /// A Responses API thread: its items and instructions.
-    #[serde(default, deserialize_with = "compact::value")]
-    pub input: Option<Value>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub instructions: Option<Value>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub tools: Option<Value>,
-    pub format: Option<WireFormat>,
-    #[serde(default, deserialize_with = "super::input::model_name")]
-    pub model: Option<String>,
-    pub encoding: Option<Encoding>,
-    /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
-    pub method: Option<MethodName>,
-    pub chars_per_token: Option<f64>,
-    pub profile: Option<String>,
-    pub config: Option<ProfileOverrides>,
-    /// The summary object of a previous compression.
-    pub summary: Option<SummaryInput>,
-    pub summarizer: Option<SummarizerInput>,
-    /// Compress even when the verdict says nothing is due.
-    #[serde(default)]
-    pub force: bool,
-    pub group_by: Option<GroupBy>,
-    pub keep_recent_iterations: Option<u64>,
-    /// Write the summary the due call will need ahead of time, in the
-    /// background (the profile's `precompute_at`); the due call swaps it in.
-    #[serde(default)]
-    pub precompute: bool,
+super::input::thread_request! {
+    pub struct CompressRequest {
+        pub profile: Option<String>,
+        pub config: Option<ProfileOverrides>,
+        /// The summary object of a previous compression.
+        pub summary: Option<SummaryInput>,
+        pub summarizer: Option<SummarizerInput>,
+        /// Compress even when the verdict says nothing is due.
+        #[serde(default)]
+        pub force: bool,
+        pub group_by: Option<GroupBy>,
+        pub keep_recent_iterations: Option<u64>,
+        /// Write the summary the due call will need ahead of time, in the
+        /// background (the profile's `precompute_at`); the due call swaps it in.
+        #[serde(default)]
+        pub precompute: bool,
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,24 +119,16 @@ async fn compress_thread(
 /// The request as the domain takes it: the wire's fields, each parsed
 /// where its pointer is known; the rules they must meet together are the
 /// domain's ([`Compression::check`], in the compressor's `run`).
-fn parse(app: &AppState, req: CompressRequest, upstream_allowed: bool) -> Result<Compression> {
+fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Result<Compression> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let thread = ThreadFields {
-        format: req.format,
-        messages: req.messages,
-        system: req.system,
-        input: req.input,
-        instructions: req.instructions,
-        tools: req.tools,
-    }
-    .parse(&app.config.limits.thread())?;
+    let thread = req.thread().parse(&app.config.limits.thread())?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let summarizer = req.summarizer.unwrap_or_default();
     let keep_recent_iterations =
         compress::keep_recent_iterations(req.group_by, req.keep_recent_iterations)?;
-    let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
+    let method = method(req.method, req.chars_per_token, Some(&profile))?;
     Ok(Compression {
         thread,
         profile,

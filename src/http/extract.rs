@@ -16,19 +16,16 @@ use serde_path_to_error::Segment;
 
 use crate::admission::{Ticket, memory};
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::thread::{clip_quoted, echo, too_many_nodes};
 
 pub struct ApiJson<T>(pub T);
 
-impl<S, T> FromRequest<S> for ApiJson<T>
-where
-    S: Send + Sync,
-    T: DeserializeOwned + Send + 'static,
-{
+impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        check_content_type(&req)?;
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        require_json(req.headers())?;
         let ticket = req.extensions().get::<Ticket>().cloned();
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
         // The gate reserved the body; parsing it takes up to the worst case.
@@ -117,22 +114,22 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// to the body limit otherwise.
 pub struct RawBody(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for RawBody {
+impl FromRequest<AppState> for RawBody {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: Request, app: &AppState) -> Result<Self, ApiError> {
         check_content_encoding(req.headers())?;
-        let limit_hint = req.extensions().get::<BodyLimit>().map_or(0, |l| l.0);
+        let limit = app.config.limits.body_limit;
         let declared = req.body().size_hint().exact().unwrap_or(0) as usize;
         // Into one buffer of the declared length: gathering the chunks and
         // then copying them into one (what `Bytes::from_request` does) holds
         // the body twice, and the memory budget counts it once.
-        let mut buf = Vec::with_capacity(declared.min(limit_hint.max(1)));
+        let mut buf = Vec::with_capacity(declared.min(limit.max(1)));
         let mut body = req.into_limited_body();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| {
                 if is_over_limit(&e) {
-                    ApiError::PayloadTooLarge { limit: limit_hint }
+                    ApiError::PayloadTooLarge { limit }
                 } else {
                     ApiError::MalformedJson(format!("the body could not be read: {e}"))
                 }
@@ -178,17 +175,9 @@ pub fn check_content_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The configured body limit, put in request extensions so the 413 can say it.
-#[derive(Clone, Copy)]
-pub struct BodyLimit(pub usize);
-
 /// JSON pointer escaping (RFC 6901).
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
-}
-
-fn check_content_type(req: &Request) -> Result<(), ApiError> {
-    require_json(req.headers())
 }
 
 /// A JSON body (`application/json`, or `application/<x>+json`), else 415.

@@ -49,43 +49,13 @@ enum Key {
     ProxyHeader,
 }
 
-/// What a path asks of the gates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Gates {
-    key: Key,
-    /// Takes from a rate-limit bucket and reserves memory.
-    limited: bool,
-    /// Needs a place among the requests at work.
-    shed: bool,
-}
-
-/// The gates of a route's access (see [`super::routes`]); a request that
-/// matched no route (a 404 or 405) goes through the API's.
-fn gates(access: Option<Access>, metrics_require_key: bool) -> Gates {
-    let probe = |key| Gates {
-        key,
-        limited: false,
-        shed: false,
-    };
-    match access.unwrap_or(Access::Api) {
-        Access::Probe => probe(Key::Open),
-        Access::Metrics if metrics_require_key => probe(Key::Bearer),
-        Access::Metrics => probe(Key::Open),
-        Access::Proxy => Gates {
-            key: Key::ProxyHeader,
-            limited: true,
-            shed: false,
-        },
-        Access::Page => Gates {
-            key: Key::Open,
-            limited: true,
-            shed: true,
-        },
-        Access::Api => Gates {
-            key: Key::Bearer,
-            limited: true,
-            shed: true,
-        },
+/// The key a route's access asks for.
+fn key(access: Access, metrics_require_key: bool) -> Key {
+    match access {
+        Access::Probe | Access::Page => Key::Open,
+        Access::Metrics if !metrics_require_key => Key::Open,
+        Access::Metrics | Access::Api => Key::Bearer,
+        Access::Proxy => Key::ProxyHeader,
     }
 }
 
@@ -94,13 +64,13 @@ fn gates(access: Option<Access>, metrics_require_key: bool) -> Gates {
 /// those that grow its memory or take its place (the proxy's).
 pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let access = super::routes::access(req.extensions().get::<MatchedPath>());
-    let gates = gates(access, app.config.access.metrics_require_key);
-    let caller = match authenticate(&app, gates.key, req.headers()) {
+    let key = key(access, app.config.access.metrics_require_key);
+    let caller = match authenticate(&app, key, req.headers()) {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
     req.extensions_mut().insert(caller);
-    if !gates.limited {
+    if !access.limited() {
         return next.run(req).await;
     }
     let verdict = app.rate.as_ref().map(|rate| {
@@ -127,10 +97,10 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         rate_headers(res.headers_mut(), &v);
         return res;
     }
-    let Some(ticket) = reserve(&app, gates, &req) else {
+    let Some(ticket) = reserve(&app, access.shed(), &req) else {
         return ApiError::OverBudget(app.memory.total()).into_response();
     };
-    if gates.shed && !ticket.enter(&app.overload) {
+    if access.shed() && !ticket.enter(&app.overload) {
         return ApiError::Overloaded(app.overload.max()).into_response();
     }
     req.extensions_mut().insert(ticket.clone());
@@ -159,14 +129,14 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
 /// (`ApiJson`), the proxy's handler while it compresses. A body over the
 /// limit reserves nothing: the body limit refuses it next (413, final,
 /// rather than a 503 that asks for a retry).
-fn reserve(app: &AppState, gates: Gates, req: &Request) -> Option<Ticket> {
+fn reserve(app: &AppState, shed: bool, req: &Request) -> Option<Ticket> {
     let limit = app.config.limits.body_limit as u64;
     let declared = req.body().size_hint().exact();
     if declared.is_some_and(|n| limit > 0 && n > limit) {
         return Some(Ticket::default());
     }
     let body = declared.unwrap_or(limit);
-    let worst = match gates.shed {
+    let worst = match shed {
         true => memory::model_bytes(body),
         false => memory::body_bytes(body),
     };
@@ -231,8 +201,8 @@ pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
                 "content-type",
                 "x-request-id",
                 PROXY_KEY,
-                proxy::names::PROFILE,
-                proxy::names::SHADOW,
+                proxy::PROFILE,
+                proxy::SHADOW,
             ]))
             .expose_headers(names(
                 &[
@@ -245,7 +215,7 @@ pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
                     proxy::PROVIDER_REQUEST_ID,
                 ]
                 .into_iter()
-                .chain(proxy::names::REPORT)
+                .chain(proxy::report_names())
                 .collect::<Vec<_>>(),
             ))
             .max_age(std::time::Duration::from_secs(600)),
@@ -268,18 +238,17 @@ mod tests {
     #[test]
     fn probes_and_metrics_pass_the_load_gates() {
         for access in [Access::Probe, Access::Metrics] {
-            let g = gates(Some(access), true);
-            assert!(!g.limited && !g.shed, "{access:?}");
+            assert!(!access.limited() && !access.shed(), "{access:?}");
         }
-        assert_eq!(gates(Some(Access::Metrics), false).key, Key::Open);
-        assert_eq!(gates(Some(Access::Metrics), true).key, Key::Bearer);
-        let g = gates(Some(Access::Proxy), false);
-        assert_eq!(g.key, Key::ProxyHeader);
-        assert!(g.limited && !g.shed);
-        assert_eq!(gates(Some(Access::Page), false).key, Key::Open);
+        assert_eq!(key(Access::Metrics, false), Key::Open);
+        assert_eq!(key(Access::Metrics, true), Key::Bearer);
+        assert_eq!(key(Access::Proxy, false), Key::ProxyHeader);
+        assert!(Access::Proxy.limited() && !Access::Proxy.shed());
+        assert_eq!(key(Access::Page, false), Key::Open);
         // A request that matched no route is gated like the API.
-        assert_eq!(gates(None, false), gates(Some(Access::Api), false));
-        assert_eq!(gates(None, false).key, Key::Bearer);
+        assert_eq!(super::super::routes::access(None), Access::Api);
+        assert_eq!(key(Access::Api, false), Key::Bearer);
+        assert!(Access::Api.limited() && Access::Api.shed());
     }
 
     #[test]

@@ -1,5 +1,54 @@
 //! Request pieces shared by the thread endpoints.
 
+/// Declares a thread endpoint's request type: the thread, model and
+/// counting fields each of them reads, then its own (`deny_unknown_fields`
+/// rules out sharing them through `#[serde(flatten)]`).
+macro_rules! thread_request {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            #[serde(default, deserialize_with = "crate::thread::compact::values")]
+            pub messages: Option<Vec<serde_json::Value>>,
+            #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            pub system: Option<serde_json::Value>,
+            /// A Responses API thread: its items and instructions.
+            #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            pub input: Option<serde_json::Value>,
+            #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            pub instructions: Option<serde_json::Value>,
+            #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            pub tools: Option<serde_json::Value>,
+            pub format: Option<crate::thread::WireFormat>,
+            /// Model whose tokenizer and window apply (default from configuration).
+            #[serde(default, deserialize_with = "super::input::model_name")]
+            pub model: Option<String>,
+            /// Overrides the model's encoding.
+            pub encoding: Option<crate::tokens::Encoding>,
+            /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
+            pub method: Option<super::input::MethodName>,
+            pub chars_per_token: Option<f64>,
+            $($(#[$fm])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The thread's fields, taken out of the request.
+            fn thread(&mut self) -> super::input::ThreadFields {
+                super::input::ThreadFields {
+                    format: self.format,
+                    messages: self.messages.take(),
+                    system: self.system.take(),
+                    input: self.input.take(),
+                    instructions: self.instructions.take(),
+                    tools: self.tools.take(),
+                }
+            }
+        }
+    };
+}
+pub(super) use thread_request;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -49,16 +98,28 @@ pub fn permitted(requested: Option<CountSource>, caller: Caller) -> Result<(), A
     Ok(())
 }
 
-/// Turns `method` + `chars_per_token` into a [`Method`]; a `chars_per_token`
-/// alone implies `chars`.
-pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<Method, ApiError> {
-    match (name, chars_per_token) {
-        (Some(MethodName::Bpe), Some(_)) => Err(ApiError::field(
+/// Turns `method` + `chars_per_token` into a [`Method`] (a `chars_per_token`
+/// alone implies `chars`). A request that names neither counts as its
+/// profile says (its `chars_per_token`), if it has one, else with the tokenizer.
+pub fn method(
+    name: Option<MethodName>,
+    chars_per_token: Option<f64>,
+    profile: Option<&crate::policy::Profile>,
+) -> Result<Method, ApiError> {
+    match (
+        name,
+        chars_per_token,
+        profile.and_then(|p| p.chars_per_token),
+    ) {
+        (None | Some(MethodName::Chars), None, Some(cpt)) => Ok(Method::Chars {
+            chars_per_token: cpt,
+        }),
+        (Some(MethodName::Bpe), Some(_), _) => Err(ApiError::field(
             "/chars_per_token",
             "only applies with `method: \"chars\"`",
         )),
-        (Some(MethodName::Bpe), None) | (None, None) => Ok(Method::Bpe),
-        (_, cpt) => {
+        (Some(MethodName::Bpe), None, _) | (None, None, _) => Ok(Method::Bpe),
+        (_, cpt, _) => {
             let cpt = cpt.unwrap_or(4.0);
             if cpt.is_finite() && (0.5..=20.0).contains(&cpt) {
                 Ok(Method::Chars {
@@ -71,22 +132,6 @@ pub fn method(name: Option<MethodName>, chars_per_token: Option<f64>) -> Result<
                 ))
             }
         }
-    }
-}
-
-/// The counting method of a verdict or compression: the request's
-/// `method` / `chars_per_token` when it names one, else the profile's
-/// `chars_per_token`, else the tokenizer.
-pub fn method_or_profile(
-    name: Option<MethodName>,
-    chars_per_token: Option<f64>,
-    profile: &crate::policy::Profile,
-) -> Result<Method, ApiError> {
-    match (name, chars_per_token, profile.chars_per_token) {
-        (None | Some(MethodName::Chars), None, Some(cpt)) => Ok(Method::Chars {
-            chars_per_token: cpt,
-        }),
-        _ => method(name, chars_per_token),
     }
 }
 

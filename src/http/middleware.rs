@@ -9,25 +9,21 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tracing::Span;
 
-use super::extract::BodyLimit;
 use crate::error::{ApiError, InternalCause, ProblemType};
 use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The route label of a request no route matched (the 404 fallback): the
-/// raw path is the caller's, and would make a series per path.
-pub const UNMATCHED: &str = "unmatched";
-
-/// The route a request matched (its template), or [`UNMATCHED`].
+/// The route a request matched (its template), or `unmatched` (the 404
+/// fallback): the raw path is the caller's, and would make a series per path.
 fn route(req: &Request) -> &str {
     req.extensions()
         .get::<MatchedPath>()
-        .map_or(UNMATCHED, MatchedPath::as_str)
+        .map_or("unmatched", MatchedPath::as_str)
 }
 
 /// Longest client request id kept, in bytes.
-pub const MAX_REQUEST_ID: usize = 64;
+const MAX_REQUEST_ID: usize = 64;
 
 /// Drops a client's `x-request-id` unless it is one short token of visible
 /// ASCII, so that the id layer makes a new one. The id is echoed and written
@@ -49,7 +45,7 @@ pub async fn screen_request_id(mut req: Request, next: Next) -> axum::response::
 
 /// 1 to [`MAX_REQUEST_ID`] bytes of visible ASCII, without quotes, backslashes
 /// or backticks (the characters that end or escape a quoted log field).
-pub fn acceptable_request_id(id: &[u8]) -> bool {
+fn acceptable_request_id(id: &[u8]) -> bool {
     (1..=MAX_REQUEST_ID).contains(&id.len())
         && id
             .iter()
@@ -58,10 +54,6 @@ pub fn acceptable_request_id(id: &[u8]) -> bool {
 
 /// The span of one request: method, matched route and request id, never the body.
 pub fn make_span(req: &Request) -> Span {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_owned());
     let id = req
         .headers()
         .get(&REQUEST_ID)
@@ -70,7 +62,7 @@ pub fn make_span(req: &Request) -> Span {
     tracing::info_span!(
         "request",
         method = %req.method(),
-        route = route.as_deref().unwrap_or("unmatched"),
+        route = route(req),
         request_id = %id,
     )
 }
@@ -104,15 +96,15 @@ pub async fn time_limit(
     }
 }
 
-/// Answers 413 from the headers when `Content-Length` is over the limit,
-/// and lets the body extractor name the limit in its 413 otherwise.
+/// Answers 413 from the headers when `Content-Length` is over the limit
+/// (the body extractors answer it when the body runs over).
 ///
 /// The early answer matters with `Expect: 100-continue`: hyper sends
 /// `100 Continue` when the body is first polled, so answering before any
 /// extractor polls it means the client never uploads the body at all.
 pub async fn body_limit(
     State(limit): State<usize>,
-    mut req: Request,
+    req: Request,
     next: Next,
 ) -> axum::response::Response {
     let declared = req
@@ -123,7 +115,6 @@ pub async fn body_limit(
     if declared.is_some_and(|n| n > limit as u64) {
         return ApiError::PayloadTooLarge { limit }.into_response();
     }
-    req.extensions_mut().insert(BodyLimit(limit));
     next.run(req).await
 }
 

@@ -27,13 +27,8 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 pub use access::{Access, Route};
-pub use catalog::{ModelsResponse, ProfilesResponse};
-pub use compress::{CompressRequest, CompressResponse};
-pub use guard::PROXY_KEY;
 pub use input::MAX_MODEL_CHARS;
 pub use routes::all as routes;
-pub use tokens::{TokensRequest, TokensResponse};
-pub use verdict::{VerdictRequest, VerdictResponse};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -43,10 +38,6 @@ use middleware::REQUEST_ID;
 /// Every route condense serves, with its middleware: the `Router` that the
 /// binary serves and the tests drive.
 pub fn router(state: AppState) -> Router {
-    let screen = std::sync::Arc::new(screen::Screen {
-        hosts: state.hosts.clone(),
-        cors: state.cors.clone(),
-    });
     let limit = state.config.limits.body_limit;
     let timeout = state.config.limits.request_timeout;
     let cors = guard::cors_layer(state.cors.as_ref());
@@ -83,7 +74,10 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .layer(CatchPanicLayer::custom(middleware::panic_response))
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
-                .layer(axum::middleware::from_fn_with_state(screen, screen::screen))
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    screen::screen,
+                ))
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
                     guard::admit,

@@ -21,9 +21,9 @@ use crate::thread::echo;
 super::access::routes! {
     Access::Page;
     get "/" => home,
-    get "/playground" => page,
-    get "/playground/app.js" => script,
-    get "/playground/style.css" => style,
+    get "/playground" => || asset("text/html; charset=utf-8", PAGE),
+    get "/playground/app.js" => || asset("text/javascript; charset=utf-8", SCRIPT),
+    get "/playground/style.css" => || asset("text/css; charset=utf-8", STYLE),
     get "/playground/examples" => examples,
     get "/playground/examples/{name}" => example,
 }
@@ -38,7 +38,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
     connect-src 'self'; img-src 'self' data:; form-action 'none'; \
     base-uri 'none'; frame-ancestors 'none'";
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
@@ -65,18 +65,6 @@ async fn home(RawQuery(query): RawQuery) -> Redirect {
         Some(q) => Redirect::temporary(&format!("/playground?{q}")),
         None => Redirect::temporary("/playground"),
     }
-}
-
-async fn page() -> Response {
-    asset("text/html; charset=utf-8", PAGE)
-}
-
-async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", SCRIPT)
-}
-
-async fn style() -> Response {
-    asset("text/css; charset=utf-8", STYLE)
 }
 
 /// One example thread: its name (`?example=NAME`) and what the menu shows.

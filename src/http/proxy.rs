@@ -18,8 +18,7 @@ use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
-use crate::proxy::names::{self, PROFILE, SHADOW};
-use crate::proxy::{Call, Endpoint, Forwarded, Options, Prepared, Report, Unchanged, to_client};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW, Unchanged};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
 
@@ -55,14 +54,14 @@ async fn proxy(
     req: Request,
 ) -> Result<Response> {
     let query = req.uri().query().map(str::to_string);
-    let provider = endpoint.provider();
+    let format = endpoint.format();
     // Every refusal before the body is read.
     require_json(req.headers())?;
-    app.proxy.target(provider)?;
+    app.proxy.target(format)?;
     // No caller means the gates did not run: no permission (fail closed).
     let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     app.proxy
-        .authorize(provider, req.headers(), caller.provider)?;
+        .authorize(format, req.headers(), caller.provider)?;
     let (headers, body) = read(&app, req).await?;
     // From here the work is the provider's, billed and maybe minutes long:
     // a client that leaves ends it (the connection closes, dropping this).
@@ -88,7 +87,7 @@ async fn proxy(
     } else if !ticket.try_grow_to(memory::model_bytes(body.len() as u64)) {
         Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET)
     } else {
-        app.proxy.prepare(provider, &options, body).await?
+        app.proxy.prepare(format, &options, body).await?
     };
     // Until the provider answers, the request holds the body it forwards
     // (and all it reserved while a timed-out compression still runs: see
@@ -97,8 +96,12 @@ async fn proxy(
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
     if let Some(h) = out.headers_mut() {
-        *h = to_client(response.headers());
-        report_headers(&report, h);
+        *h = crate::proxy::to_client(response.headers());
+        for (name, value) in report.headers() {
+            if let Some(v) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+                h.insert(HeaderName::from_static(name), v);
+            }
+        }
     }
     // Relayed chunk by chunk: a streamed answer is never buffered whole, and
     // a client that goes away drops the stream (`EndWithClient`), which
@@ -126,54 +129,4 @@ async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
         .await
         .map_err(|_| ApiError::Timeout(limit.as_secs()))??;
     Ok((headers, body.0))
-}
-
-fn report_headers(r: &Report, h: &mut HeaderMap) {
-    let mut set = |name: &'static str, value: String| {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            h.insert(HeaderName::from_static(name), v);
-        }
-    };
-    set(names::COMPRESSED, r.compressed.to_string());
-    if r.shadow {
-        set(SHADOW, "true".into());
-        set(names::WOULD_COMPRESS, r.would_compress.to_string());
-    }
-    if let Some(n) = r.tokens_before {
-        set(names::TOKENS_BEFORE, n.to_string());
-    }
-    if let Some(n) = r.tokens_after {
-        set(names::TOKENS_AFTER, n.to_string());
-    }
-    if let (Some(before), Some(after)) = (r.tokens_before, r.tokens_after) {
-        set(
-            names::TOKENS_REMOVED,
-            before.saturating_sub(after).to_string(),
-        );
-    }
-    if let Some(c) = r.summary_cached {
-        set(names::SUMMARY_CACHED, c.to_string());
-    }
-    if let Some(n) = r.summary_call_tokens {
-        set(names::SUMMARY_CALL_TOKENS, n.to_string());
-    }
-    if let Some(reused) = r.prefix_reused {
-        set(names::PREFIX_REUSED, reused.to_string());
-    }
-    if let Some(p) = r.precompute {
-        set(names::PRECOMPUTE, p.as_str().into());
-    }
-    if let Some(f) = &r.fidelity {
-        set(names::FIDELITY, f.header());
-    }
-    if r.thinking_removed > 0 || r.drop_block {
-        let mut v = format!("removed={}", r.thinking_removed);
-        if r.drop_block {
-            v.push_str("; drop_block");
-        }
-        set(names::THINKING, v);
-    }
-    if let Some(note) = &r.note {
-        set(names::NOTE, note.clone());
-    }
 }

@@ -46,11 +46,13 @@ pub(super) fn router(keep: impl Fn(Access) -> bool) -> Router<AppState> {
         .fold(Router::new(), |app, (_, router)| app.merge(router()))
 }
 
-/// The access of the route a request matched; `None` when it matched none
-/// (a 404 or 405 goes through the gates of the API).
-pub fn access(matched: Option<&MatchedPath>) -> Option<Access> {
-    let path = matched?.as_str();
-    all().find(|r| r.path == path).map(|r| r.access)
+/// The access of the route a request matched; the API's when it matched
+/// none (a 404 or 405 goes through the gates of the API).
+pub fn access(matched: Option<&MatchedPath>) -> Access {
+    let path = matched.map(MatchedPath::as_str);
+    all()
+        .find(|r| Some(r.path) == path)
+        .map_or(Access::Api, |r| r.access)
 }
 
 /// Lets only the probes' routes (and `/metrics`) through on the probe
@@ -58,7 +60,7 @@ pub fn access(matched: Option<&MatchedPath>) -> Option<Access> {
 /// for probes, so nothing else may be served on them.
 pub async fn only_probes(req: Request, next: Next) -> Response {
     let matched = req.extensions().get::<MatchedPath>();
-    if access(matched).is_some_and(Access::probe) {
+    if access(matched).probe() {
         next.run(req).await
     } else {
         ApiError::NotFound(echo(req.uri().path()).into_owned()).into_response()

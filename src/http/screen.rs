@@ -10,32 +10,24 @@
 //! extractor and the proxy's body reader refuse anything else with 415, so
 //! no body a page can send without a preflight is ever read.
 
-use std::sync::Arc;
-
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
-use crate::guard::{Cors, Hosts, origin_allowed};
+use crate::guard::origin_allowed;
+use crate::state::AppState;
 use crate::thread::echo;
 
-/// What the screen allows: built once from the configuration.
-#[derive(Debug, Clone)]
-pub struct Screen {
-    pub hosts: Hosts,
-    pub cors: Option<Cors>,
-}
-
-pub async fn screen(State(s): State<Arc<Screen>>, req: Request, next: Next) -> Response {
-    match check(&s, &req) {
+pub async fn screen(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    match check(&app, &req) {
         Ok(()) => next.run(req).await,
         Err(e) => e.into_response(),
     }
 }
 
-fn check(s: &Screen, req: &Request) -> Result<(), ApiError> {
+fn check(s: &AppState, req: &Request) -> Result<(), ApiError> {
     if matches!(req.uri().path(), "/healthz" | "/readyz") {
         return Ok(());
     }

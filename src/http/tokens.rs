@@ -3,16 +3,15 @@
 use super::access::Access;
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, ThreadFields, method, permitted};
+use super::input::{ThreadFields, method, permitted};
 use crate::compress::Ask;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
-use crate::thread::{Role, Thread, WireFormat, compact};
+use crate::thread::{Role, Thread, WireFormat};
 use crate::tokens::{CountSpec, Encoding, ThreadCount};
 use crate::upstream::{CountSource, Provenance};
 
@@ -21,34 +20,14 @@ const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with
 
 super::access::routes! { Access::Api; post "/v1/tokens" => count }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokensRequest {
-    /// Model whose tokenizer and window apply (default from configuration).
-    #[serde(default, deserialize_with = "super::input::model_name")]
-    pub model: Option<String>,
-    /// Overrides the model's encoding.
-    pub encoding: Option<Encoding>,
-    pub method: Option<MethodName>,
-    pub chars_per_token: Option<f64>,
-    /// A bare text to count, instead of a thread.
-    pub text: Option<String>,
-    #[serde(default, deserialize_with = "compact::values")]
-    pub messages: Option<Vec<Value>>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub system: Option<Value>,
-    /// A Responses API thread: its items...
-    #[serde(default, deserialize_with = "compact::value")]
-    pub input: Option<Value>,
-    /// ...and its instructions.
-    #[serde(default, deserialize_with = "compact::value")]
-    pub instructions: Option<Value>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub tools: Option<Value>,
-    pub format: Option<WireFormat>,
-    /// `local` (default): the tokenizer; `provider`: the provider's
-    /// counting endpoint for the total (threads only).
-    pub count: Option<CountSource>,
+super::input::thread_request! {
+    pub struct TokensRequest {
+        /// A bare text to count, instead of a thread.
+        pub text: Option<String>,
+        /// `local` (default): the tokenizer; `provider`: the provider's
+        /// counting endpoint for the total (threads only).
+        pub count: Option<CountSource>,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -92,7 +71,7 @@ async fn count(
     // No caller means the gates did not run: no permission (fail closed).
     let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     permitted(req.count, caller)?;
-    let method = method(req.method, req.chars_per_token)?;
+    let method = method(req.method, req.chars_per_token, None)?;
     let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
     let source = (req.count.unwrap_or_default(), caller.provider);
     // The shape first: a wrong one is answered before any limit or count.
@@ -119,9 +98,9 @@ enum Subject {
 impl Subject {
     /// Reads the request's shape; each error names the field that is wrong
     /// (the thread fields are `text`'s neighbours only when a thread is sent).
-    fn of(req: TokensRequest, source: CountSource) -> Result<Subject> {
+    fn of(mut req: TokensRequest, source: CountSource) -> Result<Subject> {
         let thread_sent = req.messages.is_some() || req.input.is_some();
-        match (req.text, thread_sent) {
+        match (req.text.take(), thread_sent) {
             (Some(_), true) => Err(ApiError::field(
                 "/text",
                 "send either `text` or a thread (`messages` or `input`), not both",
@@ -152,14 +131,7 @@ impl Subject {
                 }
                 Ok(Subject::Text(text))
             }
-            (None, true) => Ok(Subject::Thread(Box::new(ThreadFields {
-                format: req.format,
-                messages: req.messages,
-                system: req.system,
-                input: req.input,
-                instructions: req.instructions,
-                tools: req.tools,
-            }))),
+            (None, true) => Ok(Subject::Thread(Box::new(req.thread()))),
         }
     }
 

@@ -5,52 +5,32 @@ use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
 use super::extract::ApiJson;
-use super::input::{MethodName, SummaryInput, ThreadFields, method_or_profile, permitted};
+use super::input::{SummaryInput, method, permitted};
 use crate::compress::Judged;
 use crate::error::Result;
 use crate::guard::Caller;
 use crate::policy::{self, ProfileOverrides, Verdict};
 use crate::state::AppState;
-use crate::thread::{WireFormat, compact};
-use crate::tokens::Encoding;
+use crate::thread::WireFormat;
 use crate::upstream::{CountSource, Provenance};
 
 super::access::routes! { Access::Api; post "/v1/verdict" => verdict }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VerdictRequest {
-    #[serde(default, deserialize_with = "compact::values")]
-    pub messages: Option<Vec<Value>>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub system: Option<Value>,
-    /// A Responses API thread: its items and instructions.
-    #[serde(default, deserialize_with = "compact::value")]
-    pub input: Option<Value>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub instructions: Option<Value>,
-    #[serde(default, deserialize_with = "compact::value")]
-    pub tools: Option<Value>,
-    pub format: Option<WireFormat>,
-    #[serde(default, deserialize_with = "super::input::model_name")]
-    pub model: Option<String>,
-    pub encoding: Option<Encoding>,
-    /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
-    pub method: Option<MethodName>,
-    pub chars_per_token: Option<f64>,
-    /// Profile name (default `default`).
-    pub profile: Option<String>,
-    /// Single-field overrides of the profile.
-    pub config: Option<ProfileOverrides>,
-    /// The summary object a previous compression returned.
-    pub summary: Option<SummaryInput>,
-    /// `local`: the tokenizer; `provider`: the provider's counting
-    /// endpoint for the total. Absent: the profile's `count`.
-    pub count: Option<CountSource>,
+super::input::thread_request! {
+    pub struct VerdictRequest {
+        /// Profile name (default `default`).
+        pub profile: Option<String>,
+        /// Single-field overrides of the profile.
+        pub config: Option<ProfileOverrides>,
+        /// The summary object a previous compression returned.
+        pub summary: Option<SummaryInput>,
+        /// `local`: the tokenizer; `provider`: the provider's counting
+        /// endpoint for the total. Absent: the profile's `count`.
+        pub count: Option<CountSource>,
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -97,22 +77,14 @@ async fn verdict(
 /// its answer names.
 fn judge(
     app: &AppState,
-    req: VerdictRequest,
+    mut req: VerdictRequest,
     caller: Caller,
 ) -> Result<(Judged, (String, String, WireFormat))> {
     let profile = app
         .profiles
         .resolve(req.profile.as_deref(), req.config.as_ref())?;
-    let method = method_or_profile(req.method, req.chars_per_token, &profile)?;
-    let thread = ThreadFields {
-        format: req.format,
-        messages: req.messages,
-        system: req.system,
-        input: req.input,
-        instructions: req.instructions,
-        tools: req.tools,
-    }
-    .parse(&app.config.limits.thread())?;
+    let method = method(req.method, req.chars_per_token, Some(&profile))?;
+    let thread = req.thread().parse(&app.config.limits.thread())?;
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
     let source = req.count.unwrap_or(profile.count);

@@ -2,32 +2,26 @@
 //!
 //! One registry per [`Metrics`], held by the application state, not a
 //! process-wide recorder: two routers in one process (the tests build dozens)
-//! count apart, so a test can assert exact numbers. The domain records at
-//! the point where it already knows a number (the compressor its token
-//! counts, the summary service its cache lookups, the upstream client each
-//! call), through the handle it was given; nothing else calls in here.
+//! count apart, so a test can assert exact numbers. The domain records where
+//! it already knows a number, through the handle it was given.
 //!
-//! This module is the lowest layer: it imports nothing of the crate, so every
-//! layer may record. Label values are never caller input: routes are the
-//! matched route templates, everything else a fixed word (`&'static str`) or
-//! a status number, so the number of series stays bounded.
-//!
-//! `prometheus-client` (3 crates, no HTTP listener) renders OpenMetrics;
-//! [`Format::Text`] is the same exposition in the classic Prometheus text
-//! format, for scrapers and people that do not ask for OpenMetrics.
+//! The lowest layer: it imports nothing of the crate, so every layer may
+//! record. Label values are never caller input (route templates, fixed
+//! words, status numbers), so the number of series stays bounded.
 
-mod domain;
-mod http;
-mod summaries;
 mod text;
 mod upstream;
 
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::time::Duration;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-pub use domain::Lookup;
-pub use http::{InFlight, RATE_LIMITED, SHED, TIMED_OUT, UNAUTHORIZED};
 pub use text::Format;
 pub use upstream::UpstreamAttempt;
 
@@ -41,20 +35,130 @@ pub const LATENCY_BUCKETS: [f64; 17] = [
     60.0, 120.0,
 ];
 
-/// The registry and the handles that record into it. Cheap to clone.
+/// Problem type of a request shed under load (503).
+pub const SHED: &str = "overloaded";
+/// Problem type of a request that ran past the time limit (503).
+pub const TIMED_OUT: &str = "timeout";
+/// Problem type of a request over its key's rate (429).
+pub const RATE_LIMITED: &str = "rate-limited";
+/// Problem type of a request without valid credentials (401).
+pub const UNAUTHORIZED: &str = "unauthorized";
+
+/// A series' labels: each name with its value.
+type Labels<const N: usize> = [(&'static str, Cow<'static, str>); N];
+type Counters<const N: usize> = Family<Labels<N>, Counter>;
+type Timings = Family<Labels<1>, Histogram, fn() -> Histogram>;
+
+/// Declares the families with their names and help, registered (and so
+/// written) in this order; `= init` for one that is not `Default`.
+macro_rules! families {
+    ($($field:ident: $ty:ty $(= $init:expr)?, $name:literal, $help:literal;)+) => {
+        struct Families {
+            $($field: $ty,)+
+        }
+
+        impl Families {
+            fn register(r: &mut Registry) -> Self {
+                let f = Families { $($field: families!(@init $($init)?),)+ };
+                $(r.register($name, $help, f.$field.clone());)+
+                f
+            }
+        }
+    };
+    (@init) => { Default::default() };
+    (@init $init:expr) => { $init };
+}
+
+families! {
+    requests: Counters<2>, "http_requests",
+        "Requests answered, by route template (`unmatched` when no route matched) and status";
+    duration: Timings = Family::new_with_constructor(latency), "http_request_duration_seconds",
+        "Time from the request to the response head, by route template";
+    in_flight: Gauge, "http_requests_in_flight", "Requests received and not yet answered";
+    problems: Counters<1>, "problems",
+        "Problem answers (application/problem+json), by problem type";
+    shed: Counters<1>, "shed_requests",
+        "Requests refused under load (problem type overloaded, 503), by route template";
+    timed_out: Counters<1>, "timed_out_requests",
+        "Requests that ran past the request time limit (problem type timeout, 503), by route template";
+    rate_limited: Counters<1>, "rate_limited_requests",
+        "Requests over their rate limit (problem type rate-limited, 429), by route template";
+    unauthorized: Counters<1>, "unauthorized_requests",
+        "Requests refused for missing or wrong credentials (problem type unauthorized, 401), by route template";
+    counted_tokens: Counters<2>, "counted_tokens",
+        "Tokens counted for callers (the total_tokens of tokens and verdict answers, the tokens_before of compressions), by encoding and method (bpe or chars)";
+    compressions: Counters<1>, "compressions",
+        "Compressions run (API and proxy), by whether the thread was compressed";
+    input_tokens: Counter, "compression_input_tokens",
+        "Tokens of the threads given to compression";
+    output_tokens: Counter, "compression_output_tokens",
+        "Tokens of the threads compression returned";
+    summaries: Counters<1>, "summaries_written",
+        "Summaries written (not served from the cache), by the strategy that wrote them: heuristic, llm or hybrid";
+    degraded: Counter, "summaries_degraded",
+        "Summaries the heuristic wrote because the upstream LLM failed (also counted under heuristic in summaries_written)";
+    cache_hits: Counters<2>, "cache_hits",
+        "Summary cache lookups that found an entry, by backend and lookup (summary or prefix)";
+    cache_misses: Counters<2>, "cache_misses",
+        "Summary cache lookups that found nothing, by backend and lookup (summary or prefix)";
+    cache_errors: Counters<2>, "cache_errors",
+        "Summary cache calls that failed (the request went on uncached), by backend and operation";
+    upstream_requests: Counters<1>, "upstream_requests",
+        "HTTP requests to the summarizer LLM, retries included, and to providers' counting endpoints (kind count_*), by upstream kind";
+    upstream_errors: Counters<2>, "upstream_errors",
+        "Failed HTTP requests to the summarizer LLM or a counting endpoint, by upstream kind and error";
+    upstream_duration: Timings = Family::new_with_constructor(latency), "upstream_request_duration_seconds",
+        "Time of one HTTP request to the summarizer LLM or a counting endpoint, by upstream kind";
+    upstream_tokens: Counters<2>, "upstream_tokens",
+        "Tokens the summarizer LLM reported using, by upstream kind and type (prompt or completion)";
+    proxied: Counters<2>, "proxy_forwarded_requests",
+        "Requests the drop-in proxy forwarded, by provider and the provider's status";
+    unchanged: Counters<2>, "proxy_unchanged_requests",
+        "Requests the drop-in proxy forwarded unchanged because of a problem on its side, by provider and reason";
+    tokens_removed: Counter, "compression_tokens_removed",
+        "Tokens compressions took out of the threads they were given (tokens before minus after)";
+    call_tokens: Counters<1>, "summary_call_tokens",
+        "Prompt and completion tokens of the summarizer LLM's calls, by when they ran: on a request's path (request) or written ahead in the background (ahead)";
+    sources: Counters<1>, "compression_summaries",
+        "Compressed threads by the summary they carry: written on the request (written), found in the cache by its content (cached), written ahead and swapped in (precomputed), or the one earlier turns carried, its prefix reused byte for byte (continued)";
+    jobs: Counters<1>, "precompute_jobs",
+        "Background summaries (precompute): started, skipped (skipped_busy: every slot taken; skipped_memory: the memory budget), and how each ended (written, found: already stored, elsewhere: another replica writes it, nothing: no span for the upstream, failed)";
+    due: Counters<1>, "precompute_due_turns",
+        "Turns on which a summary fell due with precompute on, by what happened: a summary written ahead was swapped in (used), it was not ready and the thread fit, so the request went on without it (pending), or the thread did not fit and the request waited for a summary (waited)";
+}
+
+fn latency() -> Histogram {
+    Histogram::new(LATENCY_BUCKETS)
+}
+
+/// Adds `n` to the series of `labels` (fixed words) in `family`.
+fn add<const N: usize>(family: &Counters<N>, labels: [(&'static str, &'static str); N], n: u64) {
+    family
+        .get_or_create(&labels.map(|(k, v)| (k, Cow::Borrowed(v))))
+        .inc_by(n);
+}
+
+/// Which cache lookup: a summary by its content hash, or the longest
+/// summarized prefix of a span (continuity, prefix reuse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Summary,
+    Prefix,
+    /// A summary written ahead of its turn (precompute).
+    Ahead,
+}
+
+/// The registry and the handles that record into it. Cheap to clone; a
+/// default one is a registry nobody reads unless it is rendered.
 #[derive(Clone)]
 pub struct Metrics(Arc<Inner>);
 
 struct Inner {
     registry: Registry,
-    http: http::Http,
-    domain: domain::Domain,
-    summaries: summaries::Summaries,
+    f: Families,
 }
 
 impl Default for Metrics {
-    /// A registry of its own, that nobody reads unless it is rendered: what
-    /// a part built without the application's handle records into.
     fn default() -> Self {
         Self::new()
     }
@@ -66,18 +170,20 @@ impl std::fmt::Debug for Metrics {
     }
 }
 
+/// A request in flight, until dropped (answered, or abandoned by its client).
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
 impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix(PREFIX);
-        let http = http::Http::register(&mut registry);
-        let domain = domain::Domain::register(&mut registry);
-        let summaries = summaries::Summaries::register(&mut registry);
-        Self(Arc::new(Inner {
-            registry,
-            http,
-            domain,
-            summaries,
-        }))
+        let f = Families::register(&mut registry);
+        Self(Arc::new(Inner { registry, f }))
     }
 
     /// The exposition of every metric, in `format`.
@@ -90,56 +196,143 @@ impl Metrics {
             Format::Text => text::classic(&out),
         }
     }
+
+    /// Counts a request in flight until the guard is dropped.
+    pub fn request_started(&self) -> InFlight {
+        let gauge = self.0.f.in_flight.clone();
+        gauge.inc();
+        InFlight(gauge)
+    }
+
+    /// One answered request. `route` is the matched route template (never
+    /// the request's path); `problem` is the answer's problem type, if any:
+    /// the refusals an operator watches are derived from it.
+    pub fn request_finished(
+        &self,
+        route: &str,
+        status: u16,
+        problem: Option<&'static str>,
+        elapsed: Duration,
+    ) {
+        let f = &self.0.f;
+        let route = ("route", Cow::Owned(route.to_owned()));
+        let status = ("status", status_label(status));
+        f.requests.get_or_create(&[route.clone(), status]).inc();
+        let route = [route];
+        f.duration
+            .get_or_create(&route)
+            .observe(elapsed.as_secs_f64());
+        let Some(slug) = problem else { return };
+        add(&f.problems, [("type", slug)], 1);
+        let refused = match slug {
+            SHED => &f.shed,
+            TIMED_OUT => &f.timed_out,
+            RATE_LIMITED => &f.rate_limited,
+            UNAUTHORIZED => &f.unauthorized,
+            _ => return,
+        };
+        refused.get_or_create(&route).inc();
+    }
+
+    /// Tokens of a thread or text counted for a caller.
+    pub fn tokens_counted(&self, encoding: &'static str, method: &'static str, tokens: usize) {
+        let labels = [("encoding", encoding), ("method", method)];
+        add(&self.0.f.counted_tokens, labels, tokens as u64);
+    }
+
+    /// One finished compression and its token counts before and after.
+    pub fn compression(&self, compressed: bool, before: usize, after: usize) {
+        let f = &self.0.f;
+        let compressed = if compressed { "true" } else { "false" };
+        add(&f.compressions, [("compressed", compressed)], 1);
+        f.input_tokens.inc_by(before as u64);
+        f.output_tokens.inc_by(after as u64);
+    }
+
+    /// A summary written by `strategy` (`heuristic`, `llm`, `hybrid`).
+    pub fn summary_written(&self, strategy: &'static str) {
+        add(&self.0.f.summaries, [("strategy", strategy)], 1);
+    }
+
+    /// A heuristic summary standing in for an upstream that failed.
+    pub fn summary_degraded(&self) {
+        self.0.f.degraded.inc();
+    }
+
+    /// A cache lookup that found an entry (`hit`) or nothing.
+    pub fn cache_lookup(&self, backend: &'static str, lookup: Lookup, hit: bool) {
+        let f = &self.0.f;
+        let lookup = match lookup {
+            Lookup::Summary => "summary",
+            Lookup::Prefix => "prefix",
+            Lookup::Ahead => "precomputed",
+        };
+        let family = if hit { &f.cache_hits } else { &f.cache_misses };
+        add(family, [("backend", backend), ("lookup", lookup)], 1);
+    }
+
+    /// A cache call that failed.
+    pub fn cache_error(&self, backend: &'static str, operation: &'static str) {
+        let labels = [("backend", backend), ("operation", operation)];
+        add(&self.0.f.cache_errors, labels, 1);
+    }
+
+    /// A request the proxy forwarded, and the provider's status.
+    pub fn proxy_forwarded(&self, provider: &'static str, status: u16) {
+        let labels = [
+            ("provider", provider.into()),
+            ("status", status_label(status)),
+        ];
+        self.0.f.proxied.get_or_create(&labels).inc();
+    }
+
+    /// A request the proxy forwarded unchanged because of a problem on its
+    /// side, and which (`reason`: a fixed word, see `proxy::Unchanged`).
+    pub fn proxy_unchanged(&self, provider: &'static str, reason: &'static str) {
+        let labels = [("provider", provider), ("reason", reason)];
+        add(&self.0.f.unchanged, labels, 1);
+    }
+
+    /// A compression that took `n` tokens out of its thread.
+    pub fn tokens_removed(&self, n: usize) {
+        self.0.f.tokens_removed.inc_by(n as u64);
+    }
+
+    /// Tokens of summarizer calls: on a request's path (`request`) or
+    /// written ahead (`ahead`).
+    pub fn summary_call_tokens(&self, when: &'static str, n: u64) {
+        add(&self.0.f.call_tokens, [("when", when)], n);
+    }
+
+    /// A compressed thread carrying a summary from `source`.
+    pub fn summary_source(&self, source: &'static str) {
+        add(&self.0.f.sources, [("source", source)], 1);
+    }
+
+    /// A background summary started, skipped, or ended so.
+    pub fn precompute(&self, outcome: &'static str) {
+        add(&self.0.f.jobs, [("outcome", outcome)], 1);
+    }
+
+    /// A due turn with precompute on, and what happened.
+    pub fn precompute_due(&self, result: &'static str) {
+        add(&self.0.f.due, [("result", result)], 1);
+    }
 }
 
 /// A status code as a label: the ones condense and the providers answer
 /// with by design as they are, any other by its class (`4xx`), so a
 /// provider that sends odd codes cannot grow a series per code.
-fn status_label(status: u16) -> &'static str {
-    const KNOWN: [(u16, &str); 27] = [
-        (200, "200"),
-        (201, "201"),
-        (204, "204"),
-        (206, "206"),
-        (301, "301"),
-        (302, "302"),
-        (304, "304"),
-        (307, "307"),
-        (308, "308"),
-        (400, "400"),
-        (401, "401"),
-        (403, "403"),
-        (404, "404"),
-        (405, "405"),
-        (408, "408"),
-        (409, "409"),
-        (413, "413"),
-        (415, "415"),
-        (422, "422"),
-        (429, "429"),
-        (500, "500"),
-        (501, "501"),
-        (502, "502"),
-        (503, "503"),
-        (504, "504"),
-        (529, "529"),
-        (499, "499"),
+fn status_label(status: u16) -> Cow<'static, str> {
+    const KNOWN: [u16; 27] = [
+        200, 201, 204, 206, 301, 302, 304, 307, 308, 400, 401, 403, 404, 405, 408, 409, 413, 415,
+        422, 429, 499, 500, 501, 502, 503, 504, 529,
     ];
-    if let Some((_, label)) = KNOWN.iter().find(|(code, _)| *code == status) {
-        return label;
-    }
     match status {
-        100..=199 => "1xx",
-        200..=299 => "2xx",
-        300..=399 => "3xx",
-        400..=499 => "4xx",
-        500..=599 => "5xx",
-        _ => "other",
+        _ if KNOWN.contains(&status) => status.to_string().into(),
+        100..=599 => format!("{}xx", status / 100).into(),
+        _ => "other".into(),
     }
-}
-
-fn latency_histogram() -> prometheus_client::metrics::histogram::Histogram {
-    prometheus_client::metrics::histogram::Histogram::new(LATENCY_BUCKETS)
 }
 
 #[cfg(test)]
@@ -261,6 +454,63 @@ mod tests {
         assert!(
             b.render(Format::Text)
                 .contains("\ncondense_summaries_degraded_total 0\n")
+        );
+    }
+
+    #[test]
+    fn refusals_are_derived_from_the_problem_type() {
+        let m = Metrics::new();
+        let took = Duration::from_millis(3);
+        for (slug, status) in [
+            (SHED, 503),
+            (TIMED_OUT, 503),
+            (RATE_LIMITED, 429),
+            (UNAUTHORIZED, 401),
+            ("validation", 422),
+        ] {
+            m.request_finished("/v1/compress", status, Some(slug), took);
+        }
+        m.request_finished("/v1/tokens", 200, None, took);
+        let text = m.render(Format::Text);
+        let has = |line: &str| assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+        for name in [
+            "shed_requests",
+            "timed_out_requests",
+            "rate_limited_requests",
+            "unauthorized_requests",
+        ] {
+            has(&format!(
+                "condense_{name}_total{{route=\"/v1/compress\"}} 1"
+            ));
+            // One series each: neither the 422 nor the 200 counted as a refusal.
+            let series = text
+                .lines()
+                .filter(|l| l.starts_with(&format!("condense_{name}_total{{")))
+                .count();
+            assert_eq!(series, 1, "{name}:\n{text}");
+        }
+        has("condense_problems_total{type=\"validation\"} 1");
+        has("condense_problems_total{type=\"overloaded\"} 1");
+        has("condense_http_requests_total{route=\"/v1/compress\",status=\"429\"} 1");
+        has("condense_http_requests_total{route=\"/v1/compress\",status=\"503\"} 2");
+        has("condense_http_request_duration_seconds_count{route=\"/v1/compress\"} 5");
+        has("condense_http_requests_in_flight 0");
+    }
+
+    #[test]
+    fn in_flight_lasts_as_long_as_the_guard() {
+        let m = Metrics::new();
+        let a = m.request_started();
+        let b = m.request_started();
+        drop(a);
+        assert!(
+            m.render(Format::Text)
+                .contains("\ncondense_http_requests_in_flight 1\n")
+        );
+        drop(b);
+        assert!(
+            m.render(Format::Text)
+                .contains("\ncondense_http_requests_in_flight 0\n")
         );
     }
 }

@@ -1,28 +1,10 @@
 //! The upstream requests (the summarizer LLM, the providers' counting
 //! endpoints): each one recorded however it ends.
 
-use std::time::{Duration, Instant};
+use std::borrow::Cow;
+use std::time::Instant;
 
-use prometheus_client::encoding::EncodeLabelSet;
-
-use super::Metrics;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(super) struct Kind {
-    kind: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(super) struct KindError {
-    kind: &'static str,
-    error: &'static str,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub(super) struct KindTokens {
-    kind: &'static str,
-    r#type: &'static str,
-}
+use super::{Metrics, add};
 
 impl Metrics {
     /// One HTTP request to the summarizer LLM is starting; the guard records
@@ -36,33 +18,6 @@ impl Metrics {
             done: false,
         }
     }
-
-    fn upstream_finished(&self, kind: &'static str, elapsed: Duration, outcome: Outcome) {
-        let m = &self.0.domain;
-        m.upstream_requests.get_or_create(&Kind { kind }).inc();
-        m.upstream_duration
-            .get_or_create(&Kind { kind })
-            .observe(elapsed.as_secs_f64());
-        match outcome {
-            Outcome::Answered { prompt, completion } => {
-                for (r#type, n) in [("prompt", prompt), ("completion", completion)] {
-                    m.upstream_tokens
-                        .get_or_create(&KindTokens { kind, r#type })
-                        .inc_by(n);
-                }
-            }
-            Outcome::Failed(error) => {
-                m.upstream_errors
-                    .get_or_create(&KindError { kind, error })
-                    .inc();
-            }
-        }
-    }
-}
-
-enum Outcome {
-    Answered { prompt: u64, completion: u64 },
-    Failed(&'static str),
 }
 
 /// One HTTP request to the summarizer LLM, recorded when it ends.
@@ -76,28 +31,40 @@ pub struct UpstreamAttempt {
 impl UpstreamAttempt {
     /// It answered, using these tokens.
     pub fn answered(mut self, prompt_tokens: u64, completion_tokens: u64) {
-        self.finish(Outcome::Answered {
-            prompt: prompt_tokens,
-            completion: completion_tokens,
-        });
+        self.finish();
+        let tokens = &self.metrics.0.f.upstream_tokens;
+        for (r#type, n) in [("prompt", prompt_tokens), ("completion", completion_tokens)] {
+            add(tokens, [("kind", self.kind), ("type", r#type)], n);
+        }
     }
 
     /// It failed with `error` (a fixed word: `timeout`, `connect`, `status_5xx`…).
     pub fn failed(mut self, error: &'static str) {
-        self.finish(Outcome::Failed(error));
+        self.fail(error);
     }
 
-    fn finish(&mut self, outcome: Outcome) {
+    fn fail(&mut self, error: &'static str) {
+        self.finish();
+        let errors = &self.metrics.0.f.upstream_errors;
+        add(errors, [("kind", self.kind), ("error", error)], 1);
+    }
+
+    /// Counts and times the request; what it ended in is the caller's to add.
+    fn finish(&mut self) {
         self.done = true;
-        self.metrics
-            .upstream_finished(self.kind, self.started.elapsed(), outcome);
+        let f = &self.metrics.0.f;
+        let kind = [("kind", Cow::Borrowed(self.kind))];
+        f.upstream_requests.get_or_create(&kind).inc();
+        f.upstream_duration
+            .get_or_create(&kind)
+            .observe(self.started.elapsed().as_secs_f64());
     }
 }
 
 impl Drop for UpstreamAttempt {
     fn drop(&mut self) {
         if !self.done {
-            self.finish(Outcome::Failed("abandoned"));
+            self.fail("abandoned");
         }
     }
 }

@@ -10,7 +10,7 @@ use reqwest::header::{HeaderMap, HeaderName};
 
 /// Headers that describe one connection, not the message: never relayed,
 /// in either direction.
-pub fn hop_by_hop(name: &HeaderName) -> bool {
+fn hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
         "connection"
@@ -25,16 +25,19 @@ pub fn hop_by_hop(name: &HeaderName) -> bool {
     )
 }
 
+/// The items of a comma-separated header, in all its occurrences.
+fn items<'a>(headers: &'a HeaderMap, name: &str) -> impl Iterator<Item = &'a str> {
+    let values = headers.get_all(name).iter().filter_map(|v| v.to_str().ok());
+    values
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+}
+
 /// The names a `Connection` header lists: hop-by-hop for this message.
 fn connection_named(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all("connection")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|n| n.trim().to_ascii_lowercase())
-        .filter(|n| !n.is_empty())
-        .collect()
+    let names = items(headers, "connection");
+    names.map(str::to_ascii_lowercase).collect()
 }
 
 /// Request headers that are not forwarded: hop-by-hop ones, the ones the
@@ -88,88 +91,14 @@ pub fn to_client(provider: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// condense's own headers on the proxy routes, each name written once.
-pub mod names {
-    /// Request: names the profile for this request (default: `default`).
-    pub const PROFILE: &str = "x-condense-profile";
-    /// Request: `true` forwards unchanged and reports what compression
-    /// would have done; the answer carries it back.
-    pub const SHADOW: &str = "x-condense-shadow";
-    pub const COMPRESSED: &str = "x-condense-compressed";
-    pub const WOULD_COMPRESS: &str = "x-condense-would-compress";
-    pub const TOKENS_BEFORE: &str = "x-condense-tokens-before";
-    pub const TOKENS_AFTER: &str = "x-condense-tokens-after";
-    pub const TOKENS_REMOVED: &str = "x-condense-tokens-removed";
-    pub const SUMMARY_CACHED: &str = "x-condense-summary-cached";
-    pub const SUMMARY_CALL_TOKENS: &str = "x-condense-summary-call-tokens";
-    pub const PREFIX_REUSED: &str = "x-condense-prefix-reused";
-    pub const PRECOMPUTE: &str = "x-condense-precompute";
-    pub const FIDELITY: &str = "x-condense-fidelity";
-    pub const THINKING: &str = "x-condense-thinking";
-    pub const NOTE: &str = "x-condense-note";
-
-    /// Every header an answer may carry to say what condense did: the
-    /// CORS layer exposes them, the README's proxy section explains them.
-    pub const REPORT: [&str; 13] = [
-        COMPRESSED,
-        SHADOW,
-        WOULD_COMPRESS,
-        TOKENS_BEFORE,
-        TOKENS_AFTER,
-        TOKENS_REMOVED,
-        SUMMARY_CACHED,
-        SUMMARY_CALL_TOKENS,
-        PREFIX_REUSED,
-        PRECOMPUTE,
-        FIDELITY,
-        THINKING,
-        NOTE,
-    ];
-}
-
 /// Adds `beta` to the request's `anthropic-beta` list (one header,
 /// comma-separated, as the SDKs send it), unless it is already there.
 pub fn add_beta(headers: &mut HeaderMap, beta: &str) {
-    let name = HeaderName::from_static("anthropic-beta");
-    let present: Vec<String> = headers
-        .get_all(&name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|b| b.trim().to_string())
-        .filter(|b| !b.is_empty())
-        .collect();
-    if present.iter().any(|b| b == beta) {
-        return;
-    }
-    let joined = present
-        .into_iter()
-        .chain([beta.to_string()])
-        .collect::<Vec<_>>()
-        .join(",");
-    if let Ok(v) = joined.parse() {
-        headers.insert(name, v);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
-
-    use super::names::REPORT;
-
-    /// The README's table of the headers the proxy adds names each report
-    /// header, and no other.
-    #[test]
-    fn the_readme_lists_every_report_header() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-        let listed: BTreeSet<&str> = readme
-            .lines()
-            .filter(|l| l.starts_with("| `x-condense-"))
-            .flat_map(|l| l.split('|').nth(1).unwrap().split('`'))
-            .filter(|n| n.starts_with("x-condense-"))
-            .collect();
-        assert_eq!(listed, BTreeSet::from(REPORT));
+    let present: Vec<&str> = items(headers, "anthropic-beta").collect();
+    if !present.contains(&beta) {
+        let joined = present.into_iter().chain([beta]).collect::<Vec<_>>();
+        if let Ok(v) = joined.join(",").parse() {
+            headers.insert("anthropic-beta", v);
+        }
     }
 }

@@ -1,6 +1,5 @@
 //! The drop-in proxy: an agent points its OpenAI (Chat Completions or
-//! Responses) or Anthropic SDK at
-//! condense, and each request passes through on its way to the provider,
+//! Responses) or Anthropic SDK at condense, and each request passes through on its way to the provider,
 //! its thread compressed when due, the provider's answer relayed unchanged.
 //!
 //! It calls the same [`Compressor`] as `/v1/compress`, in continuity mode:
@@ -30,21 +29,10 @@ use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
 use crate::upstream::{ProviderUrls, Secret};
 
-pub use headers::{PROVIDER_REQUEST_ID, names, to_client};
-pub use prepare::{Options, Prepared, Report};
+pub use headers::{PROVIDER_REQUEST_ID, to_client};
+pub use prepare::{Options, PROFILE, Prepared, Report, SHADOW, report_names};
 pub use relay::{Call, Forwarded};
 pub use unchanged::Unchanged;
-
-/// Which provider API a request speaks: its wire format and base URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Provider {
-    /// OpenAI Chat Completions, on OpenAI's base URL.
-    OpenAi,
-    /// The OpenAI Responses API, on OpenAI's base URL.
-    Responses,
-    /// Anthropic Messages, on Anthropic's base URL.
-    Anthropic,
-}
 
 /// The provider endpoint a proxy route forwards to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +47,12 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    pub fn provider(self) -> Provider {
+    /// The provider API the endpoint's requests speak (its metrics label too).
+    pub fn format(self) -> WireFormat {
         match self {
-            Endpoint::ChatCompletions => Provider::OpenAi,
-            Endpoint::Responses | Endpoint::ResponsesInputTokens => Provider::Responses,
-            Endpoint::Messages | Endpoint::MessagesCountTokens => Provider::Anthropic,
+            Endpoint::ChatCompletions => WireFormat::OpenAi,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens => WireFormat::Responses,
+            Endpoint::Messages | Endpoint::MessagesCountTokens => WireFormat::Anthropic,
         }
     }
 
@@ -81,35 +70,9 @@ impl Endpoint {
     }
 }
 
-impl Provider {
-    pub fn format(self) -> WireFormat {
-        match self {
-            Provider::OpenAi => WireFormat::OpenAi,
-            Provider::Responses => WireFormat::Responses,
-            Provider::Anthropic => WireFormat::Anthropic,
-        }
-    }
-
-    /// `openai`, `responses` or `anthropic` (the metrics' `provider` label).
-    pub fn as_str(self) -> &'static str {
-        self.format().as_str()
-    }
-
-    /// The body's fields that hold the thread: its messages (or items)
-    /// and its top-level instructions, if the format has them.
-    pub fn fields(self) -> (&'static str, Option<&'static str>) {
-        match self {
-            Provider::OpenAi => ("messages", None),
-            Provider::Responses => ("input", Some("instructions")),
-            Provider::Anthropic => ("messages", Some("system")),
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    /// Where each route forwards to (`CONDENSE_PROXY_*_URL`): OpenAI's
-    /// serves Chat Completions and Responses.
+    /// Where each route forwards to (`CONDENSE_PROXY_*_URL`).
     pub urls: ProviderUrls,
     /// Sent when a request carries no credentials of its own, for callers
     /// with the `provider` permission.
@@ -173,15 +136,12 @@ impl Proxy {
         })
     }
 
-    pub fn config(&self) -> &ProxyConfig {
-        &self.config
-    }
-
-    /// The provider base URL of a route, or why the route is off.
-    pub fn target(&self, provider: Provider) -> Result<&str, ProxyError> {
-        let url = match provider {
-            Provider::OpenAi | Provider::Responses => &self.config.urls.openai,
-            Provider::Anthropic => &self.config.urls.anthropic,
+    /// The provider base URL of a route (OpenAI's serves Chat Completions
+    /// and Responses), or why the route is off.
+    pub fn target(&self, format: WireFormat) -> Result<&str, ProxyError> {
+        let url = match format {
+            WireFormat::OpenAi | WireFormat::Responses => &self.config.urls.openai,
+            WireFormat::Anthropic => &self.config.urls.anthropic,
         };
         url.get().map_err(ProxyError::Disabled)
     }

@@ -4,13 +4,17 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{
-    DROP_BLOCK_BETA, opt_into_drop_block, opts_in, removed_thinking, thinking_on,
-};
-use super::{Provider, Proxy, ProxyError, Unchanged};
+use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, thinking_on};
+use super::{Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason};
 use crate::summarize::{Fidelity, cpu};
-use crate::thread::{self, Limits, RawThread, Thread};
+use crate::thread::{self, Limits, RawThread, Thread, WireFormat};
+
+/// Request: names the profile for this request (default: `default`).
+pub const PROFILE: &str = "x-condense-profile";
+/// Request: `true` forwards unchanged and reports what compression would
+/// have done; the answer carries it back.
+pub const SHADOW: &str = "x-condense-shadow";
 
 /// How condense treats one request, from its `x-condense-*` headers and
 /// its caller.
@@ -28,8 +32,6 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Prepared {
     pub body: Bytes,
-    /// An `anthropic-beta` the forwarded request needs (`drop_block`).
-    pub beta: Option<&'static str>,
     pub report: Report,
 }
 
@@ -63,7 +65,7 @@ pub struct Report {
     pub note: Option<String>,
     /// Kept turns whose stale thinking was removed (Anthropic).
     pub thinking_removed: usize,
-    /// The request opted into Anthropic's `drop_block`.
+    /// The request opted into Anthropic's `drop_block` (and needs its beta).
     pub drop_block: bool,
 }
 
@@ -72,7 +74,6 @@ impl Prepared {
     pub fn unchanged(body: Bytes, why: Unchanged, note: impl Into<String>) -> Self {
         Self {
             body,
-            beta: None,
             report: Report {
                 unchanged: Some(why),
                 note: Some(note.into()),
@@ -89,7 +90,7 @@ impl Proxy {
     /// thread, compress it, report, write the body.
     pub async fn prepare(
         &self,
-        provider: Provider,
+        format: WireFormat,
         options: &Options,
         body: Bytes,
     ) -> Result<Prepared, ProxyError> {
@@ -102,7 +103,7 @@ impl Proxy {
         let read = {
             let body = body.clone();
             let limits = self.config.limits;
-            cpu(move || read(provider, &body, limits)).await
+            cpu(move || read(format, &body, limits)).await
         };
         let (json, thread) = match read {
             Ok(read) => read,
@@ -137,13 +138,9 @@ impl Proxy {
         };
         let report = Report::of(&out, shadow);
         if !report.compressed {
-            return Ok(Prepared {
-                body,
-                beta: None,
-                report,
-            });
+            return Ok(Prepared { body, report });
         }
-        Ok(self.write(provider, json, out, body, report).await)
+        Ok(self.write(format, json, out, body, report).await)
     }
 
     /// The forwarded body: `json` with the compressed thread in its field,
@@ -151,17 +148,17 @@ impl Proxy {
     /// if it cannot be written).
     async fn write(
         &self,
-        provider: Provider,
+        format: WireFormat,
         json: Value,
         out: Outcome,
         original: Bytes,
         mut report: Report,
     ) -> Prepared {
-        let drop_block = opts_in(provider, &json, out.thinking_drop_block);
+        let drop_block = opts_in(format, &json, out.thinking_drop_block);
         let carried = out.carried;
         let written = cpu(move || {
             let mut json = json;
-            let field = provider.fields().0;
+            let field = fields(format).0;
             json[field] = Value::Array(out.thread.messages.into_iter().map(|m| m.raw).collect());
             if drop_block {
                 opt_into_drop_block(&mut json);
@@ -181,7 +178,6 @@ impl Proxy {
         report.drop_block = drop_block;
         Prepared {
             body: bytes.into(),
-            beta: report.drop_block.then_some(DROP_BLOCK_BETA),
             report,
         }
     }
@@ -221,6 +217,74 @@ impl Report {
     }
 }
 
+impl Report {
+    /// The `x-condense-*` headers that say what was done, each name once
+    /// (a `None` is not sent).
+    pub fn headers(&self) -> [(&'static str, Option<String>); 13] {
+        let text = |v: Option<usize>| v.map(|n| n.to_string());
+        let removed = self.tokens_before.zip(self.tokens_after);
+        let thinking = (self.thinking_removed > 0 || self.drop_block).then(|| {
+            let drop_block = if self.drop_block { "; drop_block" } else { "" };
+            format!("removed={}{drop_block}", self.thinking_removed)
+        });
+        [
+            ("x-condense-compressed", Some(self.compressed.to_string())),
+            (SHADOW, self.shadow.then(|| "true".into())),
+            (
+                "x-condense-would-compress",
+                self.shadow.then(|| self.would_compress.to_string()),
+            ),
+            ("x-condense-tokens-before", text(self.tokens_before)),
+            ("x-condense-tokens-after", text(self.tokens_after)),
+            (
+                "x-condense-tokens-removed",
+                text(removed.map(|(before, after)| before.saturating_sub(after))),
+            ),
+            (
+                "x-condense-summary-cached",
+                self.summary_cached.map(|c| c.to_string()),
+            ),
+            (
+                "x-condense-summary-call-tokens",
+                self.summary_call_tokens.map(|n| n.to_string()),
+            ),
+            (
+                "x-condense-prefix-reused",
+                self.prefix_reused.map(|r| r.to_string()),
+            ),
+            (
+                "x-condense-precompute",
+                self.precompute.map(|p| p.as_str().into()),
+            ),
+            (
+                "x-condense-fidelity",
+                self.fidelity.as_ref().map(Fidelity::header),
+            ),
+            ("x-condense-thinking", thinking),
+            ("x-condense-note", self.note.clone()),
+        ]
+    }
+}
+
+/// Every header an answer may carry to say what condense did: the CORS
+/// layer exposes them, the README's proxy section explains them.
+pub fn report_names() -> impl Iterator<Item = &'static str> {
+    Report::default()
+        .headers()
+        .into_iter()
+        .map(|(name, _)| name)
+}
+
+/// The body's fields that hold the thread: its messages (or items) and its
+/// top-level instructions, if the format has them.
+fn fields(format: WireFormat) -> (&'static str, Option<&'static str>) {
+    match format {
+        WireFormat::OpenAi => ("messages", None),
+        WireFormat::Responses => ("input", Some("instructions")),
+        WireFormat::Anthropic => ("messages", Some("system")),
+    }
+}
+
 /// Why a body was not read: a reason to forward it unchanged, or a thread
 /// over the limits.
 enum Unread {
@@ -236,13 +300,13 @@ impl From<&'static str> for Unread {
 }
 
 /// The body as JSON and its thread, or why condense does not read it.
-fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Thread), Unread> {
+fn read(format: WireFormat, body: &[u8], limits: Limits) -> Result<(Value, Thread), Unread> {
     if thread::too_many_nodes(body).is_some() {
         return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
     let json: Value = thread::compact::from_slice(body).map_err(|_| "the body is not JSON")?;
-    let (field, system) = provider.fields();
-    if provider == Provider::Responses {
+    let (field, system) = fields(format);
+    if format == WireFormat::Responses {
         if json
             .get("previous_response_id")
             .is_some_and(|v| !v.is_null())
@@ -261,10 +325,10 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
         .ok_or("the body has no messages")?;
     let too_large = |e: thread::OverLimit| Unread::TooLarge(e.detail);
     limits
-        .check_messages(provider.format(), messages.len())
+        .check_messages(format, messages.len())
         .map_err(too_large)?;
     let thread = thread::parse(RawThread {
-        format: Some(provider.format()),
+        format: Some(format),
         messages,
         system: system.and_then(|s| json.get(s)),
         tools: json.get("tools"),
@@ -272,4 +336,24 @@ fn read(provider: Provider, body: &[u8], limits: Limits) -> Result<(Value, Threa
     .map_err(|_| "the thread is not one condense can read")?;
     limits.check_thread(&thread).map_err(too_large)?;
     Ok((json, thread))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    /// The README's table of the headers the proxy adds names each report
+    /// header, and no other.
+    #[test]
+    fn the_readme_lists_every_report_header() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let listed: BTreeSet<&str> = readme
+            .lines()
+            .filter(|l| l.starts_with("| `x-condense-"))
+            .flat_map(|l| l.split('|').nth(1).unwrap().split('`'))
+            .filter(|n| n.starts_with("x-condense-"))
+            .collect();
+        assert_eq!(listed, super::report_names().collect());
+    }
 }

@@ -3,7 +3,9 @@
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::{Endpoint, Prepared, Provider, Proxy, ProxyError, Report, headers};
+use super::thinking::DROP_BLOCK_BETA;
+use super::{Endpoint, Prepared, Proxy, ProxyError, Report, headers};
+use crate::thread::WireFormat;
 
 /// One request on its way to the provider, as the handler read it.
 #[derive(Debug, Clone)]
@@ -37,17 +39,17 @@ impl Proxy {
         headers: &HeaderMap,
         prepared: Prepared,
     ) -> Result<Forwarded, ProxyError> {
-        let provider = call.endpoint.provider();
-        let url = url(self.target(provider)?, call);
-        let Prepared { body, beta, report } = prepared;
+        let format = call.endpoint.format();
+        let url = url(self.target(format)?, call);
+        let Prepared { body, report } = prepared;
         if let Some(why) = report.unchanged {
             why.record(self.compressor.metrics(), call, report.note.as_deref());
         }
         let mut out = headers::to_provider(headers);
-        if let Some(beta) = beta {
-            headers::add_beta(&mut out, beta);
+        if report.drop_block {
+            headers::add_beta(&mut out, DROP_BLOCK_BETA);
         }
-        self.inject_key(provider, &mut out, call.may_spend)?;
+        self.inject_key(format, &mut out, call.may_spend)?;
         let response = self
             .http
             .post(url)
@@ -66,42 +68,31 @@ impl Proxy {
             })?;
         self.compressor
             .metrics()
-            .proxy_forwarded(provider.as_str(), response.status().as_u16());
+            .proxy_forwarded(format.as_str(), response.status().as_u16());
         Ok(Forwarded { response, report })
     }
 
     /// Refuses, before any work, a request that would go with the
     /// operator's provider key for a caller without the `provider`
-    /// permission: one that brings no credentials of its own while an
-    /// operator key is configured. Without that key the request goes on
-    /// as it is, and the provider answers its own 401.
-    /// Decided on the headers as they would be forwarded: a credential the
-    /// client's `Connection` header names is not forwarded, so it does not
-    /// count.
+    /// permission: one that brings no credentials of its own (as it would be
+    /// forwarded: a credential its `Connection` header names does not go)
+    /// while an operator key is configured. Without that key the request
+    /// goes on as it is, and the provider answers its own 401.
     pub fn authorize(
         &self,
-        provider: Provider,
+        format: WireFormat,
         headers: &HeaderMap,
         may_spend: bool,
     ) -> Result<(), ProxyError> {
-        self.check_spend(provider, &headers::to_provider(headers), may_spend)
-    }
-
-    /// [`Proxy::authorize`] on headers already made ready to forward.
-    fn check_spend(
-        &self,
-        provider: Provider,
-        forwarded: &HeaderMap,
-        may_spend: bool,
-    ) -> Result<(), ProxyError> {
-        if may_spend || self.config.api_key.is_empty() || brings_credentials(provider, forwarded) {
+        let forwarded = headers::to_provider(headers);
+        if may_spend || self.config.api_key.is_empty() || brings_credentials(format, &forwarded) {
             return Ok(());
         }
         Err(ProxyError::Forbidden(format!(
             "this API key may not use the operator's provider key (it lacks the `provider` permission); send your own provider key in {}",
-            match provider {
-                Provider::Anthropic => "`x-api-key`",
-                Provider::OpenAi | Provider::Responses => "`Authorization`",
+            match format {
+                WireFormat::Anthropic => "`x-api-key`",
+                WireFormat::OpenAi | WireFormat::Responses => "`Authorization`",
             }
         )))
     }
@@ -111,20 +102,20 @@ impl Proxy {
     /// headers that go, though [`Proxy::authorize`] refused earlier).
     fn inject_key(
         &self,
-        provider: Provider,
+        format: WireFormat,
         headers: &mut HeaderMap,
         may_spend: bool,
     ) -> Result<(), ProxyError> {
-        self.check_spend(provider, headers, may_spend)?;
+        self.authorize(format, headers, may_spend)?;
         let key = &self.config.api_key;
-        if key.is_empty() || brings_credentials(provider, headers) {
+        if key.is_empty() || brings_credentials(format, headers) {
             return Ok(());
         }
-        let (name, value) = match provider {
-            Provider::OpenAi | Provider::Responses => {
+        let (name, value) = match format {
+            WireFormat::OpenAi | WireFormat::Responses => {
                 (AUTHORIZATION, format!("Bearer {}", key.expose()))
             }
-            Provider::Anthropic => (
+            WireFormat::Anthropic => (
                 HeaderName::from_static(ANTHROPIC_KEY),
                 key.expose().to_string(),
             ),
@@ -139,11 +130,11 @@ impl Proxy {
 
 /// A request carries a provider credential of its own: `Authorization`,
 /// Anthropic's `x-api-key`, or Azure OpenAI's `api-key`.
-fn brings_credentials(provider: Provider, headers: &HeaderMap) -> bool {
+fn brings_credentials(format: WireFormat, headers: &HeaderMap) -> bool {
     headers.contains_key(AUTHORIZATION)
-        || match provider {
-            Provider::Anthropic => headers.contains_key(ANTHROPIC_KEY),
-            Provider::OpenAi | Provider::Responses => headers.contains_key(AZURE_KEY),
+        || match format {
+            WireFormat::Anthropic => headers.contains_key(ANTHROPIC_KEY),
+            WireFormat::OpenAi | WireFormat::Responses => headers.contains_key(AZURE_KEY),
         }
 }
 

@@ -5,15 +5,15 @@
 
 use serde_json::Value;
 
-use super::Provider;
 use crate::compress::AppliedEdit;
+use crate::thread::WireFormat;
 
 /// Whether the forwarded body opts into `drop_block` (and its beta), so the
 /// API drops exactly the stale blocks: compression kept thinking after a
 /// changed prefix (with thinking off, it removed every block it could),
 /// the provider is Anthropic and thinking is on.
-pub(super) fn opts_in(provider: Provider, json: &Value, drop_block: bool) -> bool {
-    drop_block && provider == Provider::Anthropic && thinking_on(json)
+pub(super) fn opts_in(format: WireFormat, json: &Value, drop_block: bool) -> bool {
+    drop_block && format == WireFormat::Anthropic && thinking_on(json)
 }
 
 /// The beta that lets a request set `thinking.block_binding`.

@@ -95,14 +95,14 @@ impl Unchanged {
         let Some(reason) = self.problem() else {
             return;
         };
-        let provider = call.endpoint.provider();
+        let provider = call.endpoint.format().as_str();
         tracing::warn!(
             request_id = call.request_id.as_deref().unwrap_or("-"),
-            provider = provider.as_str(),
+            provider,
             reason,
             note = note.unwrap_or_default(),
             "a proxied request was forwarded unchanged"
         );
-        metrics.proxy_unchanged(provider.as_str(), reason);
+        metrics.proxy_unchanged(provider, reason);
     }
 }
