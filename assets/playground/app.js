@@ -405,14 +405,14 @@ function kindOf(m) {
 function stack(group, title, parts, total) {
   const bar = el('span', { class: 'stack', role: 'img', 'aria-label': `Tokens by ${title}` });
   const figures = el('ul', { class: 'parts' });
-  parts.filter(([, n]) => n > 0).forEach(([name, n], i) => {
+  for (const [name, n] of parts.filter(([, n]) => n > 0)) {
+    const slug = name.replace(/\s+/g, '-');
     const share = n / total < 0.0005 ? '<0.1%' : `${((100 * n) / total).toFixed(1)}%`;
-    const segment = el('span', { class: `seg c${i % 8}`, title: `${name}: ${fmt(n)} (${share})` });
+    const segment = el('span', { class: `seg p-${slug}`, title: `${name}: ${fmt(n)} (${share})` });
     segment.style.width = `${(100 * n) / total}%`;
     bar.append(segment);
-    figures.append(el('li', {}, el('span', { class: `swatch c${i % 8}` }), `${name} `,
-      num(`o-${group}-${name.replace(/\s+/g, '-')}`, n), ` (${share})`));
-  });
+    figures.append(el('li', {}, el('span', { class: `swatch p-${slug}` }), `${name} `, num(`o-${group}-${slug}`, n), ` (${share})`));
+  }
   return el('div', { class: 'stack-row' }, el('span', { class: 'label', text: `By ${title}` }), bar, figures);
 }
 
