@@ -14,6 +14,8 @@ const OVERRIDES = [
   ['context_window', 'Context window (tokens)'],
   ['max_iterations_before_summary', 'Iterations before a summary'],
 ];
+// What a profile field the profile leaves out means.
+const ABSENT = { context_window: 'the model’s', max_iterations_before_summary: 'off' };
 const PREVIEW_CHARS = 160;
 const FULL_CHARS = 20000;
 
@@ -199,7 +201,7 @@ async function analyse() {
     reqs = requests(readThread());
   } catch (e) {
     showFailure(e);
-    $('results').hidden = true;
+    showResults(false);
     setStatus('error', 'Fix the highlighted field.');
     return;
   }
@@ -213,7 +215,7 @@ async function analyse() {
   const failures = settled.filter((s) => s.status === 'rejected');
   if (failures.length) {
     failures.forEach((f) => showFailure(f.reason));
-    $('results').hidden = true; // what is shown must be this input's
+    showResults(false); // what is shown must be this input's
     setStatus('error', 'The service answered with an error: see the highlighted field.');
     return;
   }
@@ -358,7 +360,8 @@ function renderVerdict(tokens, verdict) {
       ` · profile ${verdict.profile} · model ${verdict.model} (${tokens.encoding}, ${verdict.format})`,
       verdict.exact ? null : el('span', { class: 'badge', title: 'The API marks this count as an estimate, not the provider’s exact figure.' }, 'estimate')),
     el('p', {}, num('v-total', verdict.total_tokens), ' tokens of a ', num('v-window', verdict.context_window),
-      '-token window; ', num('v-available', verdict.available_tokens), ' available for the thread.'),
+      '-token window; ', num('v-available', verdict.available_tokens), ' left after them and the ',
+      num('v-reserve', verdict.context_window - verdict.total_tokens - verdict.available_tokens), '-token reply reserve.'),
     bar('Messages since the last summary', verdict.messages_since_summary, verdict.messages_threshold,
       verdict.messages_percent, ['v-since', 'v-messages-threshold', 'v-messages-percent']),
     bar('Tokens', verdict.total_tokens, verdict.tokens_threshold, verdict.tokens_percent,
@@ -384,6 +387,53 @@ function renderWarnings(verdict, compress, after) {
     items.unshift(el('li', { class: 'degraded', id: 'x-degraded', text: 'Degraded: the summary is not what was asked for (the upstream LLM failed; a heuristic summary was used).' }));
   }
   $('warnings').replaceChildren(...items);
+}
+
+/**
+ * What a message mostly carries, for the overview: it counts once, under the
+ * first of these that fits (the API counts messages, not their blocks).
+ */
+function kindOf(m) {
+  if (!m || ['system', 'developer'].includes(m.role)) return 'instructions';
+  if (holdsResults(m)) return 'tool results';
+  if (makesCalls(m)) return 'tool calls';
+  if (m.reasoning_content || blocks(m).some((b) => ['thinking', 'redacted_thinking'].includes(b.type))) return 'thinking';
+  return 'text';
+}
+
+/** One stacked bar of `parts` ([name, tokens], zeros left out) with its figures; ids `o-<group>-<name>`. */
+function stack(group, title, parts, total) {
+  const bar = el('span', { class: 'stack', role: 'img', 'aria-label': `Tokens by ${title}` });
+  const figures = el('ul', { class: 'parts' });
+  for (const [name, n] of parts.filter(([, n]) => n > 0)) {
+    const slug = name.replace(/\s+/g, '-');
+    const share = n / total < 0.0005 ? '<0.1%' : `${((100 * n) / total).toFixed(1)}%`;
+    const segment = el('span', { class: `seg p-${slug}`, title: `${name}: ${fmt(n)} (${share})` });
+    segment.style.width = `${(100 * n) / total}%`;
+    bar.append(segment);
+    figures.append(el('li', {}, el('span', { class: `swatch p-${slug}` }), `${name} `, num(`o-${group}-${slug}`, n), ` (${share})`));
+  }
+  return el('div', { class: 'stack-row' }, el('span', { class: 'label', text: `By ${title}` }), bar, figures);
+}
+
+/** Where the tokens go, at a glance: the thread's total by role and by kind. */
+function renderOverview(thread, tokens) {
+  const byRole = new Map();
+  const byKind = new Map([['text', 0], ['tool calls', 0], ['tool results', 0], ['thinking', 0], ['instructions', 0]]);
+  for (const m of tokens.messages) {
+    byRole.set(m.role, (byRole.get(m.role) || 0) + m.tokens);
+    const kind = kindOf(m.index === null ? null : thread.messages[m.index]);
+    byKind.set(kind, byKind.get(kind) + m.tokens);
+  }
+  const extra = [['tool definitions', tokens.tools_tokens], ['reply priming', tokens.reply_priming_tokens]];
+  const total = [...byRole.values()].reduce((a, b) => a + b, 0) + tokens.tools_tokens + tokens.reply_priming_tokens;
+  $('overview').replaceChildren(
+    el('p', {}, num('o-total', total), ' tokens in ', num('o-messages', tokens.messages.length),
+      ' messages, their tool definitions and the reply priming.'),
+    stack('role', 'role', [...byRole, ...extra], Math.max(1, total)),
+    stack('kind', 'kind', [...byKind, ...extra], Math.max(1, total)),
+    el('p', { class: 'note', text: 'By kind, a message counts once, under the first of: instructions, tool results, tool calls, thinking, text.' }));
+  $('chart-title').textContent = `Per message (${fmt(tokens.messages.length)} rows; the list scrolls)`;
 }
 
 function renderChart(thread, tokens, compress) {
@@ -414,11 +464,12 @@ function renderChart(thread, tokens, compress) {
   $('chart').replaceChildren(...rows);
 }
 
-function messageItem(message, tokenCount, kind, index, tools) {
+/** A message of the thread; `label` names it (`#3`, or what a summary is). */
+function messageItem(message, tokenCount, kind, label, tools) {
   const text = textOf(message);
   const details = el('details', {},
     el('summary', {},
-      el('span', { class: 'idx', text: index === null ? 'new' : `#${index}` }),
+      el('span', { class: 'idx', text: label }),
       el('span', { class: 'role', text: message.role }),
       tools ? el('span', { class: 'tool', text: tools }) : null,
       el('span', { class: 'tokens num', text: tokenCount === undefined ? '' : fmt(tokenCount) }),
@@ -443,9 +494,10 @@ function renderCompression(thread, tokens, compress, after) {
     num('x-window', compress.context_window), '-token window.'),
   ];
   if (s) {
-    facts.push(el('p', {}, 'Summary: ', num('x-summary-tokens', s.token_count), ' tokens for ',
+    facts.push(el('p', { id: 'x-summary' }, 'Summary ', el('strong', { id: 'x-summary-source', text: s.cached ? 'from the cache' : 'newly written' }),
+      ': ', num('x-summary-tokens', s.token_count), ' tokens of text for ',
       num('x-summarized', s.messages_summarized), ' messages (#', fmt(s.first_message_idx), '–#', fmt(s.last_message_idx),
-      `), strategy ${s.strategy}${s.model ? ` (${s.model})` : ''}, ${s.cached ? 'from the cache' : 'newly written'}.`));
+      `), strategy ${s.strategy}${s.model ? ` (${s.model})` : ''}.`));
   }
   if (compress.messages_dropped.length || compress.messages_truncated.length) {
     facts.push(el('p', {}, num('x-dropped', compress.messages_dropped.length), ' messages dropped, ',
@@ -472,7 +524,7 @@ function renderCompression(thread, tokens, compress, after) {
   const shape = structure(thread.messages);
   const fate = fates(thread.messages, compress);
   const counted = new Map(tokens.messages.filter((m) => m.index !== null).map((m) => [m.index, m.tokens]));
-  $('original').replaceChildren(...thread.messages.map((m, i) => messageItem(m, counted.get(i), fate[i], i, shape[i].tools)));
+  $('original').replaceChildren(...thread.messages.map((m, i) => messageItem(m, counted.get(i), fate[i], `#${i}`, shape[i].tools)));
 
   const from = compress.compressed ? origins(thread.messages, compress) : thread.messages.map((_, i) => i);
   const afterCounts = after ? new Map(after.messages.filter((m) => m.index !== null).map((m) => [m.index, m.tokens])) : new Map();
@@ -482,16 +534,28 @@ function renderCompression(thread, tokens, compress, after) {
     let kind = 'recent';
     if (origin === null) kind = 'summary';
     else if (origin !== undefined) kind = fate[origin] === 'truncated' ? 'truncated' : fate[origin];
-    return messageItem(m, afterCounts.get(j), kind, origin === undefined ? j : origin, outShape[j].tools);
+    const label = origin === null ? `summary, ${s.cached ? 'from the cache' : 'newly written'}` : `#${origin === undefined ? j : origin}`;
+    return messageItem(m, afterCounts.get(j), kind, label, outShape[j].tools);
   }));
+  const at = from ? from.indexOf(null) : -1;
+  if (s && at >= 0 && afterCounts.has(at)) {
+    $('x-summary').append(' As a message, with its header and framing: ', num('x-summary-message-tokens', afterCounts.get(at)), ' tokens.');
+  }
 }
 
 function render(thread, tokens, verdict, compress, after) {
   renderVerdict(tokens, verdict);
   renderWarnings(verdict, compress, after);
+  renderOverview(thread, tokens);
   renderChart(thread, tokens, compress);
   renderCompression(thread, tokens, compress, after);
-  $('results').hidden = false;
+  showResults(true);
+}
+
+/** The results, or in their place what the page is waiting for. */
+function showResults(shown) {
+  $('results').hidden = !shown;
+  $('empty').hidden = shown;
 }
 
 // --------------------------------------------------------------- setup
@@ -506,7 +570,7 @@ function buildOverrides() {
 function showProfile() {
   const profile = profiles[$('profile').value] || {};
   for (const [key] of OVERRIDES) {
-    $(`config-${key}`).placeholder = profile[key] === undefined ? 'the model’s' : String(profile[key]);
+    $(`config-${key}`).placeholder = profile[key] === undefined ? ABSENT[key] || '' : String(profile[key]);
   }
 }
 
@@ -558,11 +622,12 @@ async function describe() {
   return true;
 }
 
-/** After the catalog: the example the address names, or a prompt. */
+/** After the catalog: the example the address names, else the first one, so a first visit shows a verdict. */
 async function start() {
   clearErrors();
   if (!(await describe())) return;
-  const wanted = new URLSearchParams(window.location.search).get('example');
+  const first = $('example').options[1];
+  const wanted = new URLSearchParams(window.location.search).get('example') || (first && first.value);
   if (wanted) {
     $('example').value = wanted;
     await loadExample(wanted);

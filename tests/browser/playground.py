@@ -113,6 +113,55 @@ def requests_for(example, **settings):
     return thread, decide, compress
 
 
+def text_of(message):
+    """A message's text: its content, or its first text block."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return next((b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"), "")
+    return content or ""
+
+
+def kind_of(message):
+    """The overview's kind of a message: the first of these that fits."""
+    if message is None or message["role"] in ("system", "developer"):
+        return "instructions"
+    content = message.get("content")
+    blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    if message["role"] == "tool" or (blocks and all(b.get("type") == "tool_result" for b in blocks)):
+        return "tool-results"
+    if message.get("tool_calls") or any(b.get("type") == "tool_use" for b in blocks):
+        return "tool-calls"
+    if message.get("reasoning_content") or any(b.get("type") in ("thinking", "redacted_thinking") for b in blocks):
+        return "thinking"
+    return "text"
+
+
+def check_overview(driver, name, messages, tokens):
+    """The overview above the per-message list: the API's counts summed by role and by kind."""
+    extra = {"tool-definitions": tokens["tools_tokens"], "reply-priming": tokens["reply_priming_tokens"]}
+    by_role, by_kind = dict(extra), dict(extra)
+    for counted in tokens["messages"]:
+        role = counted["role"]
+        by_role[role] = by_role.get(role, 0) + counted["tokens"]
+        kind = kind_of(None if counted["index"] is None else messages[counted["index"]])
+        by_kind[kind] = by_kind.get(kind, 0) + counted["tokens"]
+    assert number(driver, "o-total") == tokens["total_tokens"], f"{name}: the overview's total"
+    assert number(driver, "o-messages") == len(tokens["messages"])
+    for group, expected in (("role", by_role), ("kind", by_kind)):
+        assert sum(expected.values()) == tokens["total_tokens"], (group, expected)
+        for part, value in expected.items():
+            element_id = f"o-{group}-{part}"
+            if value == 0:
+                assert not driver.find_elements(By.ID, element_id), f"{name}: an empty #{element_id}"
+                continue
+            got = number(driver, element_id)
+            assert got == value, f"{name}: #{element_id} shows {got}, the API's counts sum to {value}"
+        shown = driver.find_elements(By.CSS_SELECTOR, f"[id^='o-{group}-']")
+        assert len(shown) == len([v for v in expected.values() if v]), f"{name}: parts by {group}"
+    title = driver.find_element(By.ID, "chart-title").text
+    assert f"{len(tokens['messages']):,} rows" in title, title
+
+
 def check_against_api(driver, name, **settings):
     """The numbers on the page are the API's for the same input."""
     status, example = api("GET", f"/playground/examples/{name}")
@@ -148,6 +197,12 @@ def check_against_api(driver, name, **settings):
     if compress["summary"]:
         shown["x-summary-tokens"] = compress["summary"]["token_count"]
         shown["x-summarized"] = compress["summary"]["messages_summarized"]
+    # What is left is the window less the thread and the reply reserve, and says so.
+    _, profiles = api("GET", "/v1/profiles")
+    reserve = settings.get("config", {}).get("response_reserve", profiles["profiles"]["default"]["response_reserve"])
+    assert verdict["context_window"] - verdict["total_tokens"] - verdict["available_tokens"] == reserve
+    shown["v-reserve"] = reserve
+    assert "reply reserve" in driver.find_element(By.ID, "v-reserve").find_element(By.XPATH, "..").text
     for element_id, expected in shown.items():
         got = number(driver, element_id)
         assert got == expected, f"{name}: #{element_id} shows {got}, the API says {expected}"
@@ -155,6 +210,8 @@ def check_against_api(driver, name, **settings):
     assert "null" not in verdict_text and "undefined" not in verdict_text, verdict_text
     should = driver.find_element(By.ID, "v-should").text
     assert should == ("Summarize now" if verdict["should_summarize"] else "Not due yet"), should
+
+    check_overview(driver, name, example["messages"], tokens)
 
     # One chart row per counted message, with the API's count, in order.
     rows = driver.find_elements(By.CSS_SELECTOR, "#chart li.msg:not(.extra)")
@@ -179,6 +236,21 @@ def check_against_api(driver, name, **settings):
         assert len(highlighted) == 1, len(highlighted)
         preview = highlighted[0].find_element(By.CLASS_NAME, "preview").get_attribute("textContent")
         assert preview.startswith("[Context Summary"), preview
+        # Cached or newly written, said alike above and on the row; the row's
+        # figure is the summary message's count, and the text says which is which.
+        source = "from the cache" if summary["cached"] else "newly written"
+        assert driver.find_element(By.ID, "x-summary-source").text == source
+        label = highlighted[0].find_element(By.CLASS_NAME, "idx").get_attribute("textContent")
+        assert label == f"summary, {source}", label
+        at = next(j for j, m in enumerate(compress["messages"]) if text_of(m).startswith("[Context Summary"))
+        _, after = api("POST", "/v1/tokens", {
+            "messages": compress["messages"], "system": compress.get("system"), "tools": thread.get("tools"),
+            "format": compress["format"], "model": thread["model"],
+        })
+        counted = next(m["tokens"] for m in after["messages"] if m["index"] == at)
+        row = int(highlighted[0].find_element(By.CLASS_NAME, "tokens").get_attribute("textContent").replace(",", ""))
+        assert row == counted == number(driver, "x-summary-message-tokens"), (row, counted)
+        assert "with its header and framing" in driver.find_element(By.ID, "x-summary").text
     return verdict, compress
 
 
@@ -187,17 +259,52 @@ def main():
     shots = []
     driver = browser()
     try:
-        # First load: what a person's browser transfers before choosing anything.
+        # Before its script runs, the page says what will appear (a screenshot at load).
+        with urllib.request.urlopen(BASE + "/playground", timeout=WAIT) as res:
+            html = res.read().decode()
+        assert 'id="empty"' in html and "Nothing analysed yet" in html and "Loading" not in html
+
+        # First load: the first example's verdict, and what a person's browser transfers for it.
+        driver.set_window_size(1400, 1100)
         driver.get(BASE + "/playground")
         WebDriverWait(driver, WAIT).until(
-            lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "idle"
+            lambda d: d.find_element(By.ID, "status").get_attribute("data-state") in ("done", "error")
         )
+        assert driver.find_element(By.ID, "status").get_attribute("data-state") == "done", (
+            driver.find_element(By.ID, "status").text
+        )
+        _, examples = api("GET", "/playground/examples")
+        check_against_api(driver, examples["examples"][0]["name"])
+        assert driver.find_element(By.ID, "results").is_displayed() and not driver.find_element(By.ID, "empty").is_displayed()
+        assert "Loading" not in driver.find_element(By.TAG_NAME, "body").text
         weight = driver.execute_script(
             "const nav = performance.getEntriesByType('navigation')[0];"
             "return nav.transferSize + performance.getEntriesByType('resource')"
             ".reduce((sum, r) => sum + r.transferSize, 0);"
         )
         assert 0 < weight < 200_000, f"first load transferred {weight} bytes"
+
+        # The placeholders of the overrides: the profile's value, else what its absence means.
+        _, profiles = api("GET", "/v1/profiles")
+        default = profiles["profiles"]["default"]
+        absent = {"context_window": "the model’s", "max_iterations_before_summary": "off"}
+        for key in ["max_messages_before_summary", "min_recent_messages", "response_reserve", *absent]:
+            placeholder = driver.find_element(By.ID, f"config-{key}").get_attribute("placeholder")
+            assert placeholder == (str(default[key]) if key in default else absent[key]), (key, placeholder)
+
+        # At 1400 px, every model's name fits its select; the legend's dashed
+        # mark is a left edge like the others, not a box.
+        clipped = driver.execute_script(
+            "const s = document.getElementById('model'); const style = getComputedStyle(s);"
+            "const ctx = document.createElement('canvas').getContext('2d'); ctx.font = style.font;"
+            "const room = s.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;"
+            "return [...s.options].map(o => o.text).filter(t => ctx.measureText(t).width > room);"
+        )
+        assert clipped == [], f"clipped in the Model select at 1400 px: {clipped}"
+        key = driver.find_element(By.CSS_SELECTOR, ".key.instruction")
+        sides = [key.value_of_css_property(f"border-{side}-style") for side in ("top", "right", "bottom", "left")]
+        assert sides == ["none", "none", "none", "dashed"], sides
+        driver.set_window_size(1280, 800)
 
         # Every control has a label, and the keyboard reaches the Analyse button.
         unlabeled = driver.execute_script(

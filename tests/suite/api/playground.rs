@@ -54,6 +54,12 @@ async fn page_and_files_are_served_with_their_types_and_a_strict_policy() {
             );
         }
     }
+    // Before its script runs (a screenshot at load), the page says what will appear.
+    assert!(page.contains("Nothing analysed yet"), "no empty state");
+    assert!(
+        !page.contains("Loading"),
+        "the page opens on a loading message"
+    );
 }
 
 #[tokio::test]
