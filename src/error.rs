@@ -38,7 +38,7 @@ pub enum ApiError {
     /// `Accept-Encoding: identity` (RFC 7694).
     #[error("{0}")]
     UnsupportedEncoding(String),
-    #[error("the body is larger than the limit of {limit} bytes")]
+    #[error("the body is larger than the limit of {limit} bytes (CONDENSE_BODY_LIMIT)")]
     PayloadTooLarge { limit: usize },
     /// Within the byte limit, but more JSON objects and arrays than a
     /// request may hold: each costs memory far beyond its bytes.
@@ -269,6 +269,7 @@ impl IntoResponse for ApiError {
                 // However many problems the body holds, the answer stays small.
                 let errors = crate::thread::cap(errors);
                 let detail = match errors.as_slice() {
+                    [one] if one.pointer.is_empty() => one.message.clone(),
                     [one] => format!("{}: {}", one.pointer, one.message),
                     many => format!("{} problems in the request; see `errors`", many.len()),
                 };

@@ -65,6 +65,10 @@ impl Application {
             .map(|addr| (addr, server.probe_serve_options()));
         if let Some(url) = config.upstream.url() {
             tracing::info!(url = %crate::redact::redact_url(url), "upstream LLM configured");
+        } else {
+            tracing::info!(
+                "no upstream LLM (CONDENSE_UPSTREAM_URL): the heuristic writes every summary"
+            );
         }
         let state = AppState::connect(config).await?;
         let cache = state.summarizer.cache().clone();

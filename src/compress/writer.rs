@@ -32,8 +32,8 @@ pub(super) struct Upstream {
 /// `auto` is `llm` when an upstream is configured, the caller may use it,
 /// the span has at least `llm_min_tokens` and the whole thread at least
 /// `llm_min_total_tokens`, else `heuristic` (with a warning when only the
-/// missing upstream or permission stood in the way); `llm` and `hybrid`
-/// need an upstream and the permission.
+/// caller's permission stood in the way: no upstream is the quiet default);
+/// `llm` and `hybrid` need an upstream and the permission.
 pub(super) fn decide(
     s: Strategy,
     upstream: Upstream,
@@ -62,13 +62,6 @@ pub(super) fn decide(
             Decision::Write(Writer::Heuristic)
         }
         (Strategy::Auto, Some(m)) if worth_an_llm => Decision::Write(Writer::Llm(m)),
-        (Strategy::Auto, None) if worth_an_llm => {
-            warnings.push(format!(
-                "{}, but none is configured (CONDENSE_UPSTREAM_URL): the heuristic wrote it",
-                would()
-            ));
-            Decision::Write(Writer::Heuristic)
-        }
         (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
         (Strategy::Llm | Strategy::Hybrid, Some(_)) if !allowed => {
             return Err(Error::Forbidden(format!(

@@ -22,15 +22,16 @@ pub fn parse(text: &str) -> Result<Duration, String> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
-    if number.is_empty() {
-        return Err(
-            "not a duration: write a whole number and a unit (ms, s, m, h, d), e.g. 30s".into(),
-        );
+    const EXPECTED: &str = "expected a duration such as 90s or 500ms";
+    if number.is_empty() || unit.starts_with('.') {
+        return Err(format!(
+            "{EXPECTED}: a whole number and a unit (ms, s, m, h, d)"
+        ));
     }
     let Some(&(_, millis)) = UNITS.iter().find(|(u, _)| *u == unit) else {
         return Err(match unit {
             "" => format!("needs a unit (ms, s, m, h, d), e.g. {text}s"),
-            _ => format!("`{unit}` is not a unit of time: use ms, s, m, h or d"),
+            _ => format!("{EXPECTED}: `{unit}` is not a unit of time (ms, s, m, h, d)"),
         });
     };
     number
@@ -89,6 +90,13 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(parse("30").unwrap_err().contains("needs a unit"));
+        for bad in ["1.5", "1.5s", "x", "30sec"] {
+            let e = parse(bad).unwrap_err();
+            assert!(
+                e.starts_with("expected a duration such as 90s"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

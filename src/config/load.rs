@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::num::IntErrorKind;
 use std::path::{Path, PathBuf};
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
@@ -51,6 +52,8 @@ pub fn load(
     args: impl IntoIterator<Item = OsString>,
 ) -> Result<Loaded, LoadError> {
     let args: Vec<OsString> = args.into_iter().collect();
+    // Settings are accepted after the subcommand too (`condense config --config x.toml`).
+    command = command.mut_args(|a| a.global(true));
     let mut layered = BTreeMap::new();
     let mut defaults = BTreeMap::new();
     // The file may be named by a flag or the environment: clap finds it.
@@ -119,8 +122,15 @@ fn read(path: &Path, command: &Command) -> Result<Vec<(String, Vec<String>)>, St
         if !settings(command).any(|id| section_of(id) == *section) {
             let mut sections: Vec<String> = settings(command).map(section_of).collect();
             sections.dedup();
+            // Profiles have a file of their own.
+            let hint = match section.as_str() {
+                "profiles" => {
+                    "; profiles go in their own file, named by [models] profiles_file (CONDENSE_PROFILES_FILE)"
+                }
+                _ => "",
+            };
             return Err(format!(
-                "{shown}: [{section}] is not a section of settings (they are [{}])",
+                "{shown}: [{section}] is not a section of settings (they are [{}]){hint}",
                 sections.join("], [")
             ));
         }
@@ -294,8 +304,21 @@ fn one_line(
             Some(ContextValue::Strings(valid)) => format!("expected one of {}", valid.join(", ")),
             _ => "not a valid value".into(),
         },
-        _ => std::error::Error::source(&e)
-            .map_or_else(|| "not a valid value".into(), |s| s.to_string()),
+        _ => match std::error::Error::source(&e) {
+            Some(s)
+                if s.downcast_ref::<std::num::ParseIntError>()
+                    .is_some_and(|p| {
+                        !matches!(
+                            p.kind(),
+                            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
+                        )
+                    }) =>
+            {
+                "expected a whole number".into()
+            }
+            Some(s) => s.to_string(),
+            None => "not a valid value".into(),
+        },
     };
     LoadError::Invalid(format!("{name}: {reason}"))
 }

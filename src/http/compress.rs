@@ -108,7 +108,9 @@ async fn compress_thread(
     let compression = app
         .cpu(move |app| parse(app, req, upstream_allowed))
         .await?;
-    let outcome = app.compressor.run(compression).await?;
+    let empty = super::input::empty_thread(&compression.thread);
+    let mut outcome = app.compressor.run(compression).await?;
+    outcome.warnings.extend(empty);
     let status = match outcome.precompute {
         Some(p) if p.accepted() => StatusCode::ACCEPTED,
         _ => StatusCode::OK,

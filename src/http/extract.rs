@@ -75,8 +75,25 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 /// mid-stream (a `null` where an enum goes) as syntax errors; from a parsed
 /// `Value` they are what they are.
 fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        let e = e.to_string();
+        // A number past f64 (`1e400`) is valid JSON: say where it is.
+        let at = if e.starts_with("number out of range") {
+            serde_path_to_error::deserialize::<_, T>(&mut serde_json::Deserializer::from_slice(
+                bytes,
+            ))
+            .err()
+            .map(|p| pointer(p.path()))
+            .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        ApiError::MalformedJson(if at.is_empty() {
+            e
+        } else {
+            format!("{at}: {e}")
+        })
+    })?;
     if !value.is_object() {
         return Err(ApiError::field(
             "",
@@ -87,16 +104,8 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         ));
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
-        let pointer: String = e
-            .path()
-            .iter()
-            .filter_map(|seg| match seg {
-                Segment::Seq { index } => Some(format!("/{index}")),
-                Segment::Map { key } => Some(format!("/{}", escape(&echo(key)))),
-                Segment::Enum { .. } | Segment::Unknown => None,
-            })
-            .collect();
-        let message = clip_quoted(&e.into_inner().to_string()).into_owned();
+        let pointer = pointer(e.path());
+        let message = plain(&clip_quoted(&e.into_inner().to_string()));
         // serde reports a missing field at its parent; point at the field.
         let pointer = match message
             .strip_prefix("missing field `")
@@ -107,6 +116,34 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         };
         ApiError::field(pointer, message)
     })
+}
+
+/// The JSON pointer of a serde path.
+fn pointer(path: &serde_path_to_error::Path) -> String {
+    path.iter()
+        .filter_map(|seg| match seg {
+            Segment::Seq { index } => Some(format!("/{index}")),
+            Segment::Map { key } => Some(format!("/{}", escape(&echo(key)))),
+            Segment::Enum { .. } | Segment::Unknown => None,
+        })
+        .collect()
+}
+
+/// serde's type names (`expected u64`) in plain words.
+fn plain(message: &str) -> String {
+    let mut m = message.to_owned();
+    for (ty, max) in [
+        ("u64", u64::MAX),
+        ("usize", usize::MAX as u64),
+        ("u32", u32::MAX as u64),
+        ("u16", u16::MAX as u64),
+        ("u8", u8::MAX as u64),
+    ] {
+        if let Some(head) = m.strip_suffix(&format!("expected {ty}")) {
+            m = format!("{head}expected a whole number between 0 and {max}");
+        }
+    }
+    m
 }
 
 /// The body as bytes, for routes that relay it (the proxy) and for

@@ -228,6 +228,18 @@ impl ThreadFields {
     }
 }
 
+/// The warning on a thread without messages: counted and judged here, but
+/// every provider refuses it.
+pub fn empty_thread(thread: &Thread) -> Option<String> {
+    thread.messages.is_empty().then(|| {
+        let field = match thread.format {
+            WireFormat::Responses => "/input",
+            _ => "/messages",
+        };
+        format!("{field} is empty: every provider refuses a thread without messages")
+    })
+}
+
 /// The fields of a returned summary object that condense reads; others are
 /// ignored so a client can send the object back as it got it.
 #[derive(Debug, Deserialize)]

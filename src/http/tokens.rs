@@ -176,6 +176,7 @@ impl Subject {
         if thread.format == WireFormat::Responses {
             answer.warnings.push(RESPONSES_ESTIMATE.into());
         }
+        answer.warnings.extend(super::input::empty_thread(&thread));
         answer.messages = message_tokens(&thread, &count);
         Ok((answer, ask))
     }

@@ -88,13 +88,14 @@ fn judge(
     let prior = req.summary.map(|s| s.into_prior(&thread)).transpose()?;
     let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
     let source = req.count.unwrap_or(profile.count);
-    let judged = app.meter.judge(
+    let mut judged = app.meter.judge(
         &spec,
         &thread,
         profile,
         prior.as_ref(),
         (source, caller.provider),
     );
+    judged.warnings.extend(super::input::empty_thread(&thread));
     let name = req.profile.unwrap_or_else(|| "default".into());
     Ok((judged, (name, spec.model, thread.format)))
 }

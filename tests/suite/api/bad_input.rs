@@ -81,7 +81,63 @@ async fn too_large_is_413_and_names_the_limit() {
     let body = json!({"text": "x".repeat(4096)});
     let p = post(&app, "/v1/tokens", &body).await.problem(413);
     assert!(p["detail"].as_str().unwrap().contains("1024"));
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("CONDENSE_BODY_LIMIT"),
+        "{p}"
+    );
     assert_eq!(get(&app, "/healthz").await.status, 200);
+}
+
+#[tokio::test]
+async fn number_and_shape_errors_are_in_plain_words() {
+    let app = app();
+    let raw = |body: &str| post_raw(&app, "/v1/verdict", "application/json", body.to_string());
+    // A number past f64 is valid JSON: the 400 names its field.
+    let p = raw(r#"{"messages": [], "config": {"chars_per_token": 1e400}}"#)
+        .await
+        .problem(400);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("/config/chars_per_token"), "{p}");
+    // Past u64: plain words, not serde's `expected u64`.
+    let p = raw(
+        r#"{"messages": [], "config": {"max_tokens_before_summary": 99999999999999999999999}}"#,
+    )
+    .await
+    .problem(422);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("/config/max_tokens_before_summary: ")
+            && detail.contains("expected a whole number between 0 and 18446744073709551615"),
+        "{p}"
+    );
+    // A body that is not an object: the detail is the sentence, no empty pointer.
+    let p = raw("[]").await.problem(422);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.starts_with("the body must be a JSON object"), "{p}");
+}
+
+#[tokio::test]
+async fn an_empty_thread_is_answered_with_a_warning_naming_it() {
+    // Every provider refuses it; counting or judging it is still harmless
+    // (the proxy forwards it unchanged), so a warning rather than a 422.
+    let app = app();
+    for route in ["/v1/tokens", "/v1/verdict", "/v1/compress"] {
+        let out = post(&app, route, &json!({"messages": []})).await.json();
+        let said = out["warnings"].to_string();
+        assert!(said.contains("/messages is empty"), "{route}: {out}");
+    }
+    let out = post(&app, "/v1/tokens", &json!({"input": []})).await.json();
+    assert!(
+        out["warnings"].to_string().contains("/input is empty"),
+        "{out}"
+    );
+    let out = post(&app, "/v1/tokens", &json!({"messages": chat(2)}))
+        .await
+        .json();
+    assert!(!out["warnings"].to_string().contains("is empty"), "{out}");
 }
 
 #[tokio::test]

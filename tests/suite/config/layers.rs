@@ -130,3 +130,13 @@ fn condense_config_hides_every_secret() {
     }
     assert!(t["upstream"].get("api_key").is_none());
 }
+
+#[test]
+fn settings_are_accepted_after_the_subcommand() {
+    let (_dir, path) = file("[limits]\nmax_concurrency = 8\n");
+    let ran = run(&["config", "--config", &path, "--max-messages", "12"], &[]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let t: toml::Table = toml::from_str(&ran.stdout).unwrap();
+    assert_eq!(value(&t, "limits", "max_concurrency").as_integer(), Some(8));
+    assert_eq!(value(&t, "limits", "max_messages").as_integer(), Some(12));
+}

@@ -125,7 +125,7 @@ fn a_bad_value_of_each_kind_is_one_line() {
         (
             &[("CONDENSE_MAX_MESSAGES", "-1")],
             "CONDENSE_MAX_MESSAGES=-1: ",
-            "invalid digit",
+            "expected a whole number",
         ),
         (
             &[("CONDENSE_LOG_FORMAT", "xml")],
@@ -217,6 +217,18 @@ fn a_file_that_is_not_settings_is_one_line() {
             "[limits] max_concurency is not a setting",
         ),
         ("[limit]\nmax_concurrency = 8\n", "[limit] is not a section"),
+        (
+            "[profiles.quick]\nmax_messages_before_summary = 15\n",
+            "[models] profiles_file",
+        ),
+        (
+            "[server]\nmax_connections = \"many\"\n",
+            "max_connections = many: expected a whole number",
+        ),
+        (
+            "[server]\nidle_timeout = 1.5\n",
+            "idle_timeout = 1.5: expected a duration such as 90s or 500ms",
+        ),
         ("listen = \"127.0.0.1:0\"\n", "`listen` belongs in [server]"),
         (
             "[proxy]\nshadow = \"yes\"\n",
