@@ -71,19 +71,40 @@ impl Parsed {
     }
 
     /// Runs `condense config`: the configuration on stdout, a problem on stderr.
+    /// The files it names (models, profiles, keys) are read as the server
+    /// reads them, so that "valid" means the server would start.
     pub fn show(&self) -> ExitCode {
         print!("{}", show::render(&self.loaded));
         match &self.invalid {
             Some(line) => invalid(line),
-            None => ExitCode::SUCCESS,
+            None => match crate::state::AppState::new(self.cli.config.clone()) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => invalid(&format!("{e:#}")),
+            },
         }
     }
 }
 
 /// Says why the configuration cannot run, in one line, and the exit code.
 pub fn invalid(line: &str) -> ExitCode {
-    eprintln!("condense: invalid configuration: {line}");
+    eprintln!("condense: invalid configuration: {}", one_line(line));
     ExitCode::from(2)
+}
+
+/// `text` on one line: a parser's multi-line report (TOML's points at the
+/// spot with a drawn excerpt) keeps its sentences, not the drawing.
+pub fn one_line(text: &str) -> String {
+    let drawing = |l: &str| {
+        l.starts_with('|')
+            || l.split_once(" |")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !drawing(l))
+        .collect();
+    lines.join("; ")
 }
 
 #[derive(Debug, Args)]
@@ -112,5 +133,19 @@ impl HealthcheckArgs {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_toml_report_is_one_line_of_its_sentences() {
+        let err = toml::from_str::<toml::Table>("not a key file [").unwrap_err();
+        let line = super::one_line(&format!("parsing the models file m.toml: {err}"));
+        assert!(!line.contains('\n') && !line.contains('^'), "{line}");
+        assert!(
+            line.starts_with("parsing the models file m.toml: TOML parse error at line 1"),
+            "{line}"
+        );
     }
 }

@@ -26,7 +26,10 @@ async fn serve(config: Config) -> ExitCode {
     let app = match Application::build(config).await {
         Ok(app) => app,
         Err(e) => {
-            eprintln!("condense: cannot start: {e:#}");
+            eprintln!(
+                "condense: cannot start: {}",
+                cli::one_line(&format!("{e:#}"))
+            );
             return ExitCode::from(2);
         }
     };

@@ -286,3 +286,32 @@ fn a_failure_to_start_is_one_line_naming_the_file_field_and_value() {
         );
     }
 }
+
+/// `condense config` reads the files the server reads: "valid" means the
+/// server would start, and a file it would refuse is one line and exit 2.
+#[test]
+fn condense_config_checks_the_files_the_server_reads() {
+    let (_dir, path) = file("[profiles.x]\nmax_messages_before_summary = 0\n");
+    let (_keys_dir, keys) = file("not a key file [");
+    for (env, says) in [
+        (
+            ("CONDENSE_PROFILES_FILE", path.as_str()),
+            format!(
+                "{path}: profile `x`: max_messages_before_summary must be between 1 and 1000000, got 0"
+            ),
+        ),
+        (("CONDENSE_MODELS_FILE", keys.as_str()), keys.clone()),
+    ] {
+        let ran = run(&["config"], &[("CONDENSE_DATABASE_URL", "off"), env]);
+        assert_eq!(ran.code, Some(2), "{env:?}: {}", ran.stderr);
+        let lines: Vec<&str> = ran.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line, not {:?}", ran.stderr);
+        assert!(
+            lines[0].starts_with("condense: invalid configuration: ") && lines[0].contains(&says),
+            "{env:?}: {}",
+            lines[0]
+        );
+    }
+    let ran = run(&["config"], &[("CONDENSE_DATABASE_URL", "off")]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+}
