@@ -100,7 +100,10 @@ fn condense_config_hides_every_secret() {
             "https://user:SECRET-1@llm.example/v1",
         ),
         ("CONDENSE_UPSTREAM_API_KEY", "sk-SECRET-2"),
-        ("CONDENSE_API_KEYS", "SECRET-3-abcdefghijkl llm,SECRET-4-abcdefghijkl"),
+        (
+            "CONDENSE_API_KEYS",
+            "SECRET-3-abcdefghijkl llm,SECRET-4-abcdefghijkl",
+        ),
         ("CONDENSE_PROXY_API_KEY", "SECRET-5"),
         ("CONDENSE_COUNT_API_KEY", "SECRET-6"),
         (
