@@ -122,7 +122,7 @@ families! {
     sources: Counters<1>, "compression_summaries",
         "Compressed threads by the summary they carry: written on the request (written), found in the cache by its content (cached), written ahead and swapped in (precomputed), or the one earlier turns carried, its prefix reused byte for byte (continued)";
     jobs: Counters<1>, "precompute_jobs",
-        "Background summaries (precompute): started, skipped (skipped_busy: every slot taken; skipped_memory: the memory budget), and how each ended (written, found: already stored, elsewhere: another replica writes it, nothing: no span for the upstream, failed)";
+        "Background summaries (precompute): started, skipped (skipped_busy: every slot taken; skipped_memory: the memory budget), and how each ended (written, found: already stored, nothing: no span for the upstream, failed)";
     due: Counters<1>, "precompute_due_turns",
         "Turns on which a summary fell due with precompute on, by what happened: a summary written ahead was swapped in (used), it was not ready and the thread fit, so the request went on without it (pending), or the thread did not fit and the request waited for a summary (waited)";
 }
