@@ -1,11 +1,6 @@
-//! Claims that hold exactly as long as the work they cover.
-//!
-//! A summary may take one upstream call or ten, so no lease picked up front
-//! fits: a claim is taken for a short lease and renewed by its holder while
-//! the work runs ([`ClaimGuard::hold`]); a crashed holder loses it within one
-//! lease. Waiters ([`Cache::wait_for`]) have no deadline of their own: the
-//! caller's request timeout bounds them, and a cancelled request drops its
-//! guard, which gives the claim up at once.
+//! Claims that hold exactly as long as the work they cover: a short lease,
+//! renewed while the work runs ([`ClaimGuard::hold`]), so a crashed holder
+//! loses it within one lease. Waiters are bounded by their request's timeout.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -14,17 +9,13 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::{Cache, CacheError, CachedSummary, Claim};
 
-/// Shortest renewal period, so a zero lease from configuration cannot spin.
+/// Shortest renewal and poll periods, so a zero from configuration cannot spin.
 const MIN_RENEW_EVERY: Duration = Duration::from_millis(10);
-
-/// Shortest poll period of [`Cache::wait_for`], for the same reason.
 const MIN_POLL: Duration = Duration::from_millis(1);
 
 impl Cache {
-    /// Takes the claim on `key` for `options.claim_lease`: Some(guard) when
-    /// this caller holds it, None when another holder's claim is live (Off:
-    /// always Some). Dropped between the grant and the return, the claim ends
-    /// with its lease.
+    /// Takes the claim on `key` for `options.claim_lease`: None when another
+    /// holder's claim is live (Off: always Some).
     pub async fn claim_lease(&self, key: &str) -> Result<Option<ClaimGuard>, CacheError> {
         let lease = self.options().map_or(Duration::ZERO, |o| o.claim_lease);
         Ok(match self.claim(key, lease).await? {
@@ -39,9 +30,8 @@ impl Cache {
         })
     }
 
-    /// Waits while another holder's live claim on `key` exists, polling every
-    /// `poll`: Some(entry) as soon as it is stored, None when the claim ends
-    /// without an entry (the holder failed: claim and compute yourself).
+    /// Waits while another holder's claim on `key` is live: the entry once
+    /// stored, None when the claim ends without one (claim and compute yourself).
     pub async fn wait_for(
         &self,
         key: &str,
@@ -65,10 +55,8 @@ impl Cache {
     }
 }
 
-/// This caller's claim on a key, from [`Cache::claim_lease`]. Run the work
-/// under [`hold`](Self::hold), then [`put`](Self::put) the result or
-/// [`release`](Self::release) the claim. Dropped without either (the request
-/// was cancelled or timed out), it gives the claim up in the background.
+/// This caller's claim on a key: run the work under [`hold`](Self::hold), then
+/// `put` or `release`; dropped without either, it gives the claim up.
 #[derive(Debug)]
 #[must_use = "dropping the guard gives the claim up at once"]
 pub struct ClaimGuard {
@@ -80,10 +68,8 @@ pub struct ClaimGuard {
 }
 
 impl ClaimGuard {
-    /// Runs `work` while renewing the claim every lease/3 (a renewal that
-    /// fails or finds the claim lost is logged with tracing::warn and the work
-    /// goes on). Renewal runs beside the work in the same task, so a slow
-    /// database never delays the work.
+    /// Runs `work` while renewing the claim beside it in the same task; a
+    /// failed renewal is logged and the work goes on.
     pub async fn hold<F: std::future::Future>(&self, work: F) -> F::Output {
         if matches!(self.cache, Cache::Off) {
             return work.await;
@@ -96,9 +82,8 @@ impl ClaimGuard {
         }
     }
 
-    /// Renews the claim every third of the lease, so two renewals in a row
-    /// may fail before it runs out. Stops once the claim is lost: it is then
-    /// someone else's, and renewing can never succeed again.
+    /// Every third of the lease, so two renewals may fail before it runs out;
+    /// stops once the claim is lost.
     async fn keep_renewing(&self) -> Infallible {
         let every = (self.lease / 3).max(MIN_RENEW_EVERY);
         let mut tick = tokio::time::interval_at(Instant::now() + every, every);
@@ -125,31 +110,29 @@ impl ClaimGuard {
         }
     }
 
-    /// Stores `entry` (first write wins, ends the claim) and disarms the
-    /// guard. When the put fails the guard stays armed, so dropping it gives
-    /// the claim up in the background instead of making the caller wait on a
-    /// database that just failed.
+    /// Stores `entry` (which ends the claim) and disarms the guard; a failed
+    /// put leaves it armed, so dropping it releases in the background.
     pub async fn put(mut self, entry: &CachedSummary) -> Result<CachedSummary, CacheError> {
         let stored = self.cache.put(entry).await?;
-        // `put` ended the claim on the entry's key; one on another key is
-        // still ours to give up.
         self.armed = entry.key != self.key;
         Ok(stored)
     }
 
-    /// Gives the claim up now and disarms the guard. A release that fails is
-    /// logged; the claim then ends with its lease.
+    /// Gives the claim up now (a failure is logged; the lease then ends it).
     pub async fn release(mut self) {
-        if let Err(e) = self.cache.release(&self.key).await {
-            tracing::warn!(key = %self.key, error = %e, "summary claim release failed; it ends with its lease");
-        }
+        release(&self.cache, &self.key).await;
         self.armed = false;
     }
 }
 
+async fn release(cache: &Cache, key: &str) {
+    if let Err(e) = cache.release(key).await {
+        tracing::warn!(%key, error = %e, "summary claim release failed; it ends with its lease");
+    }
+}
+
 impl Drop for ClaimGuard {
-    /// Still armed: the request was cancelled or timed out (or `put` failed).
-    /// Releasing needs I/O, which `drop` cannot await, so it is spawned on the
+    /// Still armed (cancelled, timed out, or `put` failed): released on the
     /// current runtime; without one, the claim ends with its lease.
     fn drop(&mut self) {
         if !self.armed {
@@ -159,11 +142,7 @@ impl Drop for ClaimGuard {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 tracing::debug!(%key, "summary claim dropped unfinished; releasing it");
-                runtime.spawn(async move {
-                    if let Err(e) = cache.release(&key).await {
-                        tracing::warn!(%key, error = %e, "summary claim release failed; it ends with its lease");
-                    }
-                });
+                runtime.spawn(async move { release(&cache, &key).await });
             }
             Err(_) => tracing::warn!(
                 %key,

@@ -1,11 +1,6 @@
-//! What can go wrong with the cache, sorted by what the caller should do.
-//!
-//! The cache is an optimisation: the request path treats every error as a miss
-//! and computes the summary itself. [`CacheError::Unavailable`] is kept apart
-//! because it is expected during outages and restarts (log it quietly, report
-//! not-ready), while the other variants point at a bug or a bad deployment.
-//! No variant ever carries a connection URL or a password: URLs are only
-//! formatted through [`redact_url`](crate::redact::redact_url).
+//! What can go wrong with the cache. The request path treats every error as
+//! a miss; [`CacheError::Unavailable`] (outages, restarts) is kept apart from
+//! bugs and bad deployments. No variant carries a URL's password.
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,8 +9,7 @@ use sqlx::migrate::MigrateError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
-    /// The database could not be reached in time: down, restarting, network
-    /// cut, every connection busy. Transient; the pool reconnects by itself.
+    /// Not reached in time (down, restarting, every connection busy): transient.
     #[error("summary cache unavailable: {0}")]
     Unavailable(String),
     /// The cache URL or options are unusable.
@@ -45,8 +39,7 @@ impl From<sqlx::Error> for CacheError {
             }
             E::PoolClosed => CacheError::Unavailable("connection pool closed".into()),
             E::WorkerCrashed => CacheError::Unavailable("database worker crashed".into()),
-            // rustls reports a refused certificate through the I/O error of
-            // the handshake; say it is TLS, the part an operator must fix.
+            // rustls reports a refused certificate as the handshake's I/O error.
             E::Io(e) if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) => {
                 CacheError::Unavailable(format!("tls error: {e}"))
             }
@@ -74,10 +67,8 @@ impl From<MigrateError> for CacheError {
     }
 }
 
-/// Database errors that mean "not now" rather than "wrong": for PostgreSQL
-/// the SQLSTATE classes 08 (connection exception) and 53 (insufficient
-/// resources) and 57P01-57P03 (shutdown, startup); for SQLite a result code
-/// whose low byte is SQLITE_BUSY (5) or SQLITE_LOCKED (6).
+/// Database errors that mean "not now": PostgreSQL's SQLSTATE classes 08, 53
+/// and 57P01-57P03; SQLite's SQLITE_BUSY (5) and SQLITE_LOCKED (6).
 fn transient(db: &dyn sqlx::error::DatabaseError) -> bool {
     let Some(code) = db.code() else { return false };
     if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
@@ -96,10 +87,8 @@ fn sqlite_transient(code: i32) -> bool {
     matches!(code & 0xff, 5 | 6)
 }
 
-/// Runs one cache operation with a hard deadline. The pool already bounds
-/// waiting for a connection by `acquire_timeout`; this also bounds a statement
-/// on a connection whose peer vanished mid-query (no TCP reset ever arrives on
-/// a cut network), so no caller can hang on the cache.
+/// Runs one cache operation with a hard deadline: it also bounds a statement
+/// whose peer vanished mid-query (a cut network sends no TCP reset).
 pub(crate) async fn bounded<T>(
     limit: Duration,
     op: impl Future<Output = Result<T, CacheError>>,
@@ -113,8 +102,7 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// Removes every occurrence of the URL's password (raw and percent-decoded)
-/// from `message`, for errors built from a parser that might echo its input.
+/// `message` without the URL's password (raw and percent-decoded): a parser may echo it.
 pub(crate) fn scrub(message: &str, url: &str) -> String {
     let mut secrets = Vec::new();
     if let Some(rest) = url.split_once("://").map(|(_, r)| r) {

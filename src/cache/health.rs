@@ -1,10 +1,6 @@
-//! Whether the summary cache answers, known without asking it.
-//!
-//! Probes are frequent and unauthenticated: a ping per `/readyz` took
-//! connections from the cache's small pool, starving requests, and timed
-//! out under load. So one task pings every few seconds and readiness reads
-//! what it last found; requests also report what their own cache calls
-//! found ([`CacheHealth::observe`]), so an outage or a recovery shows at once.
+//! Whether the summary cache answers, known without asking it: a ping per
+//! `/readyz` starved requests of the pool's connections, so one task pings
+//! now and then, and requests report what their own calls found.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -67,9 +63,7 @@ impl CacheHealth {
         }
     }
 
-    /// Records what a cache call found. Only reaching the database or not
-    /// counts: an error the database answered with (a query or schema
-    /// error) says nothing about whether it is up.
+    /// Records what a cache call found: only whether it reached the database.
     pub fn observe<T>(&self, result: &Result<T, CacheError>) {
         match result {
             Ok(_) => self.set(Status::Up, None),
@@ -77,7 +71,6 @@ impl CacheHealth {
         }
     }
 
-    /// Records a failed cache call (see [`CacheHealth::observe`]).
     pub fn failed(&self, e: &CacheError) {
         if e.is_unavailable() {
             self.set(Status::Down, Some(e));
@@ -100,9 +93,7 @@ impl CacheHealth {
         }
     }
 
-    /// Pings `cache` now and then every `check.every`, recording each
-    /// outcome. The task ends when `cache` is off; abort the handle to stop
-    /// it (the summary service does when it is dropped).
+    /// Pings `cache` now and every `check.every` (none when off); abort to stop.
     pub fn spawn_checker(&self, cache: Cache, check: HealthCheck) -> JoinHandle<()> {
         let health = self.clone();
         tokio::spawn(async move {

@@ -1,20 +1,11 @@
-//! The summary cache: summaries by content hash, shared by every replica.
+//! The summary cache, shared by every replica: each summary under its content
+//! hash (`summarize::canonical`), so any replica serves it byte for byte, and
+//! indexed by the rolling hash of its span, so a longer thread can reuse it.
 //!
-//! A summary costs an LLM call, and the same span comes back on every turn of
-//! an agent, from any replica. Each summary is stored under its content hash
-//! (`summarize::canonical`), so any replica serves it byte for byte, and
-//! indexed by the rolling hash of its span, so a longer thread can reuse the
-//! summary of its prefix.
-//!
-//! Backends: PostgreSQL for a fleet ([`PgCache`]), a SQLite file for one host
-//! ([`SqliteCache`]), or nothing ([`Cache::Off`]). They share the schema and
-//! the statements ([`Store`]) and differ only in their SQL [`Dialect`].
-//!
-//! Single flight across replicas uses a claim table, not advisory locks: a
-//! claim is a row `(key, holder, expires_at)`, so it works in both databases,
-//! needs no session kept open while an LLM call runs, and a crashed claimer
-//! only delays others until its short lease, renewed while the work runs
-//! ([`ClaimGuard`]), expires.
+//! PostgreSQL ([`PgCache`]), SQLite ([`SqliteCache`]) or [`Cache::Off`]; the
+//! statements are shared ([`Store`]), only the SQL [`Dialect`] differs.
+//! Single flight uses a claim table, not advisory locks: it works in both
+//! databases and holds no session open while an LLM call runs.
 
 mod claim;
 mod error;
@@ -36,8 +27,8 @@ pub use prune::spawn_pruner;
 pub use sqlite::SqliteCache;
 pub use store::{Dialect, Store};
 
-/// One cached summary. Every field is stored and returned verbatim, so a hit
-/// on any replica yields exactly the bytes of the first write.
+/// One cached summary, stored and returned verbatim: a hit on any replica
+/// yields exactly the bytes of the first write.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct CachedSummary {
     /// Hex SHA-256 content hash (primary key).
@@ -51,25 +42,19 @@ pub struct CachedSummary {
     pub token_count: i64,
     pub strategy: String,
     pub model: Option<String>,
-    /// RFC 3339 text, stored verbatim so a hit returns identical bytes.
+    /// RFC 3339 text.
     pub created_at: String,
-    /// Continuity mode: the caller's messages after the pinned prefix in
-    /// the first forwarded request that carried this summary (messages from
-    /// there on were produced after it; see `compress::binding`). Set by
-    /// [`Cache::mark_in_use`] once such a request is forwarded; None before.
+    /// Messages after the pinned prefix in the first forwarded request that
+    /// carried this summary ([`Cache::mark_in_use`]; see `compress::binding`).
     pub in_use_from: Option<i64>,
-    /// The summary's fidelity receipt (`summarize::Fidelity`) as JSON
-    /// text, stored so a hit reports what the first write did. The cache
-    /// keeps it opaque: it is the summarizer's type, not the cache's.
+    /// The fidelity receipt (`summarize::Fidelity`) as opaque JSON text.
     pub fidelity: Option<String>,
 }
 
-/// The outcome of [`Cache::claim`]. The request path uses
-/// [`Cache::claim_lease`] instead, whose guard renews and releases the claim.
+/// The outcome of [`Cache::claim`] (the request path uses [`Cache::claim_lease`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
-    /// The caller holds the key: compute, then `put` (which ends the claim)
-    /// or `release` on failure.
+    /// Compute, then `put` (which ends the claim) or `release`.
     Claimed,
     /// Another caller holds an unexpired claim: `wait_for` its result.
     Busy,
@@ -104,7 +89,6 @@ impl Default for CacheOptions {
 }
 
 impl CacheOptions {
-    // The defaults, here once; the configuration's flags default to these too.
     pub const DEFAULT_MAX_CONNECTIONS: u32 = 8;
     pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
     pub const DEFAULT_MAX_ROWS: u64 = 100_000;
@@ -114,8 +98,7 @@ impl CacheOptions {
     /// costs its waiters half a minute at most.
     pub const DEFAULT_CLAIM_LEASE: Duration = Duration::from_secs(30);
 
-    /// The deadline of one call: waiting for a connection plus as long again
-    /// for the statements.
+    /// One call's deadline: the connection wait, and as long for the statements.
     pub(crate) fn call_timeout(&self) -> Duration {
         self.acquire_timeout.saturating_mul(2)
     }
@@ -148,13 +131,9 @@ macro_rules! dispatch {
 }
 
 impl Cache {
-    /// Opens the cache named by `url`: `postgres://…` / `postgresql://…`,
-    /// `sqlite://path` (the file is created if missing) or `off`.
-    ///
-    /// PostgreSQL is connected lazily: this does no I/O, so the service starts
-    /// while the database is down, and the schema is migrated on the first
-    /// call that reaches it. SQLite is local, so it is opened and migrated
-    /// here and a bad path fails at startup.
+    /// Opens `postgres://…`, `postgresql://…`, `sqlite://path` or `off`.
+    /// PostgreSQL lazily (the service starts while it is down); SQLite at once,
+    /// so a bad path fails at startup.
     pub async fn connect(url: &str, opts: CacheOptions) -> Result<Cache, CacheError> {
         let trimmed = url.trim();
         let scheme = trimmed.split(':').next().unwrap_or("").to_ascii_lowercase();
@@ -253,11 +232,9 @@ impl Cache {
         dispatch!(self, Ok(()), c => c.ping())
     }
 
-    /// Reaches the database once and brings the schema up to date, for the
-    /// start-up report. On PostgreSQL it opens a connection of its own: the
-    /// pool reports a server it cannot reach only as a timeout, while this
-    /// says why (connection refused, TLS not offered, certificate not
-    /// trusted). Bounded like every other call.
+    /// Reaches the database once and migrates, for the start-up report. On
+    /// PostgreSQL through a connection of its own: the pool would report only
+    /// a timeout, this says why (refused, TLS, certificate).
     pub async fn check(&self) -> Result<(), CacheError> {
         match self {
             Cache::Postgres(c) => c.check().await,

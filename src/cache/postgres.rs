@@ -1,10 +1,6 @@
-//! The PostgreSQL backend: one cache for every replica.
-//!
-//! The pool is created lazily, so the service starts, and answers from its
-//! own computations, while the database is down; the schema is migrated by
-//! the first call that reaches it. A down database makes calls fail with
-//! [`CacheError::Unavailable`] within the acquire timeout (each connection
-//! is pinged before use), and calls succeed again once it is back.
+//! The PostgreSQL backend: one cache for every replica. The pool is lazy, so
+//! the service starts while the database is down; the first call that reaches
+//! it migrates, and each connection is pinged before use.
 
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions, PgSslMode, Postgres};
@@ -63,9 +59,7 @@ impl PgCache {
         Store::with_pool(pool, opts)
     }
 
-    /// The `sslmode` in force: `prefer` (the default) encrypts when the
-    /// server offers TLS; `require` insists; `verify-ca`/`verify-full` also
-    /// check the certificate (against `sslrootcert`, else the public roots).
+    /// The `sslmode` in force (`prefer` when the URL names none).
     pub fn tls_mode(&self) -> &'static str {
         match self.pool.connect_options().get_ssl_mode() {
             PgSslMode::Disable => "disable",

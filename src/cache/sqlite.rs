@@ -1,11 +1,6 @@
-//! The SQLite backend: a cache in a local file, for a single host.
-//!
-//! Times are Unix milliseconds from the host's clock, which every process
-//! sharing the file shares; claims work across those processes as across
-//! PostgreSQL replicas. The file is opened and migrated at start-up: a path
-//! that cannot be opened will not fix itself. WAL mode lets readers proceed
-//! while one process writes, and the busy timeout (the acquire timeout)
-//! makes writers queue instead of failing at once.
+//! The SQLite backend: a cache file for one host (times in Unix milliseconds).
+//! WAL lets readers proceed while one process writes; the busy timeout makes
+//! writers queue instead of failing.
 
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{

@@ -1,9 +1,6 @@
-//! The cache's statements, written once for both databases.
-//!
-//! Every time is taken from the database's clock (`Dialect::NOW`) and every
-//! duration is bound as seconds, so replicas with skewed clocks agree on TTLs
-//! and leases. Each call is one atomic statement, or one short transaction
-//! (pruning), run within the call deadline once the schema is in place.
+//! The cache's statements, written once for both databases. Times come from
+//! the database's clock (`Dialect::NOW`), so replicas with skewed clocks agree
+//! on TTLs and leases; each call is one statement or one short transaction.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,23 +32,16 @@ pub trait Dialect: Database {
 const COLUMNS: &str = "key, prefix_hash, span_len, content, messages_summarized, \
                        token_count, strategy, model, created_at, in_use_from, fidelity";
 
-/// Longest duration handed to a database (100 years), so a huge TTL or lease
-/// cannot overflow its time arithmetic.
+/// Seconds, at most 100 years: a huge TTL cannot overflow the database's arithmetic.
 fn secs(d: Duration) -> f64 {
     d.as_secs_f64().min(100.0 * 365.0 * 24.0 * 3600.0)
-}
-
-/// A row count for SQL, saturating.
-fn rows(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// A cache in one database. Clones share the pool and the claim holder id.
 pub struct Store<DB: Database> {
     pub(super) pool: Pool<DB>,
     migrated: Arc<OnceCell<()>>,
-    /// Identifies this cache's claims, so `release` never drops a claim that
-    /// another replica took over after this one's lease expired.
+    /// So `release` never drops a claim another replica took over.
     holder: Arc<str>,
     pub(super) opts: CacheOptions,
 }
@@ -92,7 +82,7 @@ where
         &self.opts
     }
 
-    /// Closes the pool's connections; later calls fail with `Unavailable`.
+    /// Closes the pool; later calls fail with `Unavailable`.
     pub async fn close(&self) {
         self.pool.close().await;
     }
@@ -126,8 +116,7 @@ where
         self.hit("$1", key).await
     }
 
-    /// Counts a hit on the unexpired row whose key `which` gives (from `$1`;
-    /// the TTL is `$2`) and returns it.
+    /// Counts a hit on the unexpired row keyed `which` (from `$1`; TTL `$2`).
     async fn hit(&self, which: &str, arg: &str) -> Result<Option<CachedSummary>, CacheError> {
         let (now, ttl) = (DB::NOW, DB::secs("$2"));
         let sql = format!(
@@ -138,9 +127,8 @@ where
         self.call(q.fetch_optional(&self.pool)).await
     }
 
-    /// Stores `e` unless an unexpired row with its key exists (the first
-    /// write wins; an expired one is replaced), ends any claim on the key,
-    /// and returns the stored row.
+    /// Stores `e` unless an unexpired row has its key (the first write wins),
+    /// ends any claim on the key, and returns the stored row.
     pub async fn put(&self, e: &CachedSummary) -> Result<CachedSummary, CacheError> {
         let (now, ttl) = (DB::NOW, DB::secs("$10"));
         let insert = format!(
@@ -176,15 +164,12 @@ where
                     .bind(e.fidelity.as_deref())
                     .execute(&mut *conn)
                     .await?;
-                // Once the row exists nobody needs to compute the key: the
-                // claim goes after it, so a waiter sees one or the other.
+                // After the row, so a waiter sees one or the other.
                 sqlx::query("DELETE FROM summary_claims WHERE key = $1")
                     .bind(e.key.as_str())
                     .execute(&mut *conn)
                     .await?;
-                // A statement of its own, so (under PostgreSQL's READ
-                // COMMITTED) it sees a row a concurrent writer committed
-                // while the insert waited on it.
+                // Apart, so READ COMMITTED sees a row a concurrent writer committed.
                 sqlx::query_as(&select)
                     .bind(e.key.as_str())
                     .fetch_optional(&mut *conn)
@@ -195,10 +180,8 @@ where
         Ok(stored.unwrap_or_else(|| e.clone()))
     }
 
-    /// Among unexpired entries whose `prefix_hash` is one of `hashes`, the one
-    /// covering the most messages (one indexed query; counts as a hit). The
-    /// hashes travel as one JSON array, so the statement does not depend on
-    /// how many there are.
+    /// Among unexpired entries whose `prefix_hash` is one of `hashes` (bound as
+    /// one JSON array), the one covering the most messages; counts as a hit.
     pub async fn find_prefix(
         &self,
         hashes: &[String],
@@ -215,9 +198,7 @@ where
         self.hit(&longest, &list).await
     }
 
-    /// Records that a forwarded request of `in_use_from` messages (after the
-    /// pinned prefix) carried the summary under `key`, unless an earlier one
-    /// did: the first request to carry it wins.
+    /// Records the first forwarded request to carry `key`'s summary.
     pub async fn mark_in_use(&self, key: &str, in_use_from: i64) -> Result<(), CacheError> {
         let q = sqlx::query(
             "UPDATE summary_cache SET in_use_from = $2 WHERE key = $1 AND in_use_from IS NULL",
@@ -227,9 +208,8 @@ where
         self.call(q.execute(&self.pool)).await.map(|_| ())
     }
 
-    /// Takes the claim on `key` for `lease` (inserting it, or taking over an
-    /// expired one), or reports that someone else holds it. The upsert is
-    /// atomic: concurrent claimers queue on the row, exactly one wins.
+    /// Takes the claim on `key` for `lease` (new, or taking over an expired
+    /// one); an atomic upsert, so exactly one concurrent claimer wins.
     pub async fn claim(&self, key: &str, lease: Duration) -> Result<Claim, CacheError> {
         let (now, lease_secs) = (DB::NOW, DB::secs("$3"));
         let sql = format!(
@@ -253,9 +233,7 @@ where
     }
 
     /// Extends this cache's claim on `key` to `lease` from now; `false` when
-    /// the claim is no longer this cache's (ended by `put` or `release`, or
-    /// run out and taken over). A claim that ran out but that nobody took
-    /// over is still this cache's, and is renewed: nobody else is computing.
+    /// it is no longer this cache's (ended, or run out and taken over).
     pub async fn renew(&self, key: &str, lease: Duration) -> Result<bool, CacheError> {
         let (now, lease_secs) = (DB::NOW, DB::secs("$3"));
         let sql = format!(
@@ -287,8 +265,8 @@ where
         Ok(self.call(q.fetch_optional(&self.pool)).await?.is_some())
     }
 
-    /// Deletes expired rows, then the least recently hit rows beyond
-    /// `max_rows`, then expired claims; returns how many rows went.
+    /// Deletes expired rows, the least recently hit beyond `max_rows` and
+    /// expired claims; how many went.
     pub async fn prune(&self, ttl: Duration, max_rows: u64) -> Result<u64, CacheError> {
         let (now, ttl_secs, all) = (DB::NOW, DB::secs("$1"), DB::NO_LIMIT);
         let expired = format!("DELETE FROM summary_cache WHERE stored_at <= {now} - {ttl_secs}");
@@ -308,7 +286,7 @@ where
                 .execute(&mut *tx)
                 .await?;
             let evicted = sqlx::query(&evicted)
-                .bind(rows(max_rows))
+                .bind(i64::try_from(max_rows).unwrap_or(i64::MAX))
                 .execute(&mut *tx)
                 .await?;
             let claims = sqlx::query(&claims).execute(&mut *tx).await?;

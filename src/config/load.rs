@@ -1,10 +1,6 @@
-//! Reading the settings in layers: default < file < environment < flag.
-//!
-//! clap reads flags and the environment but no file, so the file's values
-//! become the settings' defaults before the parse that counts: the
-//! precedence is then clap's own, and a file value meets the same parser,
-//! and the same error, as a flag. `DATABASE_URL`, the name every database
-//! tool reads, is layered the same way, above the file.
+//! Reading the settings in layers: default < file < environment < flag. The
+//! file's values (and `DATABASE_URL`) become clap's defaults, so they meet
+//! the same parsers and errors as flags.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -96,9 +92,8 @@ pub fn settings(command: &Command) -> impl Iterator<Item = &str> {
         .filter(|id| id.contains('.'))
 }
 
-/// The file's settings as `(id, texts)`, checked against the settings of
-/// `command`: a key that names no setting is an error, so a typo cannot
-/// pass for a default. An error is one line.
+/// The file's settings as `(id, texts)`; a key that names no setting is an
+/// error, so a typo cannot pass for a default.
 fn read(path: &Path, command: &Command) -> Result<Vec<(String, Vec<String>)>, String> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| format!("--config={shown}: {e}"))?;
@@ -148,8 +143,7 @@ fn read(path: &Path, command: &Command) -> Result<Vec<(String, Vec<String>)>, St
     Ok(out)
 }
 
-/// A file value as the text clap parses: a switch's `true` or `false`, a
-/// list's elements, or one scalar.
+/// A file value as the texts clap parses.
 fn texts(value: &toml::Value, action: &ArgAction) -> Result<Vec<String>, &'static str> {
     use toml::Value as V;
     let scalar = |v: &V| match v {
@@ -180,8 +174,7 @@ impl Loaded {
         }
     }
 
-    /// The setting as the operator wrote it, for a one-line error (see
-    /// [`written`]); `value` stands in where nothing was written (a default).
+    /// The setting as the operator wrote it; `value` stands in for a default.
     pub fn name(&self, id: &str, value: &str) -> String {
         let raw = self
             .raw(id)
@@ -220,8 +213,7 @@ pub(super) fn hidden(id: &str) -> bool {
     id.ends_with(".api_key") || id.ends_with(".api_keys")
 }
 
-/// The setting `id`'s text `raw` as it may be shown (in `condense config`,
-/// in an error): a key hidden, a URL without its credentials.
+/// `raw` as setting `id` may be shown: a key hidden, a URL without credentials.
 pub fn safe(id: &str, raw: &str) -> String {
     match (hidden(id), id.ends_with("url")) {
         (true, _) if !raw.is_empty() => "(hidden)".into(),
@@ -251,8 +243,7 @@ fn parse(
         .map_err(|e| one_line(command, e, args, layered))
 }
 
-/// A bad value as one line naming where it was written; any other clap
-/// error (help, an unknown flag) as clap says it.
+/// A bad value as one line naming where it was written; other errors as clap's.
 fn one_line(
     command: &Command,
     e: clap::Error,

@@ -1,13 +1,7 @@
-//! Configuration: one optional TOML file (`--config`), `CONDENSE_*`
-//! environment variables and flags; a flag beats the environment, which
-//! beats the file, which beats the default.
-//!
-//! One struct per concern, each a section of the file (`[server]`,
-//! `[cache]`…) and a heading of `--help`. A setting's clap id is its place
-//! in the file (`cache.ttl`), which is how [`load`] feeds the file through
-//! the parsers of flags. [`Config::validate`] bounds every value before
-//! anything starts; tests that build a `Config` may skip it on purpose.
-//! Every default runs on a laptop: no file, no database, no upstream.
+//! Configuration: flags beat `CONDENSE_*` variables, which beat the TOML file
+//! (`--config`), which beats the default. One struct per section (`[cache]`)
+//! and heading of `--help`; a setting's clap id is its place in the file
+//! (`cache.ttl`). Every default runs on a laptop.
 
 use std::any::TypeId;
 use std::net::SocketAddr;
@@ -71,10 +65,8 @@ pub struct Config {
     pub count: CountSettings,
 }
 
-/// Two names of a setting follow rules rather than being written by hand:
-/// its environment variable is its flag after `CONDENSE_` (`--cache-ttl`:
-/// `CONDENSE_CACHE_TTL`), and its value's name in `--help` is its type's
-/// (`DURATION`, `N`…) or else the last word of its key (`api_key`: `KEY`).
+/// A setting's environment variable is its flag after `CONDENSE_`, and its
+/// value's name in `--help` its type's (`DURATION`) or its key's last word.
 fn with_env(mut arg: clap::Arg) -> clap::Arg {
     let Some((_, key)) = arg.get_id().as_str().split_once('.') else {
         return arg;
@@ -110,8 +102,7 @@ fn with_env(mut arg: clap::Arg) -> clap::Arg {
     arg.value_name(name)
 }
 
-/// Each group's defaults: clap's parse of no arguments, the environment
-/// ignored, so a default is written once, in its `#[arg(default_value…)]`.
+/// Each group's defaults: clap's parse of no arguments, without the environment.
 macro_rules! default_from_clap {
     ($($group:ty),*) => {$(
         impl Default for $group {
@@ -136,8 +127,7 @@ default_from_clap!(
 );
 
 impl Config {
-    /// Open files the settings need besides client connections (see
-    /// [`crate::serve::reserved_fds`]).
+    /// Open files the settings need besides client connections.
     pub fn reserved_fds(&self) -> u64 {
         let upstream = self
             .upstream

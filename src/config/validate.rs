@@ -1,11 +1,6 @@
-//! [`Config::validate`]: every numeric setting within its range, and the
-//! timeouts consistent with one another, checked once at start-up.
-//!
-//! A range keeps each value from panicking or wrapping anywhere below (a
-//! semaphore's permits, `Instant + Duration`, SQLite's `i32` busy timeout)
-//! and meaningful. A duration is never 0: "no limit" is for counts; a
-//! timeout that should not bite is written long (`1d`). The README shows
-//! the ranges; a test keeps it in step.
+//! [`Config::validate`]: every numeric setting within its range (so nothing
+//! below panics or wraps), and the timeouts consistent, checked at start-up.
+//! A duration is never 0: a timeout that should not bite is written long.
 
 use std::fmt;
 use std::time::Duration;
@@ -153,8 +148,7 @@ pub fn bounds(c: &Config) -> Vec<Bound> {
     }
 }
 
-/// A setting that stops start-up, and why: rendered as one line naming the
-/// setting as the operator wrote it (see [`Invalid::describe`]).
+/// A setting that stops start-up, and why (one line: [`Invalid::describe`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invalid {
     /// The setting (`section.key`).
@@ -212,8 +206,7 @@ impl fmt::Display for Invalid {
 impl std::error::Error for Invalid {}
 
 /// The timeouts that must be shorter (`<`) or at most as long (`<=`) as
-/// others, and why. A setting of the upstream or of counts is checked only
-/// when they are configured.
+/// others, and why; upstream and count ones only when configured.
 const ORDER: [(&str, &str); 6] = [
     (
         "upstream.timeout < limits.request_timeout",
@@ -241,8 +234,7 @@ const ORDER: [(&str, &str); 6] = [
     ),
 ];
 
-/// Setting `id`'s base URL (configured by `setting`), parsed once: for
-/// its check here and for its use.
+/// Setting `id`'s base URL (configured by `setting`), parsed once.
 pub(super) fn base_url(
     id: &'static str,
     setting: &'static str,
@@ -275,8 +267,7 @@ fn database_url(value: Option<&str>) -> Result<(), Invalid> {
 }
 
 impl Config {
-    /// Checks every value against its range ([`bounds`]), the URLs, and
-    /// the timeouts against each other; the first problem found.
+    /// The first problem: a value out of range, a URL, or the timeouts' order.
     pub fn validate(&self) -> Result<(), Invalid> {
         for bound in bounds(self) {
             bound.check()?;
@@ -296,10 +287,8 @@ impl Config {
         self.cross_check()
     }
 
-    /// The timeouts against each other ([`ORDER`]). A request's time limit
-    /// bounds all its work, so each wait inside one must fit in it; these are
-    /// errors, not warnings: a setting that cannot take effect is always a
-    /// misunderstanding, and start-up is the one moment someone reads.
+    /// The timeouts against each other ([`ORDER`]): errors, not warnings, since
+    /// a setting that cannot take effect is always a misunderstanding.
     fn cross_check(&self) -> Result<(), Invalid> {
         let upstream = self.upstream.url().is_some();
         let counts = self.count.openai_url.is_some() || self.count.anthropic_url.is_some();

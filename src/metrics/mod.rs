@@ -1,13 +1,7 @@
-//! Prometheus metrics: what `GET /metrics` exposes.
-//!
-//! One registry per [`Metrics`], held by the application state, not a
-//! process-wide recorder: two routers in one process (the tests build dozens)
-//! count apart, so a test can assert exact numbers. The domain records where
-//! it already knows a number, through the handle it was given.
-//!
-//! The lowest layer: it imports nothing of the crate, so every layer may
-//! record. Label values are never caller input (route templates, fixed
-//! words, status numbers), so the number of series stays bounded.
+//! Prometheus metrics: what `GET /metrics` exposes. One registry per
+//! [`Metrics`], not a process-wide recorder, so two routers in one process
+//! (tests) count apart. A leaf, so every layer may record; label values are
+//! never caller input, so the number of series stays bounded.
 
 mod text;
 mod upstream;
@@ -28,8 +22,7 @@ pub use upstream::UpstreamAttempt;
 /// Every metric name starts with this (and `_`).
 pub const PREFIX: &str = "condense";
 
-/// Bucket bounds of the latency histograms, in seconds: from half a
-/// millisecond (a short `/v1/tokens`) to two minutes (a chunked LLM summary).
+/// Latency buckets, in seconds: a short `/v1/tokens` to a chunked LLM summary.
 pub const LATENCY_BUCKETS: [f64; 17] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
     60.0, 120.0,
@@ -49,8 +42,8 @@ type Labels<const N: usize> = [(&'static str, Cow<'static, str>); N];
 type Counters<const N: usize> = Family<Labels<N>, Counter>;
 type Timings = Family<Labels<1>, Histogram, fn() -> Histogram>;
 
-/// Declares the families with their names and help, registered (and so
-/// written) in this order; `= init` for one that is not `Default`.
+/// The families with their names and help, written in this order; `= init`
+/// for one that is not `Default`.
 macro_rules! families {
     ($($field:ident: $ty:ty $(= $init:expr)?, $name:literal, $help:literal;)+) => {
         struct Families {
@@ -138,8 +131,7 @@ fn add<const N: usize>(family: &Counters<N>, labels: [(&'static str, &'static st
         .inc_by(n);
 }
 
-/// Which cache lookup: a summary by its content hash, or the longest
-/// summarized prefix of a span (continuity, prefix reuse).
+/// Which cache lookup: by content hash, or the longest summarized prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lookup {
     Summary,
@@ -148,8 +140,7 @@ pub enum Lookup {
     Ahead,
 }
 
-/// The registry and the handles that record into it. Cheap to clone; a
-/// default one is a registry nobody reads unless it is rendered.
+/// The registry and the handles that record into it. Cheap to clone.
 #[derive(Clone)]
 pub struct Metrics(Arc<Inner>);
 
@@ -204,9 +195,8 @@ impl Metrics {
         InFlight(gauge)
     }
 
-    /// One answered request. `route` is the matched route template (never
-    /// the request's path); `problem` is the answer's problem type, if any:
-    /// the refusals an operator watches are derived from it.
+    /// One answered request: `route` is the matched template (never the path);
+    /// the refusals are derived from `problem`, the answer's problem type.
     pub fn request_finished(
         &self,
         route: &str,
@@ -286,8 +276,7 @@ impl Metrics {
         self.0.f.proxied.get_or_create(&labels).inc();
     }
 
-    /// A request the proxy forwarded unchanged because of a problem on its
-    /// side, and which (`reason`: a fixed word, see `proxy::Unchanged`).
+    /// A request the proxy forwarded unchanged, and why (see `proxy::Unchanged`).
     pub fn proxy_unchanged(&self, provider: &'static str, reason: &'static str) {
         let labels = [("provider", provider), ("reason", reason)];
         add(&self.0.f.unchanged, labels, 1);
@@ -298,8 +287,7 @@ impl Metrics {
         self.0.f.tokens_removed.inc_by(n as u64);
     }
 
-    /// Tokens of summarizer calls: on a request's path (`request`) or
-    /// written ahead (`ahead`).
+    /// Tokens of summarizer calls: `request` (on its path) or `ahead`.
     pub fn summary_call_tokens(&self, when: &'static str, n: u64) {
         add(&self.0.f.call_tokens, [("when", when)], n);
     }
@@ -320,9 +308,8 @@ impl Metrics {
     }
 }
 
-/// A status code as a label: the ones condense and the providers answer
-/// with by design as they are, any other by its class (`4xx`), so a
-/// provider that sends odd codes cannot grow a series per code.
+/// A status code as a label: known ones as they are, others by class
+/// (`4xx`), so a provider's odd codes cannot grow a series each.
 fn status_label(status: u16) -> Cow<'static, str> {
     const KNOWN: [u16; 27] = [
         200, 201, 204, 206, 301, 302, 304, 307, 308, 400, 401, 403, 404, 405, 408, 409, 413, 415,

@@ -14,8 +14,7 @@ pub enum Format {
 }
 
 impl Format {
-    /// OpenMetrics when the `Accept` header names it (Prometheus does, first),
-    /// else the classic text format.
+    /// OpenMetrics when `Accept` names it (Prometheus does), else classic text.
     pub fn negotiate(accept: Option<&str>) -> Format {
         match accept {
             Some(a)
@@ -36,12 +35,9 @@ impl Format {
     }
 }
 
-/// OpenMetrics text as classic Prometheus text. They differ, for what this
-/// registry holds, in two things: a counter family is named without its
-/// `_total` suffix in OpenMetrics' `# HELP`/`# TYPE` lines and with it in the
-/// classic format, and the classic format has no `# EOF` (nor `# UNIT`)
-/// lines. Samples, labels, escaping and histograms are written alike.
-/// `prometheus-client` writes only OpenMetrics, hence this small rewrite.
+/// OpenMetrics as classic text (`prometheus-client` writes only the former):
+/// for this registry they differ only in counters' `_total` in `# HELP`/`# TYPE`
+/// and in `# EOF`/`# UNIT` lines.
 pub(super) fn classic(openmetrics: &str) -> String {
     let counters: HashSet<&str> = openmetrics
         .lines()

@@ -7,9 +7,8 @@ use std::time::Instant;
 use super::{Metrics, add};
 
 impl Metrics {
-    /// One HTTP request to the summarizer LLM is starting; the guard records
-    /// its outcome and time (an attempt dropped unfinished, cut by the retry
-    /// budget or by a client that went away, counts as error `abandoned`).
+    /// One upstream HTTP request starts; the guard records its outcome and
+    /// time (dropped unfinished: error `abandoned`).
     pub fn upstream_attempt(&self, kind: &'static str) -> UpstreamAttempt {
         UpstreamAttempt {
             metrics: self.clone(),
