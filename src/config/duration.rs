@@ -1,8 +1,6 @@
-//! The one syntax of every duration setting: a whole number and a unit,
-//! `500ms`, `30s`, `5m`, `2h`, `30d`.
-//!
-//! Not `humantime`'s: it also reads `1month`, `2years` and compound forms,
-//! which operators would then meet in errors; one small grammar is easier to bound.
+//! The one syntax of every duration setting: a whole number and a unit
+//! (`500ms`, `30s`, `5m`, `2h`, `30d`). Not `humantime`'s, which also reads
+//! `1month` and compound forms: one small grammar is easier to bound.
 
 use std::time::Duration;
 

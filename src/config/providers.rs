@@ -1,6 +1,5 @@
 //! `[proxy]`: the drop-in proxy's providers, and `[count]`: where
-//! provider-exact counts are asked. Apart, so that switching counts on does
-//! not switch the proxy on.
+//! provider-exact counts are asked (apart, so counts do not switch the proxy on).
 
 use std::time::Duration;
 
@@ -10,8 +9,7 @@ use super::validate::{Invalid, base_url};
 use super::{MIN_PERIOD, duration};
 use crate::upstream::{ProviderCountConfig, ProviderUrls, Secret};
 
-// The settings of the providers' base URLs, also named by the error or
-// warning of a route they leave off.
+// The settings a route left off names (their flags' `CONDENSE_` variables).
 const PROXY_OPENAI_URL: &str = "CONDENSE_PROXY_OPENAI_URL";
 const PROXY_ANTHROPIC_URL: &str = "CONDENSE_PROXY_ANTHROPIC_URL";
 const COUNT_OPENAI_URL: &str = "CONDENSE_COUNT_OPENAI_URL";
@@ -24,7 +22,6 @@ pub struct ProxySettings {
     #[arg(
         id = "proxy.openai_url",
         long = "proxy-openai-url",
-        env = PROXY_OPENAI_URL,
         hide_env_values = true
     )]
     pub openai_url: Option<String>,
@@ -34,7 +31,6 @@ pub struct ProxySettings {
     #[arg(
         id = "proxy.anthropic_url",
         long = "proxy-anthropic-url",
-        env = PROXY_ANTHROPIC_URL,
         hide_env_values = true
     )]
     pub anthropic_url: Option<String>,
@@ -84,7 +80,6 @@ pub struct CountSettings {
     #[arg(
         id = "count.openai_url",
         long = "count-openai-url",
-        env = COUNT_OPENAI_URL,
         hide_env_values = true
     )]
     pub openai_url: Option<String>,
@@ -94,7 +89,6 @@ pub struct CountSettings {
     #[arg(
         id = "count.anthropic_url",
         long = "count-anthropic-url",
-        env = COUNT_ANTHROPIC_URL,
         hide_env_values = true
     )]
     pub anthropic_url: Option<String>,

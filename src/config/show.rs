@@ -1,7 +1,5 @@
-//! `condense config`: the configuration in effect, as a TOML file that
-//! `--config` reads back, each value with where it came from. Secrets are
-//! never printed: a key shows as hidden, a URL without its credentials
-//! (then commented out, since it would no longer work).
+//! `condense config`: the configuration in effect as a TOML file `--config`
+//! reads back, each value with its source; secrets hidden (then commented out).
 
 use clap::ArgAction;
 

@@ -1,10 +1,6 @@
 //! The `clear` settings of a profile: which old tool results (and thinking
-//! blocks) are replaced by a placeholder before anything is summarized.
-//!
-//! Modelled on Anthropic's context editing (`clear_tool_uses`,
-//! `clear_thinking`), with the same defaults, so a user moving between the
-//! two finds the same knobs. Every field is optional in a profile file or a
-//! request's `config.clear`; a partial object changes only its fields.
+//! blocks) become a placeholder before anything is summarized. Modelled on
+//! Anthropic's context editing, with its defaults, so its users find the same knobs.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,16 +1,12 @@
-//! Settings declared once per field ([`settings!`]): the struct, its
-//! defaults, its partial form and each field's range or check, so a new
-//! field is one entry. A leaf: [`Profile`](super::Profile) and
-//! [`ClearSettings`](super::ClearSettings) both use it.
+//! Settings declared once per field ([`settings!`]): the struct, its defaults,
+//! its partial form and each field's range or check, so a new field is one entry.
 
 use std::ops::{Bound, RangeBounds};
 
 use crate::thread::FieldError;
 
-/// Declares a settings struct, its `Default`, and its overrides (each field
-/// optional, laid over a base by `apply`) from one list: a field is its
-/// doc, its type, its default and, for a number, its range, or a `check`
-/// (`fn(&value, at) -> Result<(), Vec<FieldError>>`).
+/// A settings struct, its `Default` and its overrides (laid over a base by
+/// `apply`): each field its doc, type, default, and a range or a `check`.
 macro_rules! settings {
     ($(#[$doc:meta])* $name:ident; $(#[$over_doc:meta])* $over:ident;
         $( $(#[$attr:meta])* $field:ident: $ty:ty = $default:expr

@@ -1,13 +1,10 @@
-//! Which summary a request extends: condense's summary message in the
-//! thread, or the `summary` object a previous compression returned. The
-//! verdict and compression decide it here, so they never disagree.
+//! Which summary a request extends (a summary message in the thread, or the
+//! `summary` object), decided here so the verdict and compression agree.
 
 use super::PriorSummary;
 use crate::thread::{Message, SummaryMarker, Thread};
 
-/// condense's summary message, when the thread holds one right after its
-/// pinned prefix (`pinned` messages long): a compressed thread sent back,
-/// whose conversation since the summary starts after it.
+/// condense's summary message, when one follows the pinned prefix (`pinned` long).
 pub fn summary_message(thread: &Thread, pinned: usize) -> Option<SummaryMarker> {
     thread
         .messages
@@ -15,10 +12,8 @@ pub fn summary_message(thread: &Thread, pinned: usize) -> Option<SummaryMarker> 
         .and_then(Message::summary_marker)
 }
 
-/// The summary message a request extends, if the thread holds one. It wins
-/// over a `summary` object sent with it: the object's indices refer to the
-/// longer thread it was written for. An object so ignored earns a warning,
-/// so the caller learns that sending both is pointless.
+/// The summary message a request extends, if any. It wins over a `summary`
+/// object, whose indices refer to the longer thread (a warning says so).
 pub fn summary_in_thread(
     thread: &Thread,
     pinned: usize,

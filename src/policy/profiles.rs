@@ -1,7 +1,5 @@
-//! Profiles: named sets of thresholds, so each agent can have its own.
-//!
-//! The built-in `default` always exists; a TOML or YAML file (by extension)
-//! adds or changes profiles, each naming only the fields it changes.
+//! Profiles: named sets of thresholds, so each agent can have its own. The
+//! built-in `default` always exists; a TOML or YAML file adds or changes them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,9 +32,8 @@ impl Default for Profiles {
 }
 
 impl Profiles {
-    /// The built-in default plus the profiles of a file: TOML
-    /// (`[profiles.NAME]` tables), or YAML (`profiles:` → `NAME:` → fields)
-    /// when it ends in `.yaml` or `.yml`.
+    /// The built-in default plus the profiles of a TOML file, or YAML when it
+    /// ends in `.yaml` or `.yml`.
     pub fn from_file(path: &Path) -> anyhow::Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the profiles file {}", path.display()))?;

@@ -145,9 +145,8 @@ pub struct Assessment {
     pub compressible_tokens: u64,
 }
 
-/// Measures a thread given its count, the index the last summary covers up
-/// to, and the token cost of that summary's message. Messages the summary
-/// covers are not counted again: that would re-trigger summarization forever.
+/// Measures a thread after its last summary; the messages the summary covers
+/// are not counted again (that would re-trigger summarization forever).
 pub fn assess(
     thread: &Thread,
     count: &ThreadCount,
@@ -274,13 +273,9 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     }
 }
 
-/// `v` decided again on the provider's count of the thread as sent (the
-/// same messages and iterations, the same window).
-///
-/// When a `summary` object leaves messages out, what the verdict measures
-/// is not the thread as sent: `whole_thread` is then the local count of the
-/// whole thread, and the difference (the messages left out, the summary
-/// added) stays a local estimate, so the total is not exact.
+/// `v` decided again on the provider's count of the thread as sent. When a
+/// `summary` object leaves messages out, `whole_thread` is the local count of
+/// the whole thread, and the difference stays a local estimate (not exact).
 pub fn with_provider_total(
     v: &Verdict,
     profile: &Profile,

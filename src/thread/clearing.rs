@@ -1,7 +1,5 @@
-//! Clearing in the caller's wire format: old tool results become a
-//! placeholder, old tool inputs an empty object, old thinking blocks go.
-//! Like [`super::edit`], it rewrites the caller's JSON and parses it again.
-//! A cleared result is still a result: call/result pairing is unchanged.
+//! Clearing in the caller's wire format: old tool results become a placeholder,
+//! old tool inputs an empty object, old thinking blocks go (as [`super::edit`]).
 
 use std::collections::{HashMap, HashSet};
 

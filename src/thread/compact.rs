@@ -1,8 +1,6 @@
 //! Parsing JSON into a `serde_json::Value` whose objects and arrays hold no
-//! spare room. serde_json grows them by pushing (a two-key text part gets
-//! room for four 112-byte entries), and for a body of small parts, the
-//! costliest per byte, that room was half its tree (`examples/peak_heap.rs`).
-//! The values, their order and duplicate keys are as serde_json has them.
+//! spare room: for a body of small parts, serde_json's growth room was half
+//! its tree (`examples/peak_heap.rs`). Values and order are serde_json's.
 
 use std::fmt;
 

@@ -1,7 +1,5 @@
-//! Bounds on what an error answer repeats of the request, which would
-//! otherwise grow with it (a body of a million bad entries gave a 343 MB
-//! answer): every quoted value goes through [`echo`], and every list of
-//! field errors is cut to [`MAX_ERRORS`] entries plus one counting the rest.
+//! Bounds on what an error answer repeats of the request (a million bad
+//! entries once gave a 343 MB answer): quoted values and lists of errors.
 
 use std::borrow::Cow;
 
@@ -64,9 +62,8 @@ pub fn cap(mut errors: Vec<FieldError>) -> Vec<FieldError> {
     bounded.finish()
 }
 
-/// A serde message with the input it quotes cut by [`echo`]: from the first
-/// quote to the last one before `, expected` or `, there are no` (the value
-/// may hold those words too).
+/// A serde message with the input it quotes cut by [`echo`] (up to the last
+/// quote before `, expected` or `, there are no`: the value may hold them).
 pub fn clip_quoted(message: &str) -> Cow<'_, str> {
     let Some(open) = message.find(['`', '"']) else {
         return Cow::Borrowed(message);

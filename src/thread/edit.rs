@@ -1,6 +1,5 @@
-//! Changing messages on the way out, in the caller's wire format: new
-//! summary messages and cut texts. Each edit rewrites the caller's JSON (so
-//! unknown fields stay) and parses it again (so the model agrees).
+//! Changing messages in the caller's wire format: each edit rewrites the
+//! caller's JSON (unknown fields stay) and parses it again (the model agrees).
 
 use std::borrow::Cow;
 

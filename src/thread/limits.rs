@@ -1,6 +1,5 @@
 //! Limits on what a request body may hold, so hostile input costs bounded
-//! memory and time: its JSON shape, checked on its bytes before parsing,
-//! and its thread's size, configured by the operator.
+//! memory and time: its JSON shape (before parsing) and its thread's size.
 
 use crate::thread::{Thread, WireFormat};
 

@@ -1,8 +1,6 @@
-//! The thread model: one internal type for OpenAI Chat Completions,
-//! Anthropic Messages and OpenAI Responses conversations, parsed at the
-//! boundary ([`parse`]). Each [`Message`] keeps the caller's JSON (`raw`), so
-//! messages condense does not change go back value for value, unknown
-//! fields included; only rewriting that JSON branches on the wire format.
+//! The thread model: one type for Chat Completions, Anthropic Messages and
+//! Responses conversations, parsed at the boundary ([`parse`]). Each
+//! [`Message`] keeps the caller's JSON (`raw`), so unchanged ones go back as sent.
 
 mod anthropic;
 mod anthropic_blocks;
@@ -173,9 +171,8 @@ pub enum Part {
     Opaque(Opaque),
 }
 
-/// A block or item kept byte for byte and never summarized (server-side
-/// tool blocks, `search_result`, the providers' own compaction, unknown
-/// Responses items), counted as an estimate from its text or its JSON.
+/// A block or item kept byte for byte and never summarized (server tool
+/// blocks, provider compaction, unknown Responses items); its count an estimate.
 #[derive(Debug, Clone, PartialEq, Hash)]
 pub struct Opaque {
     /// The block's or item's `type`.
@@ -275,9 +272,8 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// The pinned prefix of `messages`, never summarized: the leading
-    /// instructions, and up to the last provider compaction (the provider
-    /// reads the conversation as starting there).
+    /// The pinned prefix, never summarized: the leading instructions, and up
+    /// to the last provider compaction (where the provider starts reading).
     pub fn pinned_len(&self) -> usize {
         let instructions = self
             .messages

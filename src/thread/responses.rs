@@ -1,8 +1,6 @@
-//! OpenAI Responses API input (`instructions` + `input` items) -> the
-//! internal model, one item per [`Message`]. Calls pair with their
-//! `*_output` items by `call_id`; reasoning becomes thinking. An unknown
-//! item type is kept verbatim, not rejected: the API grows them often, and
-//! condense only needs to know which items pair up.
+//! OpenAI Responses API input (`instructions` + `input` items) -> the internal
+//! model, one item per [`Message`]. An unknown item type is kept verbatim, not
+//! rejected: the API grows them often, and only the pairing matters here.
 
 use std::borrow::Cow;
 

@@ -1,6 +1,5 @@
-//! What a provider would reject about tool calls (a result without its call
-//! right before it, a repeated id, a call followed by anything but its
-//! results), checked on the model. Calls at the very end are allowed: the
+//! What a provider would reject about tool calls (an orphan result, a repeated
+//! id, a call not followed by its results). Calls at the end are allowed: the
 //! agent is mid-loop. In Responses, only a `message` item closes open calls.
 
 use std::collections::{HashMap, HashSet};

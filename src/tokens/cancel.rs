@@ -1,11 +1,6 @@
-//! Stopping CPU work whose request is gone.
-//!
-//! A blocking task cannot be aborted when the request that awaits it times
-//! out or disconnects, so it runs in a [`scope`] whose flag the dropped
-//! future sets, and the loops that cost time look at [`cancelled`] and stop.
-//! Until then it still holds memory and a core, so the request's place is
-//! freed only when its tasks end: the gates run the request [`holding`] its
-//! ticket, and each CPU task keeps a share of it ([`held`]).
+//! Stopping CPU work whose request is gone: a blocking task cannot be aborted,
+//! so its dropped future sets a flag the costly loops read ([`cancelled`]).
+//! Until it stops, each task keeps a share of the request's ticket ([`held`]).
 
 use std::cell::RefCell;
 use std::future::Future;

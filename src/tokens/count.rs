@@ -1,6 +1,5 @@
-//! Counting a thread the way the provider would: the OpenAI cookbook's
-//! `num_tokens_from_messages`, exact only for plain string contents.
-//! Anything else is estimated with [`approximations`] (`exact: false`).
+//! Counting a thread as the OpenAI cookbook's `num_tokens_from_messages`:
+//! exact for plain string contents, else estimated ([`approximations`]).
 
 use serde::Serialize;
 

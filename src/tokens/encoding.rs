@@ -1,6 +1,5 @@
-//! The BPE encodings, built once at start-up. `o200k_base` and
-//! `cl100k_base` use `bpe-openai` (tiktoken's ids, linear where tiktoken is
-//! quadratic); the legacy `p50k_base` and `r50k_base` use `tiktoken-rs`.
+//! The BPE encodings, built once: `bpe-openai` (linear where tiktoken is
+//! quadratic) for o200k/cl100k, `tiktoken-rs` for the legacy p50k/r50k.
 //! Special-token text such as `<|endoftext|>` counts as ordinary text.
 
 use std::fmt;

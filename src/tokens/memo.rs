@@ -1,12 +1,6 @@
-//! A bounded in-process memo of counts, keyed by a 128-bit hash of what
-//! they depend on: per-message token counts (agents resend the same history
-//! every turn, so a turn pays only for its new messages) and the provider's
-//! counts (`upstream::count`).
-//!
-//! The hash is SipHash-1-3 with a key drawn at start-up: a wrong hit is as
-//! likely as a random 128-bit collision, and a client cannot craft one.
-//! Each shard keeps two generations and drops the older when the newer is
-//! full: an entry used every turn stays, and memory stays bounded.
+//! A bounded memo of counts (per message: agents resend their history every
+//! turn; and the provider's), keyed by a keyed SipHash-1-3 of 128 bits, so a
+//! client cannot craft a collision. Each shard keeps two generations.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, RandomState};

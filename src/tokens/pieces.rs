@@ -1,7 +1,5 @@
-//! A per-thread memo of the token counts of short pieces: `bpe-openai`
-//! builds a fresh encoder for every pre-tokenized piece, several times the
-//! cost of a lookup, and words repeat. Exact: a piece's count depends on
-//! its bytes alone (a property test compares with `bpe-openai`).
+//! A per-thread memo of short pieces' token counts: `bpe-openai` builds an
+//! encoder per piece, and words repeat. Exact: a count depends on the bytes alone.
 
 use std::cell::RefCell;
 

@@ -111,8 +111,7 @@ impl Upstream {
         }
     }
 
-    /// One completion, retried per the policy. Only attempts hold a place under
-    /// the concurrency cap: a call waiting out a 429 must not keep others out.
+    /// One completion, retried; only attempts hold a place under the cap.
     pub async fn complete(&self, req: &ChatRequest) -> Called {
         let started = Instant::now();
         let (result, attempts) = self.config.retry.run(|| self.observed(req)).await;
@@ -169,9 +168,7 @@ fn client(timeout: Duration) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout.min(Duration::from_secs(10)))
-        // A redirect would carry the credentials (`x-api-key`, which
-        // reqwest does not strip across origins) wherever it points: a 3xx
-        // is a failed call instead.
+        // A redirect would carry `x-api-key` (reqwest keeps it across origins).
         .redirect(reqwest::redirect::Policy::none())
         .build()
 }

@@ -1,7 +1,6 @@
-//! What is sent to a provider's counting endpoint: the caller's thread as it
-//! came, except that OpenAI counts only in the Responses API, so a Chat
-//! Completions thread is rewritten first ([`chat_to_responses`]). What the
-//! rewrite cannot express exactly is not counted: the figure would be wrong.
+//! The body sent to a provider's counting endpoint: the thread as it came, but
+//! Chat Completions rewritten as Responses ([`chat_to_responses`]); what that
+//! cannot express exactly is not counted.
 
 use serde_json::{Map, Value, json};
 

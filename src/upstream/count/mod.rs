@@ -1,9 +1,6 @@
-//! Provider-exact token counts, on request: the provider's own counting
-//! endpoint asked for a thread's total, configured apart from the proxy
-//! (`CONDENSE_COUNT_*`). A count only improves the local estimate, so no
-//! failure here is an error to the caller: the estimate stays, with a
-//! warning ([`CountError::warning`]). Answers are kept by a hash of the
-//! URL, model and body: an unchanged thread is not asked again.
+//! Provider-exact token counts from the provider's counting endpoint
+//! (`CONDENSE_COUNT_*`). A failure keeps the local estimate, with a warning;
+//! answers are memoized by URL, model and body.
 
 mod body;
 
@@ -89,8 +86,7 @@ impl CountError {
     }
 }
 
-/// One count to ask for: built on the CPU pool (a long thread's body is
-/// megabytes to write and hash), sent by [`ProviderCounter::count`].
+/// One count to ask for: built on the CPU pool (megabytes to write and hash).
 #[derive(Debug)]
 pub struct CountCall {
     kind: Kind,
