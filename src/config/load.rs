@@ -176,21 +176,17 @@ impl Loaded {
 
     /// The setting as the operator wrote it; `value` stands in for a default.
     pub fn name(&self, id: &str, value: &str) -> String {
-        let raw = self
-            .raw(id)
-            .map_or_else(|| value.to_string(), |r| safe(id, &r));
+        // As given, a list's values joined by commas.
+        let raw = self.matches.get_raw(id).map_or_else(
+            || value.to_string(),
+            |r| {
+                safe(
+                    id,
+                    &r.map(|v| v.to_string_lossy()).collect::<Vec<_>>().join(","),
+                )
+            },
+        );
         written(&self.command, id, &self.source(id), &raw)
-    }
-
-    /// The setting's text as given (values of a list joined by commas).
-    pub fn raw(&self, id: &str) -> Option<String> {
-        let values = self.matches.get_raw(id)?;
-        Some(
-            values
-                .map(|v| v.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(","),
-        )
     }
 }
 
@@ -223,7 +219,7 @@ pub fn safe(id: &str, raw: &str) -> String {
 }
 
 /// The flag (without dashes) and the environment variable of setting `id`.
-fn long_and_env(command: &Command, id: &str) -> (String, String) {
+pub(super) fn long_and_env(command: &Command, id: &str) -> (String, String) {
     let arg = command.get_arguments().find(|a| a.get_id() == id);
     let long = arg.and_then(|a| a.get_long()).unwrap_or(id).to_string();
     let env = arg

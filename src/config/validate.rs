@@ -187,13 +187,8 @@ impl Invalid {
 }
 
 /// `CONDENSE_X=value`: a setting named by its environment variable.
-pub fn env_name(id: &str, value: &str) -> String {
-    let command = Config::command();
-    let env = command
-        .get_arguments()
-        .find(|a| a.get_id() == id)
-        .and_then(|a| a.get_env())
-        .map_or_else(|| id.to_string(), |e| e.to_string_lossy().into_owned());
+fn env_name(id: &str, value: &str) -> String {
+    let (_, env) = super::load::long_and_env(&Config::command(), id);
     format!("{env}={value}")
 }
 

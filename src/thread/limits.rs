@@ -27,7 +27,7 @@ pub fn too_many_nodes(bytes: &[u8]) -> Option<String> {
 }
 
 /// Objects and arrays in `bytes`, and commas outside strings (for valid JSON).
-pub fn json_shape(bytes: &[u8]) -> (usize, usize) {
+fn json_shape(bytes: &[u8]) -> (usize, usize) {
     let (mut nodes, mut commas, mut in_string, mut escaped) = (0, 0, false, false);
     for &b in bytes {
         if in_string {
@@ -67,12 +67,6 @@ pub struct OverLimit {
 }
 
 impl Limits {
-    /// No limits (embedding, tools).
-    pub const NONE: Limits = Limits {
-        max_messages: 0,
-        max_chars: 0,
-    };
-
     /// Checked before parsing: the count of `messages` (or `input` items).
     pub fn check_messages(&self, format: WireFormat, n: usize) -> Result<(), OverLimit> {
         if self.max_messages > 0 && n > self.max_messages {
@@ -167,7 +161,11 @@ mod tests {
         .check_thread(&t)
         .unwrap_err();
         assert!(e.detail.contains("2 messages") && e.detail.contains("CONDENSE_MAX_MESSAGES"));
-        assert_eq!(Limits::NONE.check_thread(&t), Ok(()));
+        let none = Limits {
+            max_messages: 0,
+            max_chars: 0,
+        };
+        assert_eq!(none.check_thread(&t), Ok(()));
         let e = fits.check_messages(WireFormat::Responses, 3).unwrap_err();
         assert_eq!(e.pointer, "/input");
         assert!(e.detail.starts_with("/input holds 3"), "{}", e.detail);
