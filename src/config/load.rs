@@ -292,18 +292,13 @@ fn one_line(
             _ => "not a valid value".into(),
         },
         _ => match std::error::Error::source(&e) {
-            Some(s)
-                if s.downcast_ref::<std::num::ParseIntError>()
-                    .is_some_and(|p| {
-                        !matches!(
-                            p.kind(),
-                            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow
-                        )
-                    }) =>
+            Some(s) => match s
+                .downcast_ref::<std::num::ParseIntError>()
+                .map(|p| p.kind())
             {
-                "expected a whole number".into()
-            }
-            Some(s) => s.to_string(),
+                Some(IntErrorKind::PosOverflow | IntErrorKind::NegOverflow) | None => s.to_string(),
+                Some(_) => "expected a whole number".into(),
+            },
             None => "not a valid value".into(),
         },
     };

@@ -66,7 +66,7 @@ pub struct UpstreamSettings {
         id = "upstream.retry_budget",
         long = "upstream-retry-budget",
         value_parser = duration::parse_secs,
-        default_value = "90s"
+        default_value = duration::format(RetryPolicy::DEFAULT_BUDGET)
     )]
     pub retry_budget: Duration,
 
@@ -74,7 +74,7 @@ pub struct UpstreamSettings {
     #[arg(
         id = "upstream.max_retries",
         long = "upstream-max-retries",
-        default_value_t = 4
+        default_value_t = RetryPolicy::DEFAULT_MAX_RETRIES
     )]
     pub max_retries: u32,
 

@@ -22,8 +22,8 @@ pub struct RetryPolicy {
 impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
-            max_retries: 4,
-            budget: Duration::from_secs(90),
+            max_retries: Self::DEFAULT_MAX_RETRIES,
+            budget: Self::DEFAULT_BUDGET,
             base: Duration::from_millis(250),
             cap: Duration::from_secs(10),
         }
@@ -31,6 +31,10 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    // Also the defaults of `--upstream-max-retries` and `--upstream-retry-budget`.
+    pub const DEFAULT_MAX_RETRIES: u32 = 4;
+    pub const DEFAULT_BUDGET: Duration = Duration::from_secs(90);
+
     /// The wait before retry number `attempt` (1-based): the server's
     /// `Retry-After` when it gave one, else exponential with ±50% jitter.
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
