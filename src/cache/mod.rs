@@ -120,14 +120,17 @@ impl std::fmt::Debug for Cache {
     }
 }
 
-macro_rules! dispatch {
-    ($self:ident, $off:expr, $c:ident => $call:expr) => {
-        match $self {
-            Cache::Postgres($c) => $call.await,
-            Cache::Sqlite($c) => $call.await,
-            Cache::Off => $off,
+/// The operations every backend has, each with what it does when the cache is off.
+macro_rules! delegate {
+    ($($name:ident($($arg:ident: $ty:ty),*) -> $out:ty = $off:expr;)*) => {$(
+        pub async fn $name(&self, $($arg: $ty),*) -> Result<$out, CacheError> {
+            match self {
+                Cache::Postgres(c) => c.$name($($arg),*).await,
+                Cache::Sqlite(c) => c.$name($($arg),*).await,
+                Cache::Off => $off,
+            }
         }
-    };
+    )*};
 }
 
 impl Cache {
@@ -189,47 +192,18 @@ impl Cache {
         }
     }
 
-    pub async fn get(&self, key: &str) -> Result<Option<CachedSummary>, CacheError> {
-        dispatch!(self, Ok(None), c => c.get(key))
-    }
-
-    pub async fn put(&self, entry: &CachedSummary) -> Result<CachedSummary, CacheError> {
-        dispatch!(self, Ok(entry.clone()), c => c.put(entry))
-    }
-
-    pub async fn find_prefix(
-        &self,
-        hashes: &[String],
-    ) -> Result<Option<CachedSummary>, CacheError> {
-        dispatch!(self, Ok(None), c => c.find_prefix(hashes))
-    }
-
-    pub async fn claim(&self, key: &str, lease: Duration) -> Result<Claim, CacheError> {
-        dispatch!(self, Ok(Claim::Claimed), c => c.claim(key, lease))
-    }
-
-    pub async fn renew(&self, key: &str, lease: Duration) -> Result<bool, CacheError> {
-        dispatch!(self, Ok(true), c => c.renew(key, lease))
-    }
-
-    pub async fn release(&self, key: &str) -> Result<(), CacheError> {
-        dispatch!(self, Ok(()), c => c.release(key))
-    }
-
-    pub async fn mark_in_use(&self, key: &str, in_use_from: i64) -> Result<(), CacheError> {
-        dispatch!(self, Ok(()), c => c.mark_in_use(key, in_use_from))
-    }
-
-    pub async fn claim_active(&self, key: &str) -> Result<bool, CacheError> {
-        dispatch!(self, Ok(false), c => c.claim_active(key))
-    }
-
-    pub async fn prune(&self, ttl: Duration, max_rows: u64) -> Result<u64, CacheError> {
-        dispatch!(self, Ok(0), c => c.prune(ttl, max_rows))
-    }
-
-    pub async fn ping(&self) -> Result<(), CacheError> {
-        dispatch!(self, Ok(()), c => c.ping())
+    delegate! {
+        get(key: &str) -> Option<CachedSummary> = Ok(None);
+        put(entry: &CachedSummary) -> CachedSummary = Ok(entry.clone());
+        find_prefix(hashes: &[String]) -> Option<CachedSummary> = Ok(None);
+        claim(key: &str, lease: Duration) -> Claim = Ok(Claim::Claimed);
+        renew(key: &str, lease: Duration) -> bool = Ok(true);
+        release(key: &str) -> () = Ok(());
+        mark_in_use(key: &str, in_use_from: i64) -> () = Ok(());
+        claim_active(key: &str) -> bool = Ok(false);
+        prune(ttl: Duration, max_rows: u64) -> u64 = Ok(0);
+        ping() -> () = Ok(());
+        migrate() -> () = Ok(());
     }
 
     /// Reaches the database once and migrates, for the start-up report. On
@@ -241,9 +215,5 @@ impl Cache {
             Cache::Sqlite(c) => c.ping().await,
             Cache::Off => Ok(()),
         }
-    }
-
-    pub async fn migrate(&self) -> Result<(), CacheError> {
-        dispatch!(self, Ok(()), c => c.migrate())
     }
 }
