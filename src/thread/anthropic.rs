@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::anthropic_blocks::parse_blocks;
-use super::wire::{Content, iteration, message, object, parse_role, string, type_name};
+use super::wire::{Content, iteration, message, not_a, object, parse_role, string};
 use super::{FieldError, Message, Part, Role};
 
 /// `system`: a mid-conversation system message (beta `mid-conversation-system-2026-04-07`).
@@ -33,12 +33,10 @@ pub fn parse_system(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) -> Optio
             (parts, false)
         }
         other => {
-            errs.push(FieldError::new(
+            errs.push(not_a(
                 "/system",
-                format!(
-                    "must be a string or an array of text blocks, not {}",
-                    type_name(other)
-                ),
+                "a string or an array of text blocks",
+                other,
             ));
             return None;
         }
@@ -75,13 +73,7 @@ fn parse_content(m: &Value, content_at: &str, errs: &mut Vec<FieldError>) -> Con
         Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
         Some(Value::Array(blocks)) => (parse_blocks(blocks, content_at, true, errs), false),
         Some(other) => {
-            errs.push(FieldError::new(
-                content_at,
-                format!(
-                    "must be a string or an array of blocks, not {}",
-                    type_name(other)
-                ),
-            ));
+            errs.push(not_a(content_at, "a string or an array of blocks", other));
             (Vec::new(), false)
         }
         None => {

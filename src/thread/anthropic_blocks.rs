@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::wire::{compaction, object, opaque, string, type_name};
+use super::wire::{compaction, not_a, object, opaque, string};
 use super::{FieldError, MediaKind, Part, ToolCall, ToolResult, echo};
 
 const BLOCK_TYPES: &str = "text, image, document, search_result, tool_use, tool_result, thinking, redacted_thinking, server_tool_use, mcp_tool_use, *_tool_result, container_upload, compaction";
@@ -100,12 +100,10 @@ fn result_content(b: &Value, at: &str, errs: &mut Vec<FieldError>) -> Vec<Part> 
         Some(Value::String(s)) => vec![Part::Text(s.clone())],
         Some(Value::Array(inner)) => parse_blocks(inner, &format!("{at}/content"), false, errs),
         Some(other) => {
-            errs.push(FieldError::new(
+            errs.push(not_a(
                 format!("{at}/content"),
-                format!(
-                    "must be a string or an array of blocks, not {}",
-                    type_name(other)
-                ),
+                "a string or an array of blocks",
+                other,
             ));
             Vec::new()
         }

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::wire::{Content, iteration, message, object, opt_string, parse_role, string, type_name};
+use super::wire::{Content, iteration, message, not_a, object, opt_string, parse_role, string};
 use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult, echo};
 
 const ROLES: [Role; 6] = [
@@ -72,12 +72,10 @@ fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) ->
             (parts, false)
         }
         Some(other) => {
-            errs.push(FieldError::new(
+            errs.push(not_a(
                 &content_at,
-                format!(
-                    "must be a string, an array of parts or null, not {}",
-                    type_name(other)
-                ),
+                "a string, an array of parts or null",
+                other,
             ));
             (Vec::new(), false)
         }

@@ -7,8 +7,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::wire::{
-    Content, compaction, iteration, message, object, opaque, opt_string, parse_role, string,
-    type_name,
+    Content, compaction, iteration, message, not_a, object, opaque, opt_string, parse_role, string,
 };
 use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
@@ -34,12 +33,10 @@ pub fn parse_instructions(source: Cow<'_, Value>, errs: &mut Vec<FieldError>) ->
             parts
         }
         other => {
-            errs.push(FieldError::new(
+            errs.push(not_a(
                 "/instructions",
-                format!(
-                    "must be a string or an array of input items, not {}",
-                    type_name(other)
-                ),
+                "a string or an array of input items",
+                other,
             ));
             return None;
         }
@@ -118,13 +115,7 @@ fn content_parts(
                 }
             }
         }
-        Some(other) => errs.push(FieldError::new(
-            at,
-            format!(
-                "must be a string or an array of content parts, not {}",
-                type_name(other)
-            ),
-        )),
+        Some(other) => errs.push(not_a(at, "a string or an array of content parts", other)),
     }
 }
 

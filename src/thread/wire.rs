@@ -94,6 +94,11 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// `v` found where `what` belongs.
+pub fn not_a(at: impl Into<String>, what: &str, v: &Value) -> FieldError {
+    FieldError::new(at, format!("must be {what}, not {}", type_name(v)))
+}
+
 /// Whether `v` is an object; the error names `what` must be one.
 pub fn object(v: &Value, what: &str, at: &str, errs: &mut Vec<FieldError>) -> Option<()> {
     if v.is_object() {
