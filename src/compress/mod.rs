@@ -42,7 +42,7 @@ pub use iterations::IterationSummary;
 pub use meter::{Ask, Judged, Meter};
 pub use precompute::{DEFAULT_CONCURRENCY as PRECOMPUTE_CONCURRENCY, Precompute, Precomputer};
 pub use service::Compressor;
-pub(crate) use setup::{History, Mode, Ready, Setup};
+pub(crate) use setup::{Hashes, History, Mode, Ready, Setup};
 pub use summary::SummaryObject;
 
 /// Why a thread was compressed.

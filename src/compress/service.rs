@@ -6,7 +6,7 @@ use super::continuity::Anchor;
 use super::meter::Meter;
 use super::plan::{self, Planned, Stage};
 use super::precompute::{Job, Precompute, Precomputer, ready};
-use super::{Compression, Error, History, Mode, Outcome, Ready, Reason, Setup};
+use super::{Compression, Error, Hashes, History, Mode, Outcome, Ready, Reason, Setup};
 use crate::metrics::Metrics;
 use crate::summarize::{Strategy, SummaryService, cpu};
 use crate::tokens::{Encoders, ModelRegistry};
@@ -96,7 +96,7 @@ impl Compressor {
     async fn compress(&self, mut req: Compression, mut setup: Setup) -> Result<Outcome, Error> {
         if req.continuity || self.precomputes(&req, &setup) {
             (req, setup) = cpu(move || {
-                setup.anchor = Some(Arc::new(Anchor::new(&req, &setup)));
+                setup.anchor = Hashes::Made(Arc::new(Anchor::new(&req, &setup)));
                 (req, setup)
             })
             .await;
@@ -108,7 +108,7 @@ impl Compressor {
         if self.precomputes(&req, &setup) {
             // A spare copy of the request, planned again for a job. CPU work.
             (req, setup, spare) = cpu(move || {
-                let spare = setup.anchor.clone().map(|anchor| Spare {
+                let spare = setup.anchor.made().cloned().map(|anchor| Spare {
                     req: req.clone(),
                     setup: setup.clone(),
                     anchor,
@@ -221,7 +221,7 @@ impl Compressor {
     /// the history becomes the request's previous summary. A cache that
     /// fails costs continuity for this turn, never the request.
     async fn continue_from_cache(&self, req: &mut Compression, setup: &mut Setup) {
-        let Some(anchor) = setup.anchor.clone() else {
+        let Some(anchor) = setup.anchor.made().cloned() else {
             return;
         };
         // Without a cache, what earlier turns forwarded is unknown.
@@ -279,7 +279,10 @@ impl Compressor {
             context_window: req.profile.window_for(&spec),
             model,
             warnings,
-            anchor: None,
+            anchor: match self.summarizer.caches() {
+                true => Hashes::Later,
+                false => Hashes::Off,
+            },
             history: History::Known,
             mode: Mode::Now,
         })

@@ -20,8 +20,7 @@ pub(crate) struct Setup {
     pub context_window: u64,
     pub model: Option<UpstreamModel>,
     pub warnings: Vec<String>,
-    /// The history's hashes (continuity mode, precompute).
-    pub anchor: Option<Arc<Anchor>>,
+    pub anchor: Hashes,
     pub history: History,
     pub mode: Mode,
 }
@@ -39,6 +38,27 @@ pub(crate) enum History {
     Carried(InUse),
     /// Continuity mode without a cache, or with one that failed.
     Unknown,
+}
+
+/// The history's hashes ([`Anchor`]), under which the summaries a request
+/// writes are indexed.
+#[derive(Clone)]
+pub(crate) enum Hashes {
+    /// No cache: nothing is indexed, so nothing is hashed.
+    Off,
+    /// Hashed only when a summary is written.
+    Later,
+    /// Hashed up front (continuity mode, precompute).
+    Made(Arc<Anchor>),
+}
+
+impl Hashes {
+    pub(super) fn made(&self) -> Option<&Arc<Anchor>> {
+        match self {
+            Hashes::Made(anchor) => Some(anchor),
+            Hashes::Off | Hashes::Later => None,
+        }
+    }
 }
 
 /// How a plan is made. One value, chosen by the [`Compressor`](super::Compressor) per plan.

@@ -9,12 +9,10 @@
 //! input), and each kind is capped: at most [`MAX_ANCHORS`] per span.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use super::extract::extract;
 use super::fit::{How, Size, fit};
+use super::pattern::Pattern;
 use crate::thread::{Message, Part, Role};
 
 /// Longest item shown for an anchor in a repaired summary, in characters.
@@ -99,35 +97,23 @@ pub struct Anchors {
     pub left_out: usize,
 }
 
-static URL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"https?://[^\s<>"'`()\[\]{}]+"#).expect("valid regex"));
-static BACKTICKED: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"`([^`\n]{2,80})`").expect("valid regex"));
+static URL: Pattern = Pattern::new(r#"https?://[^\s<>"'`()\[\]{}]+"#);
+static BACKTICKED: Pattern = Pattern::new(r"`([^`\n]{2,80})`");
 /// Words with a `_`, a `::`, an inner capital, or all capitals and digits.
-static IDENTIFIER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"\b(?:[A-Za-z][A-Za-z0-9]*(?:::[A-Za-z_][A-Za-z0-9_]*)+",
-        r"|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]",
-        r"|[a-z]+[A-Z][A-Za-z0-9]*",
-        r"|[A-Z][A-Z0-9]*[0-9][A-Z0-9]*|[A-Z]{2,}[0-9]+",
-        r"|[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*)\b"
-    ))
-    .expect("valid regex")
-});
-static DATE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})\b").expect("valid regex")
-});
+static IDENTIFIER: Pattern = Pattern::new(concat!(
+    r"\b(?:[A-Za-z][A-Za-z0-9]*(?:::[A-Za-z_][A-Za-z0-9_]*)+",
+    r"|[A-Za-z0-9]*_[A-Za-z0-9_]*[A-Za-z0-9]",
+    r"|[a-z]+[A-Z][A-Za-z0-9]*",
+    r"|[A-Z][A-Z0-9]*[0-9][A-Z0-9]*|[A-Z]{2,}[0-9]+",
+    r"|[0-9a-f]*[0-9][0-9a-f]*[a-f][0-9a-f]*)\b"
+));
+static DATE: Pattern = Pattern::new(r"\b(?:\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4})\b");
 /// A number not inside a word (`E0599`) or another number; `v1.2` counts.
-static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[^0-9.A-Za-z_]|\bv)(\d+(?:\.\d+)+|\d{2,})\b").expect("valid regex")
-});
+static NUMBER: Pattern = Pattern::new(r"(?:^|[^0-9.A-Za-z_]|\bv)(\d+(?:\.\d+)+|\d{2,})\b");
 /// A capitalized word after a lower-case word or a comma: not a sentence's first.
-static NAME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[a-z,] +([A-Z][a-z][A-Za-z0-9]+)").expect("valid regex"));
-static RULE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:always|never|don't|do not|must|make sure|avoid|only)\b")
-        .expect("valid regex")
-});
+static NAME: Pattern = Pattern::new(r"[a-z,] +([A-Z][a-z][A-Za-z0-9]+)");
+static RULE: Pattern =
+    Pattern::new(r"(?i)\b(?:always|never|don't|do not|must|make sure|avoid|only)\b");
 
 /// Words too common to be names.
 const NOT_NAMES: [&str; 12] = [
@@ -228,12 +214,12 @@ fn user_text(found: &mut Found, text: &str) {
         vec![prose(text)],
     );
     for sentence in sentences(text) {
-        if RULE.is_match(sentence) {
+        if RULE.get().is_match(sentence) {
             let item = format!("\"{}\"", shown(sentence));
             found.add(Kind::Instruction, item, vec![prose(sentence)]);
         }
     }
-    for c in NAME.captures_iter(text) {
+    for c in NAME.get().captures_iter(text) {
         let name = &c[1];
         if !NOT_NAMES.contains(&name) {
             found.add(Kind::Name, name.to_string(), vec![word(name)]);
@@ -244,11 +230,11 @@ fn user_text(found: &mut Found, text: &str) {
 /// What either side wrote: URLs, identifiers, dates, numbers.
 fn said(found: &mut Found, text: &str) {
     urls(found, text);
-    for c in BACKTICKED.captures_iter(text) {
+    for c in BACKTICKED.get().captures_iter(text) {
         let id = c[1].trim();
         found.add(Kind::Identifier, format!("`{id}`"), vec![word(id)]);
     }
-    for m in IDENTIFIER.find_iter(text) {
+    for m in IDENTIFIER.get().find_iter(text) {
         found.add(
             Kind::Identifier,
             m.as_str().to_string(),
@@ -256,11 +242,11 @@ fn said(found: &mut Found, text: &str) {
         );
     }
     let mut dates = Vec::new();
-    for m in DATE.find_iter(text) {
+    for m in DATE.get().find_iter(text) {
         found.add(Kind::Date, m.as_str().to_string(), vec![word(m.as_str())]);
         dates.push(m.range());
     }
-    for c in NUMBER.captures_iter(text) {
+    for c in NUMBER.get().captures_iter(text) {
         let Some(m) = c.get(1) else { continue };
         // The parts of a date are the date's.
         if !dates.iter().any(|d| d.contains(&m.start())) {
@@ -270,7 +256,7 @@ fn said(found: &mut Found, text: &str) {
 }
 
 fn urls(found: &mut Found, text: &str) {
-    for m in URL.find_iter(text) {
+    for m in URL.get().find_iter(text) {
         let url = m.as_str().trim_end_matches(['.', ',', ';', ':', '!', '?']);
         found.add(
             Kind::Url,

@@ -112,7 +112,7 @@ fn normal_forms() {
     assert_eq!(folded("  Cargo   TEST\n -p  x "), "cargo test -p x");
     assert_eq!(significant("Don't  push, OK?"), "dontpushok");
     let rules: Vec<&str> = sentences("Do it. Always use tabs! ok?\nnever x")
-        .filter(|s| RULE.is_match(s))
+        .filter(|s| RULE.get().is_match(s))
         .collect();
     assert_eq!(rules, ["Always use tabs!", "never x"]);
 }

@@ -141,8 +141,15 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     (key, prefixes)
 }
 
+/// Lower-case hex; by table, not `format!` per byte: a hash per message
+/// of the history is made on every due turn.
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digit = |n: u8| char::from(DIGITS[usize::from(n)]);
+    bytes
+        .iter()
+        .flat_map(|b| [digit(b >> 4), digit(b & 15)])
+        .collect()
 }
 
 /// JSON text with sorted keys and no whitespace; other text as it is.

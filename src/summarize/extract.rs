@@ -2,47 +2,38 @@
 //! caps decide later what fits.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde_json::Value;
 
 use super::fit::{How, Size, fit};
+use super::pattern::Pattern;
 use super::salience::{score, sentences};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
 /// A path with a directory and an extension (the leading class keeps URLs
 /// and version numbers out).
-static PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})")
-        .expect("valid regex")
-});
+static PATH: Pattern = Pattern::new(
+    r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})",
+);
 
 /// Lines that report a failure: compiler errors, panics, tracebacks, test
 /// failures, package-manager and git errors.
-static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
-        r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
-    ))
-    .expect("valid regex")
-});
+static ERROR_LINE: Pattern = Pattern::new(concat!(
+    r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
+    r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
+));
 
 /// Lines of tool output that point at a source location: the paths worth
 /// keeping from command output.
-static LOCATION_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).expect("valid regex")
-});
+static LOCATION_LINE: Pattern = Pattern::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#);
 
-static EXIT_STATUS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?m)^exit (?:status|code):? ?(-?\d+)\s*$").expect("valid regex"));
+static EXIT_STATUS: Pattern = Pattern::new(r"(?m)^exit (?:status|code):? ?(-?\d+)\s*$");
 
 /// Sentences where the agent states a choice.
-static DECISION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:I chose|I decided|I'm switching|I am switching|I will|I'll|decided to|we chose|instead of|rather than)\b")
-        .expect("valid regex")
-});
+static DECISION: Pattern = Pattern::new(
+    r"(?i)\b(?:I chose|I decided|I'm switching|I am switching|I will|I'll|decided to|we chose|instead of|rather than)\b",
+);
 
 const PATH_KEYS: [&str; 5] = ["path", "file", "file_path", "filename", "filepath"];
 const COMMAND_KEYS: [&str; 3] = ["command", "cmd", "script"];
@@ -131,19 +122,20 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
 fn statements(text: &str, cap: usize) -> String {
     let facts: Vec<&str> = sentences(text)
         .map(str::trim)
-        .filter(|t| score(t) > 0 && !DECISION.is_match(t))
+        .filter(|t| score(t) > 0 && !DECISION.get().is_match(t))
         .collect();
     fit(&facts.join(" "), Size::Chars(cap), How::Telling)
 }
 
 /// Paths and error lines of any text.
 fn scan(s: &mut Sections, text: &str) {
-    for c in PATH.captures_iter(text) {
+    for c in PATH.get().captures_iter(text) {
         s.files.push(&c[1]);
     }
+    let error = ERROR_LINE.get();
     for line in text.lines() {
         let line = line.trim();
-        if ERROR_LINE.is_match(line) {
+        if error.is_match(line) {
             s.errors.push(line);
         }
     }
@@ -152,14 +144,15 @@ fn scan(s: &mut Sections, text: &str) {
 /// Tool output: only error lines and the paths on error or location lines
 /// (a file's own text is not a reference).
 fn scan_output(s: &mut Sections, text: &str) {
+    let (error, location, path) = (ERROR_LINE.get(), LOCATION_LINE.get(), PATH.get());
     for line in text.lines() {
         let line = line.trim();
-        let is_error = ERROR_LINE.is_match(line);
+        let is_error = error.is_match(line);
         if is_error {
             s.errors.push(line);
         }
-        if is_error || LOCATION_LINE.is_match(line) {
-            for c in PATH.captures_iter(line) {
+        if is_error || location.is_match(line) {
+            for c in path.captures_iter(line) {
                 s.files.push(&c[1]);
             }
         }
@@ -168,7 +161,7 @@ fn scan_output(s: &mut Sections, text: &str) {
 
 fn decisions(s: &mut Sections, text: &str) {
     for sentence in sentences(text) {
-        if DECISION.is_match(sentence) {
+        if DECISION.get().is_match(sentence) {
             s.decisions.push(sentence.trim());
         }
     }
@@ -192,7 +185,7 @@ fn arguments(s: &mut Sections, args: &str) -> Option<String> {
             command = Some(v.trim().to_string());
         } else if v.len() < 4096 {
             // Long values (file contents being written) would flood the lists.
-            for c in PATH.captures_iter(v) {
+            for c in PATH.get().captures_iter(v) {
                 s.files.push(&c[1]);
             }
         }
@@ -202,6 +195,7 @@ fn arguments(s: &mut Sections, args: &str) -> Option<String> {
 
 fn exit_status(text: &str) -> Option<i64> {
     EXIT_STATUS
+        .get()
         .captures_iter(text)
         .last()
         .and_then(|c| c[1].parse().ok())

@@ -14,6 +14,7 @@ mod heuristic;
 mod hybrid;
 mod iterations;
 pub mod llm;
+mod pattern;
 pub mod receipt;
 mod request;
 mod salience;

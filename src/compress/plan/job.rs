@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::super::continuity::Anchor;
 use super::super::writer::{Upstream, decide};
-use super::super::{Error, Previous, Reason};
+use super::super::{Error, Hashes, Previous, Reason};
 use super::cut::{Room, Tail};
 use super::start::Prior;
 use super::{Decision, Grouping, Planner};
@@ -65,15 +65,15 @@ impl Planner {
         let elsewhere = reason == Reason::Continued;
         let job = span(t, start, cut, previous, &decision, elsewhere).and_then(|(_, writer)| {
             let anchor = match (&self.setup.anchor, self.ask.grouping) {
-                (Some(anchor), _) => Some(anchor.clone()),
-                (None, Grouping::Messages) => Some(Arc::new(Anchor::of(
+                (Hashes::Made(anchor), _) => Some(anchor.clone()),
+                (Hashes::Later, Grouping::Messages) => Some(Arc::new(Anchor::of(
                     t,
                     &self.p,
                     self.ask.strategy,
                     self.ask.instructions.as_deref(),
                     &self.setup,
                 ))),
-                (None, Grouping::Iterations(_)) => None,
+                (Hashes::Later, Grouping::Iterations(_)) | (Hashes::Off, _) => None,
             };
             let settings = SummarySettings {
                 prior: previous.as_ref().map(|p| p.content.clone()),

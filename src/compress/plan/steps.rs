@@ -151,7 +151,7 @@ impl Planner {
                 History::Carried(in_use) if reason == Reason::Continued => Some(in_use),
                 _ => None,
             },
-            continuity_len: self.setup.anchor.as_ref().map(|a| a.len()),
+            continuity_len: self.setup.anchor.made().map(|a| a.len()),
             stage,
             ready: None,
         }
