@@ -38,10 +38,9 @@ pub fn body_bytes(body: u64) -> u64 {
     REQUEST_BASE_BYTES.saturating_add(body)
 }
 
-/// Returns the heap freed by a large request to the system: glibc gives
-/// back only each arena's top, so a burst left the process at its peak
-/// (1.4 GB against 80 MB idle). At most one `malloc_trim(0)` a second, on
-/// the blocking pool (it locks each arena it walks).
+/// Returns a large request's freed heap to the system (glibc keeps all but
+/// each arena's top: 1.4 GB left after a burst, 80 MB idle); at most one
+/// `malloc_trim(0)` a second, on the blocking pool (it locks each arena).
 pub fn give_back() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

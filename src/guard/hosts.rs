@@ -21,8 +21,7 @@ pub enum Hosts {
 
 impl Hosts {
     /// The setting's entries (`*` for any); none: any name when API keys are
-    /// required, else only addresses and `localhost` (whatever the listen
-    /// address: `docker run -p` listens on all).
+    /// required, else only addresses (`docker run -p` listens on all).
     pub fn parse(entries: &[String], keys_required: bool) -> anyhow::Result<Hosts> {
         let entries = match listed(entries, "CONDENSE_ALLOWED_HOSTS", "name")? {
             Listed::Nothing if keys_required => return Ok(Hosts::Any),

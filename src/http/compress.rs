@@ -94,7 +94,6 @@ pub struct CompressResponse {
 }
 
 /// 200, or 202 when a summary is being written ahead; the same body.
-
 async fn compress_thread(
     State(app): State<AppState>,
     caller: Option<Extension<Caller>>,

@@ -32,14 +32,12 @@ super::input::thread_request! {
 
 #[derive(Debug, Serialize)]
 pub struct MessageTokens {
-    /// Index into the request's `messages` (or `input`); null for
-    /// Anthropic's top-level `system` or the Responses `instructions`.
+    /// Index into `messages` (or `input`); null for a top-level system prompt.
     pub index: Option<usize>,
     pub role: Role,
     /// The message's tokens including its per-message overhead.
     pub tokens: usize,
-    /// A system or developer message: an instruction, never summarized
-    /// (pinned at the head, or kept verbatim beside a summary mid-conversation).
+    /// A system or developer message: never summarized.
     pub instruction: bool,
 }
 

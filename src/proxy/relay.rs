@@ -65,9 +65,8 @@ impl Proxy {
         Ok(Forwarded { response, report })
     }
 
-    /// Refuses, before any work, a request without credentials of its own (as
-    /// forwarded) that would spend the operator's key for a caller without
-    /// `provider`.
+    /// Refuses, before any work, a request without credentials of its own
+    /// that would spend the operator's key for a caller without `provider`.
     pub fn authorize(
         &self,
         format: WireFormat,
