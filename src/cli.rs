@@ -1,7 +1,5 @@
-//! The command line: serving (no subcommand), `healthcheck` or `config`.
-//!
-//! All three read the same settings, so `condense healthcheck` in a container
-//! reads the server's `CONDENSE_LISTEN`, and `condense config` shows what it runs with.
+//! The command line: serving (no subcommand), `healthcheck` or `config`, all
+//! three from the same settings.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -48,8 +46,7 @@ pub enum Command {
 pub struct Parsed {
     pub cli: Cli,
     pub loaded: Loaded,
-    /// Why the configuration cannot run, as one line (`condense config`
-    /// still prints it).
+    /// Why the configuration cannot run, as one line.
     pub invalid: Option<String>,
 }
 
@@ -70,9 +67,8 @@ impl Parsed {
         })
     }
 
-    /// Runs `condense config`: the configuration on stdout, a problem on stderr.
-    /// The files it names (models, profiles, keys) are read as the server
-    /// reads them, so that "valid" means the server would start.
+    /// Runs `condense config`; its files are read as the server reads them,
+    /// so "valid" means the server would start.
     pub fn show(&self) -> ExitCode {
         print!("{}", show::render(&self.loaded));
         match &self.invalid {
@@ -91,8 +87,7 @@ pub fn invalid(line: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `text` on one line: a parser's multi-line report (TOML's points at the
-/// spot with a drawn excerpt) keeps its sentences, not the drawing.
+/// `text` on one line: a parser's report keeps its sentences, not its drawing.
 pub fn one_line(text: &str) -> String {
     let drawing = |l: &str| {
         l.starts_with('|')
@@ -116,7 +111,7 @@ pub struct HealthcheckArgs {
 
 impl HealthcheckArgs {
     /// Checks the probe listener when there is one (it answers however busy
-    /// the main one is), else the main one, and says what it found on stderr.
+    /// the main one is), else the main one.
     pub fn run(&self, config: &Config) -> ExitCode {
         let timeout = Duration::from_secs(self.timeout.max(1));
         let listen = config.server.probe_listen.unwrap_or(config.server.listen);

@@ -1,11 +1,7 @@
 //! The one error type of the HTTP API and its wire shape, RFC 9457
-//! `application/problem+json`.
-//!
-//! Domain modules return their own errors ([`FieldError`] lists, `anyhow`);
-//! handlers turn them into [`ApiError`]. A 500 answers with a generic detail and
-//! carries its cause chain in a response extension for the logging middleware,
-//! so `into_response` has no side effects and no internal text reaches a client;
-//! every problem carries its type slug the same way, for the metrics.
+//! `application/problem+json`. A 500's cause chain and every problem's slug
+//! travel in response extensions (for the log and the metrics), so
+//! `into_response` has no side effects and no internal text reaches a client.
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -15,15 +11,12 @@ use crate::thread::FieldError;
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 
-/// `Retry-After` of a request refused because too many were at work: they
-/// end in seconds, and a client that waits one spreads the retries.
+/// `Retry-After` when overloaded: requests end in seconds.
 pub const OVERLOADED_RETRY_AFTER_SECS: u64 = 1;
-/// `Retry-After` of a request that ran out of time: a slow answer means a
-/// busy server (or a slow upstream), so come back a little later.
+/// `Retry-After` after a time-out: a slow answer means a busy server or upstream.
 pub const TIMEOUT_RETRY_AFTER_SECS: u64 = 5;
 
-/// `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (IETF
-/// draft-ietf-httpapi-ratelimit-headers).
+/// IETF draft-ietf-httpapi-ratelimit-headers.
 pub const RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("ratelimit-limit");
 pub const RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("ratelimit-remaining");
 pub const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset");
@@ -34,45 +27,40 @@ pub enum ApiError {
     MalformedJson(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
-    /// A `Content-Encoding` other than `identity`: answered with
-    /// `Accept-Encoding: identity` (RFC 7694).
+    /// Answered with `Accept-Encoding: identity` (RFC 7694).
     #[error("{0}")]
     UnsupportedEncoding(String),
     #[error("the body is larger than the limit of {limit} bytes (CONDENSE_BODY_LIMIT)")]
     PayloadTooLarge { limit: usize },
-    /// Within the byte limit, but more JSON objects and arrays than a
-    /// request may hold: each costs memory far beyond its bytes.
+    /// More JSON nodes than a request may hold: each costs far beyond its bytes.
     #[error("{0}")]
     TooManyNodes(String),
-    /// A thread over the configured message or character limit; the
-    /// detail names the field and the limit.
     #[error("{0}")]
     ThreadTooLarge(String),
     #[error("the request is invalid")]
     Invalid(Vec<FieldError>),
-    /// No valid API key: the same answer whatever was wrong (no header,
-    /// another scheme, an unknown key), so it tells a prober nothing.
-    #[error("{}", unauthorized_detail(.proxy))]
+    /// The same answer whatever was wrong, so it tells a prober nothing.
+    /// The proxy routes leave `Authorization` to the provider's key.
+    #[error("{}", if *.proxy {
+        "send a valid condense API key in the `x-condense-api-key` header"
+    } else {
+        "send a valid API key as `Authorization: Bearer <key>`"
+    })]
     Unauthorized { proxy: bool },
-    /// The key may not do this (an upstream strategy without `llm`).
     #[error("{0}")]
     Forbidden(String),
-    /// The caller's rate limit is spent; `retry_after` seconds until the next token.
     #[error("too many requests for this {who}; retry after {retry_after} seconds")]
     RateLimited { who: &'static str, retry_after: u64 },
-    /// Every place among the requests at work is taken: refused, not queued.
+    /// Refused, not queued.
     #[error("condense is at its limit of {0} requests at once; retry shortly")]
     Overloaded(usize),
-    /// The memory budget has too little free for what this request may
-    /// hold (see `admission::memory`): refused before its body is read.
+    /// Refused before its body is read (see `admission::memory`).
     #[error(
         "condense has too little of its memory budget ({0} bytes) free for a request of this size; retry shortly"
     )]
     OverBudget(u64),
-    /// The thread cannot be made to fit its budget.
     #[error("{0}")]
     DoesNotFit(String),
-    /// The strategy needs a part that is not configured.
     #[error("{0}")]
     StrategyUnavailable(String),
     #[error("no route for {0}")]
@@ -81,15 +69,11 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("the request took longer than {0} seconds")]
     Timeout(u64),
-    /// The upstream LLM failed and the profile says `on_upstream_error: fail`.
-    /// Carries a short reason (what failed, whether it is retryable), never
-    /// the upstream's own text.
+    /// `on_upstream_error: fail`: a short reason, never the upstream's own text.
     #[error("the upstream LLM failed ({0}); your thread is unchanged")]
     Upstream(String),
-    /// A proxy route whose provider URL is not configured.
     #[error("{0}")]
     ProxyDisabled(String),
-    /// The provider behind the proxy could not be reached.
     #[error("{0}")]
     ProviderUnreachable(String),
     #[error("internal error")]
@@ -139,10 +123,6 @@ impl ApiError {
     /// One field error, for checks made outside a parser.
     pub fn field(pointer: impl Into<String>, message: impl Into<String>) -> Self {
         ApiError::Invalid(vec![FieldError::new(pointer, message)])
-    }
-
-    pub fn status_code(&self) -> StatusCode {
-        self.kind().0
     }
 
     /// The status, the problem type's slug and its title.
@@ -200,8 +180,7 @@ impl ApiError {
         }
     }
 
-    /// Headers the status calls for: when to come back (`Retry-After`),
-    /// how to authenticate (`WWW-Authenticate`).
+    /// `Retry-After`, `WWW-Authenticate`, `Accept-Encoding` as the status calls for.
     fn headers(&self, h: &mut HeaderMap) {
         let retry_after = match self {
             ApiError::Timeout(_) => Some(TIMEOUT_RETRY_AFTER_SECS),
@@ -227,16 +206,6 @@ impl ApiError {
     }
 }
 
-/// The proxy routes leave `Authorization` to the provider's key, so a
-/// condense key comes in a header of its own there.
-fn unauthorized_detail(proxy: &bool) -> &'static str {
-    if *proxy {
-        "send a valid condense API key in the `x-condense-api-key` header"
-    } else {
-        "send a valid API key as `Authorization: Bearer <key>`"
-    }
-}
-
 /// The problem+json body.
 #[derive(Debug, Serialize)]
 pub struct Problem {
@@ -253,9 +222,7 @@ pub struct Problem {
 #[derive(Debug, Clone)]
 pub struct InternalCause(pub String);
 
-/// The problem type slug of an answer (`timeout`, `payload-too-large`…), in
-/// a response extension: the metrics middleware counts problems by it, so
-/// no code that answers a problem has to record anything itself.
+/// The problem type slug of an answer (`timeout`…), counted by the metrics middleware.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProblemType(pub &'static str);
 

@@ -1,28 +1,20 @@
-//! `condense healthcheck`: asks a running condense whether it is alive.
-//!
-//! A container's `HEALTHCHECK` runs a program inside the image, which has no
-//! shell and no curl on purpose, so the binary checks itself: one `GET
-//! /healthz` to the address the server listens on (the same
-//! `CONDENSE_LISTEN`), exit 0 on `200`. A tiny HTTP/1.1 client over
-//! `std::net`: reqwest would need an async runtime for a probe run every few
-//! seconds, and would go through an `HTTP_PROXY` of the environment.
+//! `condense healthcheck`: one `GET /healthz`, for a container image without
+//! curl. Over `std::net`: reqwest would need a runtime and would honour
+//! `HTTP_PROXY`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-/// Seconds the whole check may take (connect, send, read the status line).
+/// Seconds the whole check may take.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 3;
 
-/// The path that answers `200` for as long as the process serves.
 const PATH: &str = "/healthz";
 
 /// Longest status line read; a real one is about 20 bytes.
 const MAX_STATUS_LINE: u64 = 256;
 
-/// The address to probe for a server that listens on `listen`: an
-/// unspecified address (`0.0.0.0`, `[::]`, as in a container) is reached
-/// through the loopback of the same family.
+/// The address to probe for `listen`: `0.0.0.0`/`[::]` through the loopback.
 pub fn target(listen: SocketAddr) -> SocketAddr {
     let ip = match listen.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -32,9 +24,7 @@ pub fn target(listen: SocketAddr) -> SocketAddr {
     SocketAddr::new(ip, listen.port())
 }
 
-/// Sends `GET /healthz` to the server listening on `listen`: `Ok` with the
-/// status when it is `200`, else why the server is judged unhealthy. Each
-/// step (connect, send, read) waits at most for what is left of `timeout`.
+/// `Ok(200)`, or why the server is judged unhealthy, within `timeout` in all.
 pub fn check(listen: SocketAddr, timeout: Duration) -> Result<u16, String> {
     let addr = target(listen);
     let deadline = Instant::now() + timeout;
@@ -65,15 +55,9 @@ pub fn check(listen: SocketAddr, timeout: Duration) -> Result<u16, String> {
 /// The status code of an `HTTP/1.x NNN reason` line.
 fn parse_status(line: &str) -> Option<u16> {
     let mut parts = line.split(' ');
-    let version = parts.next()?;
-    if !version.starts_with("HTTP/1.") {
-        return None;
-    }
-    let code = parts.next()?;
-    if code.len() != 3 {
-        return None;
-    }
-    code.parse().ok()
+    let (version, code) = (parts.next()?, parts.next()?);
+    let ok = version.starts_with("HTTP/1.") && code.len() == 3;
+    ok.then(|| code.parse().ok()).flatten()
 }
 
 #[cfg(test)]

@@ -2,30 +2,21 @@
 //! context window.
 //!
 //! Layout, one folder per concern, each layer using only those below it:
-//! - [`thread`]: the one internal conversation model, parsed at the
-//!   boundary from three wire formats (OpenAI Chat Completions, OpenAI
-//!   Responses, Anthropic Messages), validated and bounded;
+//! - [`thread`]: the one conversation model, parsed from three wire formats;
 //! - [`tokens`]: encodings, the model registry, counting a thread;
 //! - [`policy`]: profiles, the summarize verdict, tool-result clearing rules;
-//! - [`summarize`]: the summarizers (heuristic, LLM, per iteration), the
-//!   canonical span and its cache key, anchors and the fidelity receipt,
-//!   and the summary service (cache, single flight, fallback);
+//! - [`summarize`]: the summarizers, anchors, the fidelity receipt, and the
+//!   summary service (cache, single flight, fallback);
 //! - [`compress`]: the one way through a compression, for every caller;
-//! - [`cache`]: the summary cache (PostgreSQL or embedded SQLite), claims
-//!   across replicas, pruning, health;
-//! - [`upstream`]: the client of the summarizing LLM and of providers'
-//!   counting endpoints (retries, the secret key);
-//! - [`proxy`]: the drop-in proxy, preparing a provider request and relaying it;
-//! - [`http`]: routes, extractors, middleware; [`error`] owns the problem+json shape;
-//! - [`guard`]: API keys, the rate limit, allowed hosts and CORS origins;
-//! - [`admission`]: the concurrency limit, the memory budget, and the
-//!   ticket a request or background job holds them by;
-//! - [`metrics`]: the Prometheus registry every layer records into;
-//! - [`redact`]: credentials in URLs hidden from logs and errors, for every layer;
-//! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`]: wiring;
-//!   [`serve`] accepts connections (a cap, timeouts for slow clients);
-//! - [`cli`] and [`healthcheck`]: the command line, and the self-check a
-//!   container's `HEALTHCHECK` runs (the runtime image has no curl).
+//! - [`cache`]: the summary cache (PostgreSQL or SQLite), claims, pruning;
+//! - [`upstream`]: the summarizing LLM's client and providers' counting;
+//! - [`proxy`]: the drop-in proxy; [`http`]: routes, extractors, middleware;
+//!   [`error`] owns the problem+json shape;
+//! - [`guard`]: API keys, the rate limit, allowed hosts, CORS origins;
+//! - [`admission`]: the concurrency limit and the memory budget;
+//! - [`metrics`], [`redact`]: leaves every layer may use;
+//! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`], [`cli`],
+//!   [`healthcheck`]: wiring, the accept loop, the command line.
 //!
 //! The domain modules know nothing of HTTP, so they are tested without a server.
 

@@ -18,8 +18,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// Serves until stopped. A failure to start (a profiles file, a taken port)
-/// is one line, its causes joined, and exit 2: never a backtrace.
+/// Serves until stopped; a failure to start is one line and exit 2.
 #[tokio::main]
 async fn serve(config: Config) -> ExitCode {
     telemetry::init(config.server.log_format);

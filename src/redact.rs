@@ -1,17 +1,10 @@
-//! Credentials written into a URL, hidden wherever a URL is shown: logs,
-//! errors, `condense config`. The summarizing LLM's URL may carry a key as
-//! its user name (`https://KEY@host`), the cache's a database password in
-//! the userinfo or in a `password=` query parameter; one function hides
-//! all of them, so no caller picks a weaker one. It imports nothing from
-//! the crate: every layer may use it.
+//! Credentials written into a URL, hidden wherever a URL is shown: one
+//! function for all, so no caller picks a weaker one. A leaf.
 
 const REDACTED: &str = "[redacted]";
 
-/// `url` with its whole userinfo (`user:password@`, or a lone `user@`,
-/// which may be a key) and the value of every `password=` query parameter
-/// replaced by `[redacted]`. Works on text that does not parse as a URL
-/// too: the userinfo is looked for only between `://` and the end of the
-/// authority, a password only after the first `?`.
+/// `url` with its whole userinfo (a lone user may be a key) and every
+/// `password=` query value replaced; works on text that is not a URL too.
 pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     if let Some(start) = out.find("://").map(|i| i + 3) {

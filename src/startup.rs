@@ -9,9 +9,8 @@ use crate::config::Config;
 use crate::serve::{ServeOptions, connection_budget, serve};
 use crate::state::AppState;
 
-/// A bound listener and the router it serves, and the probe listener's
-/// when configured. Tests build it with port 0 and read the real port from
-/// [`Application::local_addr`].
+/// The bound listeners and their routers (tests bind port 0 and read
+/// [`Application::local_addr`]).
 pub struct Application {
     main: Site,
     probe: Option<Site>,
@@ -54,15 +53,6 @@ impl Site {
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let server = &config.server;
-        let listen = server.listen;
-        let serve = ServeOptions {
-            max_connections: connection_budget(server.max_connections, config.reserved_fds()),
-            ..server.serve_options()
-        };
-        let probe = server
-            .probe_listen
-            .map(|addr| (addr, server.probe_serve_options()));
         if let Some(url) = config.upstream.url() {
             tracing::info!(url = %crate::redact::redact_url(url), "upstream LLM configured");
         } else {
@@ -87,15 +77,21 @@ impl Application {
             state.summarizer.upstream().is_some(),
             !state.config.proxy.api_key.is_empty() || !state.config.count.api_key.is_empty(),
         );
-        let probe = match probe {
-            Some((addr, options)) => {
+        let server = &state.config.server;
+        let probe = match server.probe_listen {
+            Some(addr) => {
                 let router = crate::http::probe_router(state.clone());
-                Some(Site::bind(addr, router, options).await?)
+                Some(Site::bind(addr, router, server.probe_serve_options()).await?)
             }
             None => None,
         };
-        let compressor = state.compressor.clone();
+        let serve = ServeOptions {
+            max_connections: connection_budget(server.max_connections, state.config.reserved_fds()),
+            ..server.serve_options()
+        };
+        let (listen, compressor) = (server.listen, state.compressor.clone());
         let main = Site::bind(listen, crate::http::router(state), serve).await?;
+
         Ok(Self {
             main,
             probe,
@@ -117,9 +113,8 @@ impl Application {
         self.run_until(shutdown_signal()).await
     }
 
-    /// Serves until `stop` completes, then lets in-flight requests finish.
-    /// Both listeners stop together; summaries being written ahead are
-    /// aborted at once, other background work when the routers are dropped.
+    /// Serves until `stop` completes, then lets in-flight requests finish;
+    /// summaries being written ahead are aborted at once.
     pub async fn run_until(self, stop: impl Future<Output = ()>) -> std::io::Result<()> {
         let (tx, rx) = tokio::sync::watch::channel(false);
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -142,9 +137,8 @@ impl Application {
     }
 }
 
-/// Says in the log, once at start-up, whether the summary cache answers and
-/// if not why (never the URL's password): the service starts either way, but
-/// an operator must not learn from latency graphs that every replica is uncached.
+/// Logs once whether the summary cache answers: the service starts either
+/// way, and an operator must not learn it from latency graphs.
 async fn report_cache(cache: crate::cache::Cache) {
     let backend = cache.backend();
     match cache.check().await {

@@ -49,8 +49,7 @@ pub struct Inner {
     pub cors: Option<Cors>,
     /// The names a request's `Host` may carry.
     pub hosts: Hosts,
-    /// The registry `GET /metrics` renders; the summary service (and through
-    /// it the compressor, the upstream client and the proxy) records into it.
+    /// The registry `GET /metrics` renders.
     pub metrics: Metrics,
 }
 
@@ -62,10 +61,8 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// The state with the summary cache `config` names (PostgreSQL, SQLite or
-    /// off), checked in the background for as long as the state lives.
-    /// PostgreSQL is connected lazily: a database that is down at start does
-    /// not stop the service.
+    /// The state with the summary cache `config` names, checked in the
+    /// background; a database down at start does not stop the service.
     pub async fn connect(config: Config) -> anyhow::Result<Self> {
         let cache = Cache::connect(&config.cache.url(), config.cache.options()).await?;
         let check = config.cache.health_check();
@@ -75,8 +72,7 @@ impl AppState {
         Ok(state)
     }
 
-    /// The state without a summary cache (tests, embedding): every summary is
-    /// computed. [`AppState::connect`] is what the server uses.
+    /// The state without a summary cache (tests, `condense config`).
     pub fn new(config: Config) -> anyhow::Result<Self> {
         Self::with_cache(config, Cache::Off)
     }
@@ -102,8 +98,7 @@ impl AppState {
         let meter = Meter::new(models.clone(), &config.models.default_model, encoders)
             .with_provider(provider_count)
             .with_metrics(metrics.clone());
-        // A summary written ahead holds memory from the same budget as the
-        // requests (its copy of the thread, parsed): none when it is full.
+        // A summary written ahead takes memory from the requests' budget.
         let compressor = Arc::new(
             Compressor::new(meter.clone(), summarizer.clone()).with_precomputer(Precomputer::new(
                 config.upstream.precompute_concurrency,
@@ -148,8 +143,7 @@ impl AppState {
         })))
     }
 
-    /// Runs CPU-bound work (tokenizing a long thread) with this state on
-    /// the blocking pool ([`cancel::cpu`]: stopped when the request is gone).
+    /// Runs CPU-bound work with this state on the blocking pool ([`cancel::cpu`]).
     pub async fn cpu<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce(&AppState) -> Result<T, ApiError> + Send + 'static,

@@ -13,8 +13,7 @@ pub fn init(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
-        // Colour codes only for a person at a terminal: piped into a file or a
-        // log collector they are noise in every line.
+        // Colour codes only for a person at a terminal.
         .with_ansi(std::io::stdout().is_terminal());
     match format {
         LogFormat::Text => builder.init(),

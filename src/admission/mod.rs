@@ -1,15 +1,8 @@
 //! Admission: what a request or a background job holds while it works, in
-//! one [`Ticket`]: memory from the budget ([`MemoryBudget`]; what a request
-//! costs: [`memory`]), a place among the requests at work ([`Overload`]) if
-//! it took one, and how many of its CPU tasks still run.
-//!
-//! A CPU task cannot be aborted (see `tokens::cancel`): one still at work
-//! after its request answered (a time limit, a client gone) keeps using a
-//! core and memory. So a ticket lets its place and memory go only when its
-//! holder is done and its last task has stopped.
-//!
-//! A leaf: it names nothing of the crate, so the gates, the proxy, the
-//! background jobs and the runner of CPU tasks can all name it.
+//! one [`Ticket`]: memory from the [`MemoryBudget`] (costs: [`memory`]), a
+//! place among the requests at work ([`Overload`]), and its running CPU tasks.
+//! A CPU task cannot be aborted (`tokens::cancel`), so a ticket lets go only
+//! when its holder is done and its last task has stopped. A leaf module.
 
 pub mod memory;
 
@@ -38,9 +31,8 @@ impl MemoryBudget {
         }
     }
 
-    /// A ticket holding `bytes`, or `None` when fewer are free. A request
-    /// larger than the whole budget is admitted when the budget is all
-    /// free (it runs alone) rather than never.
+    /// A ticket holding `bytes`, or `None` when fewer are free. One larger
+    /// than the whole budget runs alone rather than never.
     pub fn try_reserve(&self, bytes: u64) -> Option<Ticket> {
         let permit = match &self.units {
             None => None,
@@ -60,9 +52,7 @@ impl MemoryBudget {
         }))))
     }
 
-    /// `bytes` could be reserved now (always without a budget; a request
-    /// larger than the whole budget when all of it is free, as in
-    /// [`MemoryBudget::try_reserve`]).
+    /// `bytes` could be reserved now (as [`MemoryBudget::try_reserve`] would).
     pub fn has_free(&self, bytes: u64) -> bool {
         self.units
             .as_ref()
@@ -82,12 +72,9 @@ impl MemoryBudget {
     }
 }
 
-/// The global concurrency limit: at most N requests at work at once, and
-/// the next one is refused at once (503 `overloaded`, `Retry-After`) rather
-/// than queued. A queue without bound turns a burst into memory and into
-/// answers that come after their clients gave up; a refusal tells a client
-/// (or its load balancer) to go elsewhere or come back. (A semaphore's
-/// `try_acquire`, not tower's `ConcurrencyLimit`, which waits.)
+/// The global concurrency limit: past N requests at work the next is
+/// refused (503), not queued: a queue turns a burst into memory and late
+/// answers. (Not tower's `ConcurrencyLimit`, which waits.)
 #[derive(Debug, Clone)]
 pub struct Overload {
     /// None: no limit (`CONDENSE_MAX_CONCURRENCY=0`).
@@ -122,9 +109,8 @@ impl Overload {
     }
 }
 
-/// One request's or job's admission. Clones are the same ticket: the gate,
-/// the handler, the answer's body and the CPU tasks each keep one, and what
-/// it holds is given back when the last lets go. `Default`: nothing held.
+/// One request's or job's admission; clones are the same ticket, given back
+/// when the last lets go. `Default`: nothing held.
 #[derive(Debug, Clone, Default)]
 pub struct Ticket(Arc<Mutex<Holding>>);
 
@@ -152,8 +138,7 @@ impl Ticket {
         true
     }
 
-    /// Grows the reservation to `bytes` if the budget has the difference
-    /// free; false (and unchanged) otherwise.
+    /// Grows the reservation to `bytes` if free; false (unchanged) otherwise.
     pub fn try_grow_to(&self, bytes: u64) -> bool {
         let h = &mut *self.lock();
         let want = h.budget.units_of(bytes);
@@ -175,9 +160,8 @@ impl Ticket {
         self.lock().budget.total()
     }
 
-    /// Its holder is done but for sending `keep` bytes (its answer): its
-    /// place and the rest of its memory go now, or when its last CPU task
-    /// stops.
+    /// Its holder is done but for sending `keep` bytes: the rest goes now,
+    /// or when its last CPU task stops.
     pub fn done(&self, keep: u64) {
         let mut h = self.lock();
         h.keep = Some(h.keep.map_or(keep, |k| k.min(keep)));
@@ -186,8 +170,7 @@ impl Ticket {
         }
     }
 
-    /// A share for a CPU task it starts: the task counts as its work until
-    /// the share is dropped.
+    /// A share for a CPU task, counted as its work until dropped.
     pub fn work(&self) -> Work {
         self.lock().working += 1;
         Work(self.clone())

@@ -1,6 +1,5 @@
-//! The origins a browser may call condense from (`CONDENSE_CORS_ORIGINS`).
-//! Off by default: the playground is served by condense itself, so it needs
-//! no CORS; only a page served elsewhere does.
+//! The origins a browser may call condense from (`CONDENSE_CORS_ORIGINS`);
+//! off by default (the playground is same-origin).
 
 use axum::http::HeaderValue;
 
@@ -14,9 +13,7 @@ pub enum Cors {
 }
 
 impl Cors {
-    /// The setting's entries, checked: `None` when there are none (CORS
-    /// off). A typo is an error at start, not a browser that silently gets
-    /// no answer.
+    /// The setting's entries, checked at start (`None`: CORS off).
     pub fn parse(entries: &[String]) -> anyhow::Result<Option<Cors>> {
         let entries = match listed(entries, "CONDENSE_CORS_ORIGINS", "origin")? {
             Listed::Nothing => return Ok(None),

@@ -1,15 +1,8 @@
-//! The `Host` names condense answers to (`CONDENSE_ALLOWED_HOSTS`), and
-//! which browser origins may call it.
-//!
-//! Both stop a web page from using condense through its visitor's browser.
-//! A page on another origin can send a request to `127.0.0.1:8080` (a
-//! `text/plain` POST needs no preflight), and with DNS rebinding it can even
-//! read the answer: its own name is made to resolve to 127.0.0.1, so the
-//! browser thinks the page and condense share an origin. The request still
-//! says what it is: its `Host` is the attacker's name. So a condense
-//! without API keys answers only IP addresses and `localhost` (rebinding
-//! needs a name), and every route refuses a cross-origin request whose
-//! origin is not listed in `CONDENSE_CORS_ORIGINS`.
+//! The `Host` names condense answers to (`CONDENSE_ALLOWED_HOSTS`), and which
+//! browser origins may call it: both stop a web page from using condense
+//! through its visitor's browser. With DNS rebinding a page can read
+//! condense's answers, but its `Host` is still the attacker's name; so
+//! without API keys condense answers only addresses and `localhost`.
 
 use std::net::IpAddr;
 
@@ -18,23 +11,17 @@ use super::cors::{Cors, Listed, listed};
 /// The names a request's `Host` may carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Hosts {
-    /// Any name: API keys guard condense, so a rebound page, which has
-    /// none, gets no further than a 401.
+    /// Any name: API keys stop a rebound page at a 401.
     Any,
-    /// An IP address or `localhost`: what reaches condense without a DNS
-    /// name of its own. Rebinding needs a name (the page's), so these are
-    /// safe whatever address condense listens on.
+    /// An IP address or `localhost`: rebinding needs a name.
     Addresses,
     /// These names (lowercase, without port or brackets), and no others.
     Names(Vec<String>),
 }
 
 impl Hosts {
-    /// The setting's entries (`*` for any), or without any: any name when
-    /// API keys are required, else only addresses and `localhost` (a
-    /// laptop's setup, open to every page its browser opens: `docker run
-    /// -p 8080:8080` listens on all addresses, so the listen address says
-    /// nothing of who can reach it).
+    /// The setting's entries (`*` for any); none: any name when API keys are
+    /// required, else only addresses (`docker run -p` listens on all).
     pub fn parse(entries: &[String], keys_required: bool) -> anyhow::Result<Hosts> {
         let entries = match listed(entries, "CONDENSE_ALLOWED_HOSTS", "name")? {
             Listed::Nothing if keys_required => return Ok(Hosts::Any),
@@ -55,8 +42,7 @@ impl Hosts {
         Ok(Hosts::Names(names))
     }
 
-    /// A request whose `Host` is `value` may be answered. A request without
-    /// `Host` (HTTP/1.0, a test calling the router) is not a browser's.
+    /// A request whose `Host` is `value` may be answered (none: not a browser).
     pub fn allows(&self, value: Option<&str>) -> bool {
         let Some(v) = value else { return true };
         match self {
@@ -69,9 +55,7 @@ impl Hosts {
     }
 }
 
-/// The name in a `Host` value or an origin's authority: lowercase, its
-/// port and an IPv6 address's brackets taken off. `None` for what is not
-/// a name (empty, a path, user info).
+/// The name in a `Host` value or an authority: lowercase, no port or brackets.
 fn host_name(authority: &str) -> Option<String> {
     let a = authority.trim();
     let name = if let Some(rest) = a.strip_prefix('[') {
@@ -96,8 +80,7 @@ fn port(p: &str) -> bool {
 }
 
 /// A request from a page at `origin` may be served: condense's own origin
-/// (the playground: the origin's authority is the request's `Host`), or
-/// one CORS allows. `Origin: null` (a sandboxed frame, a file) is foreign.
+/// (the playground), or one CORS allows.
 pub fn origin_allowed(cors: Option<&Cors>, origin: &str, host: Option<&str>) -> bool {
     let same = origin
         .split_once("://")

@@ -1,25 +1,15 @@
 //! API keys: how they are written down, and how a presented one is found.
 //!
 //! A key is stored only as its SHA-256 digest, and a presented key is
-//! compared with every stored digest in constant time (`subtle`), all of
-//! them every time: the time an answer takes says nothing about how much of
-//! a key was right, nor which key matched. Digests have one length, so the
-//! comparison does not depend on the lengths of the keys either.
+//! compared with every digest in constant time (`subtle`), so timing tells
+//! neither how much of a key was right nor which key matched.
 //!
-//! One entry is a key and its permissions, whitespace between:
-//! `KEY`, `KEY llm`, `KEY provider` or `KEY llm provider`. Each permission
-//! lets the key spend one of the operator's credentials:
-//! - `llm`: the upstream LLM writes its summaries (`llm`, `hybrid`, and
-//!   `auto` when it would call the upstream);
-//! - `provider`: the operator's provider key (`CONDENSE_PROXY_API_KEY`) is
-//!   put into its proxied requests that bring none, and the provider counts
-//!   its threads (`count: "provider"`, with `CONDENSE_COUNT_API_KEY`).
-//!
-//! A plain key can count, judge and compress with the heuristic, and use
-//! the proxy with its own provider credentials. The same syntax serves `CONDENSE_API_KEYS`
-//! (entries separated by commas) and the keys file (one entry per line, `#`
-//! comments, blank lines ignored). Errors name the line, never its text: a
-//! line that is wrong may still hold a key.
+//! An entry is a key and its permissions: `KEY`, `KEY llm`, `KEY provider`,
+//! `KEY llm provider`. `llm` lets the upstream LLM write its summaries;
+//! `provider` lets it spend the operator's provider key (proxied requests
+//! without credentials, `count: "provider"`). Entries are comma-separated in
+//! `CONDENSE_API_KEYS`, one per line in the keys file (`#` comments). Errors
+//! name the line, never its text: a wrong line may still hold a key.
 
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};
@@ -33,31 +23,24 @@ pub const LLM: &str = "llm";
 /// The permission word that lets a key spend the operator's provider key.
 pub const PROVIDER: &str = "provider";
 
-/// Who is calling, once admitted: what the handlers and the rate limiter
-/// need to know, never the key itself.
+/// Who is calling, once admitted (never the key itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caller {
-    /// The first 8 bytes of the key's SHA-256 (None without keys): stable
-    /// across reloads, so a key keeps its rate-limit bucket.
+    /// The first 8 bytes of the key's SHA-256: its rate-limit bucket.
     pub key: Option<u64>,
-    /// May have the upstream LLM write summaries.
     pub llm: bool,
-    /// May spend the operator's provider key: proxied requests without
-    /// credentials of their own, provider counts.
     pub provider: bool,
 }
 
 impl Caller {
-    /// Without keys configured: anyone, with every permission (as before
-    /// access control existed).
+    /// Without keys configured: anyone, with every permission.
     pub const OPEN: Caller = Caller {
         key: None,
         llm: true,
         provider: true,
     };
 
-    /// An unkeyed caller on a route that takes no key while keys are on:
-    /// no permission at all.
+    /// An unkeyed caller on an open route while keys are on.
     pub const ANONYMOUS: Caller = Caller {
         key: None,
         llm: false,
@@ -98,33 +81,31 @@ pub struct KeyError {
 impl KeySet {
     /// The entries of `CONDENSE_API_KEYS` (already split at commas).
     pub fn from_entries<'a>(entries: impl IntoIterator<Item = &'a str>) -> Result<Self, KeyError> {
-        let mut set = KeySet::default();
-        for (i, entry) in entries.into_iter().enumerate() {
-            if entry.trim().is_empty() {
-                continue;
-            }
-            set.push(entry).map_err(|what| KeyError {
-                source_name: "CONDENSE_API_KEYS",
-                place: format!("entry {}", i + 1),
-                what,
-            })?;
-        }
-        Ok(set)
+        Self::parse(entries, "CONDENSE_API_KEYS", "entry")
     }
 
     /// The text of a keys file.
     pub fn from_file_text(text: &str) -> Result<Self, KeyError> {
+        let lines = text
+            .lines()
+            .map(|l| if l.trim().starts_with('#') { "" } else { l });
+        Self::parse(lines, "CONDENSE_API_KEYS_FILE", "line")
+    }
+
+    fn parse<'a>(
+        entries: impl IntoIterator<Item = &'a str>,
+        source_name: &'static str,
+        unit: &str,
+    ) -> Result<Self, KeyError> {
         let mut set = KeySet::default();
-        for (i, line) in text.lines().enumerate() {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+        for (i, entry) in entries.into_iter().enumerate() {
+            if !entry.trim().is_empty() {
+                set.push(entry).map_err(|what| KeyError {
+                    source_name,
+                    place: format!("{unit} {}", i + 1),
+                    what,
+                })?;
             }
-            set.push(line).map_err(|what| KeyError {
-                source_name: "CONDENSE_API_KEYS_FILE",
-                place: format!("line {}", i + 1),
-                what,
-            })?;
         }
         Ok(set)
     }

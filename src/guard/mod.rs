@@ -1,12 +1,7 @@
-//! Who may call condense and how often: optional API keys and their
-//! permissions ([`keys`]), a per-caller token bucket ([`rate`]), the origins
-//! a browser may call from ([`cors`]) and the host names condense answers
-//! to ([`hosts`]). How many at once, and with how much memory, is
-//! `admission`'s.
-//!
-//! Nothing here knows HTTP routes: `http::guard` decides which request
-//! passes which gate. Keys live only as digests; nothing in this module
-//! logs, prints or returns a key.
+//! Who may call condense and how often: API keys ([`keys`]), a per-caller
+//! rate limit ([`rate`]), browser origins ([`cors`]) and host names
+//! ([`hosts`]). `http::guard` decides which request passes which gate. Keys
+//! live only as digests; nothing here logs, prints or returns one.
 
 pub mod cors;
 pub mod hosts;
@@ -31,25 +26,22 @@ use crate::upstream::Secret;
 /// What [`Access`] is built from (the access settings of `Config`).
 #[derive(Debug, Clone, Default)]
 pub struct AccessConfig {
-    /// `CONDENSE_API_KEYS`: entries `KEY` or `KEY llm`.
+    /// `CONDENSE_API_KEYS`.
     pub keys: Vec<Secret>,
-    /// `CONDENSE_API_KEYS_FILE`: one entry per line, reloaded when it changes.
+    /// `CONDENSE_API_KEYS_FILE`, reloaded when it changes.
     pub file: Option<PathBuf>,
-    /// How often the file is looked at.
     pub reload_every: Duration,
 }
 
-/// The keys in force. With neither `CONDENSE_API_KEYS` nor a keys file,
-/// access control is off and every caller is [`Caller::OPEN`].
+/// The keys in force; none: access control is off ([`Caller::OPEN`]).
 pub struct Access {
-    /// Keys from the environment: fixed for the life of the process.
+    /// Keys from the environment.
     inline: KeySet,
     file: Option<PathBuf>,
     reload_every: Duration,
     /// The environment's keys and the file's, as last loaded.
     current: RwLock<Arc<KeySet>>,
-    /// Digests of the file contents last loaded and last refused, so an
-    /// unchanged file is not parsed again nor a bad one logged every poll.
+    /// So an unchanged file is not parsed again, nor a bad one logged each poll.
     seen: Mutex<Seen>,
 }
 
@@ -71,8 +63,7 @@ pub enum Reload {
 }
 
 impl Access {
-    /// Reads the keys; a keys file that cannot be read or holds a bad line
-    /// stops the start (the error names the line, never its text).
+    /// Reads the keys; a bad keys file stops the start.
     pub fn new(config: AccessConfig) -> anyhow::Result<Self> {
         let inline = KeySet::from_entries(config.keys.iter().map(Secret::expose))?;
         let mut seen = Seen::default();
@@ -97,9 +88,8 @@ impl Access {
         Self::new(AccessConfig::default()).expect("no keys, nothing to refuse")
     }
 
-    /// Keys are required: some are configured, or a keys file is (even an
-    /// empty one: an operator who names a file wants access control, and
-    /// an empty file admits no one rather than everyone).
+    /// Keys are required: some are configured, or a keys file is (an empty
+    /// file admits no one rather than everyone).
     pub fn enabled(&self) -> bool {
         self.file.is_some() || !self.inline.is_empty()
     }
@@ -117,7 +107,7 @@ impl Access {
     }
 
     /// Reads the keys file again and puts its keys in force if it changed
-    /// and is valid; logs what happened (the path and the line, never a key).
+    /// and is valid; logs what happened.
     pub fn reload(&self) -> Reload {
         let Some(path) = &self.file else {
             return Reload::Unchanged;
@@ -155,8 +145,7 @@ impl Access {
         }
     }
 
-    /// Watches the keys file (if any): re-read every `reload_every` and on
-    /// SIGHUP. The signal handler is in place when this returns.
+    /// Watches the keys file (if any): every `reload_every` and on SIGHUP.
     pub fn watch(self: &Arc<Self>) {
         if self.file.is_some() {
             let access = self.clone();
@@ -166,9 +155,8 @@ impl Access {
         }
     }
 
-    /// The one warning of an open relay: without keys, any caller can have
-    /// the operator's upstream LLM (or provider key: the proxy's, the
-    /// counting one) do its work.
+    /// The warning of an open relay: without keys, any caller can spend the
+    /// operator's upstream LLM or provider key.
     pub fn warn_if_open(&self, upstream: bool, proxy_key: bool) {
         if self.enabled() || !(upstream || proxy_key) {
             return;

@@ -1,12 +1,7 @@
-//! The per-caller rate limit: one token bucket per API key (or, without
-//! keys, per client address), in memory, per replica.
-//!
-//! A bucket holds at most `burst` tokens and gains `per_sec` a second; a
-//! request takes one. A bucket that has refilled is the same as no bucket,
-//! so idle ones are dropped when the map grows: memory is bounded by
-//! [`MAX_BUCKETS`] whatever the number of callers. Hand-written rather than
-//! `governor`: the whole limiter is this file, and it answers exactly the
-//! numbers the `RateLimit-*` headers need.
+//! The per-caller rate limit: one token bucket per API key (or client
+//! address), in memory, per replica; full buckets are dropped, so memory is
+//! bounded by [`MAX_BUCKETS`]. Hand-written rather than `governor`: it is
+//! this file, and answers exactly what the `RateLimit-*` headers need.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -21,8 +16,7 @@ pub const MAX_BUCKETS: usize = 100_000;
 pub enum Bucket {
     /// An API key (the first 8 bytes of its digest).
     Key(u64),
-    /// A client address without keys; IPv6 by its /64, the block one
-    /// host usually holds.
+    /// A client address without keys, by its [`client_block`].
     Ip(IpAddr),
     /// No key and no address known (a router driven in-process).
     Unknown,
@@ -30,13 +24,19 @@ pub enum Bucket {
 
 impl Bucket {
     pub fn ip(ip: IpAddr) -> Self {
-        match ip {
-            IpAddr::V4(_) => Bucket::Ip(ip),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Bucket::Ip(IpAddr::V4(v4)),
-                None => Bucket::Ip(IpAddr::V6((u128::from(v6) & !0u128 << 64).into())),
-            },
-        }
+        Bucket::Ip(client_block(ip))
+    }
+}
+
+/// The addresses one client usually holds, as one: an IPv6 address by its
+/// /64, an IPv4-mapped one as its IPv4 address.
+pub fn client_block(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6((u128::from(v6) & !0u128 << 64).into()),
+        },
     }
 }
 
@@ -116,8 +116,7 @@ impl RateLimiter {
         (s.tokens + elapsed * self.per_sec).min(self.burst)
     }
 
-    /// Drops full buckets (they hold nothing a new one would not); if the
-    /// callers are that many at once, the least recently seen half goes too
+    /// Drops full buckets; if still too many, the least recently seen half
     /// (they get a full bucket back: more lenient, never unbounded).
     fn evict(&self, buckets: &mut HashMap<Bucket, State>, now: Instant) {
         buckets.retain(|_, s| self.level(s, now) < self.burst);

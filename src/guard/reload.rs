@@ -1,16 +1,11 @@
-//! Reloading the keys file: on SIGHUP (the operator's "read your config
-//! again"), and by looking at it every few seconds, so a key rotated by a
-//! platform that only rewrites the file (a Kubernetes Secret volume) takes
-//! effect without a signal. The file is small: reading it whole and
-//! comparing a digest is cheaper and surer than trusting its mtime, which
-//! has a coarse resolution and is not updated by every writer.
+//! Reloading the keys file on SIGHUP and every few seconds (a Kubernetes
+//! Secret volume only rewrites the file). Its digest is compared, not its
+//! mtime, which is coarse and not updated by every writer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Starts the watcher, which calls `reload` on each tick and signal. The
-/// SIGHUP handler is installed before this returns, so a signal sent
-/// afterwards reloads rather than ends the process.
+/// Calls `reload` on each tick and SIGHUP; the handler is in place on return.
 pub fn spawn(every: Duration, reload: impl Fn() + Send + Sync + 'static) {
     let reload = Arc::new(reload);
     let every = every.max(Duration::from_secs(1));

@@ -1,7 +1,5 @@
-//! Who may call a route ([`Access`]), the row each route has in the route
-//! table ([`Route`]), and [`routes!`], with which each resource module
-//! declares its routes. A leaf: the handler modules use it, and the table
-//! (`routes.rs`) collects them, so no handler imports the table.
+//! Who may call a route ([`Access`]), its row in the route table ([`Route`]),
+//! and [`routes!`]. A leaf, so no handler imports the table.
 
 /// Who may call a route, and what it may cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,19 +8,16 @@ pub enum Access {
     Probe,
     /// `/metrics`: a key when `metrics_require_key` is set; never limited.
     Metrics,
-    /// The provider routes: the key travels in the provider's own header;
-    /// rate limited; never shed (a long stream holds no API place).
+    /// The provider routes: a key in its own header; limited, never shed.
     Proxy,
     /// The playground's page, files and examples: no key; limited and shed.
     Page,
-    /// The API: a key (when keys are configured); limited and shed; within
-    /// the request time limit.
+    /// The API: a key; limited and shed; within the request time limit.
     Api,
 }
 
 impl Access {
-    /// Answers within the request time limit (a proxied stream runs as
-    /// long as it runs: its provider client cuts only a stream gone idle).
+    /// Answers within the request time limit (a proxied stream may not).
     pub fn timed(self) -> bool {
         !matches!(self, Access::Proxy)
     }
@@ -43,8 +38,7 @@ impl Access {
     }
 }
 
-/// One route: its method (as the `axum::routing` function is named:
-/// `get`, `post`), its path as axum matches it, its access.
+/// One route: its method (`get`, `post`), its path as axum matches it, its access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route {
     pub method: &'static str,
@@ -59,9 +53,8 @@ impl Route {
     }
 }
 
-/// `routes! { Access::Api; post "/v1/tokens" => count }` declares a
-/// module's `ROUTES` and its `router()`. A route may add a layer of its own
-/// after a `;` (`post "/v1/messages" => proxy; Extension(..)`).
+/// `routes! { Access::Api; post "/v1/tokens" => count }` declares a module's
+/// `ROUTES` and `router()`; a route may add a layer after a `;`.
 macro_rules! routes {
     ($access:expr; $($method:ident $path:literal => $handler:expr $(; $layer:expr)?),+ $(,)?) => {
         /// This module's rows of the route table.

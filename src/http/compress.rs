@@ -33,8 +33,7 @@ super::input::thread_request! {
         pub force: bool,
         pub group_by: Option<GroupBy>,
         pub keep_recent_iterations: Option<u64>,
-        /// Write the summary the due call will need ahead of time, in the
-        /// background (the profile's `precompute_at`); the due call swaps it in.
+        /// Write the summary the due call will need ahead of time.
         #[serde(default)]
         pub precompute: bool,
     }
@@ -82,9 +81,8 @@ pub struct CompressResponse {
     pub messages_truncated: Vec<usize>,
     /// What tool-result (and thinking) clearing did; empty when nothing.
     pub applied_edits: Vec<AppliedEdit>,
-    /// Anthropic: kept thinking blocks follow a changed prefix (or may):
-    /// send the thread with `thinking.block_binding.prefix_mismatch_behavior:
-    /// "drop_block"` and the beta `thinking-binding-controls-2026-08-01`.
+    /// Anthropic: kept thinking blocks may follow a changed prefix: send the
+    /// thread with `drop_block` (docs/compression.md "Preserved thinking").
     pub thinking_drop_block: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summaries: Option<Vec<IterationSummary>>,
@@ -95,8 +93,7 @@ pub struct CompressResponse {
     pub warnings: Vec<String>,
 }
 
-/// 200, or 202 Accepted when a summary is being written ahead for this
-/// thread (see `compress::precompute`): the body is the same either way.
+/// 200, or 202 when a summary is being written ahead; the same body.
 async fn compress_thread(
     State(app): State<AppState>,
     caller: Option<Extension<Caller>>,
@@ -118,9 +115,8 @@ async fn compress_thread(
     Ok((status, Json(respond(outcome))))
 }
 
-/// The request as the domain takes it: the wire's fields, each parsed
-/// where its pointer is known; the rules they must meet together are the
-/// domain's ([`Compression::check`], in the compressor's `run`).
+/// The request as the domain takes it; the rules its fields must meet
+/// together are the domain's ([`Compression::check`]).
 fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Result<Compression> {
     let profile = app
         .profiles

@@ -1,10 +1,6 @@
-//! The body extractors: their rejections are [`ApiError`]s with a pointer.
-//!
-//! axum's `Json` reports a type error as text with a dotted path; we parse in
-//! two steps (syntax, then shape via `serde_path_to_error`) so a malformed body
-//! is a 400 and a wrong field is a 422 naming `/the/field`. Whatever of the
-//! body an error quotes (a key, serde's `unknown variant`) is cut to a short
-//! prefix ([`echo`]).
+//! The body extractors: a malformed body is a 400, a wrong field a 422 naming
+//! `/the/field` (axum's `Json` gives a dotted path in text). What of the body
+//! an error quotes is cut short ([`echo`]).
 
 use axum::RequestExt;
 use axum::body::{Bytes, HttpBody};
@@ -38,9 +34,9 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> 
         if let Some(why) = too_many_nodes(&bytes) {
             return Err(ApiError::TooManyNodes(why));
         }
-        // A long thread takes milliseconds to parse: off the async workers.
+        // A long thread takes milliseconds to parse: off the async workers,
+        // its request's place and memory taken until it ends.
         if bytes.len() > INLINE_PARSE_BYTES {
-            // Its request's place and memory stay taken until it ends.
             let place = crate::tokens::cancel::held();
             tokio::task::spawn_blocking(move || {
                 let _place = place;
@@ -55,13 +51,11 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> 
     }
 }
 
-/// Bodies up to this size are parsed where they arrive; a hop to the
-/// blocking pool costs more than their parse.
+/// Smaller bodies parse faster than a hop to the blocking pool.
 const INLINE_PARSE_BYTES: usize = 64 * 1024;
 
-/// Parses the body straight into the request type, in one pass: no
-/// intermediate `Value` tree rebuilt into `T`. Only a body that fails takes
-/// the two-step path ([`explain`]), whose errors say what is wrong and where.
+/// Parses in one pass; only a body that fails takes the slower path that
+/// says what is wrong and where ([`explain`]).
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match T::deserialize(&mut de).and_then(|parsed| de.end().map(|()| parsed)) {
@@ -70,10 +64,8 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
 }
 
-/// The error path: syntax first (a 400), then the shape of a JSON object
-/// (a 422 naming `/the/field`). serde_json reports some shape errors met
-/// mid-stream (a `null` where an enum goes) as syntax errors; from a parsed
-/// `Value` they are what they are.
+/// Syntax first (400), then shape from a parsed `Value` (422 naming the field):
+/// streaming, serde_json reports some shape errors as syntax errors.
 fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         let e = e.to_string();
@@ -146,9 +138,7 @@ fn plain(message: &str) -> String {
     m
 }
 
-/// The body as bytes, for routes that relay it (the proxy) and for
-/// [`ApiJson`]: refused before a byte is read when it is encoded, read up
-/// to the body limit otherwise.
+/// The body as bytes, up to the body limit (for the proxy and [`ApiJson`]).
 pub struct RawBody(pub Bytes);
 
 impl FromRequest<AppState> for RawBody {
@@ -158,9 +148,8 @@ impl FromRequest<AppState> for RawBody {
         check_content_encoding(req.headers())?;
         let limit = app.config.limits.body_limit;
         let declared = req.body().size_hint().exact().unwrap_or(0) as usize;
-        // Into one buffer of the declared length: gathering the chunks and
-        // then copying them into one (what `Bytes::from_request` does) holds
-        // the body twice, and the memory budget counts it once.
+        // Into one buffer: `Bytes::from_request` holds the body twice while
+        // it copies, and the memory budget counts it once.
         let mut buf = Vec::with_capacity(declared.min(limit.max(1)));
         let mut body = req.into_limited_body();
         while let Some(frame) = body.frame().await {
@@ -179,22 +168,14 @@ impl FromRequest<AppState> for RawBody {
     }
 }
 
-/// The body limit's error, wherever it sits in the chain (as axum's own
-/// body extractors find it).
+/// The body limit's error, wherever it sits in the chain.
 fn is_over_limit(e: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if err.is::<http_body_util::LengthLimitError>() {
-            return true;
-        }
-        source = err.source();
-    }
-    false
+    let first: &(dyn std::error::Error + 'static) = e;
+    std::iter::successors(Some(first), |e| e.source())
+        .any(|e| e.is::<http_body_util::LengthLimitError>())
 }
 
-/// An encoded body (`gzip`, `br`, …) would be read as if it were JSON.
-/// condense refuses it (415) rather than decompress it: no decompression
-/// code in the build, and no decompression bomb to bound.
+/// An encoded body is refused (415), not decompressed: no decompression bomb to bound.
 pub fn check_content_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
     for value in headers.get_all(header::CONTENT_ENCODING) {
         let text = value.to_str().unwrap_or("?");
@@ -217,10 +198,8 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
-/// A JSON body (`application/json`, or `application/<x>+json`), else 415.
-/// Besides saying what condense reads, it keeps web pages out: the types
-/// a page may send without a CORS preflight (`text/plain`, forms) are
-/// refused before the body is read.
+/// A JSON body (`application/json`, `application/<x>+json`), else 415: this
+/// also refuses what a page may send without a CORS preflight.
 pub fn require_json(headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(ct) = headers.get(header::CONTENT_TYPE) else {
         return Err(ApiError::UnsupportedMediaType(

@@ -1,24 +1,11 @@
-//! The gates in front of the routes, in the order a request meets them:
-//! its API key (401), its rate limit (429), a place among the requests at
-//! work and room in the memory budget (503 `overloaded`). The probes (`/healthz`, `/readyz`) and
-//! `/metrics` pass every gate but the key one (and that only when
-//! `CONDENSE_METRICS_REQUIRE_KEY` asks for it): an orchestrator must see a
-//! busy replica as alive, and a scraper must see what made it busy.
-//!
-//! Where each route stands:
-//! - the API (`/v1/...` but the proxy): `Authorization: Bearer <key>`;
-//! - the proxy routes: the key in `x-condense-api-key`, since their
-//!   `Authorization` carries the provider's key (condense's own headers
-//!   are never forwarded, so the key stays here). They take a place only
-//!   while compressing, in their handler: a place held for the whole of a
-//!   provider's answer (a stream may last minutes) would starve the API;
-//! - the playground's files (`/`, `/playground...`) need no key: the page
-//!   asks for one and sends it with its API calls;
-//! - any other path needs a key, so a prober without one learns nothing of
-//!   which paths exist.
-//!
-//! The rate limit's bucket is the caller's key; a request without one (all
-//! of them when no keys are configured) takes from its client address's.
+//! The gates in front of the routes, in order: the screen (403), the API
+//! key (401), the rate limit (429), a place among the requests at work and
+//! room in the memory budget (503 `overloaded`). Each route's [`Access`]
+//! says which apply; the probes and `/metrics` pass all but the key one, so
+//! a busy replica is seen alive and a scraper sees what made it busy. The
+//! proxy routes take a place only while compressing (in their handler): a
+//! provider's stream may last minutes. The rate limit's bucket is the
+//! caller's key, else its address.
 
 use std::net::SocketAddr;
 
@@ -59,13 +46,14 @@ fn key(access: Access, metrics_require_key: bool) -> Key {
     }
 }
 
-/// The gates, as one middleware. Puts the [`Caller`] in the request's
-/// extensions for the handlers that decide by it, and its [`Ticket`] for
-/// those that grow its memory or take its place (the proxy's).
+/// The gates, as one middleware; leaves the [`Caller`] and the [`Ticket`]
+/// in the request's extensions.
 pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let access = super::routes::access(req.extensions().get::<MatchedPath>());
     let key = key(access, app.config.access.metrics_require_key);
-    let caller = match authenticate(&app, key, req.headers()) {
+    let caller = match super::screen::check(&app, &req)
+        .and_then(|()| authenticate(&app, key, req.headers()))
+    {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
@@ -105,30 +93,21 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     }
     req.extensions_mut().insert(ticket.clone());
     let res = cancel::holding(ticket.clone(), next.run(req)).await;
-    // What the answer's body needs stays reserved until it is sent (a
-    // compressed thread is as long as the request's, and a slow reader
-    // holds it); the place and the rest go once the request's CPU tasks
-    // have stopped (a time limit drops the handler before they notice).
+    // The answer's body stays reserved until sent; the rest goes once the
+    // request's CPU tasks have stopped (a time limit does not stop them).
     ticket.done(memory::body_bytes(
         res.body().size_hint().exact().unwrap_or(0),
     ));
     let mut res = res.map(|body| crate::serve::guarded(body, ticket));
-    // A provider's own `RateLimit-*` (relayed by the proxy) is the agent's
-    // to read: condense's do not replace them.
+    // A provider's own `RateLimit-*` (relayed by the proxy) wins.
     if let Some(v) = verdict.filter(|_| !res.headers().contains_key(RATELIMIT_LIMIT)) {
         rate_headers(res.headers_mut(), &v);
     }
     res
 }
 
-/// The request's ticket, holding its body (see `admission::memory`), from
-/// its declared length (a chunked body counts as one of the body limit); None
-/// when the budget has not its worst case free. It reserves only its body
-/// now, so a client that trickles its upload holds its bytes, not 24 times
-/// them; the body's parser grows the reservation once the body is in
-/// (`ApiJson`), the proxy's handler while it compresses. A body over the
-/// limit reserves nothing: the body limit refuses it next (413, final,
-/// rather than a 503 that asks for a retry).
+/// The request's ticket holding its declared body, or None when the budget
+/// lacks its worst case; a body over the limit is the body limit's (413).
 fn reserve(app: &AppState, shed: bool, req: &Request) -> Option<Ticket> {
     let limit = app.config.limits.body_limit as u64;
     let declared = req.body().size_hint().exact();
@@ -178,10 +157,8 @@ fn rate_headers(h: &mut HeaderMap, v: &Verdict) {
     h.insert(RATELIMIT_RESET, HeaderValue::from(v.reset_secs));
 }
 
-/// The CORS layer for `cors` (None: no CORS headers at all). Preflights are
-/// answered before the key gate (a browser sends them without credentials);
-/// the answers a page may read include the headers that say why it was
-/// refused and when to come back.
+/// The CORS layer for `cors` (None: no CORS headers at all); a page may read
+/// why it was refused and when to come back.
 pub fn cors_layer(cors: Option<&Cors>) -> Option<CorsLayer> {
     let origins = match cors? {
         Cors::Any => AllowOrigin::any(),

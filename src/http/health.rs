@@ -1,6 +1,4 @@
-//! Liveness and readiness probes. Neither does I/O: probes come often and
-//! from anyone allowed to reach the port, so what they cost must not grow
-//! with how many there are.
+//! Liveness and readiness probes, without I/O: they come often, from anyone.
 
 use super::access::Access;
 use std::collections::BTreeMap;
@@ -23,8 +21,7 @@ pub struct Health {
     pub status: &'static str,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub checks: BTreeMap<&'static str, &'static str>,
-    /// When the cache's state was last learned (RFC 3339), by the
-    /// background ping or by a request's cache call.
+    /// When the cache's state was last learned (RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_checked_at: Option<String>,
 }
@@ -38,12 +35,8 @@ async fn healthz() -> Json<Health> {
     })
 }
 
-/// Ready: the encoders and registry are loaded (before the listener opens)
-/// and the dependencies answer. A summary cache that is down does not make
-/// the service unready, since every request is still answered (uncached); it
-/// shows as `cache: down` and `status: degraded`. The cache's state is the
-/// one last found by its background check or a request (`cache::health`):
-/// this handler never pings it.
+/// Ready. A cache that is down only degrades it (requests are answered
+/// uncached); its state is the one last found (`cache::health`), not pinged.
 async fn readyz(State(app): State<AppState>) -> Json<Health> {
     let tokenizer = if app.models.models().is_empty() {
         "empty"

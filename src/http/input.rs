@@ -1,8 +1,7 @@
 //! Request pieces shared by the thread endpoints.
 
-/// Declares a thread endpoint's request type: the thread, model and
-/// counting fields each of them reads, then its own (`deny_unknown_fields`
-/// rules out sharing them through `#[serde(flatten)]`).
+/// Declares a thread endpoint's request type with the shared fields first
+/// (`deny_unknown_fields` rules out `#[serde(flatten)]`).
 macro_rules! thread_request {
     ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$m])*
@@ -67,12 +66,10 @@ pub enum MethodName {
     Chars,
 }
 
-/// Longest model name a request may carry: the longest real ones are some
-/// 60 characters, and a model name is echoed in the answer.
+/// Longest model name a request may carry (real ones are ~60): it is echoed.
 pub const MAX_MODEL_CHARS: usize = 256;
 
-/// A `model` field, at most [`MAX_MODEL_CHARS`] characters (a 422 naming
-/// the field otherwise, rather than megabytes echoed in a 200).
+/// A `model` field of at most [`MAX_MODEL_CHARS`] characters.
 pub fn model_name<'de, D>(de: D) -> Result<Option<String>, D::Error>
 where
     D: serde::Deserializer<'de>,
@@ -86,9 +83,7 @@ where
     }
 }
 
-/// A request's own `count` (its `count`, or its `config.count`) is one its
-/// caller may ask for, checked before any work: the operator's provider key
-/// pays for a provider count, so it needs the `provider` permission.
+/// A provider count spends the operator's key: it needs the `provider` permission.
 pub fn permitted(requested: Option<CountSource>, caller: Caller) -> Result<(), ApiError> {
     if requested == Some(CountSource::Provider) && !caller.provider {
         return Err(ApiError::Forbidden(
@@ -98,9 +93,8 @@ pub fn permitted(requested: Option<CountSource>, caller: Caller) -> Result<(), A
     Ok(())
 }
 
-/// Turns `method` + `chars_per_token` into a [`Method`] (a `chars_per_token`
-/// alone implies `chars`). A request that names neither counts as its
-/// profile says (its `chars_per_token`), if it has one, else with the tokenizer.
+/// `method` + `chars_per_token` as a [`Method`] (`chars_per_token` alone means
+/// `chars`); neither: the profile's `chars_per_token`, else the tokenizer.
 pub fn method(
     name: Option<MethodName>,
     chars_per_token: Option<f64>,
@@ -135,9 +129,8 @@ pub fn method(
     }
 }
 
-/// The thread fields of a request as sent: a Chat Completions or Anthropic
-/// thread in `messages` (+ Anthropic's `system`), a Responses thread in
-/// `input` (+ `instructions`), which is how the Responses format is told.
+/// The thread fields as sent: `messages` (+ `system`), or a Responses
+/// thread's `input` (+ `instructions`).
 #[derive(Debug, Default)]
 pub struct ThreadFields {
     pub format: Option<WireFormat>,
@@ -149,9 +142,8 @@ pub struct ThreadFields {
 }
 
 impl ThreadFields {
-    /// Parses the thread into the internal model (the messages move into
-    /// it), within the configured limits (413 naming the field and the
-    /// limit): the count of messages before parsing, their characters after.
+    /// Parses the thread within the configured limits (413): the count of
+    /// messages before parsing, their characters after.
     pub fn parse(self, limits: &Limits) -> Result<Thread, ApiError> {
         let owned = self.owned()?;
         // Without a format the items are `messages` (Responses is told by `input`).
@@ -162,8 +154,7 @@ impl ThreadFields {
         Ok(thread)
     }
 
-    /// The thread's parts from the field that carries them, in the format
-    /// that field implies.
+    /// The thread's parts, in the format their field implies.
     fn owned(mut self) -> Result<OwnedThread, ApiError> {
         let responses = self.format == Some(WireFormat::Responses);
         let tools = self.tools.take();
@@ -228,8 +219,7 @@ impl ThreadFields {
     }
 }
 
-/// The warning on a thread without messages: counted and judged here, but
-/// every provider refuses it.
+/// The warning on a thread without messages, which every provider refuses.
 pub fn empty_thread(thread: &Thread) -> Option<String> {
     thread.messages.is_empty().then(|| {
         let field = match thread.format {
@@ -240,8 +230,7 @@ pub fn empty_thread(thread: &Thread) -> Option<String> {
     })
 }
 
-/// The fields of a returned summary object that condense reads; others are
-/// ignored so a client can send the object back as it got it.
+/// A returned summary object; other fields are ignored so it goes back as it came.
 #[derive(Debug, Deserialize)]
 pub struct SummaryInput {
     pub last_message_idx: usize,
@@ -252,10 +241,8 @@ pub struct SummaryInput {
 }
 
 impl SummaryInput {
-    /// Checks the index against the thread it came with. A thread that
-    /// holds a summary message is a compressed thread sent back: its summary
-    /// wins, and the object (whose indices refer to the longer thread it was
-    /// written for) is not checked; the domain ignores it with a warning.
+    /// Checks the index against the thread, unless the thread holds a summary
+    /// message (a compressed thread sent back: its summary wins).
     pub fn into_prior(self, thread: &Thread) -> Result<PriorSummary, ApiError> {
         let messages = thread.messages.len();
         let in_thread = policy::summary_message(thread, thread.pinned_len()).is_some();

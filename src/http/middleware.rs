@@ -14,8 +14,7 @@ use crate::metrics::Metrics;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// The route a request matched (its template), or `unmatched` (the 404
-/// fallback): the raw path is the caller's, and would make a series per path.
+/// The route template a request matched, or `unmatched`: never the raw path.
 fn route(req: &Request) -> &str {
     req.extensions()
         .get::<MatchedPath>()
@@ -26,9 +25,7 @@ fn route(req: &Request) -> &str {
 const MAX_REQUEST_ID: usize = 64;
 
 /// Drops a client's `x-request-id` unless it is one short token of visible
-/// ASCII, so that the id layer makes a new one. The id is echoed and written
-/// into every log line of the request: a tab or a quote in it would forge log
-/// fields, and a 60 KB id would be copied into each line.
+/// ASCII (the id layer makes a new one): it goes into every log line.
 pub async fn screen_request_id(mut req: Request, next: Next) -> axum::response::Response {
     let mut ids = req.headers().get_all(&REQUEST_ID).iter();
     let keep = match (ids.next(), ids.next()) {
@@ -43,8 +40,7 @@ pub async fn screen_request_id(mut req: Request, next: Next) -> axum::response::
     next.run(req).await
 }
 
-/// 1 to [`MAX_REQUEST_ID`] bytes of visible ASCII, without quotes, backslashes
-/// or backticks (the characters that end or escape a quoted log field).
+/// Visible ASCII without the characters that end or escape a quoted log field.
 fn acceptable_request_id(id: &[u8]) -> bool {
     (1..=MAX_REQUEST_ID).contains(&id.len())
         && id
@@ -67,9 +63,8 @@ pub fn make_span(req: &Request) -> Span {
     )
 }
 
-/// Counts and times every answer by route template and status, and its
-/// problem type when it is a problem (see [`ProblemType`]). Time is to the
-/// response head: a streamed proxy answer goes on after it.
+/// Counts and times every answer by route, status and [`ProblemType`], to
+/// the response head.
 pub async fn observe(
     State(metrics): State<Metrics>,
     req: Request,
@@ -96,12 +91,8 @@ pub async fn time_limit(
     }
 }
 
-/// Answers 413 from the headers when `Content-Length` is over the limit
-/// (the body extractors answer it when the body runs over).
-///
-/// The early answer matters with `Expect: 100-continue`: hyper sends
-/// `100 Continue` when the body is first polled, so answering before any
-/// extractor polls it means the client never uploads the body at all.
+/// Answers 413 from `Content-Length` before the body is polled, so a client
+/// sending `Expect: 100-continue` never uploads it.
 pub async fn body_limit(
     State(limit): State<usize>,
     req: Request,

@@ -42,9 +42,7 @@ pub fn router(state: AppState) -> Router {
     let timeout = state.config.limits.request_timeout;
     let cors = guard::cors_layer(state.cors.as_ref());
     let metrics = state.metrics.clone();
-    // The API's routes answer within the request time limit; the proxy's
-    // do not (a healthy stream runs as long as it runs: its provider client
-    // cuts only a stream gone idle).
+    // The proxy's routes have no time limit: a healthy stream runs on.
     let api = routes::router(Access::timed).route_layer(axum::middleware::from_fn_with_state(
         timeout,
         middleware::time_limit,
@@ -76,10 +74,6 @@ pub fn router(state: AppState) -> Router {
                 .layer(axum::middleware::from_fn(middleware::log_internal_errors))
                 .layer(axum::middleware::from_fn_with_state(
                     state.clone(),
-                    screen::screen,
-                ))
-                .layer(axum::middleware::from_fn_with_state(
-                    state.clone(),
                     guard::admit,
                 ))
                 .layer(axum::middleware::from_fn_with_state(
@@ -91,9 +85,8 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// What the probe listener (`CONDENSE_PROBE_LISTEN`) serves: the probes and
-/// `/metrics`, through the same middleware as on the main listener (request
-/// ids, logs, the metrics key); any other path is 404.
+/// What the probe listener serves: the probes and `/metrics`, through the
+/// same middleware; any other path is 404.
 pub fn probe_router(state: AppState) -> Router {
     router(state).layer(axum::middleware::from_fn(routes::only_probes))
 }

@@ -1,12 +1,6 @@
-//! `GET /playground`: one page that shows a person what a profile does to a
-//! thread, and the example threads it offers.
-//!
-//! The page is a client of the API and nothing else: every number it shows
-//! comes from `/v1/tokens`, `/v1/verdict` and `/v1/compress`, so it can never
-//! disagree with what an agent is told. Its three files (`assets/playground/`)
-//! are embedded in the binary (no build step, no CDN: the machine that runs
-//! condense may have no internet), and so are the example threads
-//! (`data/threads/`), so the examples work wherever the binary does.
+//! `GET /playground`: a page that shows what a profile does to a thread.
+//! Only a client of the API, so it never disagrees with what an agent is
+//! told; its files and example threads are embedded (no build step, no CDN).
 
 use super::access::Access;
 use axum::Json;
@@ -58,8 +52,7 @@ async fn asset(content_type: &'static str, body: &'static str) -> Response {
         .into_response()
 }
 
-/// The root shows the playground; a shared link (`/?example=NAME`) keeps
-/// its query, so the example it names still opens.
+/// The root shows the playground, keeping a shared link's query.
 async fn home(RawQuery(query): RawQuery) -> Redirect {
     match query.filter(|q| !q.is_empty()) {
         Some(q) => Redirect::temporary(&format!("/playground?{q}")),
@@ -86,8 +79,7 @@ macro_rules! examples {
     };
 }
 
-/// The realistic agent threads of `data/threads`, in both wire
-/// formats, smallest first.
+/// The agent threads of `data/threads`, smallest first.
 const EXAMPLES: [(&str, &str); 10] = examples!(
     "small-00.openai",
     "small-00.anthropic",
@@ -113,8 +105,7 @@ async fn examples() -> Json<ExamplesResponse> {
     Json(ExamplesResponse { examples })
 }
 
-/// The example as its file holds it: a provider request body (`model`,
-/// `messages`, and `system` / `tools` where it has them).
+/// The example as its file holds it: a provider request body.
 async fn example(Path(name): Path<String>) -> Result<Response, ApiError> {
     let (_, body) = EXAMPLES
         .iter()

@@ -1,8 +1,5 @@
-//! The drop-in proxy's routes: `POST /v1/chat/completions`,
-//! `POST /v1/responses`, `POST /v1/messages`, and the counting ones,
-//! `POST /v1/responses/input_tokens` and `POST /v1/messages/count_tokens`.
-//! Parses the headers condense reads, hands the body to the proxy service,
-//! and relays the provider's answer as it streams in.
+//! The drop-in proxy's routes: reads condense's headers, hands the body to
+//! the proxy service, and relays the provider's answer as it streams in.
 
 use super::access::Access;
 use std::time::Duration;
@@ -22,8 +19,6 @@ use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW
 use crate::serve::EndWithClient;
 use crate::state::AppState;
 
-// One handler for every route, told by an extension which provider
-// endpoint it forwards to.
 super::access::routes! {
     Access::Proxy;
     post "/v1/chat/completions" => proxy; Extension(Endpoint::ChatCompletions),
@@ -33,18 +28,12 @@ super::access::routes! {
     post "/v1/messages/count_tokens" => proxy; Extension(Endpoint::MessagesCountTokens),
 }
 
-/// The note of a request forwarded unchanged because every place among
-/// the requests at work was taken.
 const OVERLOADED: &str = "condense is at its concurrency limit; forwarded unchanged";
-/// The same when the memory budget has too little free to compress it.
 const OVER_BUDGET: &str = "condense is at its memory budget; forwarded unchanged";
 
-/// Compresses while holding a place among the requests at work (and the
-/// memory compressing may take), then lets them go before the provider's
-/// answer, however long that runs. When either is short the request goes
-/// through unchanged rather than refused: the agent's call still reaches
-/// its provider, condense only skips its own work. The body itself stays
-/// reserved until the provider answers (the gate refused it if it did not fit).
+/// Compresses while holding a place and the memory it takes, and lets them
+/// go before the provider answers. When either is short the request goes
+/// through unchanged, not refused: condense only skips its own work.
 async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
@@ -63,8 +52,7 @@ async fn proxy(
     app.proxy
         .authorize(format, req.headers(), caller.provider)?;
     let (headers, body) = read(&app, req).await?;
-    // From here the work is the provider's, billed and maybe minutes long:
-    // a client that leaves ends it (the connection closes, dropping this).
+    // The provider's work is billed and may be long: a client that leaves ends it.
     if let Some(Extension(tie)) = tie {
         tie.tie();
     }
@@ -89,9 +77,7 @@ async fn proxy(
     } else {
         app.proxy.prepare(format, &options, body).await?
     };
-    // Until the provider answers, the request holds the body it forwards
-    // (and all it reserved while a timed-out compression still runs: see
-    // `Ticket::done`).
+    // Until the provider answers, the request holds the body it forwards.
     ticket.done(memory::body_bytes(prepared.body.len() as u64));
     let Forwarded { response, report } = app.proxy.send(&call, &headers, prepared).await?;
     let mut out = Response::builder().status(response.status());
@@ -103,9 +89,7 @@ async fn proxy(
             }
         }
     }
-    // Relayed chunk by chunk: a streamed answer is never buffered whole, and
-    // a client that goes away drops the stream (`EndWithClient`), which
-    // ends the provider call.
+    // Relayed chunk by chunk, never buffered whole.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
 }
@@ -114,10 +98,8 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// The request's headers and body. The provider's answer may stream for as
-/// long as it streams (these routes have no request time limit), but the
-/// caller's body must arrive within it: a client that stops sending would
-/// otherwise hold its connection forever.
+/// The request's headers and body, which must arrive within the request time
+/// limit (these routes have none otherwise).
 async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
     let headers = req.headers().clone();
     let limit = app

@@ -1,12 +1,7 @@
-//! The route table: every route condense serves, declared once, in the
-//! module that handles it, with who may call it ([`Access`]).
-//!
-//! Each resource module states its routes with [`routes!`](super::access),
-//! which makes both its `router()` and its `ROUTES` entries from the same
-//! lines, so a route cannot be served without being in the table. The gates
-//! (`guard::admit`) look a request's matched route up here to choose its
-//! key, rate limit and shedding; `tests/suite/openapi.rs` compares the table
-//! with `openapi.yaml`; the probe listener serves the probes' rows.
+//! The route table: every route condense serves, declared once in its module
+//! with [`routes!`](super::access) (so it cannot be served without being in
+//! the table), with who may call it ([`Access`]). The gates, the probe
+//! listener and `tests/suite/openapi.rs` read it.
 
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
@@ -46,8 +41,7 @@ pub(super) fn router(keep: impl Fn(Access) -> bool) -> Router<AppState> {
         .fold(Router::new(), |app, (_, router)| app.merge(router()))
 }
 
-/// The access of the route a request matched; the API's when it matched
-/// none (a 404 or 405 goes through the gates of the API).
+/// The access of the route a request matched; the API's when none.
 pub fn access(matched: Option<&MatchedPath>) -> Access {
     let path = matched.map(MatchedPath::as_str);
     all()
@@ -55,9 +49,7 @@ pub fn access(matched: Option<&MatchedPath>) -> Access {
         .map_or(Access::Api, |r| r.access)
 }
 
-/// Lets only the probes' routes (and `/metrics`) through on the probe
-/// listener (`CONDENSE_PROBE_LISTEN`): its connections are few and kept
-/// for probes, so nothing else may be served on them.
+/// Lets only the probes and `/metrics` through on the probe listener.
 pub async fn only_probes(req: Request, next: Next) -> Response {
     let matched = req.extensions().get::<MatchedPath>();
     if access(matched).probe() {

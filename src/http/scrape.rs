@@ -10,8 +10,7 @@ use crate::state::AppState;
 
 super::access::routes! { Access::Metrics; get "/metrics" => scrape }
 
-/// OpenMetrics when the scraper asks for it (Prometheus does), else the
-/// classic text format.
+/// OpenMetrics when the scraper asks for it, else the classic text format.
 async fn scrape(State(app): State<AppState>, headers: HeaderMap) -> Response {
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
     let format = Format::negotiate(accept);

@@ -1,33 +1,17 @@
-//! The screen in front of the gates: a request a web page made through
-//! its visitor's browser is refused before anything else reads it (see
-//! `guard::hosts` for the attack). Two checks, on every route but the
-//! probes (an orchestrator names a pod by its address):
-//! - its `Host` must be one condense answers to (403);
-//! - its `Origin`, when it has one, must be condense's own or one
-//!   `CONDENSE_CORS_ORIGINS` lists (403).
-//!
-//! The third check, a JSON content type, is each route's own: the API's
-//! extractor and the proxy's body reader refuse anything else with 415, so
-//! no body a page can send without a preflight is ever read.
+//! The screen, the first of the gates: a request a web page made through its
+//! visitor's browser is refused (403) by its `Host` or its `Origin` (see
+//! `guard::hosts`), on every route but the probes. The body readers refuse
+//! any content type but JSON.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 use crate::guard::origin_allowed;
 use crate::state::AppState;
 use crate::thread::echo;
 
-pub async fn screen(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    match check(&app, &req) {
-        Ok(()) => next.run(req).await,
-        Err(e) => e.into_response(),
-    }
-}
-
-fn check(s: &AppState, req: &Request) -> Result<(), ApiError> {
+pub(super) fn check(s: &AppState, req: &Request) -> Result<(), ApiError> {
     if matches!(req.uri().path(), "/healthz" | "/readyz") {
         return Ok(());
     }

@@ -32,14 +32,12 @@ super::input::thread_request! {
 
 #[derive(Debug, Serialize)]
 pub struct MessageTokens {
-    /// Index into the request's `messages` (or `input`); null for
-    /// Anthropic's top-level `system` or the Responses `instructions`.
+    /// Index into `messages` (or `input`); null for a top-level system prompt.
     pub index: Option<usize>,
     pub role: Role,
     /// The message's tokens including its per-message overhead.
     pub tokens: usize,
-    /// A system or developer message: an instruction, never summarized
-    /// (pinned at the head, or kept verbatim beside a summary mid-conversation).
+    /// A system or developer message: never summarized.
     pub instruction: bool,
 }
 
@@ -87,8 +85,7 @@ async fn count(
     Ok(Json(response))
 }
 
-/// What a request counts: a bare text or a thread, never both. Decided
-/// once here so the counting steps need not re-check the request's shape.
+/// What a request counts: a bare text or a thread, never both.
 enum Subject {
     Text(String),
     /// Boxed: the thread's fields are large beside a text.
@@ -96,8 +93,7 @@ enum Subject {
 }
 
 impl Subject {
-    /// Reads the request's shape; each error names the field that is wrong
-    /// (the thread fields are `text`'s neighbours only when a thread is sent).
+    /// Reads the request's shape; each error names the field that is wrong.
     fn of(mut req: TokensRequest, source: CountSource) -> Result<Subject> {
         let thread_sent = req.messages.is_some() || req.input.is_some();
         match (req.text.take(), thread_sent) {
@@ -135,8 +131,7 @@ impl Subject {
         }
     }
 
-    /// The local count under `spec`, and the provider count to ask for
-    /// when `source` wants one.
+    /// The local count, and the provider count to ask for if any.
     fn count(
         self,
         app: &AppState,
@@ -182,9 +177,8 @@ impl Subject {
     }
 }
 
-/// The per-message counts as the answer lists them: the top-level system
-/// prompt (Anthropic's `system`, the Responses `instructions`) first with
-/// no index, then each message under its index in the request.
+/// The per-message counts: the top-level system prompt first (no index),
+/// then each message under its index.
 fn message_tokens(thread: &Thread, count: &ThreadCount) -> Vec<MessageTokens> {
     let system = count.system.map(|tokens| MessageTokens {
         index: None,

@@ -73,8 +73,7 @@ async fn verdict(
     .into_response())
 }
 
-/// The verdict on the request's thread, and the profile, model and format
-/// its answer names.
+/// The verdict, and the profile, model and format its answer names.
 fn judge(
     app: &AppState,
     mut req: VerdictRequest,

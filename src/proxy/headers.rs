@@ -1,15 +1,10 @@
-//! Which headers cross the proxy, each way. The client's credentials and
-//! provider headers pass; what describes one connection (RFC 9110 §7.6.1:
-//! the hop-by-hop names, and any name a `Connection` header lists) does
-//! not, nor condense's own headers, nor what would tell a provider more
-//! about the client than the request needs (cookies, forwarding chains).
-//! On the way back the provider's `x-request-id` is kept under another name,
-//! so the one in the answer is condense's, the id its logs carry.
+//! Which headers cross the proxy, each way: not those of one connection
+//! (RFC 9110 §7.6.1), nor condense's own, nor cookies and forwarding chains.
+//! The provider's `x-request-id` comes back renamed: the answer's is condense's.
 
 use reqwest::header::{HeaderMap, HeaderName};
 
-/// Headers that describe one connection, not the message: never relayed,
-/// in either direction.
+/// Headers of one connection: never relayed.
 fn hop_by_hop(name: &HeaderName) -> bool {
     matches!(
         name.as_str(),
@@ -40,10 +35,7 @@ fn connection_named(headers: &HeaderMap) -> Vec<String> {
     names.map(str::to_ascii_lowercase).collect()
 }
 
-/// Request headers that are not forwarded: hop-by-hop ones, the ones the
-/// forwarding client sets itself, condense's own (`x-condense-api-key`
-/// among them: a condense key never reaches a provider), and the client's
-/// cookies and forwarding chain.
+/// Request headers not forwarded (`x-condense-api-key` among them).
 fn dropped(name: &HeaderName) -> bool {
     let n = name.as_str();
     hop_by_hop(name)
@@ -70,9 +62,7 @@ pub fn to_provider(client: &HeaderMap) -> HeaderMap {
 /// The name the provider's own `x-request-id` goes back under.
 pub const PROVIDER_REQUEST_ID: &str = "x-provider-request-id";
 
-/// The provider's headers as the client gets them (condense adds its own
-/// after): no hop-by-hop header, no `x-condense-*` a provider made up, its
-/// `x-request-id` as [`PROVIDER_REQUEST_ID`].
+/// The provider's headers as the client gets them (condense adds its own after).
 pub fn to_client(provider: &HeaderMap) -> HeaderMap {
     let listed = connection_named(provider);
     let mut out = HeaderMap::new();
@@ -91,8 +81,7 @@ pub fn to_client(provider: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// Adds `beta` to the request's `anthropic-beta` list (one header,
-/// comma-separated, as the SDKs send it), unless it is already there.
+/// Adds `beta` to the request's `anthropic-beta` list unless it is there.
 pub fn add_beta(headers: &mut HeaderMap, beta: &str) {
     let present: Vec<&str> = items(headers, "anthropic-beta").collect();
     if !present.contains(&beta) {

@@ -1,19 +1,11 @@
-//! The drop-in proxy: an agent points its OpenAI (Chat Completions or
-//! Responses) or Anthropic SDK at condense, and each request passes through on its way to the provider,
-//! its thread compressed when due, the provider's answer relayed unchanged.
-//!
-//! It calls the same [`Compressor`] as `/v1/compress`, in continuity mode:
-//! the agent resends its whole history every turn, and the forwarded prefix
-//! stays byte-identical until the next summary is due, so the provider's
-//! prompt cache keeps hitting. Condense never turns a request the provider
-//! would have accepted into an error of its own: whatever goes wrong on its
-//! side (a thread it cannot read, a summary that fails, a thread that cannot
-//! fit) forwards the request unchanged, says why in a header, and logs and
-//! counts it (see [`Unchanged`]).
-//!
-//! The counting endpoints (Anthropic's `count_tokens`, the Responses API's
-//! `input_tokens`) get the same preparation as the ones that generate: a
-//! client that counts before it sends must count what condense forwards.
+//! The drop-in proxy: an agent points its OpenAI or Anthropic SDK at
+//! condense; each request's thread is compressed when due (the same
+//! [`Compressor`] as `/v1/compress`, in continuity mode, so the forwarded
+//! prefix stays byte-identical and the provider's prompt cache keeps
+//! hitting), and the answer is relayed unchanged. Whatever goes wrong on
+//! condense's side forwards the request unchanged, with a note ([`Unchanged`]).
+//! The counting endpoints get the same preparation: a client must count
+//! what condense forwards.
 
 mod headers;
 mod prepare;
@@ -47,7 +39,7 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// The provider API the endpoint's requests speak (its metrics label too).
+    /// The provider API the endpoint speaks.
     pub fn format(self) -> WireFormat {
         match self {
             Endpoint::ChatCompletions => WireFormat::OpenAi,
@@ -56,9 +48,8 @@ impl Endpoint {
         }
     }
 
-    /// The path after the provider's base URL. OpenAI's base URL ends in
-    /// `/v1` (`https://api.openai.com/v1`, as its SDKs take it), Anthropic's
-    /// does not (`https://api.anthropic.com`, as its SDKs take it).
+    /// The path after the provider's base URL (as each SDK takes it,
+    /// OpenAI's ends in `/v1`, Anthropic's does not).
     pub fn path(self) -> &'static str {
         match self {
             Endpoint::ChatCompletions => "/chat/completions",
@@ -74,18 +65,15 @@ impl Endpoint {
 pub struct ProxyConfig {
     /// Where each route forwards to (`CONDENSE_PROXY_*_URL`).
     pub urls: ProviderUrls,
-    /// Sent when a request carries no credentials of its own, for callers
-    /// with the `provider` permission.
+    /// For requests without credentials, from callers with `provider`.
     pub api_key: Secret,
     /// Forward every thread unchanged; only report.
     pub shadow: bool,
     /// A response that sends nothing for this long is cut.
     pub idle_timeout: Duration,
-    /// Longest time compression may take before the request is forwarded
-    /// unchanged instead.
+    /// Past this, the request is forwarded unchanged.
     pub prepare_timeout: Duration,
-    /// How much a thread may hold: a larger one is refused (413), as on
-    /// the API, rather than forwarded.
+    /// A larger thread is refused (413), as on the API.
     pub limits: Limits,
 }
 
@@ -93,13 +81,11 @@ pub struct ProxyConfig {
 pub enum ProxyError {
     #[error("the proxy route is off: set {0} to the provider's base URL to switch it on")]
     Disabled(&'static str),
-    /// Carries no address or provider text: only what kind of failure.
+    /// Only the kind of failure: no address, no provider text.
     #[error("the provider could not be reached ({0})")]
     Unreachable(&'static str),
-    /// The thread is over the configured limits; says which and the limit.
     #[error("{0}")]
     TooLarge(String),
-    /// The caller may not spend the operator's provider key.
     #[error("{0}")]
     Forbidden(String),
 }
@@ -118,14 +104,12 @@ impl Proxy {
         compressor: Arc<Compressor>,
         profiles: Arc<Profiles>,
     ) -> anyhow::Result<Self> {
-        // No overall timeout: a healthy stream may run as long as it runs.
-        // The read timeout is per read, so it only cuts a stream gone idle.
+        // No overall timeout: the read timeout only cuts a stream gone idle.
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(config.idle_timeout)
-            // A provider's 3xx goes back to the caller as it is: followed,
-            // it would take the credentials (`x-api-key`, which reqwest does
-            // not strip across origins) to wherever it points.
+            // Followed, a 3xx would take `x-api-key` (reqwest keeps it across
+            // origins) wherever it points: the caller gets it as it is.
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Self {
@@ -136,8 +120,7 @@ impl Proxy {
         })
     }
 
-    /// The provider base URL of a route (OpenAI's serves Chat Completions
-    /// and Responses), or why the route is off.
+    /// The provider base URL of a route, or why the route is off.
     pub fn target(&self, format: WireFormat) -> Result<&str, ProxyError> {
         let url = match format {
             WireFormat::OpenAi | WireFormat::Responses => &self.config.urls.openai,

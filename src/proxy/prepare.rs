@@ -10,19 +10,15 @@ use crate::compress::{Compression, Outcome, Precompute, Reason};
 use crate::summarize::{Fidelity, cpu};
 use crate::thread::{self, Limits, RawThread, Thread, WireFormat};
 
-/// Request: names the profile for this request (default: `default`).
+/// Request: the profile (default: `default`).
 pub const PROFILE: &str = "x-condense-profile";
-/// Request: `true` forwards unchanged and reports what compression would
-/// have done; the answer carries it back.
+/// Request: `true` forwards unchanged and reports what compression would do.
 pub const SHADOW: &str = "x-condense-shadow";
 
-/// How condense treats one request, from its `x-condense-*` headers and
-/// its caller.
+/// How condense treats one request, from its headers and its caller.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
-    /// `x-condense-profile` (None: `default`).
     pub profile: Option<String>,
-    /// `x-condense-shadow`: forward unchanged, only report.
     pub shadow: bool,
     /// The caller may have the upstream LLM write summaries.
     pub upstream_allowed: bool,
@@ -38,34 +34,25 @@ pub struct Prepared {
 /// What condense did to a request, for the `x-condense-*` headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
-    /// The forwarded thread is the compressed one.
     pub compressed: bool,
-    /// Compression would have changed the thread (shadow mode reports it).
+    /// Shadow mode reports it.
     pub would_compress: bool,
     pub shadow: bool,
     pub tokens_before: Option<usize>,
     pub tokens_after: Option<usize>,
-    /// Whether the summary in the thread came from the cache.
     pub summary_cached: Option<bool>,
-    /// Tokens the summarizer LLM's calls took on this request (prompt and
-    /// completion; 0 for a summary from the cache or written ahead). None
-    /// when the thread carries no summary.
+    /// The summarizer LLM's tokens on this request (None: no summary).
     pub summary_call_tokens: Option<u64>,
-    /// Whether the thread carries the summary earlier turns carried, its
-    /// prefix byte for byte (false: a new one). None without a summary.
+    /// The thread carries earlier turns' summary byte for byte.
     pub prefix_reused: Option<bool>,
-    /// What precompute did (see `compress::precompute`).
     pub precompute: Option<Precompute>,
-    /// The new summary's fidelity receipt (none when no summary was written).
     pub fidelity: Option<Fidelity>,
-    /// Why the request went unchanged, when something stopped compression.
     pub unchanged: Option<Unchanged>,
-    /// The same in words, for the agent (never an upstream's or a
-    /// database's text).
+    /// Why, in words (never an upstream's or a database's text).
     pub note: Option<String>,
     /// Kept turns whose stale thinking was removed (Anthropic).
     pub thinking_removed: usize,
-    /// The request opted into Anthropic's `drop_block` (and needs its beta).
+    /// Opted into Anthropic's `drop_block` (needs its beta).
     pub drop_block: bool,
 }
 
@@ -85,9 +72,7 @@ impl Prepared {
 
 impl Proxy {
     /// Compresses the thread of `body` when due. Fails only for a thread
-    /// over the configured limits; anything else that stops compression
-    /// forwards the body as it came, with a note. The steps: read the
-    /// thread, compress it, report, write the body.
+    /// over the limits; anything else forwards the body as it came, with a note.
     pub async fn prepare(
         &self,
         format: WireFormat,
@@ -99,7 +84,6 @@ impl Proxy {
             let note = "unknown x-condense-profile";
             return Ok(Prepared::unchanged(body, Unchanged::UnknownProfile, note));
         };
-        // Reading a long body is CPU work: on the blocking pool.
         let read = {
             let body = body.clone();
             let limits = self.config.limits;
@@ -110,9 +94,6 @@ impl Proxy {
             Err(Unread::TooLarge(detail)) => return Err(ProxyError::TooLarge(detail)),
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
-        // The profile as named, with no per-request overrides, and no
-        // instructions or grouping: the rules of `Compression::check` (in
-        // `run`) concern settings this path never sets.
         let req = Compression {
             model: json
                 .get("model")
@@ -143,9 +124,7 @@ impl Proxy {
         Ok(self.write(format, json, out, body, report).await)
     }
 
-    /// The forwarded body: `json` with the compressed thread in its field,
-    /// and thinking bound as the provider needs it (or `original`, unchanged,
-    /// if it cannot be written).
+    /// `json` with the compressed thread (or `original` if it cannot be written).
     async fn write(
         &self,
         format: WireFormat,
@@ -170,8 +149,7 @@ impl Proxy {
             let note = "the compressed body could not be written";
             return Prepared::unchanged(original, Unchanged::Internal, note);
         };
-        // Forwarded from here on: later turns may trust the thinking
-        // produced after this request (see `compress::binding`).
+        // Later turns may trust the thinking after this one (`compress::binding`).
         if let Some(c) = &carried {
             self.compressor.mark_carried(c).await;
         }
@@ -184,8 +162,6 @@ impl Proxy {
 }
 
 impl Report {
-    /// What `out` did, as the headers say it; in shadow mode nothing is
-    /// forwarded compressed, only reported.
     fn of(out: &Outcome, shadow: bool) -> Self {
         // A continued thread carries the previous summary, from the cache.
         let continued = out.summary.is_none() && out.reason == Some(Reason::Continued);
@@ -215,11 +191,8 @@ impl Report {
             drop_block: false,
         }
     }
-}
 
-impl Report {
-    /// The `x-condense-*` headers that say what was done, each name once
-    /// (a `None` is not sent).
+    /// The `x-condense-*` headers, each name once (a `None` is not sent).
     pub fn headers(&self) -> [(&'static str, Option<String>); 13] {
         let text = |v: Option<usize>| v.map(|n| n.to_string());
         let removed = self.tokens_before.zip(self.tokens_after);
@@ -266,8 +239,7 @@ impl Report {
     }
 }
 
-/// Every header an answer may carry to say what condense did: the CORS
-/// layer exposes them, the README's proxy section explains them.
+/// Every report header (CORS exposes them, the README explains them).
 pub fn report_names() -> impl Iterator<Item = &'static str> {
     Report::default()
         .headers()
@@ -275,8 +247,7 @@ pub fn report_names() -> impl Iterator<Item = &'static str> {
         .map(|(name, _)| name)
 }
 
-/// The body's fields that hold the thread: its messages (or items) and its
-/// top-level instructions, if the format has them.
+/// The body's fields that hold the thread's messages and its instructions.
 fn fields(format: WireFormat) -> (&'static str, Option<&'static str>) {
     match format {
         WireFormat::OpenAi => ("messages", None),
@@ -285,14 +256,12 @@ fn fields(format: WireFormat) -> (&'static str, Option<&'static str>) {
     }
 }
 
-/// Why a body was not read: a reason to forward it unchanged, or a thread
-/// over the limits.
 enum Unread {
     Skip(Unchanged, &'static str),
     TooLarge(String),
 }
 
-/// A body condense cannot read, and the note that says why.
+/// A body condense cannot read, and why.
 impl From<&'static str> for Unread {
     fn from(note: &'static str) -> Self {
         Unread::Skip(Unchanged::Unreadable, note)

@@ -11,28 +11,21 @@ use crate::thread::WireFormat;
 #[derive(Debug, Clone)]
 pub struct Call {
     pub endpoint: Endpoint,
-    /// The client's query string, forwarded as it came: Claude Code sends
-    /// `?beta=true`, a gateway may need `?api-version=`.
+    /// Forwarded as it came (`?beta=true`, `?api-version=`).
     pub query: Option<String>,
-    /// The request's `x-request-id`, for the log line of a request
-    /// forwarded unchanged.
     pub request_id: Option<String>,
-    /// The caller may spend the operator's provider key (`provider`).
+    /// The caller may spend the operator's provider key.
     pub may_spend: bool,
 }
 
-/// The provider's answer, not yet read (a stream is relayed as it comes),
-/// and what condense did to the request.
+/// The provider's answer, not yet read, and what condense did.
 pub struct Forwarded {
     pub response: reqwest::Response,
     pub report: Report,
 }
 
 impl Proxy {
-    /// Sends a prepared request: the caller's headers (less those of one
-    /// hop and condense's own), the operator's key when it brings none.
-    /// A request that goes unchanged because of a problem is logged and
-    /// counted here, where every forwarded request passes.
+    /// Sends a prepared request; logs and counts it here if it goes unchanged.
     pub async fn send(
         &self,
         call: &Call,
@@ -72,12 +65,8 @@ impl Proxy {
         Ok(Forwarded { response, report })
     }
 
-    /// Refuses, before any work, a request that would go with the
-    /// operator's provider key for a caller without the `provider`
-    /// permission: one that brings no credentials of its own (as it would be
-    /// forwarded: a credential its `Connection` header names does not go)
-    /// while an operator key is configured. Without that key the request
-    /// goes on as it is, and the provider answers its own 401.
+    /// Refuses, before any work, a request without credentials of its own
+    /// that would spend the operator's key for a caller without `provider`.
     pub fn authorize(
         &self,
         format: WireFormat,
@@ -97,9 +86,8 @@ impl Proxy {
         )))
     }
 
-    /// The operator's key, for requests that bring no credentials, when
-    /// their caller may spend it (checked again here, on exactly the
-    /// headers that go, though [`Proxy::authorize`] refused earlier).
+    /// The operator's key for requests without credentials (checked again
+    /// on exactly the headers that go).
     fn inject_key(
         &self,
         format: WireFormat,
@@ -128,8 +116,7 @@ impl Proxy {
     }
 }
 
-/// A request carries a provider credential of its own: `Authorization`,
-/// Anthropic's `x-api-key`, or Azure OpenAI's `api-key`.
+/// `Authorization`, Anthropic's `x-api-key`, or Azure OpenAI's `api-key`.
 fn brings_credentials(format: WireFormat, headers: &HeaderMap) -> bool {
     headers.contains_key(AUTHORIZATION)
         || match format {
@@ -141,8 +128,7 @@ fn brings_credentials(format: WireFormat, headers: &HeaderMap) -> bool {
 const ANTHROPIC_KEY: &str = "x-api-key";
 const AZURE_KEY: &str = "api-key";
 
-/// The provider's URL for a call: its base URL, the endpoint's path, and
-/// the client's query string as it came.
+/// Base URL, the endpoint's path, the client's query string.
 fn url(base: &str, call: &Call) -> String {
     let path = call.endpoint.path();
     match &call.query {

@@ -1,7 +1,5 @@
-//! Anthropic's preserved thinking on the way to the provider: whether the
-//! request has thinking on (an active loop's final thinking must then
-//! stay), and the `drop_block` opt-out when compression kept thinking whose
-//! prefix changed (see `compress::binding` and README "Preserved thinking").
+//! Anthropic's preserved thinking on the way to the provider (see
+//! `compress::binding`, docs/compression.md "Preserved thinking").
 
 use serde_json::Value;
 
@@ -9,9 +7,7 @@ use crate::compress::AppliedEdit;
 use crate::thread::WireFormat;
 
 /// Whether the forwarded body opts into `drop_block` (and its beta), so the
-/// API drops exactly the stale blocks: compression kept thinking after a
-/// changed prefix (with thinking off, it removed every block it could),
-/// the provider is Anthropic and thinking is on.
+/// API drops exactly the stale blocks compression kept.
 pub(super) fn opts_in(format: WireFormat, json: &Value, drop_block: bool) -> bool {
     drop_block && format == WireFormat::Anthropic && thinking_on(json)
 }
@@ -19,8 +15,7 @@ pub(super) fn opts_in(format: WireFormat, json: &Value, drop_block: bool) -> boo
 /// The beta that lets a request set `thinking.block_binding`.
 pub const DROP_BLOCK_BETA: &str = "thinking-binding-controls-2026-08-01";
 
-/// Thinking is on for this request (`thinking.type` `enabled` or
-/// `adaptive`): an active loop's final thinking block must then stay.
+/// Thinking is on: an active loop's final thinking block must then stay.
 pub(super) fn thinking_on(json: &Value) -> bool {
     matches!(
         json.pointer("/thinking/type").and_then(Value::as_str),
@@ -28,8 +23,7 @@ pub(super) fn thinking_on(json: &Value) -> bool {
     )
 }
 
-/// Kept thinking blocks may follow a changed prefix: the API drops the
-/// invalid ones instead of refusing the request (see `compress::binding`).
+/// The API drops invalid kept thinking blocks instead of refusing the request.
 pub(super) fn opt_into_drop_block(json: &mut Value) {
     if let Some(thinking) = json.get_mut("thinking").and_then(Value::as_object_mut) {
         let binding = thinking

@@ -1,8 +1,5 @@
-//! Why a request went to its provider as it came. A proxy that quietly
-//! stops compressing looks healthy while every agent behind it runs into its
-//! window, so each problem on condense's side is a kind of its own, logged
-//! at WARN with the request id and counted by reason; the header note tells
-//! the agent, the log line and the metric tell the operator.
+//! Why a request went to its provider as it came. A proxy that quietly stops
+//! compressing looks healthy, so each problem is logged at WARN and counted.
 
 use super::Call;
 use crate::compress;
@@ -11,32 +8,19 @@ use crate::metrics::Metrics;
 /// Why a request was forwarded unchanged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unchanged {
-    /// Nothing for condense to do: the provider keeps the conversation
-    /// (`previous_response_id`) or the input is a single message. Not a
-    /// problem, so neither logged nor counted: an agent that works this way
-    /// would otherwise fill the log with one warning per request.
+    /// The provider keeps the conversation, or the input is one message:
+    /// no problem, so neither logged nor counted.
     NothingToDo,
-    /// The body, or its thread, is not one condense reads.
     Unreadable,
-    /// `x-condense-profile` names no profile.
     UnknownProfile,
-    /// The profile's summary settings are refused (a summarizer model the
-    /// operator does not allow, a setting out of range).
     InvalidProfile,
-    /// The profile's strategy needs a part that is not configured.
     StrategyUnavailable,
-    /// The strategy needs the upstream LLM, which the caller's key may not use.
     Forbidden,
-    /// The summarizer failed (and the profile says not to degrade).
     SummaryFailed,
-    /// The thread cannot be made to fit its window.
     DoesNotFit,
-    /// Compression took longer than the request time limit.
     Timeout,
-    /// Every place among the requests at work was taken.
+    /// No place among the requests at work, or no memory.
     Overloaded,
-    /// Condense's own failure: a compressed thread that failed its checks,
-    /// a body that could not be written.
     Internal,
 }
 
@@ -59,8 +43,7 @@ impl Unchanged {
         })
     }
 
-    /// The kind of a compression failure and a short note for the header:
-    /// which part stopped compression, never an upstream's own text.
+    /// The kind of a compression failure and a short note (never upstream text).
     pub(super) fn of(e: &compress::Error) -> (Self, String) {
         use compress::Error as E;
         match e {
@@ -89,8 +72,6 @@ impl Unchanged {
     }
 
     /// Logs and counts a request forwarded unchanged because of a problem.
-    /// The note is condense's own short text (see [`Unchanged::of`]), so it
-    /// carries no credentials and no thread content.
     pub(super) fn record(self, metrics: &Metrics, call: &Call, note: Option<&str>) {
         let Some(reason) = self.problem() else {
             return;

@@ -10,11 +10,9 @@ use tokio::time::Instant;
 /// How connections are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeOptions {
-    /// Longest time a client may take to send a request head (from the
-    /// connection's start, then from a later head's first byte).
+    /// Longest time a client may take to send a request head.
     pub header_read_timeout: Duration,
-    /// Longest silence of a kept-alive connection between requests, and
-    /// longest time a client may leave a response unread.
+    /// Longest idle time between requests, or with a response unread.
     pub idle_timeout: Duration,
     /// Most connections open at once.
     pub max_connections: usize,
@@ -25,15 +23,13 @@ pub struct ServeOptions {
 /// How a client's side of a connection was seen to close.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Left {
-    /// End of input: it left, or only shut its write side.
+    /// End of input: it left, or only half-closed.
     Closed,
-    /// An error such as a reset: it is gone.
     Reset,
 }
 
-/// How long a request whose client's side closed may still take to answer:
-/// a half-closed client's quick request is answered, an abandoned one's
-/// work stops this long after its client left, not at the time limit.
+/// How long a request may still take after its client's side closed (a
+/// half-closed client waits for its answer; an abandoned request stops).
 const LEFT_GRACE: Duration = Duration::from_secs(10);
 
 /// What the watchdog knows of a connection.
@@ -83,8 +79,7 @@ impl Activity {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// When the connection is to be closed if nothing changes; `None`
-    /// while a request is served and its response is being read.
+    /// When the connection is to be closed if nothing changes.
     pub(super) fn deadline(&self, o: &ServeOptions) -> Option<Instant> {
         let s = self.lock();
         let waiting = (s.in_flight == 0).then(|| match (s.served, s.head_started) {
@@ -106,8 +101,7 @@ impl Activity {
         s.in_flight > 0 && s.left.is_none()
     }
 
-    /// The client's side closed: true when the connection is to close now
-    /// (a tied request, a reset), else the grace starts.
+    /// The client's side closed: true to close now, else the grace starts.
     pub(super) fn client_left(&self, how: Left) -> bool {
         let mut s = self.lock();
         if s.tied || how == Left::Reset {
@@ -148,8 +142,6 @@ pub(super) struct InFlight(Arc<Activity>);
 impl InFlight {
     pub(super) fn begin(activity: &Arc<Activity>) -> Self {
         activity.lock().in_flight += 1;
-        // The watchdog looks at what it watches anew: a request in flight
-        // is watched for its client leaving.
         activity.changed.notify_one();
         Self(activity.clone())
     }
@@ -170,12 +162,9 @@ impl Drop for InFlight {
     }
 }
 
-/// In a request's extensions: a handler whose work is worth ending when its
-/// client leaves (a proxied provider call, long and billed) calls
-/// [`EndWithClient::tie`], and the connection then closes as soon as its
-/// client's side reads as closed, dropping the request. TCP cannot tell a
-/// client that left from one that half-closed: a tied request ends in both
-/// cases, as nginx ends its upstream call. No SDK half-closes.
+/// In a request's extensions: after [`EndWithClient::tie`] (a proxied call,
+/// long and billed) the connection closes as soon as its client's side reads
+/// as closed, even a half-close (as nginx does; no SDK half-closes).
 #[derive(Clone)]
 pub struct EndWithClient(pub(super) Arc<Activity>);
 

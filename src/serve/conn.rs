@@ -1,11 +1,6 @@
-//! One connection: hyper's HTTP/1 state machine, and a watchdog that closes
-//! the connection when its client keeps it waiting.
-//!
-//! hyper's one timer, `header_read_timeout`, also runs while a kept-alive
-//! connection idles, and never while a response waits for a client that
-//! stopped reading. The watchdog gives a limit for each (sending a head,
-//! idling, reading), from what it sees: bytes read and written, and requests
-//! in flight. It never cuts a slow handler (the request time limit does).
+//! One connection, and a watchdog that closes it when its client keeps it
+//! waiting (sending a head, idling, reading): hyper's one timer does not
+//! tell these apart. A slow handler is the request time limit's.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -36,16 +31,12 @@ pub async fn serve(
         let response = call(router.clone(), peer, req);
         async move {
             let response = response.await?;
-            // The guard lives as long as the body: a streamed answer is in
-            // flight until its last chunk is written.
+            // In flight until the body's last chunk is written.
             Ok::<_, Infallible>(response.map(|body| super::guarded(body, guard)))
         }
     });
-    // A client may shut its write side once its request is sent (RFC 9112
-    // §9.6): without `half_close` hyper takes that for the end of the
-    // connection and drops the request unanswered. The price: hyper no longer
-    // notices a client that leaves mid-request, so the watchdog does (see
-    // `Activity::client_left`).
+    // A client may half-close once its request is sent (RFC 9112 §9.6); then
+    // the watchdog notices a client that leaves (`Activity::client_left`).
     let conn = hyper::server::conn::http1::Builder::new()
         .half_close(true)
         .serve_connection(io, service);
@@ -88,9 +79,7 @@ async fn sleep_until(deadline: Option<Instant>) {
     }
 }
 
-/// One request as hyper hands it over, through the router: the peer
-/// address in request extensions (`ConnectInfo`, as `axum::serve` gives it
-/// when asked), the body boxed.
+/// One request through the router, with its `ConnectInfo`.
 fn call(
     router: axum::Router,
     peer: std::net::SocketAddr,

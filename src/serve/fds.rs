@@ -1,21 +1,16 @@
 //! File descriptors: the connection cap must fit in the process's limit, or
-//! a crowd of clients exhausts it and nothing (not even `/healthz`, not a
-//! database connection) can be opened any more.
+//! a crowd of clients leaves none for `/healthz` or the database.
 
-/// Descriptors any process of ours needs whatever its settings (standard
-/// streams, the runtime, listeners, files read at start-up or on reload).
+/// Descriptors any process of ours needs whatever its settings.
 const BASE_FDS: u64 = 32;
 
-/// An SQLite connection holds its file, journal and shared memory; a
-/// PostgreSQL one a socket.
+/// SQLite: file, journal and shared memory.
 const FDS_PER_DB_CONNECTION: u64 = 3;
 
 /// A connection's socket, and the provider connection of a proxied request.
 const FDS_PER_CONNECTION: u64 = 2;
 
-/// Descriptors kept for everything but client connections, counted from the
-/// settings: a flat reserve large enough for any settings left a process
-/// under `ulimit -n 128` room for one connection.
+/// Descriptors kept for everything but client connections, from the settings.
 pub fn reserved_fds(db_connections: u32, upstream_calls: usize, probe_connections: usize) -> u64 {
     BASE_FDS
         + u64::from(db_connections) * FDS_PER_DB_CONNECTION
@@ -23,9 +18,8 @@ pub fn reserved_fds(db_connections: u32, upstream_calls: usize, probe_connection
         + probe_connections as u64
 }
 
-/// The connection cap to use for `wanted`: raises the soft limit on open
-/// files to the hard one (the soft one is often a low 1024), then lowers the
-/// cap, with a warning, if even that cannot hold `wanted` connections.
+/// The connection cap for `wanted`: raises the soft open-files limit to the
+/// hard one, then lowers the cap (warning) if even that is short.
 pub fn connection_budget(wanted: usize, reserved: u64) -> usize {
     let Some(limit) = nofile_limit() else {
         return wanted.max(1);
@@ -43,15 +37,13 @@ pub fn connection_budget(wanted: usize, reserved: u64) -> usize {
     budget
 }
 
-/// The largest cap up to `wanted` whose connections fit in `limit`
-/// descriptors, `reserved` of them kept for the rest.
+/// The largest cap up to `wanted` that fits in `limit` after `reserved`.
 fn fit(wanted: usize, limit: u64, reserved: u64) -> usize {
     let room = limit.saturating_sub(reserved) / FDS_PER_CONNECTION;
     (wanted as u64).min(room).max(1) as usize
 }
 
-/// The soft limit on open files after raising it as far as allowed (`None`
-/// where there is no such limit to read).
+/// The soft open-files limit after raising it as far as allowed.
 fn nofile_limit() -> Option<u64> {
     #[cfg(unix)]
     {

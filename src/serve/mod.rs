@@ -1,11 +1,7 @@
-//! The accept loop: HTTP/1 connections served with a cap on how many are
-//! open and timeouts for clients that send nothing or stop reading.
-//!
-//! `axum::serve` has neither: silent clients hold connections (and file
-//! descriptors) until even `/healthz` goes unanswered. Here a semaphore caps
-//! open connections (past it, new ones wait in the kernel's accept queue),
-//! each connection has a watchdog ([`conn`]), and each client address may
-//! hold only part of the cap ([`peers`]).
+//! The accept loop: HTTP/1 with a cap on open connections (per address too:
+//! [`peers`]) and a watchdog for clients that send nothing or stop reading
+//! ([`conn`]). `axum::serve` has neither: silent clients would hold
+//! descriptors until even `/healthz` goes unanswered.
 
 mod activity;
 mod conn;
@@ -26,9 +22,8 @@ pub use fds::{connection_budget, reserved_fds};
 pub use guarded::guarded;
 use peers::Peers;
 
-/// Serves `router` on `listener` until `shutdown` completes, then stops
-/// accepting, lets each connection finish the request it is serving (idle
-/// ones close at once) and returns when all are closed.
+/// Serves until `shutdown` completes, then lets each connection finish its
+/// request and returns when all are closed.
 pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
@@ -77,29 +72,22 @@ pub async fn serve(
     Ok(())
 }
 
-/// What an address past its connection cap is told before the connection
-/// closes: the problem the API answers when it sheds load.
+/// What an address past its connection cap is told.
 const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\n\
 content-type: application/problem+json\r\nretry-after: 1\r\nconnection: close\r\n\
 content-length: 134\r\n\r\n\
 {\"type\":\"urn:condense:problem:overloaded\",\"title\":\"Service overloaded\",\
 \"status\":503,\"detail\":\"too many connections from this address\"}";
 
-/// Answers a connection past its address's cap with [`TOO_MANY`] and
-/// closes it, without reading its request: a head may never come, and
-/// waiting for it is what the cap is there to stop. The write is one
-/// non-blocking try into an empty socket buffer; a client that already
-/// sent its request may see a reset instead (its unread bytes make the
-/// close abortive), which tells it the same.
+/// Answers [`TOO_MANY`] with one non-blocking write and closes, without
+/// waiting for a head that may never come.
 fn turn_away(stream: tokio::net::TcpStream, peer: std::net::SocketAddr) {
     tracing::debug!(%peer, "turning away a connection: its address holds its cap");
     let _ = stream.try_write(TOO_MANY);
 }
 
-/// A failed accept: a connection that went away before we took it is
-/// skipped; anything else (out of descriptors: `EMFILE`) is logged and
-/// retried after a pause, so the loop does not spin while the process
-/// is short of descriptors.
+/// A failed accept other than a vanished connection (`EMFILE`) pauses the
+/// loop rather than let it spin.
 async fn accept_failed(e: std::io::Error) {
     use std::io::ErrorKind as K;
     if matches!(

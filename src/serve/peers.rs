@@ -1,12 +1,11 @@
-//! Connections per client address: one client (a thousand sockets sending
-//! headers a byte a minute) must not take every slot of the connection cap
-//! and shut out everyone else, the liveness probe included. An IPv6 client
-//! usually owns a whole /64, so IPv6 addresses count by their /64; an
-//! IPv4-mapped address counts as the IPv4 address it maps.
+//! Connections per client address ([`client_block`]), so one client cannot
+//! take every slot of the cap.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
+
+use crate::guard::rate::client_block;
 
 /// How many connections each address holds.
 #[derive(Debug, Clone)]
@@ -31,10 +30,9 @@ impl Peers {
         }
     }
 
-    /// Counts a connection from `ip`, or `None` when its address already
-    /// holds the cap.
+    /// Counts a connection from `ip`, or `None` when its address holds the cap.
     pub fn admit(&self, ip: IpAddr) -> Option<PeerSlot> {
-        let key = group(ip);
+        let key = client_block(ip);
         let mut open = self.lock();
         let n = open.entry(key).or_insert(0);
         if self.cap > 0 && *n >= self.cap {
@@ -62,20 +60,6 @@ impl Drop for PeerSlot {
                 open.remove(&self.key);
             }
         }
-    }
-}
-
-/// The address a connection counts against.
-fn group(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let [a, b, c, d, ..] = v6.segments();
-                IpAddr::V6(Ipv6Addr::new(a, b, c, d, 0, 0, 0, 0))
-            }
-        },
     }
 }
 

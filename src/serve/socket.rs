@@ -1,9 +1,7 @@
-//! A connection's socket, shared: hyper reads and writes it through
-//! [`Watched`], which reports bytes read and stalled writes to the watchdog,
-//! while the watchdog peeks at it ([`client_left`]). Shared by an `Arc`, the
-//! stream is driven through its readiness (`poll_read_ready`, then
-//! `try_read`, as its own `poll_read` does); `peek` waits on another waiter,
-//! so the two never take each other's wake-up.
+//! A connection's socket, shared by hyper (through [`Watched`], which
+//! reports reads and stalled writes) and the watchdog's peek
+//! ([`client_left`]); driven through readiness, so neither takes the
+//! other's wake-up.
 
 use std::io;
 use std::pin::Pin;
@@ -106,10 +104,8 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// Completes when the client's side of the connection reads as closed,
-/// without taking a byte. A byte waiting (the head of a pipelined
-/// request, which hyper reads after the answer) means the client is still
-/// there: it is looked at again a second later.
+/// Completes when the client's side reads as closed, without taking a byte
+/// (a pipelined request's byte means it is still there).
 pub(super) async fn client_left(stream: &TcpStream) -> Left {
     let mut byte = [0u8; 1];
     loop {
