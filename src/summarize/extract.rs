@@ -1,5 +1,4 @@
-//! What the heuristic summary pulls out of a span, everything of it: the
-//! caps decide later what fits.
+//! Everything the heuristic summary pulls out of a span; the caps decide later what fits.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -12,15 +11,13 @@ use super::salience::{score, sentences};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
-/// A path with a directory and an extension (the leading class keeps URLs
-/// and version numbers out).
+/// A path with a directory and an extension (not URLs or versions).
 static PATH: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})")
         .expect("valid regex")
 });
 
-/// Lines that report a failure: compiler errors, panics, tracebacks, test
-/// failures, package-manager and git errors.
+/// Lines that report a failure.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
@@ -29,8 +26,7 @@ static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid regex")
 });
 
-/// Lines of tool output that point at a source location: the paths worth
-/// keeping from command output.
+/// Lines of tool output that point at a source location.
 static LOCATION_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).expect("valid regex")
 });
@@ -52,7 +48,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     let mut s = Sections::default();
     // call id -> the command it ran, to attach exit statuses.
     let mut commands: HashMap<&str, String> = HashMap::new();
-    // What the newest assistant text stated, held back: the latest state says it whole.
+    // The newest assistant text's statements wait: the latest state says them.
     let mut pending: Option<String> = None;
     for m in span {
         // The request is gone: nobody will read this summary.
@@ -62,19 +58,14 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
         for part in &m.parts {
             match part {
                 Part::Text(t) => {
+                    let quoted = || format!("\"{}\"", fit(t, Size::Chars(text_cap), How::Telling));
                     match m.role {
-                        Role::User => {
-                            s.requests.push(format!(
-                                "\"{}\"",
-                                fit(t, Size::Chars(text_cap), How::Telling)
-                            ));
-                        }
+                        Role::User => s.requests.push(quoted()),
                         // An instruction given mid-thread is an instruction still.
-                        Role::System | Role::Developer => s.requests.push(format!(
-                            "({}) \"{}\"",
-                            m.role.as_str(),
-                            fit(t, Size::Chars(text_cap), How::Telling)
-                        )),
+                        Role::System | Role::Developer => {
+                            s.requests
+                                .push(format!("({}) {}", m.role.as_str(), quoted()));
+                        }
                         Role::Assistant => {
                             if !t.trim().is_empty() {
                                 s.state = Some(t.trim().to_string());
@@ -88,8 +79,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                     scan(&mut s, t);
                 }
                 Part::Refusal(t) => scan(&mut s, t),
-                // Thinking is the model's private reasoning, kept byte-exact
-                // where it is kept: never summarized into text.
+                // Thinking is private: never summarized.
                 Part::Thinking(_) => {}
                 Part::ToolCall(c) => {
                     s.tools.add(&c.name, 1);
@@ -126,8 +116,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     s
 }
 
-/// The sentences of an assistant's text that state facts (decisions
-/// aside), condensed to `cap` characters.
+/// An assistant text's statements of fact (decisions aside) in `cap` characters.
 fn statements(text: &str, cap: usize) -> String {
     let facts: Vec<&str> = sentences(text)
         .map(str::trim)
@@ -149,8 +138,7 @@ fn scan(s: &mut Sections, text: &str) {
     }
 }
 
-/// Tool output: only error lines and the paths on error or location lines
-/// (a file's own text is not a reference).
+/// Tool output: error lines, and paths on error or location lines only.
 fn scan_output(s: &mut Sections, text: &str) {
     for line in text.lines() {
         let line = line.trim();
