@@ -76,9 +76,9 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                         }
                         _ => {}
                     }
-                    scan(&mut s, t);
+                    scan(&mut s, t, false);
                 }
-                Part::Refusal(t) => scan(&mut s, t),
+                Part::Refusal(t) => scan(&mut s, t, false),
                 // Thinking is private: never summarized.
                 Part::Thinking(_) => {}
                 Part::ToolCall(c) => {
@@ -97,7 +97,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                 Part::ToolResult(r) => {
                     for inner in &r.content {
                         if let Part::Text(t) = inner {
-                            scan_output(&mut s, t);
+                            scan(&mut s, t, true);
                             if let (Some(cmd), Some(code)) =
                                 (commands.get(r.call_id.as_str()), exit_status(t))
                                 && code != 0
@@ -125,28 +125,15 @@ fn statements(text: &str, cap: usize) -> String {
     fit(&facts.join(" "), Size::Chars(cap), How::Telling)
 }
 
-/// Paths and error lines of any text.
-fn scan(s: &mut Sections, text: &str) {
-    for c in PATH.captures_iter(text) {
-        s.files.push(&c[1]);
-    }
-    for line in text.lines() {
-        let line = line.trim();
-        if ERROR_LINE.is_match(line) {
-            s.errors.push(line);
-        }
-    }
-}
-
-/// Tool output: error lines, and paths on error or location lines only.
-fn scan_output(s: &mut Sections, text: &str) {
-    for line in text.lines() {
-        let line = line.trim();
+/// Paths and error lines of a text; of tool output (`output`), only the paths
+/// on error or location lines (a file's own text is not a reference).
+fn scan(s: &mut Sections, text: &str, output: bool) {
+    for line in text.lines().map(str::trim) {
         let is_error = ERROR_LINE.is_match(line);
         if is_error {
             s.errors.push(line);
         }
-        if is_error || LOCATION_LINE.is_match(line) {
+        if !output || is_error || LOCATION_LINE.is_match(line) {
             for c in PATH.captures_iter(line) {
                 s.files.push(&c[1]);
             }
@@ -165,7 +152,7 @@ fn decisions(s: &mut Sections, text: &str) {
 /// Files and commands named in a tool call's arguments; returns the command.
 fn arguments(s: &mut Sections, args: &str) -> Option<String> {
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(args) else {
-        scan(s, args);
+        scan(s, args, false);
         return None;
     };
     let mut command = None;
@@ -201,7 +188,7 @@ mod tests {
 
     fn paths(text: &str) -> Vec<String> {
         let mut s = Sections::default();
-        scan(&mut s, text);
+        scan(&mut s, text, false);
         s.files.items
     }
 
@@ -232,6 +219,7 @@ mod tests {
         scan(
             &mut s,
             "ok\nerror[E0308]: mismatched types\n  --> x\nValueError: bad\nnpm ERR! code ELIFECYCLE\nwarning: unused\n",
+            false,
         );
         assert_eq!(
             s.errors.items,
