@@ -27,31 +27,17 @@ pub fn transcript(span: &[Message], result_chars: usize) -> Vec<String> {
 }
 
 fn block(m: &Message, result_chars: usize) -> String {
+    let cut = |t: &str| fit(t, Size::Chars(result_chars), How::Middle);
     let mut s = format!("[{}]", m.role.as_str());
     for p in &m.parts {
-        match p {
-            Part::Text(t) | Part::Refusal(t) => {
-                let _ = write!(s, " {}", t.trim());
-            }
+        s.push_str(&match p {
+            Part::Text(t) | Part::Refusal(t) => format!(" {}", t.trim()),
             // Thinking is private and signed: never shown.
-            Part::Thinking(_) | Part::RedactedThinking(_) => {}
-            Part::Opaque(o) => {
-                let _ = write!(s, " ({})", o.kind);
-            }
-            Part::Media(kind) => {
-                let _ = write!(s, " ({kind:?} attached)");
-            }
-            Part::ToolCall(c) => {
-                let _ = write!(
-                    s,
-                    "\n  -> {}({})",
-                    c.name,
-                    fit(&c.arguments, Size::Chars(result_chars), How::Middle)
-                );
-            }
-            Part::FunctionCall { name, arguments } => {
-                let _ = write!(s, "\n  -> {name}({arguments})");
-            }
+            Part::Thinking(_) | Part::RedactedThinking(_) => continue,
+            Part::Opaque(o) => format!(" ({})", o.kind),
+            Part::Media(kind) => format!(" ({kind:?} attached)"),
+            Part::ToolCall(c) => format!("\n  -> {}({})", c.name, cut(&c.arguments)),
+            Part::FunctionCall { name, arguments } => format!("\n  -> {name}({arguments})"),
             Part::ToolResult(r) => {
                 let text: Vec<&str> = r
                     .content
@@ -61,15 +47,14 @@ fn block(m: &Message, result_chars: usize) -> String {
                         _ => None,
                     })
                     .collect();
-                let text = fit(&text.join("\n"), Size::Chars(result_chars), How::Middle);
                 let tag = if r.is_error {
                     "tool error"
                 } else {
                     "tool result"
                 };
-                let _ = write!(s, "\n  <- {tag}: {}", text.trim());
+                format!("\n  <- {tag}: {}", cut(&text.join("\n")).trim())
             }
-        }
+        });
     }
     s
 }
