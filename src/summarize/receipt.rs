@@ -70,7 +70,7 @@ fn lines<'a>(anchors: impl IntoIterator<Item = &'a Anchor>, c: &Counter<'_>) -> 
 
 /// The receipt of `text` (see the module docs).
 pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
-    let (body, also) = split(text);
+    let (body, repaired) = split(text);
     let (body, whole) = (Forms::of(&body), Forms::of(text));
     let mut f = Fidelity {
         anchors: anchors.items.len(),
@@ -80,7 +80,7 @@ pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
     for a in &anchors.items {
         if body.holds(a) {
             f.kept += 1;
-        } else if also.is_some() && whole.holds(a) {
+        } else if repaired && whole.holds(a) {
             f.added += 1;
         } else {
             f.missing += 1;
@@ -206,17 +206,14 @@ fn section(lines: &[&str]) -> Option<(usize, usize)> {
 
 /// The text without its repairs (the [`ALSO`] section, the
 /// [`MENTIONED`] sentences), and whether it had any.
-fn split(text: &str) -> (String, Option<String>) {
+fn split(text: &str) -> (String, bool) {
     let lines: Vec<&str> = text.lines().collect();
     let (body, also) = match section(&lines) {
-        Some((start, end)) => {
-            let body = [&lines[..start], &lines[end..]].concat().join("\n");
-            (body, Some(lines[start..end].join("\n")))
-        }
-        None => (text.to_string(), None),
+        Some((start, end)) => ([&lines[..start], &lines[end..]].concat().join("\n"), true),
+        None => (text.to_string(), false),
     };
     match without_mentions(&body) {
-        Some(bare) => (bare, Some(String::new())),
+        Some(bare) => (bare, true),
         None => (body, also),
     }
 }
