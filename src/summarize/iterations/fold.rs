@@ -103,18 +103,11 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
         .map(|(f, again)| std::array::from_fn(|level| render(f, level, again)))
         .collect();
     // Tokens of each fragment at each level, and one for the space between.
-    let sizes: Vec<[usize; GONE + 1]> = rendered
-        .iter()
-        .map(|r| {
-            std::array::from_fn(|l| {
-                if r[l].is_empty() {
-                    0
-                } else {
-                    c.text(&r[l]).tokens + 1
-                }
-            })
-        })
-        .collect();
+    let size = |s: &String| match s.is_empty() {
+        true => 0,
+        false => c.text(s).tokens + 1,
+    };
+    let sizes: Vec<[usize; GONE + 1]> = rendered.iter().map(|r| r.each_ref().map(size)).collect();
     let mut level = vec![0; frags.len()];
     let mut total: usize = sizes.iter().map(|s| s[0]).sum();
     let order = spread(frags.len());
