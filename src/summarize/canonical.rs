@@ -1,12 +1,8 @@
-//! The canonical form of a span, and its content hash.
-//!
-//! The summarizers read the canonical form, never the caller's messages,
-//! and the cache key hashes exactly that form plus every setting that
-//! shapes the text: two requests with one key get the same bytes. Wire
-//! detail is left out, so one conversation in either format has one form:
-//! tool-call ids become `call_0`, `call_1`, … (the pairing is kept), tool
-//! results are messages of their own, arguments are JSON with sorted keys,
-//! and instruction messages (kept verbatim beside the summary) are dropped.
+//! The canonical form of a span, and its content hash: the summarizers read
+//! only that form, and the key hashes it with every setting that shapes the
+//! text, so one key means one text. Wire detail is left out (tool-call ids
+//! become `call_0`, … with their pairing kept; tool results are messages of
+//! their own; arguments are JSON with sorted keys; instructions are dropped).
 
 use std::collections::HashMap;
 
@@ -15,8 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::thread::{MediaKind, Message, Part, Role, ToolResult};
 
-/// Bumped whenever the canonical form, the hashed settings, or what a
-/// summarizer writes from them change.
+/// Bumped whenever the canonical form, the hashed settings or a summarizer's output change.
 pub const KEY_VERSION: &str = "condense-summary-v7";
 
 /// `span` in canonical form (see the module docs).
@@ -107,14 +102,12 @@ pub struct KeySettings<'a> {
     pub limit: usize,
     pub counting: String,
     pub instructions: Option<&'a str>,
-    /// Writer-specific settings (the LLM's window and transcript limits,
-    /// the iteration of each message).
+    /// Writer-specific settings (the LLM's window, the messages' iterations).
     pub extra: String,
 }
 
-/// The content hash of a summary of `span` (canonical) and its rolling
-/// prefix hashes (entry `i` covers `span[..=i]`), in one pass: a longer
-/// thread finds the summary of its longest summarized prefix in one lookup.
+/// The content hash of a summary of `span` (canonical) and its rolling prefix
+/// hashes (entry `i` covers `span[..=i]`), in one pass.
 pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
     let mut h = Sha256::new();
     field(&mut h, "v", KEY_VERSION);
@@ -131,25 +124,14 @@ pub fn hashes(span: &[Message], k: &KeySettings<'_>) -> (String, Vec<String>) {
         .iter()
         .map(|m| {
             encode(&mut h, m);
-            hex(h.clone().finalize().as_slice())
+            format!("{:x}", h.clone().finalize())
         })
         .collect();
     let key = prefixes
         .last()
         .cloned()
-        .unwrap_or_else(|| hex(seed.finalize().as_slice()));
+        .unwrap_or_else(|| format!("{:x}", seed.finalize()));
     (key, prefixes)
-}
-
-/// Lower-case hex; by table, not `format!` per byte: a hash per message
-/// of the history is made on every due turn.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let digit = |n: u8| char::from(DIGITS[usize::from(n)]);
-    bytes
-        .iter()
-        .flat_map(|b| [digit(b >> 4), digit(b & 15)])
-        .collect()
 }
 
 /// JSON text with sorted keys and no whitespace; other text as it is.
@@ -178,9 +160,8 @@ fn field(h: &mut Sha256, tag: &str, value: &str) {
     h.update(value.as_bytes());
 }
 
-/// Adds canonical message `m` to `h`: every field a summarizer can read,
-/// by name (not `Debug`, so a new field or another toolchain cannot re-key
-/// the cache and make replicas of two builds disagree).
+/// Adds every field of `m` a summarizer can read to `h`, by name (not
+/// `Debug`: a new field or toolchain must not re-key the cache).
 fn encode(h: &mut Sha256, m: &Message) {
     field(h, "message", m.role.as_str());
     field(h, "name", m.name.as_deref().unwrap_or(""));

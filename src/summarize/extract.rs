@@ -1,5 +1,4 @@
-//! What the heuristic summary pulls out of a span, everything of it: the
-//! caps decide later what fits.
+//! Everything the heuristic summary pulls out of a span; the caps decide later what fits.
 
 use std::collections::HashMap;
 
@@ -11,21 +10,18 @@ use super::salience::{score, sentences};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
-/// A path with a directory and an extension (the leading class keeps URLs
-/// and version numbers out).
+/// A path with a directory and an extension (not URLs or versions).
 static PATH: Pattern = Pattern::new(
     r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})",
 );
 
-/// Lines that report a failure: compiler errors, panics, tracebacks, test
-/// failures, package-manager and git errors.
+/// Lines that report a failure.
 static ERROR_LINE: Pattern = Pattern::new(concat!(
     r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
     r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
 ));
 
-/// Lines of tool output that point at a source location: the paths worth
-/// keeping from command output.
+/// Lines of tool output that point at a source location.
 static LOCATION_LINE: Pattern = Pattern::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#);
 
 static EXIT_STATUS: Pattern = Pattern::new(r"(?m)^exit (?:status|code):? ?(-?\d+)\s*$");
@@ -43,7 +39,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     let mut s = Sections::default();
     // call id -> the command it ran, to attach exit statuses.
     let mut commands: HashMap<&str, String> = HashMap::new();
-    // What the newest assistant text stated, held back: the latest state says it whole.
+    // The newest assistant text's statements wait: the latest state says them.
     let mut pending: Option<String> = None;
     for m in span {
         // The request is gone: nobody will read this summary.
@@ -53,19 +49,14 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
         for part in &m.parts {
             match part {
                 Part::Text(t) => {
+                    let quoted = || format!("\"{}\"", fit(t, Size::Chars(text_cap), How::Telling));
                     match m.role {
-                        Role::User => {
-                            s.requests.push(format!(
-                                "\"{}\"",
-                                fit(t, Size::Chars(text_cap), How::Telling)
-                            ));
-                        }
+                        Role::User => s.requests.push(quoted()),
                         // An instruction given mid-thread is an instruction still.
-                        Role::System | Role::Developer => s.requests.push(format!(
-                            "({}) \"{}\"",
-                            m.role.as_str(),
-                            fit(t, Size::Chars(text_cap), How::Telling)
-                        )),
+                        Role::System | Role::Developer => {
+                            s.requests
+                                .push(format!("({}) {}", m.role.as_str(), quoted()));
+                        }
                         Role::Assistant => {
                             if !t.trim().is_empty() {
                                 s.state = Some(t.trim().to_string());
@@ -76,11 +67,10 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                         }
                         _ => {}
                     }
-                    scan(&mut s, t);
+                    scan(&mut s, t, false);
                 }
-                Part::Refusal(t) => scan(&mut s, t),
-                // Thinking is the model's private reasoning, kept byte-exact
-                // where it is kept: never summarized into text.
+                Part::Refusal(t) => scan(&mut s, t, false),
+                // Thinking is private: never summarized.
                 Part::Thinking(_) => {}
                 Part::ToolCall(c) => {
                     s.tools.add(&c.name, 1);
@@ -98,7 +88,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
                 Part::ToolResult(r) => {
                     for inner in &r.content {
                         if let Part::Text(t) = inner {
-                            scan_output(&mut s, t);
+                            scan(&mut s, t, true);
                             if let (Some(cmd), Some(code)) =
                                 (commands.get(r.call_id.as_str()), exit_status(t))
                                 && code != 0
@@ -117,8 +107,7 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
     s
 }
 
-/// The sentences of an assistant's text that state facts (decisions
-/// aside), condensed to `cap` characters.
+/// An assistant text's statements of fact (decisions aside) in `cap` characters.
 fn statements(text: &str, cap: usize) -> String {
     let facts: Vec<&str> = sentences(text)
         .map(str::trim)
@@ -127,31 +116,16 @@ fn statements(text: &str, cap: usize) -> String {
     fit(&facts.join(" "), Size::Chars(cap), How::Telling)
 }
 
-/// Paths and error lines of any text.
-fn scan(s: &mut Sections, text: &str) {
-    for c in PATH.get().captures_iter(text) {
-        s.files.push(&c[1]);
-    }
-    let error = ERROR_LINE.get();
-    for line in text.lines() {
-        let line = line.trim();
-        if error.is_match(line) {
-            s.errors.push(line);
-        }
-    }
-}
-
-/// Tool output: only error lines and the paths on error or location lines
-/// (a file's own text is not a reference).
-fn scan_output(s: &mut Sections, text: &str) {
+/// Paths and error lines of a text; of tool output (`output`), only the paths
+/// on error or location lines (a file's own text is not a reference).
+fn scan(s: &mut Sections, text: &str, output: bool) {
     let (error, location, path) = (ERROR_LINE.get(), LOCATION_LINE.get(), PATH.get());
-    for line in text.lines() {
-        let line = line.trim();
+    for line in text.lines().map(str::trim) {
         let is_error = error.is_match(line);
         if is_error {
             s.errors.push(line);
         }
-        if is_error || location.is_match(line) {
+        if !output || is_error || location.is_match(line) {
             for c in path.captures_iter(line) {
                 s.files.push(&c[1]);
             }
@@ -170,7 +144,7 @@ fn decisions(s: &mut Sections, text: &str) {
 /// Files and commands named in a tool call's arguments; returns the command.
 fn arguments(s: &mut Sections, args: &str) -> Option<String> {
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(args) else {
-        scan(s, args);
+        scan(s, args, false);
         return None;
     };
     let mut command = None;
@@ -207,7 +181,7 @@ mod tests {
 
     fn paths(text: &str) -> Vec<String> {
         let mut s = Sections::default();
-        scan(&mut s, text);
+        scan(&mut s, text, false);
         s.files.items
     }
 
@@ -238,6 +212,7 @@ mod tests {
         scan(
             &mut s,
             "ok\nerror[E0308]: mismatched types\n  --> x\nValueError: bad\nnpm ERR! code ELIFECYCLE\nwarning: unused\n",
+            false,
         );
         assert_eq!(
             s.errors.items,

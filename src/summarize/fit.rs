@@ -1,6 +1,5 @@
-//! The one way to fit a text to a size, in characters or in tokens, cut as
-//! [`How`] says, on character boundaries. A size in tokens binary-searches
-//! the longest cut that fits: tokens do not add up over a text's pieces.
+//! The one way to fit a text to a size, in characters or tokens (binary-searched:
+//! tokens do not add up over a text's pieces), cut as [`How`] says.
 
 use std::borrow::Cow;
 
@@ -22,8 +21,7 @@ pub enum How {
     End,
     /// After the last line or sentence end that fits, unmarked.
     LineEnd,
-    /// Its middle out, `…[truncated N characters]…` in its place: a tool
-    /// result's outcome is at its end.
+    /// Its middle out, `…[truncated N characters]…` in its place.
     Middle,
     /// Its most telling sentences ([`score`]) in order, ` … ` between.
     Telling,
@@ -47,8 +45,7 @@ pub fn fit(text: &str, size: Size<'_>, how: How) -> String {
     }
 }
 
-/// The largest `n` in `0..=hi` with `fits(n)`, for a `fits` that holds up
-/// to some `n` and not after: a binary search.
+/// The largest `n` in `0..=hi` with `fits(n)` (monotone): a binary search.
 pub fn largest(hi: usize, fits: impl Fn(usize) -> bool) -> usize {
     let (mut lo, mut hi) = (0, hi);
     while lo < hi {
@@ -82,8 +79,7 @@ fn chars(text: &str, max: usize, how: How) -> String {
 /// Highest score a sentence counts for: a bucket bound for [`telling`].
 const MAX_SCORE: u32 = 15;
 
-/// [`How::Telling`] for a text longer than `max` characters (bucketed by
-/// score, not sorted: linear).
+/// [`How::Telling`] for a text longer than `max` characters (bucketed: linear).
 fn telling(text: &str, max: usize) -> String {
     // (start, end) byte ranges of the sentences, trimmed, and their length.
     let mut parts: Vec<(usize, usize, usize)> = Vec::new();
@@ -100,8 +96,7 @@ fn telling(text: &str, max: usize) -> String {
     for (i, &(s, e, _)) in parts.iter().enumerate() {
         buckets[score(&text[s..e]).min(MAX_SCORE) as usize].push(i);
     }
-    // Each kept sentence costs its length and a separator; one too long
-    // keeps its telling words.
+    // Each kept sentence costs its length and a separator.
     let mut kept: Vec<Option<(Cow<str>, bool)>> = vec![None; parts.len()];
     let mut used = 0;
     for &i in buckets.iter().rev().flatten() {
@@ -150,8 +145,8 @@ fn telling(text: &str, max: usize) -> String {
     out
 }
 
-/// A sentence cut to its telling words and their neighbours (`891 ms`),
-/// else its telling words alone, else at the end; ` … ` marks the gaps.
+/// A sentence cut to its telling words with (`891 ms`) or without their
+/// neighbours, else at the end; ` … ` marks the gaps.
 fn squeeze(sentence: &str, max: usize, edges: bool) -> String {
     let ws: Vec<(&str, u32)> = words(sentence).collect();
     for radius in [1, 0] {

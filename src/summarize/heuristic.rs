@@ -8,26 +8,24 @@ use super::{Strategy, SummaryRequest};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
-/// The heuristic summary of `req.span[from..]` extending `prior`, written on
-/// the blocking pool: extraction over a long span is CPU work.
+/// The heuristic summary of `req.span[from..]` extending `prior`, on the
+/// blocking pool: extraction over a long span is CPU work.
 pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<String>) -> String {
-    let (span, limit, counter) = (req.span.clone(), req.settings.limit, req.settings.counter);
-    super::cpu(move || content(&span[from..], prior.as_deref(), limit, &counter)).await
-}
-
-fn content(span: &[Message], prior: Option<&str>, limit: usize, c: &Counter<'_>) -> String {
-    // The bound: `limit`, and never more than the previous summary and half
-    // the new span (it restates what it keeps: at the full limit a span of
-    // short messages would come back longer).
-    let span_tokens: usize = span.iter().map(|m| c.message(m).tokens).sum();
-    let room = limit.min(prior.map_or(0, |p| c.text(p).tokens) + span_tokens / 2);
-    let text = heuristic(span, prior, room.max(1), |s| c.text(s).tokens);
-    if !text.is_empty() {
-        return text;
-    }
-    let plural = if span.len() == 1 { "" } else { "s" };
-    let n = span.len();
-    format!("({n} message{plural} with no requests, files, commands or errors to note.)")
+    let (span, limit, c) = (req.span.clone(), req.settings.limit, req.settings.counter);
+    super::cpu(move || {
+        let (span, prior) = (&span[from..], prior.as_deref());
+        // At most the previous summary and half the new span: at the full
+        // limit a span of short messages would come back longer.
+        let span_tokens: usize = span.iter().map(|m| c.message(m).tokens).sum();
+        let room = limit.min(prior.map_or(0, |p| c.text(p).tokens) + span_tokens / 2);
+        let text = heuristic(span, prior, room.max(1), |s| c.text(s).tokens);
+        if !text.is_empty() {
+            return text;
+        }
+        let (n, plural) = (span.len(), if span.len() == 1 { "" } else { "s" });
+        format!("({n} message{plural} with no requests, files, commands or errors to note.)")
+    })
+    .await
 }
 
 /// Summarizes `span`, extending `prior` (a previous summary's content), in at

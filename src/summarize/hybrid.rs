@@ -1,5 +1,4 @@
-//! Hybrid summaries: the heuristic's sections (exact identifiers) followed by
-//! an LLM narrative (what happened and why), half the room each.
+//! Hybrid summaries: the heuristic's sections, then an LLM narrative, half the room each.
 
 use super::{SummaryRequest, UpstreamModel, Usage, heuristic, llm};
 use crate::upstream::{Upstream, UpstreamError};
@@ -29,8 +28,7 @@ pub(super) async fn write(
     Ok((format!("{sections}\n\n{NARRATIVE}\n{story}"), usage))
 }
 
-/// A previous hybrid summary's sections and narrative; any other text
-/// stands for both.
+/// A previous hybrid summary's sections and narrative (other text stands for both).
 fn split(prior: Option<String>) -> (Option<String>, Option<String>) {
     let Some(p) = prior else { return (None, None) };
     match p.split_once(NARRATIVE) {

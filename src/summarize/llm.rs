@@ -1,6 +1,5 @@
-//! Summaries written by the upstream LLM. A span larger than the model's
-//! window is chunked, each call extending the summary so far, so a long
-//! span is never reduced to its last part.
+//! Summaries written by the upstream LLM; a span larger than its window is
+//! chunked, each call extending the summary so far.
 
 use std::fmt::Write;
 
@@ -28,32 +27,17 @@ pub fn transcript(span: &[Message], result_chars: usize) -> Vec<String> {
 }
 
 fn block(m: &Message, result_chars: usize) -> String {
+    let cut = |t: &str| fit(t, Size::Chars(result_chars), How::Middle);
     let mut s = format!("[{}]", m.role.as_str());
     for p in &m.parts {
-        match p {
-            Part::Text(t) | Part::Refusal(t) => {
-                let _ = write!(s, " {}", t.trim());
-            }
-            // Thinking is never summarized into text (the providers sign
-            // it, and it is the model's private reasoning): not even shown.
-            Part::Thinking(_) | Part::RedactedThinking(_) => {}
-            Part::Opaque(o) => {
-                let _ = write!(s, " ({})", o.kind);
-            }
-            Part::Media(kind) => {
-                let _ = write!(s, " ({kind:?} attached)");
-            }
-            Part::ToolCall(c) => {
-                let _ = write!(
-                    s,
-                    "\n  -> {}({})",
-                    c.name,
-                    fit(&c.arguments, Size::Chars(result_chars), How::Middle)
-                );
-            }
-            Part::FunctionCall { name, arguments } => {
-                let _ = write!(s, "\n  -> {name}({arguments})");
-            }
+        s.push_str(&match p {
+            Part::Text(t) | Part::Refusal(t) => format!(" {}", t.trim()),
+            // Thinking is private and signed: never shown.
+            Part::Thinking(_) | Part::RedactedThinking(_) => continue,
+            Part::Opaque(o) => format!(" ({})", o.kind),
+            Part::Media(kind) => format!(" ({kind:?} attached)"),
+            Part::ToolCall(c) => format!("\n  -> {}({})", c.name, cut(&c.arguments)),
+            Part::FunctionCall { name, arguments } => format!("\n  -> {name}({arguments})"),
             Part::ToolResult(r) => {
                 let text: Vec<&str> = r
                     .content
@@ -63,15 +47,14 @@ fn block(m: &Message, result_chars: usize) -> String {
                         _ => None,
                     })
                     .collect();
-                let text = fit(&text.join("\n"), Size::Chars(result_chars), How::Middle);
                 let tag = if r.is_error {
                     "tool error"
                 } else {
                     "tool result"
                 };
-                let _ = write!(s, "\n  <- {tag}: {}", text.trim());
+                format!("\n  <- {tag}: {}", cut(&text.join("\n")).trim())
             }
-        }
+        });
     }
     s
 }
@@ -102,8 +85,7 @@ pub(super) fn with_instructions(prompt: &mut String, instructions: Option<&str>)
     }
 }
 
-/// `text` and its tokens, its middle cut (aimed by its characters per
-/// token) when it has more than `max`.
+/// `text` and its tokens, its middle cut (aimed by characters per token) past `max`.
 pub(super) fn within(text: String, max: usize, c: &Counter<'_>) -> (String, usize) {
     let n = c.raw(&text);
     if n <= max {
@@ -115,13 +97,37 @@ pub(super) fn within(text: String, max: usize, c: &Counter<'_>) -> (String, usiz
     (text, n)
 }
 
+/// Transcript tokens a call may carry: the window less `used` (the output,
+/// a summary so far) and the prompts, a third kept as margin (the model's
+/// tokenizer is not ours).
+pub(super) fn room(
+    c: &Counter<'_>,
+    window: usize,
+    used: usize,
+    req: &SummaryRequest,
+    system: &str,
+) -> usize {
+    let instructions = req.settings.instructions.as_deref().unwrap_or("");
+    let overhead = c.raw(system) + c.raw(instructions) + 64;
+    (window.saturating_sub(used + overhead) * 2 / 3).max(256)
+}
+
 /// One upstream call, its usage added to `usage`.
 pub(super) async fn complete(
     up: &Upstream,
-    call: &ChatRequest,
+    model: &UpstreamModel,
+    system: &str,
+    user: String,
+    max_tokens: usize,
     usage: &mut Usage,
 ) -> Result<String, UpstreamError> {
-    let called = up.complete(call).await;
+    let call = ChatRequest {
+        model: model.name.clone(),
+        system: system.to_string(),
+        user,
+        max_tokens: max_tokens as u32,
+    };
+    let called = up.complete(&call).await;
     usage.calls += called.attempts;
     usage.upstream_ms += called.elapsed.as_millis() as u64;
     let answer = called.result?;
@@ -130,8 +136,7 @@ pub(super) async fn complete(
     Ok(answer.text)
 }
 
-/// Splits the transcript into chunks of at most `max_tokens` each; a block
-/// larger than that alone is cut in the middle.
+/// The transcript in chunks of at most `max_tokens` (a larger block cut in the middle).
 pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut current = String::new();
@@ -152,8 +157,8 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
     out
 }
 
-/// Writes the summary of `req.span[from..]` with `model`, extending
-/// `prior`, within `limit` tokens (CPU work on the blocking pool).
+/// Writes the summary of `req.span[from..]` with `model`, extending `prior`,
+/// within `limit` tokens.
 pub async fn write(
     up: &Upstream,
     model: &UpstreamModel,
@@ -162,37 +167,25 @@ pub async fn write(
     prior: Option<String>,
     limit: usize,
 ) -> Result<(String, Usage), UpstreamError> {
-    let c = req.settings.counter;
-    let window = model.context_window;
+    let (c, window) = (req.settings.counter, model.context_window);
     let out_tokens = limit.min(window / 4).max(64);
-    let instructions = req.settings.instructions.clone();
+    let fits = move |s: &str| c.text(s).tokens;
     let (mut summary, chunks) = {
-        let (span, result_chars, instructions) =
-            (req.span.clone(), model.result_chars, instructions.clone());
+        let (req, result_chars) = (req.clone(), model.result_chars);
         super::cpu(move || {
-            // The summarizer's tokenizer is not ours: leave a third of the room as margin.
-            let overhead = c.raw(SYSTEM_PROMPT) + c.raw(instructions.as_deref().unwrap_or("")) + 64;
-            let fits = |s: &str| c.text(s).tokens;
             let summary = prior.map(|p| fit(&p, Size::Tokens(window / 4, &fits), How::LineEnd));
-            let existing = summary.as_deref().map_or(0, |s| c.raw(s));
-            let room = (window.saturating_sub(out_tokens + overhead + existing) * 2 / 3).max(256);
-            (
-                summary,
-                chunks(transcript(&span[from..], result_chars), room, &c),
-            )
+            let used = out_tokens + summary.as_deref().map_or(0, |s| c.raw(s));
+            let room = room(&c, window, used, &req, SYSTEM_PROMPT);
+            let blocks = transcript(&req.span[from..], result_chars);
+            (summary, chunks(blocks, room, &c))
         })
         .await
     };
     let mut usage = Usage::default();
     for chunk in chunks {
-        let call = ChatRequest {
-            model: model.name.clone(),
-            system: SYSTEM_PROMPT.to_string(),
-            user: user_prompt(summary.as_deref(), &chunk, instructions.as_deref()),
-            max_tokens: out_tokens as u32,
-        };
-        let answer = complete(up, &call, &mut usage).await?;
-        let fits = move |s: &str| c.text(s).tokens;
+        let instructions = req.settings.instructions.as_deref();
+        let user = user_prompt(summary.as_deref(), &chunk, instructions);
+        let answer = complete(up, model, SYSTEM_PROMPT, user, out_tokens, &mut usage).await?;
         let fitted = move || fit(&answer, Size::Tokens(limit, &fits), How::LineEnd);
         summary = Some(super::cpu(fitted).await);
     }

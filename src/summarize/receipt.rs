@@ -1,34 +1,23 @@
 //! The fidelity receipt: which of the span's [`anchors`](super::anchors) a
-//! summary holds (a normalized containment check, the same for every
-//! writer), and the repair that adds the missing ones.
+//! summary holds, the same check for every writer, and the repair that
+//! appends the missing ones under [`ALSO`] within the limit (a per-iteration
+//! injection is repaired entry by entry instead, see `iterations`).
 //!
-//! The repair appends them, most important first, as `- item` lines under
-//! [`ALSO`] (the heuristic reads that list back when it extends the
-//! summary), within the summary's limit: the limit wins, and what did not
-//! fit is counted. A per-iteration injection is repaired entry by entry as
-//! it is written instead (see `iterations`), so its list still extends
-//! byte for byte.
-//!
-//! The receipt depends on the anchors and the final text only: `kept` are
-//! held outside the repairs, `added` only thanks to them, `missing` by
-//! neither; `kept + added + missing == anchors`.
+//! `kept` are held outside the repairs, `added` only thanks to them,
+//! `missing` by neither; `kept + added + missing == anchors`.
 
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
 use super::fit::{How, Size, fit};
 use super::hybrid::NARRATIVE;
+use super::iterations::HEADER as ITERATIONS;
 use super::{Fidelity, SummaryRequest, Writer};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
 pub const ALSO: &str = "### Also in the span";
 
-/// The line that opens a per-iteration injection's list (see
-/// `iterations`): the repair goes before it, so the list still reads back.
-const ITERATIONS: &str = "Earlier iterations:";
-
-/// The anchors of `req`'s span, and the request an LLM writer gets: an LLM
-/// fills whatever room it is given, so the room the anchors' lines need
-/// (at most half the limit) is kept from its share. On the blocking pool.
+/// The anchors of `req`'s span, and the request its writer gets: an LLM fills
+/// any room, so the anchors' lines (at most half the limit) are kept from it.
 pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
     let req = req.clone();
     super::cpu(move || {
@@ -45,32 +34,29 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
     .await
 }
 
-/// `content`, written for `req`, repaired against `anchors` in `req`'s
-/// whole limit (on the blocking pool); an injection, repaired entry by
-/// entry as it was written, only gets its receipt.
+/// `content` repaired against `anchors` in `req`'s whole limit; an
+/// injection (repaired as it was written) only gets its receipt.
 pub(super) async fn repaired(
     req: &SummaryRequest,
     anchors: Anchors,
     content: String,
 ) -> (String, Fidelity) {
-    let (c, limit, whole) = (
-        req.settings.counter,
-        req.settings.limit,
-        req.form.repairs_whole(),
-    );
-    let (span, prior) = (req.span.clone(), req.settings.prior.clone());
-    let model = req.settings.writer.model().is_some();
+    let req = req.clone();
     super::cpu(move || {
-        if !whole {
+        let (c, prior) = (req.settings.counter, req.settings.prior.as_deref());
+        if !req.form.repairs_whole() {
             let receipt = check(&anchors, &content);
             return (content, receipt);
         }
         // Never longer than what it replaces: the span and the summary it extends.
-        let span: usize = span.iter().map(|m| c.message(m).tokens).sum();
-        let limit = limit.min(span + prior.map_or(0, |p| c.text(&p).tokens));
-        match model {
-            true => repair_written(&content, &anchors, limit, &c),
-            false => repair(&content, &anchors, limit, &c),
+        let span: usize = req.span.iter().map(|m| c.message(m).tokens).sum();
+        let limit = req
+            .settings
+            .limit
+            .min(span + prior.map_or(0, |p| c.text(p).tokens));
+        match req.settings.writer {
+            Writer::Heuristic => repair(&content, &anchors, limit, &c),
+            _ => repair_written(&content, &anchors, limit, &c),
         }
     })
     .await
@@ -84,7 +70,7 @@ fn lines<'a>(anchors: impl IntoIterator<Item = &'a Anchor>, c: &Counter<'_>) -> 
 
 /// The receipt of `text` (see the module docs).
 pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
-    let (body, also) = split(text);
+    let (body, repaired) = split(text);
     let (body, whole) = (Forms::of(&body), Forms::of(text));
     let mut f = Fidelity {
         anchors: anchors.items.len(),
@@ -94,7 +80,7 @@ pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
     for a in &anchors.items {
         if body.holds(a) {
             f.kept += 1;
-        } else if also.is_some() && whole.holds(a) {
+        } else if repaired && whole.holds(a) {
             f.added += 1;
         } else {
             f.missing += 1;
@@ -103,8 +89,8 @@ pub fn check(anchors: &Anchors, text: &str) -> Fidelity {
     f
 }
 
-/// `content` with the anchors it misses appended under [`ALSO`], in at
-/// most `limit` tokens (content already over it gets nothing), and its receipt.
+/// `content` with the anchors it misses under [`ALSO`], in at most `limit`
+/// tokens, and its receipt.
 pub fn repair(
     content: &str,
     anchors: &Anchors,
@@ -153,9 +139,8 @@ pub fn repair(
     (content.to_string(), check(anchors, content))
 }
 
-/// A model's summary repaired: when the lines it misses do not fit beside
-/// it, its text may give way to them (clipped, down to a quarter of the
-/// limit), whichever of the two holds more anchors.
+/// A model's summary repaired: when the missing lines do not fit beside it,
+/// its text may be clipped (to a quarter of the limit at least) if that holds more.
 fn repair_written(
     content: &str,
     anchors: &Anchors,
@@ -186,8 +171,8 @@ fn repair_written(
     }
 }
 
-/// The text before and after an existing [`ALSO`] section (or where one
-/// goes: before an injection's list, else at the end), and its items.
+/// The text before and after the [`ALSO`] section (or where it goes: before an
+/// injection's list, so the list reads back), and its items.
 fn parts(content: &str) -> (String, Vec<String>, String) {
     let lines: Vec<&str> = content.lines().collect();
     let (start, end) = section(&lines).unwrap_or_else(|| {
@@ -209,8 +194,7 @@ fn parts(content: &str) -> (String, Vec<String>, String) {
     (joined(&lines[..start]), items, joined(&lines[end..]))
 }
 
-/// The line range of the [`ALSO`] section: its heading to the next heading,
-/// the injection's list, or the end.
+/// The line range of the [`ALSO`] section, to the next heading or list.
 fn section(lines: &[&str]) -> Option<(usize, usize)> {
     let start = lines.iter().position(|l| l.trim() == ALSO)?;
     let end = lines[start + 1..]
@@ -222,23 +206,20 @@ fn section(lines: &[&str]) -> Option<(usize, usize)> {
 
 /// The text without its repairs (the [`ALSO`] section, the
 /// [`MENTIONED`] sentences), and whether it had any.
-fn split(text: &str) -> (String, Option<String>) {
+fn split(text: &str) -> (String, bool) {
     let lines: Vec<&str> = text.lines().collect();
     let (body, also) = match section(&lines) {
-        Some((start, end)) => {
-            let body = [&lines[..start], &lines[end..]].concat().join("\n");
-            (body, Some(lines[start..end].join("\n")))
-        }
-        None => (text.to_string(), None),
+        Some((start, end)) => ([&lines[..start], &lines[end..]].concat().join("\n"), true),
+        None => (text.to_string(), false),
     };
     match without_mentions(&body) {
-        Some(bare) => (bare, Some(String::new())),
+        Some(bare) => (bare, true),
         None => (body, also),
     }
 }
 
-/// `text` without its [`MENTIONED`] sentences (each to its line's end or
-/// the next rolling fragment's `. [N] `); None when it has none.
+/// `text` without its [`MENTIONED`] sentences (each to its line's end or the
+/// next fragment's `. [N] `); None when it has none.
 fn without_mentions(text: &str) -> Option<String> {
     if !text.contains(MENTIONED) {
         return None;

@@ -7,8 +7,7 @@ use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
-/// An upstream model chosen for a summary, with the settings that shape
-/// what it is shown (both are part of the cache key).
+/// An upstream model and the settings that shape what it is shown (all keyed).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpstreamModel {
     pub name: String,
@@ -18,8 +17,7 @@ pub struct UpstreamModel {
     pub result_chars: usize,
 }
 
-/// Who writes a summary. Decided once, by the compression plan; the service
-/// does not second-guess it.
+/// Who writes a summary: decided once, by the compression plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Writer {
     Heuristic,
@@ -45,10 +43,8 @@ impl Writer {
     }
 }
 
-/// One summary to write.
-///
-/// Built on the blocking pool: building it canonicalizes and hashes the
-/// span, once, and the summarizers read that same canonical form.
+/// One summary to write. Built on the blocking pool: it canonicalizes and
+/// hashes the span once, and the summarizers read that canonical form.
 #[derive(Debug, Clone)]
 pub struct SummaryRequest {
     /// The span in canonical form.
@@ -58,24 +54,20 @@ pub struct SummaryRequest {
     pub settings: SummarySettings,
     /// Where the summary is indexed (None: under its key, found by no lookup).
     pub index: Option<Index>,
-    /// The index hashes through each message of `span`: where the summary
-    /// of a prefix of it is found and extended (empty: none is).
+    /// The index hashes through each message of `span`, to find and extend
+    /// a prefix's summary (empty: none is).
     pub prefixes: Vec<String>,
     pub form: Form,
     key: String,
 }
 
-/// What a summary is written as. Decided with the writer, by the plan;
-/// the service matches it once, and asks it, not the writer, how the
-/// text is keyed and repaired.
+/// What a summary is written as; it decides how the text is keyed and repaired.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Form {
     /// One summary, extending the previous one (or a cached prefix's).
     Running,
-    /// Per-iteration summaries (`group_by: "iteration"`): the iteration of
-    /// each message of `span`. The text is the injection (see
-    /// [`iterations`](super::iterations)): one entry per iteration, not a
-    /// running summary.
+    /// Per-iteration summaries (`group_by: "iteration"`, see
+    /// [`iterations`](super::iterations)): the iteration of each message of `span`.
     Iterations(Arc<[u64]>),
 }
 
@@ -88,21 +80,18 @@ impl Form {
         }
     }
 
-    /// Whether the receipt's repair appends to the whole text (and an LLM
-    /// writer's share leaves it room). An injection is repaired entry by
-    /// entry as it is written: its list must extend byte for byte.
+    /// Whether the receipt's repair appends to the whole text (an injection
+    /// is repaired entry by entry, so its list extends byte for byte).
     pub fn repairs_whole(&self) -> bool {
         matches!(self, Form::Running)
     }
 
-    /// Whether the summary of a prefix of the span can be extended: an
-    /// injection's entries are not a running summary of the prefix.
+    /// Whether a prefix's summary can be extended (an injection's cannot).
     pub fn extends_prefixes(&self) -> bool {
         matches!(self, Form::Running)
     }
 
-    /// The key's writer, and what the form adds to its extra settings: an
-    /// injection is another output than a running summary's.
+    /// The key's writer, and what the form adds to its extra settings.
     fn key(&self, writer: &Writer, extra: &mut String) -> String {
         let strategy = writer.strategy().as_str();
         match self {
@@ -116,10 +105,8 @@ impl Form {
     }
 }
 
-/// The one index of summaries: the rolling hash of the whole conversation a
-/// summary stands for, and that conversation's length. Continuity, prefix
-/// reuse and precompute all find the latest summary of the longest
-/// summarized prefix of a history with one lookup of its hashes.
+/// The one index of summaries: the rolling hash of the conversation a summary
+/// stands for. Continuity, prefix reuse and precompute all look it up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Index {
     pub hash: String,
@@ -140,8 +127,7 @@ pub struct SummarySettings {
     pub instructions: Option<String>,
     /// How `limit` is measured.
     pub counter: Counter<'static>,
-    /// On an upstream failure, a heuristic summary (marked degraded) rather
-    /// than an error.
+    /// On an upstream failure, a degraded heuristic summary, not an error.
     pub fallback: bool,
 }
 
@@ -186,11 +172,8 @@ impl SummaryRequest {
         &self.key
     }
 
-    /// The same summary written ahead of time (precompute): stored under
-    /// [`ahead`]`(key)` and indexed under `ahead(index)`, so no lookup but
-    /// the due turn's finds it (a continuity lookup would otherwise swap it
-    /// in before it is due). The writer and the span are unchanged: the
-    /// text is the one the due turn would have written.
+    /// The same summary written ahead (precompute), keyed and indexed under
+    /// [`ahead`] so only the due turn's lookup finds it.
     pub fn written_ahead(mut self, index: Option<Index>) -> Self {
         self.key = ahead(&self.key);
         self.index = index.map(|i| Index {
@@ -226,8 +209,7 @@ impl SummaryRequest {
     }
 }
 
-/// What marks a key or an index hash as precomputed (see
-/// [`SummaryRequest::written_ahead`]): no content or continuity hash ends so.
+/// Marks a key or index hash as precomputed ([`SummaryRequest::written_ahead`]).
 pub const AHEAD: &str = ":ahead";
 
 /// `hash` as a precomputed summary's key or index hash.
@@ -235,8 +217,7 @@ pub fn ahead(hash: &str) -> String {
     format!("{hash}{AHEAD}")
 }
 
-/// How a counter measures, for the key: a summary fitted under one
-/// tokenizer may not fit under another.
+/// How a counter measures, for the key: a fit under one tokenizer may not hold under another.
 pub fn counting(c: &Counter<'_>) -> String {
     format!("{}/{}/{}", c.encoding, c.method.as_str(), c.calibration)
 }

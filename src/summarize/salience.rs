@@ -1,6 +1,5 @@
-//! What makes a sentence worth its tokens in a summary: the facts it
-//! states and the instructions it gives, not filler ("ok", "I'll do that").
-//! A word-shape count, not a model: deterministic, one pass per text.
+//! What makes a sentence worth its tokens: the facts and instructions it
+//! holds, not filler. A deterministic word-shape count, one pass per text.
 
 /// Instruction words count twice: a standing rule outweighs a passing fact.
 const INSTRUCTION: [&str; 17] = [
@@ -23,15 +22,13 @@ const INSTRUCTION: [&str; 17] = [
     "unchanged",
 ];
 
-/// How many facts and instructions `text` holds, one per word that looks
-/// like a fact, two per instruction word ([`telling`]).
+/// How many facts and instructions `text` holds ([`words`]).
 pub fn score(text: &str) -> u32 {
     words(text).map(|(_, t)| t).sum()
 }
 
-/// The words of `text`, each with its score: 1 for a fact (a digit, a path
-/// or identifier character, an inner capital, a capital mid-sentence), 2
-/// for an instruction; markup counts for its content only.
+/// The words of `text` and their scores: 1 for a fact (a digit, a path or
+/// identifier character, a capital mid-word or mid-sentence), 2 for an instruction.
 pub(super) fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {
@@ -81,8 +78,7 @@ fn untagged(word: &str) -> &str {
     w
 }
 
-/// Whether `c` sits between two letters or digits in `word` (`a.rs`,
-/// `db-17`), not at its end.
+/// Whether `c` sits between two letters or digits in `word` (`a.rs`, `db-17`).
 fn inner(word: &str, c: char) -> bool {
     let b = word.as_bytes();
     word.match_indices(c).any(|(i, _)| {
@@ -93,8 +89,7 @@ fn inner(word: &str, c: char) -> bool {
     })
 }
 
-/// `text` cut after each `.`, `!` or `?` that ends a sentence (white space
-/// or the end follows, so `src/lib.rs` stays whole) and at line ends.
+/// `text` cut after each sentence end (`.`, `!`, `?` before white space) and line end.
 pub fn sentences(text: &str) -> impl Iterator<Item = &str> {
     let mut rest = text;
     std::iter::from_fn(move || {

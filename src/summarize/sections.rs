@@ -1,7 +1,5 @@
-//! The heuristic summary's structure: capped, de-duplicated lists in a fixed
-//! order, rendered as Markdown that parses back ([`text`]), so a new summary
-//! extends an old one (lists merged and capped again) instead of
-//! summarizing a summary, and repeated compaction stays bounded.
+//! The heuristic summary's structure: capped, de-duplicated lists rendered as
+//! Markdown that parses back ([`text`]), so a new summary extends an old one.
 
 mod list;
 #[cfg(test)]
@@ -21,8 +19,7 @@ pub struct Sections {
     pub files: List,
     pub commands: List,
     pub errors: List,
-    /// Sentences of the assistant's that state facts (what it found, did,
-    /// measured), decisions aside.
+    /// The assistant's sentences that state facts, decisions aside.
     pub stated: List,
     pub decisions: List,
     /// `### Also in the span`: the receipt's repair; kept when extending.
@@ -87,8 +84,8 @@ impl Caps {
         }
     }
 
-    /// The caps scaled by `f` (at least one item, 40 characters), each at
-    /// its own pace: the user's words, commands, errors and `also` go last.
+    /// The caps scaled by `f`, each at its own pace: the user's words,
+    /// commands, errors and `also` go last.
     pub fn scaled(self, f: f64) -> Self {
         let by = |n: usize, e: f64| ((n as f64 * f.powf(e)).ceil() as usize).max(1);
         Self {
@@ -103,8 +100,8 @@ impl Caps {
         }
     }
 
-    /// The largest `render`ing at these caps scaled down that fits `max`
-    /// tokens, each try scaling by at most `step`; then the text is cut.
+    /// The largest `render` at these caps scaled down (by at most `step` a
+    /// try) that fits `max` tokens; then the text is cut.
     pub fn fit(
         self,
         max: usize,
@@ -162,7 +159,7 @@ impl Sections {
         self.files.merge(newer.files);
         self.commands.merge(newer.commands);
         self.errors.merge(newer.errors);
-        // A newer latest state replaces the older one, which stays as a statement.
+        // An older latest state stays as a statement.
         if newer.state.is_some()
             && let Some(old) = self.state.take()
         {
@@ -185,8 +182,7 @@ impl Sections {
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
         self.also.cap(caps.also, false);
-        // Error lines and commands are cut at the end (what matters comes
-        // first); the user's words last, the first request (the task) at twice.
+        // The first request (the task) keeps twice as much.
         let ident = caps.text.max(160);
         let quote = caps.text.max(120);
         for (i, item) in self.requests.items.iter_mut().enumerate() {

@@ -31,9 +31,8 @@ pub struct SummaryService {
     cache: Cache,
     /// In-flight summaries by content hash.
     flights: Mutex<HashMap<String, Flight>>,
-    /// Summaries written, cache lookups (and, through the client, upstream calls).
     metrics: Metrics,
-    /// What the cache calls and the background check last found (`/readyz`).
+    /// What cache calls and the background check last found (`/readyz`).
     health: CacheHealth,
     /// The background check, stopped when this service is dropped.
     checker: OnceLock<Checker>,
@@ -87,16 +86,15 @@ impl SummaryService {
         &self.health
     }
 
-    /// Starts pinging the cache in the background (once; later calls do
-    /// nothing), for as long as this service lives. Must run inside a Tokio
-    /// runtime.
+    /// Starts pinging the cache in the background (once), for as long as
+    /// this service lives. Must run inside a Tokio runtime.
     pub fn watch_cache(&self, check: HealthCheck) {
         self.checker
             .get_or_init(|| Checker(self.health.spawn_checker(self.cache.clone(), check)));
     }
 
-    /// The upstream model a request gets (its own choice when allowed, else
-    /// the default), or `None` without an upstream. `Err` names the allowed models.
+    /// The upstream model a request gets (`None` without an upstream); `Err`
+    /// names the allowed models.
     pub fn model(&self, requested: Option<&str>) -> Result<Option<UpstreamModel>, String> {
         let Some(up) = &self.upstream else {
             return Ok(None);
@@ -138,9 +136,8 @@ impl SummaryService {
         }
     }
 
-    /// A hit, another replica's result, or computed here and stored. The
-    /// cache never stands in the caller's way: when it fails, the summary is
-    /// computed uncached.
+    /// A hit, another replica's result, or computed here and stored; when the
+    /// cache fails, computed uncached.
     async fn cached(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
         if matches!(self.cache, Cache::Off) {
             return self.compute(req, 0, None).await;
@@ -156,23 +153,16 @@ impl SummaryService {
                 Ok(Some(guard)) => guard,
                 // Another caller is writing it: wait as long as its claim lives.
                 Ok(None) => match self.cache.wait_for(key, POLL).await {
-                    Ok(Some(hit)) => {
-                        self.metrics
-                            .cache_lookup(self.cache.backend(), Lookup::Summary, true);
-                        return Ok(from_entry(hit));
-                    }
+                    Ok(Some(hit)) => return Ok(self.hit(hit)),
                     Ok(None) => continue,
                     Err(e) => return self.uncached(req, self.failed("wait", e)).await,
                 },
                 Err(e) => return self.uncached(req, self.failed("claim", e)).await,
             };
-            // Another replica may have stored it between our miss and our
-            // claim (a hit; a miss here is the one counted above).
+            // Another replica may have stored it between our miss and our claim.
             if let Ok(Some(hit)) = self.cache.get(key).await {
-                self.metrics
-                    .cache_lookup(self.cache.backend(), Lookup::Summary, true);
                 guard.release().await;
-                return Ok(from_entry(hit));
+                return Ok(self.hit(hit));
             }
             let written = match guard.hold(self.reusing_prefix(req)).await {
                 Ok(w) => w,
@@ -197,6 +187,13 @@ impl SummaryService {
         self.compute(req, 0, None).await
     }
 
+    /// Another caller's summary, counted as a hit.
+    fn hit(&self, e: CachedSummary) -> Written {
+        self.metrics
+            .cache_lookup(self.cache.backend(), Lookup::Summary, true);
+        from_entry(e)
+    }
+
     async fn uncached(
         &self,
         req: &SummaryRequest,
@@ -208,8 +205,7 @@ impl SummaryService {
             .map(|w| with_warning(w, CACHE_DOWN))
     }
 
-    /// Reuses the cached summary of the longest already-summarized prefix of
-    /// the span, summarizing only the messages after it.
+    /// Extends the cached summary of the span's longest summarized prefix.
     async fn reusing_prefix(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {
         let hashes = &req.prefixes;
         if !req.form.extends_prefixes() || hashes.len() < 2 {
@@ -217,17 +213,12 @@ impl SummaryService {
         }
         let shorter = &hashes[..hashes.len() - 1];
         if let Ok(Some(prefix)) = self.find(shorter, false).await {
-            // How many messages the matched prefix covers in *this* span; a
-            // summary another writer wrote is not extended by this one.
+            // Another writer's summary is not extended by this one.
             let at = shorter.iter().position(|h| *h == prefix.prefix_hash);
             if let Some(at) =
                 at.filter(|_| prefix.strategy == req.settings.writer.strategy().as_str())
             {
-                tracing::debug!(
-                    reused = at + 1,
-                    new = hashes.len() - at - 1,
-                    "extending a cached prefix summary"
-                );
+                tracing::debug!(reused = at + 1, "extending a cached prefix summary");
                 return self.compute(req, at + 1, Some(prefix.content)).await;
             }
         }
@@ -250,15 +241,18 @@ impl SummaryService {
         let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
         let strategy = req.settings.writer.strategy();
         self.metrics.summary_written(strategy.as_str());
-        let mut w = Written::new(
+        Ok(Written {
             content,
             strategy,
-            req.settings.writer.model().map(|m| m.name.clone()),
-            req.key().to_string(),
-        );
-        w.usage = usage;
-        w.fidelity = Some(fidelity);
-        Ok(w)
+            model: req.settings.writer.model().map(|m| m.name.clone()),
+            key: req.key().to_string(),
+            created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            cached: false,
+            degraded: false,
+            usage,
+            fidelity: Some(fidelity),
+            warnings: Vec::new(),
+        })
     }
 
     /// The summary's text as its writer wrote it (in `req`'s limit).
@@ -285,12 +279,9 @@ impl SummaryService {
         })
     }
 
-    /// A summary written ahead (see [`SummaryRequest::written_ahead`]) taken
-    /// as the summary `req` asks for, now that it is due: stored under
-    /// `req`'s own key and index (the first write wins), so later turns find
-    /// it as they find any summary they carry. Its bytes are the ones
-    /// written ahead, on every replica. A cache that fails costs only the
-    /// index: the summary is still used.
+    /// A summary written ahead (see [`SummaryRequest::written_ahead`]), now
+    /// due, stored under `req`'s own key and index so later turns find it.
+    /// A failing cache costs only the index.
     pub async fn adopt(&self, req: &SummaryRequest, ahead: CachedSummary) -> Written {
         let w = Written {
             key: req.key().to_string(),
@@ -310,17 +301,15 @@ impl SummaryService {
         !matches!(self.cache, Cache::Off)
     }
 
-    /// Records that a forwarded request carried the summary under `key`
-    /// (see [`CachedSummary::in_use_from`]).
+    /// Records that a forwarded request carried `key` ([`CachedSummary::in_use_from`]).
     pub async fn mark_in_use(&self, key: &str, in_use_from: usize) -> Result<(), CacheError> {
         let n = i64::try_from(in_use_from).unwrap_or(i64::MAX);
         let marked = self.cache.mark_in_use(key, n).await;
         self.observed(marked)
     }
 
-    /// The latest summary of the longest of these index hashes the cache
-    /// holds (see [`Cache::find_prefix`]), among those written ahead when
-    /// `ahead` (see [`SummaryRequest::written_ahead`]); the lookup counted.
+    /// The latest summary of the longest of these index hashes ([`Cache::find_prefix`]),
+    /// among those written ahead when `ahead`; the lookup counted.
     pub async fn find(
         &self,
         hashes: &[String],
@@ -370,8 +359,8 @@ impl SummaryService {
         result
     }
 
-    /// Runs `work` once per key among concurrent callers; all get its
-    /// result. If the caller running it is cancelled, the next one takes over.
+    /// Runs `work` once per key among concurrent callers, who all get its
+    /// result; if its caller is cancelled, the next one takes over.
     async fn once<F, Fut>(&self, key: &str, work: F) -> Result<Written, UpstreamError>
     where
         F: FnOnce() -> Fut,
@@ -397,21 +386,15 @@ fn with_warning(mut w: Written, warning: &str) -> Written {
 }
 
 fn from_entry(e: CachedSummary) -> Written {
-    let strategy = match e.strategy.as_str() {
-        "llm" => Strategy::Llm,
-        "hybrid" => Strategy::Hybrid,
-        _ => Strategy::Heuristic,
-    };
     Written {
         content: e.content,
-        strategy,
+        strategy: serde_json::from_value(e.strategy.into()).unwrap_or(Strategy::Heuristic),
         model: e.model,
         key: e.key,
         created_at: e.created_at,
         cached: true,
         degraded: false,
         usage: None,
-        // Stored as JSON text; an entry without one (or unreadable) has none.
         fidelity: e.fidelity.and_then(|f| serde_json::from_str(&f).ok()),
         warnings: Vec::new(),
     }

@@ -31,27 +31,9 @@ pub struct Written {
     pub cached: bool,
     pub degraded: bool,
     pub usage: Option<Usage>,
-    /// What it kept of its span's anchors (None only for a cache entry
-    /// stored without one).
+    /// What it kept of its span's anchors (None: a cache entry without one).
     pub fidelity: Option<Fidelity>,
     pub warnings: Vec<String>,
-}
-
-impl Written {
-    pub fn new(content: String, strategy: Strategy, model: Option<String>, key: String) -> Self {
-        Self {
-            content,
-            strategy,
-            model,
-            key,
-            created_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-            cached: false,
-            degraded: false,
-            usage: None,
-            fidelity: None,
-            warnings: Vec::new(),
-        }
-    }
 }
 
 /// What a summary kept of its span's anchors.

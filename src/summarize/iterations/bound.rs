@@ -1,14 +1,8 @@
-//! The injection under the summary's limit: every old iteration stays in
-//! it, as an entry of its own (`- Iteration N:`) or folded into the rolling
-//! entry ahead of them (`- Earlier iterations A–B:`, see [`fold`](super::fold)).
-//!
-//! An injection extends the previous one byte for byte, so a provider's
-//! prompt cache keeps hitting; each new entry is cut to an eighth of the
-//! room. Only when that passes the limit is the list re-folded: the oldest
-//! entries join the rolling entry until the rest take a quarter of the
-//! room, and the rolling entry leaves a quarter free so the next rounds
-//! append again. A previous plain summary ahead of the list keeps at most
-//! a quarter of the limit.
+//! The injection under the summary's limit: every old iteration stays, as
+//! its own entry or folded into the rolling entry ([`fold`](super::fold)).
+//! New entries (each cut to an eighth of the room) are appended byte for
+//! byte, so a provider's prompt cache keeps hitting; only past the limit is
+//! the list re-folded, leaving a quarter of the room free for next rounds.
 
 use super::entry::Entry;
 use super::fold::{self, Fragment};
@@ -16,9 +10,9 @@ use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
 /// The line that opens the list of iterations in an injection.
-pub(super) const HEADER: &str = "Earlier iterations:";
+pub(in crate::summarize) const HEADER: &str = "Earlier iterations:";
 
-/// The label of the rolling entry, read back by [`super::split`].
+/// The rolling entry's label.
 pub(super) const ROLLING: &str = "Earlier iterations ";
 
 /// Fewest tokens a new iteration's entry is cut to.
@@ -32,9 +26,8 @@ pub(super) struct Rolling {
     pub text: String,
 }
 
-/// The injection: `head`, then the list (`left_out` iterations an older
-/// injection left out, the `rolling` entry, then `entries`, oldest first),
-/// in at most `limit` tokens.
+/// `head` (a previous plain summary, at most a quarter of `limit`), then the
+/// list: `left_out`, `rolling`, `entries`; in at most `limit` tokens.
 pub(super) fn injection(
     head: Option<&str>,
     left_out: usize,
@@ -51,8 +44,7 @@ pub(super) fn injection(
         render(head.as_deref(), left_out, rolling, lines)
     };
     let room = limit.saturating_sub(count(&list(None, &[])));
-    // Each entry's line, cut to its share, beside its whole text, which a
-    // re-fold reads instead of the cut.
+    // Each entry cut to its share; a re-fold reads the whole text instead.
     let full: Vec<String> = entries.iter().map(Entry::full).collect();
     let cap = (room / 8).max(MIN_SHARE);
     let lines: Vec<(u64, String)> = entries
@@ -64,8 +56,7 @@ pub(super) fn injection(
     if count(&text) <= limit {
         return text;
     }
-    // Re-folded: the newest entries that take at most a quarter of the room
-    // (at least one) stay; the others join the rolling entry.
+    // Re-folded: the newest entries within a quarter of the room stay.
     let (keep, kept) = newest(&lines, room / 4, c);
     let folded = entries.len() - keep;
     let mut frags: Vec<Fragment> = rolling
@@ -95,8 +86,8 @@ pub(super) fn injection(
         true => room.saturating_sub(taken),
         false => three_quarters,
     };
-    // Tokens of parts do not add up exactly to those of the whole: what
-    // came out over the limit is taken off the rolling entry, and tried again.
+    // Tokens of parts do not add up to the whole's: any excess is taken off
+    // the rolling entry, and tried again.
     let mut text = String::new();
     for _ in 0..16 {
         let entry = first.zip(last).map(|(first, last)| Rolling {
@@ -115,8 +106,7 @@ pub(super) fn injection(
     fit(&text, Size::Tokens(limit, &count), How::End)
 }
 
-/// How many of the newest `lines` take at most `share` tokens (at least
-/// one stays, whatever its size), and the tokens they take.
+/// How many of the newest `lines` fit `share` tokens (at least one), and their tokens.
 fn newest(lines: &[(u64, String)], share: usize, c: &Counter<'_>) -> (usize, usize) {
     let (mut keep, mut kept) = (0, 0);
     for (it, l) in lines.iter().rev() {

@@ -1,8 +1,5 @@
-//! One iteration's entry: its parts (the heuristic's facts, the model's
-//! sentences, or a previous injection's text) and its repair, an `Also
-//! mentioned: a; b.` sentence naming the anchors of its own messages the
-//! text misses. Written with the entry, it extends byte for byte like the
-//! rest of it.
+//! One iteration's entry: its parts and its repair, an `Also mentioned: a; b.`
+//! sentence of the anchors it misses, written with it so it extends byte for byte.
 
 use super::facts::{Facts, one_line};
 use crate::summarize::anchors::{Anchors, Forms, MENTIONED};
@@ -13,8 +10,7 @@ use crate::tokens::Counter;
 pub(super) struct Entry {
     pub iteration: u64,
     pub parts: Vec<Piece>,
-    /// The anchors of the iteration's new messages (none for an entry a
-    /// previous injection wrote: its text stays as it was).
+    /// The anchors of its new messages (none for a previous injection's entry).
     pub anchors: Option<Anchors>,
 }
 
@@ -59,8 +55,7 @@ impl Entry {
             return self.parts_in(cap, c);
         };
         // The parts cut to the cap and the list in what is left, or the list
-        // given up to half of it and the parts the rest: whichever holds
-        // more anchors (the first on a tie).
+        // up to half of it: whichever holds more anchors.
         let first = self.parts_in(cap, c);
         let want = c
             .text(&mentioned(&missing(anchors, &first), usize::MAX))
@@ -77,14 +72,12 @@ impl Entry {
         }
     }
 
-    /// `text` with the anchors it misses in a [`MENTIONED`] sentence of at
-    /// most `room` tokens (unbounded without `c`).
+    /// `text` and a [`MENTIONED`] sentence in `room` tokens (unbounded without `c`).
     fn repaired(&self, text: String, room: usize, c: Option<&Counter<'_>>) -> String {
         let Some(anchors) = &self.anchors else {
             return text;
         };
         let items = missing(anchors, &text);
-        // A binary search: an entry costs a few counts however many it misses.
         let fits = |n| c.is_none_or(|c| c.text(&mentioned(&items, n)).tokens <= room);
         match largest(items.len(), fits) {
             0 => text,
@@ -102,7 +95,6 @@ impl Entry {
         let inner = share(&sizes, cap);
         let count = |s: &str| c.text(s).tokens;
         let fitted = |p: &Piece| match p {
-            // Facts lower their caps as the plain heuristic does, in coarser steps.
             Piece::Facts(f) => Caps::default().fit(inner, &count, 0.9, |caps| f.render(caps)),
             Piece::Text(t) => fit(&one_line(t), Size::Tokens(inner, &count), How::End),
         };

@@ -12,8 +12,7 @@ pub(in crate::summarize) struct Facts {
     /// Commands that ended with a non-zero exit status: kept before others.
     failing: List,
     messages: usize,
-    /// No assistant text and no tool output: said, or an agent would assume
-    /// the iteration did something.
+    /// No assistant text and no tool output: said, lest it seem to have done something.
     silent: bool,
 }
 
@@ -30,8 +29,7 @@ impl Facts {
             }
         }
         sections.commands = others;
-        // A decision that is also the last word would be said twice (capped
-        // first, so the check stays linear).
+        // A decision that is also the last word is said once (capped first: linear).
         sections
             .decisions
             .cap(Caps::default().decisions.saturating_mul(4), false);
@@ -97,8 +95,7 @@ impl Facts {
     }
 }
 
-/// `text` on one line, its runs of white space made single spaces: each
-/// entry of the list is one line, so the list can be read back.
+/// `text` on one line, so the list reads back.
 pub(super) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -1,12 +1,7 @@
 //! The rolling entry (`Earlier iterations A–B: …`): the oldest iterations
-//! folded into one text when the bound cannot hold an entry per iteration,
-//! rather than dropped.
-//!
-//! Its text is a run of fragments, `[N] <what iteration N said>`, oldest
-//! first. When they no longer fit, they are shrunk one rule at a time over
-//! all of them, spread over the range so every part keeps about as much:
-//! the user's requests, failing commands and errors go last, and an
-//! iteration's text is left out only after all else (see [`render`]).
+//! folded into one run of fragments, `[N] <what iteration N said>`, rather
+//! than dropped. Too long, they are shrunk one rule at a time, spread over
+//! the range; requests, failing commands and errors go last ([`render`]).
 
 use std::collections::HashSet;
 
@@ -14,8 +9,8 @@ use crate::summarize::anchors::MENTIONED;
 use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
-/// Openings of the facts' sentences (see `facts.rs`), by rank: kept last,
-/// kept longer, the first to go (`asked ` is a shrunk fragment's request).
+/// Openings of the facts' sentences, by rank: kept last, longer, the first to
+/// go (`asked ` is a shrunk fragment's request).
 const FIRST: [&str; 4] = [
     "The user asked ",
     "asked ",
@@ -41,8 +36,7 @@ pub(super) struct Fragment {
     pub text: String,
 }
 
-/// The fragments of a rolling text; text before the first label is a
-/// fragment labelled `first`.
+/// The fragments of a rolling text (text before the first label is `first`'s).
 pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
     let mut starts: Vec<(usize, usize, u64)> = Vec::new();
     let bytes = text.as_bytes();
@@ -54,9 +48,8 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
             .take_while(|b| b.is_ascii_digit())
             .count();
         let close = at + 1 + digits;
-        // A label opens the text or follows a fragment's end (`. `, `… `),
-        // not a bracketed number inside a request; a false one only splits
-        // a fragment in two.
+        // A label opens the text or follows a fragment's end (a false one
+        // only splits a fragment in two).
         let boundary = at == 0 || text[..at].ends_with(". ") || text[..at].ends_with("… ");
         if boundary
             && digits > 0
@@ -86,8 +79,7 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
     out
 }
 
-/// The rolling text of `frags` in at most `room` tokens (see the module
-/// doc), and whether it had to leave some fragment's text out entirely.
+/// The rolling text of `frags` in `room` tokens, and whether some fragment was left out.
 pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
     // Items a newer fragment says again: once is enough when shrunk.
     let mut said: HashSet<&str> = HashSet::new();
@@ -111,18 +103,11 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
         .map(|(f, again)| std::array::from_fn(|level| render(f, level, again)))
         .collect();
     // Tokens of each fragment at each level, and one for the space between.
-    let sizes: Vec<[usize; GONE + 1]> = rendered
-        .iter()
-        .map(|r| {
-            std::array::from_fn(|l| {
-                if r[l].is_empty() {
-                    0
-                } else {
-                    c.text(&r[l]).tokens + 1
-                }
-            })
-        })
-        .collect();
+    let size = |s: &String| match s.is_empty() {
+        true => 0,
+        false => c.text(s).tokens + 1,
+    };
+    let sizes: Vec<[usize; GONE + 1]> = rendered.iter().map(|r| r.each_ref().map(size)).collect();
     let mut level = vec![0; frags.len()];
     let mut total: usize = sizes.iter().map(|s| s[0]).sum();
     let order = spread(frags.len());
@@ -145,8 +130,7 @@ pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (Stri
     (kept.join(" "), bare)
 }
 
-/// `0..n` in the order a rule is applied: bit-reversed (the oldest, the
-/// middle, the quarters, …), so a rule takes evenly from the whole range.
+/// `0..n` bit-reversed (oldest, middle, quarters, …): a rule takes evenly from the range.
 fn spread(n: usize) -> Vec<usize> {
     let bits = n.next_power_of_two().trailing_zeros();
     let mut order: Vec<usize> = (0..n).collect();
@@ -202,8 +186,7 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
     format!("[{}] {text}", f.iteration)
 }
 
-/// A fragment's sentences and their rank (0 kept longest): by opening; a
-/// model's sentences rank 1, a note of how many messages 2.
+/// A fragment's sentences and their rank (0 kept longest; a model's are 1).
 fn sentences(text: &str) -> Vec<(u8, &str)> {
     let rank_of = |s: &str| -> Option<u8> {
         [&FIRST[..], &SECOND[..], &THIRD[..]]

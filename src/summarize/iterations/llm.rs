@@ -1,9 +1,7 @@
 //! Per-iteration summaries written by the upstream LLM: as many iterations
-//! per call as the window holds, answered as `Iteration N: …` lines.
-//!
-//! Answers are read leniently, and an iteration left out is asked for
-//! again on its own. One still missing is an upstream failure (fallback or
-//! 502): a summary silently missing an iteration would look complete.
+//! per call as the window holds, answered as `Iteration N: …` lines, read
+//! leniently. One left out is asked for alone; still missing, it is an
+//! upstream failure (a summary silently missing one would look complete).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -12,11 +10,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::summarize::llm::{complete, transcript, with_instructions, within};
+use crate::summarize::llm::{complete, room, transcript, with_instructions, within};
 use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
 use crate::thread::Message;
 use crate::tokens::Counter;
-use crate::upstream::{ChatRequest, Upstream, UpstreamError};
+use crate::upstream::{Upstream, UpstreamError};
 
 /// The instructions (their version, `PROMPT_VERSION`, is part of the cache key).
 pub const SYSTEM_PROMPT: &str = "You keep the memory of a coding agent, one entry per iteration of its work. \
@@ -38,32 +36,23 @@ static LABEL: LazyLock<Regex> = LazyLock::new(|| {
 static TAG: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"</?iteration(?:\s+number="\d+")?>"#).expect("valid regex"));
 
-/// The model's summary of each group (`groups[i]` is an iteration and its
-/// canonical messages), in order.
+/// The model's summary of each group (an iteration and its messages), in order.
 pub(super) async fn write(
     up: &Upstream,
     model: &UpstreamModel,
     req: &SummaryRequest,
     groups: &[(u64, Range<usize>)],
 ) -> Result<(Vec<String>, Usage), UpstreamError> {
-    let c = req.settings.counter;
-    let window = model.context_window;
+    let (c, window) = (req.settings.counter, model.context_window);
     let per_call = (window / 4 / OUT_PER_ITERATION).max(1);
-    let instructions = req.settings.instructions.clone();
+    let instructions = req.settings.instructions.as_deref();
     let (blocks, batches) = {
-        let (span, groups, result_chars, instructions) = (
-            req.span.clone(),
-            groups.to_vec(),
-            model.result_chars,
-            instructions.clone(),
-        );
+        let (req, groups, result_chars) = (req.clone(), groups.to_vec(), model.result_chars);
         super::super::cpu(move || {
-            // The model's tokenizer is not ours: a third of the room is margin.
-            let overhead = c.raw(SYSTEM_PROMPT) + c.raw(instructions.as_deref().unwrap_or("")) + 64;
-            let room = (window.saturating_sub(window / 4 + overhead) * 2 / 3).max(256);
+            let room = room(&c, window, window / 4, &req, SYSTEM_PROMPT);
             let blocks: Vec<String> = groups
                 .iter()
-                .map(|(it, r)| block(*it, &span[r.clone()], result_chars, c, room))
+                .map(|(it, r)| block(*it, &req.span[r.clone()], result_chars, c, room))
                 .collect();
             let sizes: Vec<usize> = blocks.iter().map(|b| c.raw(b)).collect();
             (blocks, batches(&sizes, room, per_call))
@@ -71,20 +60,12 @@ pub(super) async fn write(
         .await
     };
     let mut usage = Usage::default();
-    // By group, not by number: an agent that restarts its numbering has
-    // two iterations with one number, and each keeps its own story.
+    // By group, not number: an agent may restart its numbering.
     let mut stories: Vec<Option<String>> = vec![None; groups.len()];
     for batch in batches {
         let asked: Vec<u64> = batch.clone().map(|i| groups[i].0).collect();
-        let answer = call(
-            up,
-            model,
-            &blocks[batch.clone()],
-            &asked,
-            &instructions,
-            &mut usage,
-        )
-        .await?;
+        let blocks = &blocks[batch.clone()];
+        let answer = call(up, model, blocks, &asked, instructions, &mut usage).await?;
         let mut answered = read(&answer, &asked);
         for i in batch.clone() {
             let it = groups[i].0;
@@ -96,7 +77,7 @@ pub(super) async fn write(
         let missing: Vec<usize> = batch.filter(|&i| stories[i].is_none()).collect();
         for i in missing {
             let it = [groups[i].0];
-            let answer = call(up, model, &blocks[i..=i], &it, &instructions, &mut usage).await?;
+            let answer = call(up, model, &blocks[i..=i], &it, instructions, &mut usage).await?;
             stories[i] = read(&answer, &it).remove(&it[0]);
         }
     }
@@ -140,7 +121,7 @@ async fn call(
     model: &UpstreamModel,
     blocks: &[String],
     asked: &[u64],
-    instructions: &Option<String>,
+    instructions: Option<&str>,
     usage: &mut Usage,
 ) -> Result<String, UpstreamError> {
     let mut user = String::from("Summarize each of these iterations of the agent's work.\n\n");
@@ -149,18 +130,12 @@ async fn call(
     }
     let lines: Vec<String> = asked.iter().map(|n| format!("Iteration {n}: …")).collect();
     let _ = write!(user, "Answer with these lines:\n{}", lines.join("\n"));
-    with_instructions(&mut user, instructions.as_deref());
-    let call = ChatRequest {
-        model: model.name.clone(),
-        system: SYSTEM_PROMPT.to_string(),
-        user,
-        max_tokens: (OUT_PER_ITERATION * asked.len() + 16).min(model.context_window / 4) as u32,
-    };
-    complete(up, &call, usage).await
+    with_instructions(&mut user, instructions);
+    let max_tokens = (OUT_PER_ITERATION * asked.len() + 16).min(model.context_window / 4);
+    complete(up, model, SYSTEM_PROMPT, user, max_tokens, usage).await
 }
 
-/// The summaries an answer gives for the `asked` iterations: the text
-/// after each label; an unlabelled answer to a single one is all its own.
+/// The `asked` iterations' summaries in an answer (all of it, unlabelled, for one).
 fn read(answer: &str, asked: &[u64]) -> HashMap<u64, String> {
     let mut out: HashMap<u64, String> = HashMap::new();
     let mut current: Option<u64> = None;

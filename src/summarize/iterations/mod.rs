@@ -1,12 +1,7 @@
 //! Per-iteration summaries (`group_by: "iteration"`): each old iteration in
-//! two or three sentences, joined into one text (the injection) for the
-//! agent's system prompt. They go through the
-//! [`SummaryService`](super::SummaryService) like any summary; the list is
-//! read back from the text, so a cached injection and a fresh one agree.
-//!
-//! An injection extends the previous one byte for byte, bounded by the
-//! limit ([`bound`]): when an entry per iteration does not fit, the oldest
-//! are folded into a rolling entry ([`fold`]), never left out.
+//! a few sentences, joined into one text (the injection) that is read back,
+//! so a cached injection and a fresh one agree. It extends the previous one
+//! byte for byte within the limit ([`bound`]), folding the oldest ([`fold`]).
 
 mod bound;
 mod entry;
@@ -22,7 +17,8 @@ use super::anchors::anchors;
 use super::{SummaryRequest, Usage, Writer};
 use crate::tokens::Counter;
 use crate::upstream::{Upstream, UpstreamError};
-use bound::{HEADER, Rolling};
+pub(super) use bound::HEADER;
+use bound::Rolling;
 use entry::{Entry, Piece};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,15 +31,12 @@ pub struct IterationSummary {
     pub content: String,
 }
 
-/// Whether `injection` does not start with `prior`, the injection it
-/// extends (a re-fold or shrink: the provider's prompt cache misses). A
-/// prior without a list (a plain summary) does not count.
+/// Whether `injection` re-folded the list of `prior` (the prompt cache misses).
 pub fn refolded(prior: &str, injection: &str) -> bool {
     prior.lines().any(|l| l.trim() == HEADER) && !injection.starts_with(prior.trim_end())
 }
 
-/// Writes the injection for `req`, extending `prior`; CPU work runs on the
-/// blocking pool.
+/// Writes the injection for `req`, extending `prior`.
 pub(super) async fn write(
     up: Option<&Upstream>,
     req: &SummaryRequest,
@@ -98,8 +91,7 @@ fn groups(its: &[u64]) -> Vec<(u64, Range<usize>)> {
     out
 }
 
-/// The span's entries (facts, the model's sentences, or both for
-/// `hybrid`) after those of `prior`, under the limit.
+/// The span's entries (facts, the model's sentences, or both) after `prior`'s.
 fn assemble(
     req: &SummaryRequest,
     groups: &[(u64, Range<usize>)],

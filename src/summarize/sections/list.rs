@@ -1,24 +1,21 @@
-//! The lists a summary is made of, and how a list is cut to its cap:
-//! spread over the whole span, not its newest end, so coverage stays even
-//! however often it extends.
+//! The lists a summary is made of, cut to their cap evenly over the whole
+//! span, so coverage stays even however often it extends.
 
 use std::collections::{HashMap, HashSet};
 
 use super::super::salience::score;
 
-/// A list that keeps first-seen order, drops duplicates, and remembers how
-/// many items were left out when it was capped.
+/// A list in first-seen order, without duplicates, counting what caps left out.
 #[derive(Debug, Clone, Default)]
 pub struct List {
     pub items: Vec<String>,
     pub more: usize,
     /// Every item ever pushed, so de-duplication stays linear on long spans.
     seen: HashSet<String>,
-    /// The commands list only: each plain `` `cmd` `` → its index in
-    /// `items`, so marking its exit status is a lookup, not a scan.
+    /// The commands list only: each plain `` `cmd` `` → its index in `items`.
     commands: HashMap<String, usize>,
-    /// After [`List::merge`]: how many leading items came from a previous
-    /// summary, and how many items of its span they stand for.
+    /// After [`List::merge`]: the leading items a previous summary gave, and
+    /// how many items they stand for.
     older: Option<(usize, usize)>,
 }
 
@@ -49,23 +46,19 @@ impl List {
     /// Shows the command `plain` as `marked` (with its exit status), in its
     /// place when it is listed, else at the end.
     pub fn mark_command(&mut self, plain: &str, marked: String) {
+        self.seen.insert(marked.clone());
         match self.commands.get(plain) {
-            Some(&i) => {
-                self.seen.insert(marked.clone());
-                self.items[i] = marked;
-            }
+            Some(&i) => self.items[i] = marked,
             None => {
                 self.commands.insert(plain.to_string(), self.items.len());
-                self.seen.insert(marked.clone());
                 self.items.push(marked);
             }
         }
     }
 
-    /// Keeps `cap` items (and the first when `keep_first`: the task): the
-    /// most telling ([`score`], the newest on a tie) of each of `cap` equal
-    /// stretches of the span, where an older summary's item counts for the
-    /// items it stood for; empty stretches' slots go to the best left.
+    /// Keeps `cap` items (and the first, the task, when `keep_first`): the
+    /// most telling ([`score`]) of each of `cap` equal stretches of the span,
+    /// an older summary's items weighted by what they stood for.
     pub fn cap(&mut self, cap: usize, keep_first: bool) {
         let n = self.items.len();
         if n <= cap {
@@ -168,8 +161,7 @@ impl List {
     }
 }
 
-/// Counted tool names in order of first use, with an index by name so
-/// thousands of distinct tools are counted in linear time.
+/// Counted tool names in order of first use, indexed by name (linear time).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally(pub Vec<(String, usize)>, HashMap<String, usize>);
 

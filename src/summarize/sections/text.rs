@@ -1,13 +1,8 @@
-//! How [`Sections`] read as text, and back: parse ∘ render is the identity.
-//!
-//! Plain Markdown: each section under `### Heading`; an item is `- ` and
-//! its first line, further lines indented two spaces, so nothing inside it
-//! looks like a heading or an item; paths and tool counts on one
-//! comma-separated line when each reads back from it; `- (… N more left
-//! out)` counts what a cap dropped; free text as is, a line starting with
-//! `### ` or `\` escaped by a `\`. Reading is lenient (CR dropped, blank
-//! lines inside an item kept); text in no such shape becomes
-//! [`Sections::earlier`].
+//! [`Sections`] as Markdown, and back (parse ∘ render is the identity): a
+//! section per `### Heading`; an item is `- ` and its first line, further
+//! lines indented two spaces; paths and tools on one comma-separated line
+//! when they read back; `- (… N more left out)` counts what a cap dropped;
+//! free text with `### ` and `\` line starts escaped by a `\`.
 
 use std::fmt::Write;
 
@@ -24,23 +19,6 @@ fn write_item(out: &mut String, item: &str) {
     }
 }
 
-fn write_list(out: &mut String, title: &str, l: &List) {
-    if l.items.is_empty() && l.more == 0 {
-        return;
-    }
-    let _ = writeln!(out, "### {title}");
-    for item in &l.items {
-        write_item(out, item);
-    }
-    write_more(out, l.more);
-}
-
-fn write_more(out: &mut String, more: usize) {
-    if more > 0 {
-        let _ = writeln!(out, "- (… {more} more left out)");
-    }
-}
-
 /// Whether `item` can share a comma-separated line and be read back whole.
 fn inline(item: &str) -> bool {
     !item.is_empty()
@@ -52,18 +30,20 @@ fn inline(item: &str) -> bool {
         && !item.starts_with('\\')
 }
 
-/// A list on one comma-separated line when each item reads back from it.
-fn write_inline(out: &mut String, title: &str, items: &[String], more: usize) {
+/// A list, with `one_line` on one comma-separated line when each item reads back from it.
+fn write_list(out: &mut String, title: &str, items: &[String], more: usize, one_line: bool) {
     if items.is_empty() && more == 0 {
         return;
     }
     let _ = writeln!(out, "### {title}");
-    if !items.iter().all(|i| inline(i)) {
+    if !one_line || !items.iter().all(|i| inline(i)) {
         items.iter().for_each(|i| write_item(out, i));
     } else if !items.is_empty() {
         let _ = writeln!(out, "{}", items.join(", "));
     }
-    write_more(out, more);
+    if more > 0 {
+        let _ = writeln!(out, "- (… {more} more left out)");
+    }
 }
 
 /// Free text, with lines that would read as a heading escaped.
@@ -83,14 +63,16 @@ impl Sections {
             let _ = writeln!(out, "### {EARLIER}");
             write_item(&mut out, e);
         }
-        write_list(&mut out, REQUESTS, &self.requests);
-        write_list(&mut out, STATED, &self.stated);
-        write_inline(&mut out, TOOLS, &self.tools.shown(), 0);
-        write_inline(&mut out, FILES, &self.files.items, self.files.more);
-        write_list(&mut out, COMMANDS, &self.commands);
-        write_list(&mut out, ERRORS, &self.errors);
-        write_list(&mut out, DECISIONS, &self.decisions);
-        write_list(&mut out, ALSO, &self.also);
+        let list =
+            |out: &mut String, title, l: &List| write_list(out, title, &l.items, l.more, false);
+        list(&mut out, REQUESTS, &self.requests);
+        list(&mut out, STATED, &self.stated);
+        write_list(&mut out, TOOLS, &self.tools.shown(), 0, true);
+        write_list(&mut out, FILES, &self.files.items, self.files.more, true);
+        list(&mut out, COMMANDS, &self.commands);
+        list(&mut out, ERRORS, &self.errors);
+        list(&mut out, DECISIONS, &self.decisions);
+        list(&mut out, ALSO, &self.also);
         for (heading, body) in &self.other {
             let _ = writeln!(out, "### {heading}");
             if !body.is_empty() {
@@ -106,8 +88,7 @@ impl Sections {
         out
     }
 
-    /// Parses a rendered summary back. Text in another shape (an LLM's
-    /// summary) becomes `earlier`.
+    /// Parses a rendered summary back; other text (an LLM's) becomes `earlier`.
     pub fn parse(text: &str) -> Sections {
         let mut s = Sections::default();
         let text = text.trim_start();
@@ -146,8 +127,7 @@ impl Sections {
         s
     }
 
-    /// An entry of the list under `title` (`whole`: a `- ` item, not a
-    /// piece of a comma-separated line).
+    /// An entry of the list under `title` (`whole`: a `- ` item).
     fn read(&mut self, title: &str, whole: bool, entry: String) {
         let list = match title {
             EARLIER => {
@@ -183,9 +163,8 @@ impl Sections {
     }
 }
 
-/// A list section's entries in order: each `- ` item (`true`) with its
-/// further lines and the blank lines between them, and with `inline`, each
-/// piece of a comma-separated line (`false`). Other lines are skipped.
+/// A list section's entries: each `- ` item with its further lines (`true`),
+/// and with `inline`, each piece of a comma-separated line (`false`).
 fn entries(lines: &[&str], inline: bool) -> Vec<(bool, String)> {
     let mut out = Vec::new();
     let mut item: Option<String> = None;
