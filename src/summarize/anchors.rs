@@ -13,6 +13,7 @@ use std::collections::HashSet;
 use super::extract::extract;
 use super::fit::{How, Size, fit};
 use super::pattern::Pattern;
+use super::sections::{Caps, Sections};
 use crate::thread::{Message, Part, Role};
 
 /// Longest item shown for an anchor in a repaired summary, in characters.
@@ -158,8 +159,14 @@ fn holds_word(hay: &str, needle: &str) -> bool {
 
 /// The anchors of `span` (canonical messages).
 pub fn anchors(span: &[Message]) -> Anchors {
+    extracted(span, &extract(span, Caps::default().text))
+}
+
+/// The anchors of `span` from its extraction `s`, the one the heuristic
+/// writes from: only its errors, commands and files are read, which no
+/// text cap shortens.
+pub fn extracted(span: &[Message], s: &Sections) -> Anchors {
     let mut found = Found::default();
-    let s = extract(span, usize::MAX);
     for e in &s.errors.items {
         found.add(Kind::Error, shown(e), vec![prose(e)]);
     }

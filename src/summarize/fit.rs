@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 
 use super::salience::{score, sentences, words};
-use crate::thread::{Keep, cut_to};
+use crate::thread::{Keep, Message, cut_to};
+use crate::tokens::Counter;
 
 /// The size a text must fit.
 #[derive(Clone, Copy)]
@@ -25,6 +26,20 @@ pub enum How {
     Middle,
     /// Its most telling sentences ([`score`]) in order, ` … ` between.
     Telling,
+}
+
+/// The tokens of `span`, counted only until they reach `enough`: a bound
+/// read as "at most the span" needs no more, and a span is often the
+/// whole history.
+pub fn span_tokens(span: &[Message], c: &Counter<'_>, enough: usize) -> usize {
+    let mut sum = 0;
+    for m in span {
+        if sum >= enough {
+            break;
+        }
+        sum += c.message(m).tokens;
+    }
+    sum
 }
 
 /// `text`, trimmed, in at most `size`.

@@ -2,23 +2,30 @@
 //! summary, and shrunk until they fit the token limit.
 
 use super::extract::extract;
-use super::fit::{How, Size, fit};
+use super::fit::{How, Size, fit, span_tokens};
 use super::sections::{Caps, Sections};
 use super::{Strategy, SummaryRequest};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
 /// The heuristic summary of `req.span[from..]` extending `prior`, on the
-/// blocking pool: extraction over a long span is CPU work.
-pub(super) async fn write(req: &SummaryRequest, from: usize, prior: Option<String>) -> String {
+/// blocking pool: extraction over a long span is CPU work, done once when
+/// the receipt's (`extracted`) is of the same span.
+pub(super) async fn write(
+    req: &SummaryRequest,
+    from: usize,
+    prior: Option<String>,
+    extracted: Option<Sections>,
+) -> String {
     let (span, limit, c) = (req.span.clone(), req.settings.limit, req.settings.counter);
     super::cpu(move || {
         let (span, prior) = (&span[from..], prior.as_deref());
+        let extracted = extracted.unwrap_or_else(|| extract(span, Caps::default().text));
         // At most the previous summary and half the new span: at the full
         // limit a span of short messages would come back longer.
-        let span_tokens: usize = span.iter().map(|m| c.message(m).tokens).sum();
-        let room = limit.min(prior.map_or(0, |p| c.text(p).tokens) + span_tokens / 2);
-        let text = heuristic(span, prior, room.max(1), |s| c.text(s).tokens);
+        let half = span_tokens(span, &c, limit.saturating_mul(2)) / 2;
+        let room = limit.min(prior.map_or(0, |p| c.text(p).tokens) + half);
+        let text = fitted(extracted, prior, room.max(1), |s| c.text(s).tokens);
         if !text.is_empty() {
             return text;
         }
@@ -36,8 +43,23 @@ pub fn heuristic(
     max_tokens: usize,
     count: impl Fn(&str) -> usize,
 ) -> String {
+    fitted(
+        extract(span, Caps::default().text),
+        prior,
+        max_tokens,
+        count,
+    )
+}
+
+/// What `extracted` says, merged into `prior`, in at most `max_tokens`.
+fn fitted(
+    extracted: Sections,
+    prior: Option<&str>,
+    max_tokens: usize,
+    count: impl Fn(&str) -> usize,
+) -> String {
     let older = prior.map(Sections::parse).unwrap_or_default();
-    let all = older.merge(extract(span, Caps::default().text));
+    let all = older.merge(extracted);
     Caps::default()
         .fitted(&all)
         .fit(max_tokens, &count, 0.97, |caps| {

@@ -6,22 +6,26 @@
 //! `kept` are held outside the repairs, `added` only thanks to them,
 //! `missing` by neither; `kept + added + missing == anchors`.
 
-use super::anchors::{Anchor, Anchors, Forms, MENTIONED, anchors};
-use super::fit::{How, Size, fit};
+use super::anchors::{Anchor, Anchors, Forms, MENTIONED, extracted};
+use super::extract::extract;
+use super::fit::{How, Size, fit, span_tokens};
 use super::hybrid::NARRATIVE;
 use super::iterations::HEADER as ITERATIONS;
+use super::sections::{Caps, Sections};
 use super::{Fidelity, SummaryRequest, Writer};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
 pub const ALSO: &str = "### Also in the span";
 
-/// The anchors of `req`'s span, and the request its writer gets: an LLM fills
+/// The anchors of `req`'s span, the extraction they come from (the
+/// heuristic writes from it), and the request its writer gets: an LLM fills
 /// any room, so the anchors' lines (at most half the limit) are kept from it.
-pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
+pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, Sections, SummaryRequest) {
     let req = req.clone();
     super::cpu(move || {
-        let anchors = anchors(&req.span);
+        let sections = extract(&req.span, Caps::default().text);
+        let anchors = extracted(&req.span, &sections);
         let mut writing = req;
         if !matches!(writing.settings.writer, Writer::Heuristic) && writing.form.repairs_whole() {
             let lines = lines(&anchors.items, &writing.settings.counter);
@@ -29,7 +33,7 @@ pub(super) async fn prepare(req: &SummaryRequest) -> (Anchors, SummaryRequest) {
             // The key stays the request's: only the writer's share changes.
             writing.settings.limit = limit - lines.min(limit / 2);
         }
-        (anchors, writing)
+        (anchors, sections, writing)
     })
     .await
 }
@@ -49,11 +53,9 @@ pub(super) async fn repaired(
             return (content, receipt);
         }
         // Never longer than what it replaces: the span and the summary it extends.
-        let span: usize = req.span.iter().map(|m| c.message(m).tokens).sum();
-        let limit = req
-            .settings
-            .limit
-            .min(span + prior.map_or(0, |p| c.text(p).tokens));
+        let limit = req.settings.limit;
+        let limit =
+            limit.min(span_tokens(&req.span, &c, limit) + prior.map_or(0, |p| c.text(p).tokens));
         match req.settings.writer {
             Writer::Heuristic => repair(&content, &anchors, limit, &c),
             _ => repair_written(&content, &anchors, limit, &c),

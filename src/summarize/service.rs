@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 use super::request::{Form, SummaryRequest, UpstreamModel, Writer};
+use super::sections::Sections;
 use super::{Strategy, Written};
 use crate::cache::{Cache, CacheError, CacheHealth, CachedSummary, HealthCheck};
 use crate::metrics::{Lookup, Metrics};
@@ -234,8 +235,10 @@ impl SummaryService {
         prior: Option<String>,
     ) -> Result<Written, UpstreamError> {
         let prior = prior.or_else(|| req.settings.prior.clone());
-        let (anchors, writing) = super::receipt::prepare(req).await;
-        let (content, usage) = self.written(&writing, from, prior).await?;
+        let (anchors, sections, writing) = super::receipt::prepare(req).await;
+        // The heuristic writes from the anchors' extraction when it reads the whole span.
+        let sections = (from == 0).then_some(sections);
+        let (content, usage) = self.written(&writing, from, prior, sections).await?;
         // Checked and repaired before it is cached: a hit carries the same
         // bytes and the same receipt.
         let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
@@ -261,6 +264,7 @@ impl SummaryService {
         req: &SummaryRequest,
         from: usize,
         prior: Option<String>,
+        sections: Option<Sections>,
     ) -> Result<(String, Option<super::Usage>), UpstreamError> {
         Ok(match (&req.form, &req.settings.writer, &self.upstream) {
             (Form::Iterations(_), ..) => {
@@ -275,7 +279,10 @@ impl SummaryService {
                 let (text, usage) = super::hybrid::write(up, model, req, from, prior).await?;
                 (text, Some(usage))
             }
-            _ => (super::heuristic::write(req, from, prior).await, None),
+            _ => (
+                super::heuristic::write(req, from, prior, sections).await,
+                None,
+            ),
         })
     }
 
