@@ -1,6 +1,7 @@
 //! Everything the heuristic summary pulls out of a span; the caps decide later what fits.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use serde_json::Value;
 
@@ -15,14 +16,57 @@ static PATH: Pattern = Pattern::new(
     r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})",
 );
 
+/// A kind of line, as read trimmed (`exact`), and where such lines may be
+/// in a whole text (`near`: the same from a line's start, over its blanks).
+/// Trailing blanks, which a trimmed line has not, can make a false
+/// candidate: each is confirmed on its line.
+struct Lines {
+    exact: Pattern,
+    near: Pattern,
+}
+
+/// [`Lines`] starting with `$start`, or holding `$anywhere`.
+macro_rules! lines {
+    ($start:expr $(, $anywhere:literal)?) => {
+        Lines {
+            exact: Pattern::new(concat!("^(?:", $start, ")" $(, "|", $anywhere)?)),
+            near: Pattern::new(concat!(r"(?m)^[\s&&[^\n]]*(?:", $start, ")" $(, "|", $anywhere)?)),
+        }
+    };
+}
+
 /// Lines that report a failure.
-static ERROR_LINE: Pattern = Pattern::new(concat!(
-    r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
-    r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
+static ERROR: Lines = lines!(concat!(
+    r"error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
+    r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: "
 ));
 
 /// Lines of tool output that point at a source location.
-static LOCATION_LINE: Pattern = Pattern::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#);
+static LOCATION: Lines = lines!(r#"--> |File "|at "#, r"panicked at |:\d+:\d+");
+
+impl Lines {
+    /// The lines of `text` of this kind, in order; each byte is read once
+    /// however many candidates a line holds.
+    fn find(&'static self, text: &str) -> Vec<Range<usize>> {
+        let (near, exact) = (self.near.get(), self.exact.get());
+        let mut lines = Vec::new();
+        let mut at = 0;
+        while let Some(m) = near.find_at(text, at) {
+            let start = text[at..m.start()].rfind('\n').map_or(at, |i| at + i + 1);
+            let end = text[m.end()..]
+                .find('\n')
+                .map_or(text.len(), |i| m.end() + i);
+            if exact.is_match(text[start..end].trim()) {
+                lines.push(start..end);
+            }
+            at = end + 1;
+            if at > text.len() {
+                break;
+            }
+        }
+        lines
+    }
+}
 
 static EXIT_STATUS: Pattern = Pattern::new(r"(?m)^exit (?:status|code):? ?(-?\d+)\s*$");
 
@@ -117,18 +161,28 @@ fn statements(text: &str, cap: usize) -> String {
 }
 
 /// Paths and error lines of a text; of tool output (`output`), only the paths
-/// on error or location lines (a file's own text is not a reference).
+/// on error or location lines (a file's own text is not a reference). Each
+/// pattern runs over the whole text, not once a line: tool output is most
+/// of a thread, in short lines.
 fn scan(s: &mut Sections, text: &str, output: bool) {
-    let (error, location, path) = (ERROR_LINE.get(), LOCATION_LINE.get(), PATH.get());
-    for line in text.lines().map(str::trim) {
-        let is_error = error.is_match(line);
-        if is_error {
-            s.errors.push(line);
+    let mut lines = ERROR.find(text);
+    for line in &lines {
+        s.errors.push(text[line.clone()].trim());
+    }
+    let path = PATH.get();
+    if !output {
+        // A path holds no line break: the whole text finds what its lines would.
+        for c in path.captures_iter(text) {
+            s.files.push(&c[1]);
         }
-        if !output || is_error || location.is_match(line) {
-            for c in path.captures_iter(line) {
-                s.files.push(&c[1]);
-            }
+        return;
+    }
+    lines.extend(LOCATION.find(text));
+    lines.sort_unstable_by_key(|l| l.start);
+    lines.dedup();
+    for line in lines {
+        for c in path.captures_iter(text[line].trim()) {
+            s.files.push(&c[1]);
         }
     }
 }
@@ -178,6 +232,49 @@ fn exit_status(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The per-line reading `scan` replaced (its patterns as they were,
+    /// matched on each trimmed line): the oracle for the whole-text one.
+    fn scan_by_line(text: &str, output: bool) -> (Vec<String>, Vec<String>) {
+        let error = regex::Regex::new(concat!(
+            r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
+            r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
+        ))
+        .unwrap();
+        let location =
+            regex::Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).unwrap();
+        let mut s = Sections::default();
+        for line in text.lines().map(str::trim) {
+            let is_error = error.is_match(line);
+            if is_error {
+                s.errors.push(line);
+            }
+            if !output || is_error || location.is_match(line) {
+                for c in PATH.get().captures_iter(line) {
+                    s.files.push(&c[1]);
+                }
+            }
+        }
+        (s.errors.items, s.files.items)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_whole_text_finds_what_its_lines_would(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "error: x", "error[E0308]: mismatched", "  \u{2003}fatal: no", "thread 'm' panicked at src/a.rs:1:2",
+                "ValueError: bad", "at a/b.js:3:4", "  --> src/lib.rs:3:5", "File \"x/y.py\", line 2",
+                "src/c.rs", "x:1:2 y/z.ts:3:4 :5:6", "\n", "\r\n", " ", "\t", "panic: at", "Error: \r", "plain text",
+                "/usr/lib/x.so", "Traceback (most recent call last):", "npm ERR! code 1", "\u{85}", "é/ü.rs",
+            ]), 0..24),
+            output in proptest::bool::ANY,
+        ) {
+            let text = pieces.concat();
+            let mut s = Sections::default();
+            scan(&mut s, &text, output);
+            proptest::prop_assert_eq!((s.errors.items, s.files.items), scan_by_line(&text, output));
+        }
+    }
 
     fn paths(text: &str) -> Vec<String> {
         let mut s = Sections::default();
