@@ -126,6 +126,7 @@ const NOT_NAMES: [&str; 12] = [
 pub(super) const MENTIONED: &str = "Also mentioned: ";
 
 /// A text in the forms anchors are looked up in.
+#[derive(Default)]
 pub(super) struct Forms {
     folded: String,
     significant: String,
@@ -137,6 +138,17 @@ impl Forms {
             folded: folded(text),
             significant: significant(text),
         }
+    }
+
+    /// The forms of this text and `more` after white space: both forms
+    /// are read word by word, so they extend.
+    pub(super) fn extend(&mut self, more: &str) {
+        let folded = folded(more);
+        if !self.folded.is_empty() && !folded.is_empty() {
+            self.folded.push(' ');
+        }
+        self.folded.push_str(&folded);
+        self.significant.push_str(&significant(more));
     }
 
     pub(super) fn holds(&self, a: &Anchor) -> bool {

@@ -112,18 +112,18 @@ pub fn repair(
     // dropped from the end until it fits.
     let mut used = count(&format!("\n\n{ALSO}\n")) + count("- (… 999 more left out)\n");
     let mut lines: Vec<String> = Vec::new();
-    let mut added = String::new();
+    let mut added = Forms::default();
     let mut skipped = 0usize;
     for a in missing {
         // An earlier line (an error holding a path) may hold it already.
-        if Forms::of(&added).holds(a) {
+        if added.holds(a) {
             continue;
         }
         let line = format!("- {}\n", a.item);
         let cost = count(&line);
         if used + cost <= room {
             used += cost;
-            added.push_str(&line);
+            added.extend(&line);
             lines.push(line);
         } else {
             skipped += 1;
