@@ -1,18 +1,10 @@
-//! Making a compressed thread fit `context_window - response_reserve`.
-//!
-//! The order is fixed and each step is reported: cut the longest tool results
-//! in the middle, then any long text, then shrink the summary, then drop the
-//! oldest tail units. The pinned prefix is never touched.
-//!
-//! The draft carries the token count of every message it holds, taken from
-//! the plan's count; only a message that changes (a cut text, the summary) is
-//! counted again, so fitting is linear in the thread, not quadratic.
+//! The [`Draft`]: the compressed thread being fitted into
+//! `context_window - response_reserve` (see `finish::draft`). It carries each
+//! message's count from the plan and recounts only what changes, so fitting
+//! is linear in the thread.
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::summary::{self, summary_message};
-use super::{Error, iterations, split};
-use crate::policy::SummaryRole;
 use crate::thread::{Cut, Keep, Message, WireFormat, truncate_to};
 use crate::tokens::Counter;
 
@@ -149,68 +141,4 @@ impl Draft {
             .collect();
         (messages, self.truncated, self.dropped)
     }
-}
-
-/// The summary `fit` may shrink: its object, the role its message takes,
-/// and whether it is a per-iteration injection (shrunk by its own rules, so
-/// it stays a list).
-pub(super) struct Shrinkable<'a> {
-    pub object: &'a mut Option<summary::SummaryObject>,
-    pub role: SummaryRole,
-    pub grouped: bool,
-}
-
-/// Fits the draft into the budget: cut tool results, then any text, then
-/// shrink the summary, then drop the oldest tail units (`tail_units` are
-/// their lengths, oldest first).
-pub(super) fn fit(
-    draft: &mut Draft,
-    format: WireFormat,
-    c: &Counter<'_>,
-    budget: usize,
-    tail_units: &[usize],
-    summary: Shrinkable<'_>,
-) -> Result<(), Error> {
-    let Shrinkable {
-        object: summary,
-        role,
-        grouped,
-    } = summary;
-    if draft.total() <= budget
-        || draft.cut_texts(c, format, Cut::ToolResults, budget)
-        || draft.cut_texts(c, format, Cut::AnyText, budget)
-    {
-        return Ok(());
-    }
-    if let Some(obj) = summary.as_mut() {
-        let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
-        match grouped {
-            true => iterations::shrink(obj, room, c),
-            false => obj.shrink(room, c),
-        }
-        draft.set_summary(
-            summary_message(format, role, obj.messages_summarized, &obj.content),
-            c,
-        );
-    }
-    // Without a summary message the kept conversation must still open with
-    // a user turn, so keep dropping until it does.
-    let opens = |d: &Draft| {
-        d.summary.is_some()
-            || d.tail
-                .front()
-                .is_some_and(|k| split::opens_user_turn(&k.message))
-    };
-    for &len in tail_units {
-        if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(len) {
-            break;
-        }
-    }
-    if opens(draft) && draft.total() <= budget {
-        return Ok(());
-    }
-    Err(Error::DoesNotFit(format!(
-        "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
-        draft.total()
-    )))
 }

@@ -1,11 +1,7 @@
-//! [`Meter`]: counts and verdicts (`/v1/tokens`, `/v1/verdict`) on the
-//! setup the [`Compressor`](super::Compressor) counts with: one model
-//! registry, default model and set of encoders, so a count, a verdict and a
-//! compression of the same thread agree.
-//!
-//! A provider count (`count: "provider"`) is prepared with the local count,
-//! on the CPU pool, and asked for after it. It only ever improves on the
-//! local count, so whatever stops it leaves that with a warning.
+//! [`Meter`]: counts and verdicts (`/v1/tokens`, `/v1/verdict`) with the
+//! [`Compressor`](super::Compressor)'s models and encoders, so a count, a
+//! verdict and a compression of one thread agree. A provider count only
+//! improves on the local one: whatever stops it leaves a warning.
 
 use std::sync::Arc;
 
@@ -73,8 +69,7 @@ impl Meter {
         Self { metrics, ..self }
     }
 
-    /// How a request counts: its model (else the default), encoding and
-    /// method, decided here for every entry point.
+    /// How a request counts: its model (else the default), encoding, method.
     pub fn spec(
         &self,
         model: Option<&str>,
@@ -101,9 +96,8 @@ impl Meter {
         count
     }
 
-    /// A thread's count, message by message, and the provider count to ask
-    /// for when `source` (the source asked, and whether the caller may have
-    /// a provider count) wants one.
+    /// A thread's count, and the provider count to ask for when `source`
+    /// (asked, permitted) wants one.
     pub fn thread(
         &self,
         spec: &CountSpec,
@@ -115,8 +109,8 @@ impl Meter {
         (count, self.prepare(source, thread, &spec.model))
     }
 
-    /// The verdict on `thread` under `profile` (its window for this model),
-    /// and the provider count to ask for when `source` wants one.
+    /// The verdict on `thread` under `profile`, and the provider count to
+    /// ask for when `source` wants one.
     pub fn judge(
         &self,
         spec: &CountSpec,
@@ -169,9 +163,7 @@ impl Meter {
     }
 
     /// The request for `thread` when `source` asks the provider. The
-    /// operator's provider key pays for it, so a caller without the
-    /// `provider` permission gets the local count with a warning (its own
-    /// request for one is refused before any work, by the handler).
+    /// operator's key pays, so without the `provider` permission: a warning.
     fn prepare(&self, source: (CountSource, bool), thread: &Thread, model: &str) -> Option<Ask> {
         match source {
             (CountSource::Local, _) => None,
