@@ -18,10 +18,8 @@ use super::{AppliedEdit, Outcome};
 use crate::thread::{Clearing, Message, Part, Role, Thread, WireFormat, clear};
 use crate::tokens::Counter;
 
-/// The index of the final assistant message of an active tool loop in
-/// `messages[..end]` whose content starts with thinking: the request ends
-/// with that message's results (system messages aside). None when there is
-/// no such loop or the format does not bind thinking.
+/// The final assistant message of an active tool loop in `messages[..end]`
+/// (its results end the request), when it starts with thinking.
 pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
     if !t.format.binds_thinking() {
         return None;
@@ -148,8 +146,7 @@ impl Provenance {
         let reused_from = self.in_use_from.filter(|_| self.inserted);
         match () {
             _ if self.new_summary => Prefix::New,
-            // Produced before the reused summary came into use: stale,
-            // whatever else changed (the writing turn removed it too).
+            // Produced before the reused summary came into use: stale.
             _ if reused_from.is_some_and(|from| index < from)
                 && self.first_final != Some(index) =>
             {
@@ -176,8 +173,7 @@ pub(super) fn unbind(
     c: &Counter<'_>,
 ) -> Unbound {
     let mut out = Unbound::default();
-    // Only Anthropic binds thinking to its prefix (a Responses reasoning
-    // item travels with its call, see `compress::split`).
+    // Only Anthropic binds thinking (a Responses reasoning item travels with its call).
     if !format.binds_thinking() {
         return out;
     }

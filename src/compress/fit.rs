@@ -1,7 +1,5 @@
-//! The [`Draft`]: the compressed thread being fitted into
-//! `context_window - response_reserve` (see `finish::draft`). It carries each
-//! message's count from the plan and recounts only what changes, so fitting
-//! is linear in the thread.
+//! The [`Draft`] being fitted (see `finish::draft`): it recounts only the
+//! messages that change, so fitting is linear in the thread.
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -30,8 +28,7 @@ pub struct Draft {
     /// dropped to fit): kept after the summary, never cut.
     pub instructions: Vec<Kept>,
     instruction_tokens: usize,
-    /// A deque: fitting drops whole units from its front, one at a time,
-    /// and a `Vec` would move the rest each time (quadratic in the tail).
+    /// A deque: dropping units from a `Vec`'s front would be quadratic.
     pub tail: VecDeque<Kept>,
     tail_tokens: usize,
     pub truncated: BTreeSet<usize>,
@@ -83,8 +80,7 @@ impl Draft {
             + self.tail_tokens
     }
 
-    /// Cuts texts of the tail (tool results only, or any) to ever shorter
-    /// lengths until the draft fits `budget`; true when it does.
+    /// Cuts the tail's texts ever shorter until the draft fits; true when it does.
     pub fn cut_texts(
         &mut self,
         c: &Counter<'_>,
@@ -110,8 +106,7 @@ impl Draft {
         self.total() <= budget
     }
 
-    /// Drops the oldest whole unit of the tail (`unit_len` messages),
-    /// keeping at least one message; false when only one unit is left.
+    /// Drops the oldest unit of the tail; false when only one is left.
     pub fn drop_oldest_unit(&mut self, unit_len: usize) -> bool {
         if unit_len >= self.tail.len() {
             return false;

@@ -28,8 +28,7 @@ pub struct Meter {
 /// A provider count to ask for ([`Meter::ask`]), or why there is none.
 pub type Ask = Result<CountCall, CountError>;
 
-/// A verdict, on the local count until [`Meter::settle`] decides it again on
-/// the provider's.
+/// A verdict, on the local count until [`Meter::settle`] takes the provider's.
 pub struct Judged {
     pub verdict: Verdict,
     pub provenance: Provenance,
@@ -127,8 +126,7 @@ impl Meter {
         let verdict = policy::verdict(thread, &counter, &profile, window, prior);
         self.counted(spec, verdict.total_tokens as usize);
         let ask = self.prepare(source, thread, &spec.model);
-        // Only a `summary` object makes what the verdict measures differ from
-        // the whole thread (a summary message in the thread is what is sent).
+        // Only a `summary` object makes the verdict measure other than what is sent.
         let whole_thread = (ask.is_some() && prior.is_some() && !in_thread)
             .then(|| counter.thread(thread).total as u64);
         Judged {
@@ -141,8 +139,7 @@ impl Meter {
         }
     }
 
-    /// The verdict decided again on the provider's count, when one was asked
-    /// for and answered.
+    /// The verdict decided again on the provider's count, when it answered.
     pub async fn settle(&self, mut judged: Judged) -> Judged {
         let Some(total) = self.ask(judged.ask.take(), &mut judged.warnings).await else {
             return judged;

@@ -66,8 +66,7 @@ impl Precompute {
     }
 }
 
-/// The background jobs of one process. Which conversation has a job at
-/// work, here or on another replica, is the cache's claim on its name.
+/// The background jobs of one process (which conversation has one: the cache's claim).
 pub struct Precomputer {
     slots: Arc<Semaphore>,
     tasks: Mutex<JoinSet<()>>,
@@ -85,8 +84,7 @@ impl Default for Precomputer {
 pub const DEFAULT_CONCURRENCY: usize = 2;
 
 impl Precomputer {
-    /// At most `concurrency` jobs at once (0: none ever starts), each
-    /// holding memory from `memory`.
+    /// At most `concurrency` jobs at once (0: none), holding `memory`.
     pub fn new(concurrency: usize, memory: MemoryBudget) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(concurrency)),
@@ -95,8 +93,7 @@ impl Precomputer {
         }
     }
 
-    /// Aborts every job at work (shutdown). A job cut short stores nothing;
-    /// its cache claim runs out on its own.
+    /// Aborts every job (shutdown); a cut job stores nothing, its claim expires.
     pub fn shutdown(&self) {
         self.tasks
             .lock()
@@ -151,8 +148,7 @@ pub(super) struct Job {
     pub bytes: u64,
 }
 
-/// The summary written ahead for the longest prefix of `anchor`'s
-/// history, with the first message it does not cover.
+/// The summary written ahead for the longest prefix of `anchor`'s history.
 pub(super) async fn ready(
     summarizer: &SummaryService,
     anchor: &Anchor,

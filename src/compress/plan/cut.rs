@@ -120,8 +120,7 @@ impl Planner {
         }
     }
 
-    /// With no summary message, the cut moves back to a unit that opens a
-    /// user turn (or to `start`).
+    /// With no summary message, the cut moves back to a user turn's unit.
     pub(super) fn open_with_user(&self, tail: &mut Tail, start: usize) {
         let messages = &self.t.messages;
         tail.cut = tail
@@ -138,8 +137,7 @@ impl Planner {
         self.count.messages[from..to].iter().sum()
     }
 
-    /// Instructions in the span stay beside the summary: their tokens are
-    /// kept whatever the cut.
+    /// Instructions in the span stay beside the summary, whatever the cut.
     fn kept_tokens(&self, from: usize, to: usize) -> usize {
         (from..to)
             .filter(|&i| self.t.messages[i].is_instruction())

@@ -85,8 +85,7 @@ impl Planner {
         Planned::Done(Box::new(cleared.report(outcome)), stage)
     }
 
-    /// The cleared thread with the profile's rules applied (see `binding`
-    /// for its thinking), and what clearing did.
+    /// The cleared thread, rules applied and thinking marked, and what clearing did.
     pub(in crate::compress) fn left_as_is(self) -> (Outcome, clear::Cleared) {
         let (t, count, window) = (self.t, &self.count, self.setup.context_window);
         let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);

@@ -60,8 +60,7 @@ impl Planner {
     ) -> Result<(Tail, Decision), Error> {
         let mut tail = self.tail(prior, reason, room, swap);
         let decision = self.writer(prior, &tail, total)?;
-        // The swap rule and per-iteration tails are final; a continued
-        // summary has nothing new to make room for.
+        // Swapped and per-iteration tails are final; a continued summary adds nothing.
         if self.ask.grouping.cut_moves() && reason != Reason::Continued && !tail.swapped {
             self.shrink(&mut tail, &decision, room);
         }
