@@ -1,56 +1,26 @@
-//! Anthropic's preserved thinking: what a compression may do to a thread
-//! whose assistant turns carry thinking blocks.
+//! Anthropic's preserved thinking: a thinking block's signature is bound to
+//! its prefix (`system`, `tools`, every earlier message). If that prefix
+//! changed, the API rejects the request unless it opts into `drop_block`.
+//! Condense never turns an accepted request into an error, so:
 //!
-//! On Anthropic's newer models a thinking (or redacted thinking) block's
-//! signature is bound to its prefix: the top-level `system`, the `tools`
-//! and every message before the block. If anything in that prefix changed
-//! since the block was produced, the block and every later one are invalid,
-//! and the API rejects the request (400, "The block is bound to a different
-//! conversation") unless the request opts into `drop_block`
-//! (`thinking.block_binding.prefix_mismatch_behavior`, beta
-//! `thinking-binding-controls-2026-08-01`), in which case the API drops the
-//! invalid blocks itself. Condense promises never to turn a request the
-//! provider would accept into an error, so every compression that changes
-//! what precedes a thinking block follows this rule:
-//!
-//! 1. **Defer** (in [`defer`]): in an active tool loop, the final assistant
-//!    message must start with its thinking block when thinking is on, and
-//!    a new summary before it would invalidate that block. While the thread
-//!    still fits its window and what was forwarded before is known, no new
-//!    summary is written: the previous one (or none) stays, byte for byte,
-//!    and the summary is written once the loop ends. Clearing is never
-//!    deferred: a result it cleared must stay cleared.
-//! 2. **Remove** (in [`unbind`], by [`Provenance`]): when a new summary is
-//!    written, every kept turn was produced before it, so its thinking is
-//!    bound to a prefix that is gone; the same holds, on later turns, for
-//!    the turns produced before a forwarded request first carried the
-//!    summary (recorded in the cache, `in_use_from`). Condense removes those
-//!    blocks (reported as an applied edit).
-//! 3. **drop_block** only where nothing else is valid: a block condense may
-//!    not remove (the final assistant message of an active loop, a message
-//!    that is only thinking) or whose validity it cannot know (after a cut
-//!    or cleared text, after a summary whose first use is not recorded) is
-//!    kept, and the request must carry `drop_block` (the proxy adds it and
-//!    its beta; `/v1/compress` says so in `thinking_drop_block`). The API
-//!    then drops exactly the invalid blocks, which is what removing them
-//!    would do.
+//! 1. **Defer**: in an active tool loop whose final assistant message starts
+//!    with thinking, no new summary is written while the thread fits and
+//!    what was forwarded is known (clearing is never deferred).
+//! 2. **Remove** ([`unbind`], by [`Provenance`]): thinking of turns produced
+//!    before a summary written now, or before a reused summary came into
+//!    use (`in_use_from`), is removed and reported as an applied edit.
+//! 3. **drop_block** where nothing else is valid: a block condense may not
+//!    remove, or whose validity it cannot know, is kept and the request must
+//!    carry `drop_block` (the API then drops exactly the invalid blocks).
 
 use super::fit::Draft;
 use super::{AppliedEdit, Outcome};
-use crate::thread::{Clearing, Part, Role, Thread, WireFormat, clear};
+use crate::thread::{Clearing, Message, Part, Role, Thread, WireFormat, clear};
 use crate::tokens::Counter;
 
-/// The index of the final assistant message of an active tool loop whose
-/// content starts with a thinking block: the thread ends with the results
-/// of that message's calls (system messages after them, such as Claude
-/// Code's reminders, aside). None when there is no such loop, or the thread
-/// is not Anthropic's (only Anthropic binds thinking to its prefix).
-pub(super) fn final_thinking(t: &Thread) -> Option<usize> {
-    final_thinking_in(t, t.messages.len())
-}
-
-/// [`final_thinking`] of the request that held `messages[..end]`.
-pub(super) fn final_thinking_in(t: &Thread, end: usize) -> Option<usize> {
+/// The final assistant message of an active tool loop in `messages[..end]`
+/// (its results end the request), when it starts with thinking.
+pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
     if !t.format.binds_thinking() {
         return None;
     }
@@ -66,12 +36,13 @@ pub(super) fn final_thinking_in(t: &Thread, end: usize) -> Option<usize> {
     (m.role == Role::Assistant && m.tool_calls().next().is_some() && leads).then_some(a)
 }
 
-/// Whether a compression that would change the prefix of the final
-/// thinking block should wait: an active loop needs that block, and the
-/// thread still fits (`fits`). Forced compressions and an overflowing
-/// window never wait.
-pub(super) fn defer(t: &Thread, required: bool, fits: bool, force: bool) -> bool {
-    required && fits && !force && final_thinking(t).is_some()
+/// `m` without its thinking blocks; None when it has none.
+pub(super) fn without_thinking(m: &Message, format: WireFormat) -> Option<Message> {
+    let strip = Clearing {
+        thinking: true,
+        ..Default::default()
+    };
+    clear(m, format, &strip)
 }
 
 /// What [`unbind`] did.
@@ -81,12 +52,10 @@ pub struct Unbound {
     pub removed_turns: usize,
     /// Tokens their removal saved.
     pub saved: usize,
-    /// Blocks kept although their prefix changed (or may have): the request
-    /// needs `drop_block`.
+    /// Blocks kept although their prefix may have changed.
     pub drop_block: bool,
-    /// Turns kept with thinking of unknown validity (the final thinking of
-    /// an active loop aside): the forward is not one later turns can
-    /// trust as where a summary came into use.
+    /// Turns kept with thinking of unknown validity (an active loop's final
+    /// aside): later turns cannot trust this forward.
     pub unknown: usize,
 }
 
@@ -100,12 +69,9 @@ impl Unbound {
     }
 }
 
-/// Marks an outcome that kept every message in place (cleared or cut
-/// texts at most, from `cleared_from` and its truncated messages on): its
-/// thinking after a change may be bound to the old prefix, so the request
-/// needs `drop_block`. Without thinking on (`required`), none is required
-/// and none is produced: those blocks go instead, but from a message that
-/// holds nothing else.
+/// Marks an outcome that kept every message in place (cleared or cut texts
+/// at most): thinking after a change needs `drop_block`, or, without
+/// thinking on (`required`), goes (unless it is all its message holds).
 pub(super) fn mark_in_place(
     outcome: &mut Outcome,
     cleared_from: Option<usize>,
@@ -122,10 +88,6 @@ pub(super) fn mark_in_place(
     else {
         return;
     };
-    let strip = Clearing {
-        thinking: true,
-        ..Default::default()
-    };
     let mut out = Unbound::default();
     for m in t
         .messages
@@ -134,7 +96,7 @@ pub(super) fn mark_in_place(
         .filter(|m| m.has_thinking())
     {
         let only_thinking = m.parts.iter().all(Part::is_thinking);
-        match clear(m, t.format, &strip).filter(|_| !required && !only_thinking) {
+        match without_thinking(m, t.format).filter(|_| !required && !only_thinking) {
             Some(stripped) => {
                 out.saved += c
                     .message(m)
@@ -163,8 +125,7 @@ pub(super) enum Prefix {
     Unknown,
 }
 
-/// What precedes the kept turns of a compressed thread, to judge each
-/// one's thinking by.
+/// What precedes the kept turns, to judge each one's thinking by.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Provenance {
     /// A summary written now stands before every kept turn.
@@ -173,22 +134,19 @@ pub(super) struct Provenance {
     pub inserted: bool,
     /// The first message cut or cleared (request index).
     pub changed: Option<usize>,
-    /// A reused summary's first message produced after a forwarded request
-    /// carried it (request index), when recorded.
+    /// A reused summary's first message produced after it was forwarded.
     pub in_use_from: Option<usize>,
     /// The final thinking of that request, kept (with `drop_block`) then.
     pub first_final: Option<usize>,
 }
 
 impl Provenance {
-    /// The prefix of the kept turn at `position` in the output, `index` in
-    /// the request.
+    /// The prefix of the kept turn at output `position`, request `index`.
     pub fn prefix(&self, position: usize, index: usize) -> Prefix {
         let reused_from = self.in_use_from.filter(|_| self.inserted);
         match () {
             _ if self.new_summary => Prefix::New,
-            // Produced before the reused summary came into use: stale,
-            // whatever else changed (the writing turn removed it too).
+            // Produced before the reused summary came into use: stale.
             _ if reused_from.is_some_and(|from| index < from)
                 && self.first_final != Some(index) =>
             {
@@ -203,11 +161,9 @@ impl Provenance {
     }
 }
 
-/// Removes the thinking of the draft's kept turns whose prefix is `New`
-/// (`prefix_of(output position, request index)`), keeping token counts in
-/// step, and says whether any kept block needs `drop_block`. `final_index`
-/// is the request index of an active loop's final thinking turn, kept
-/// when `required` (thinking is on, or may be).
+/// Removes the thinking of kept turns whose prefix is `New`, and says
+/// whether a kept block needs `drop_block`. `final_index`: an active
+/// loop's final thinking, kept when `required`.
 pub(super) fn unbind(
     draft: &mut Draft,
     format: WireFormat,
@@ -217,24 +173,17 @@ pub(super) fn unbind(
     c: &Counter<'_>,
 ) -> Unbound {
     let mut out = Unbound::default();
-    // Only Anthropic binds thinking to its prefix (a Responses reasoning
-    // item travels with its call, see `compress::split`).
+    // Only Anthropic binds thinking (a Responses reasoning item travels with its call).
     if !format.binds_thinking() {
         return out;
     }
-    let strip = Clearing {
-        thinking: true,
-        ..Default::default()
-    };
     let before =
         draft.pinned.len() + usize::from(draft.summary.is_some()) + draft.instructions.len();
     let mut changes = Vec::new();
     for (p, k) in draft.tail.iter_mut().enumerate() {
         let prefix = prefix_of(before + p, k.index);
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
-        // Without thinking on, no block is required and none is produced:
-        // every block can go, a valid one too (the one place thinking is
-        // removed: the proxy forwards what this leaves).
+        // Without thinking on, every block can go, a valid one too.
         let valid_kept = prefix == Prefix::Same && (required || only_thinking);
         if valid_kept || !k.message.has_thinking() {
             continue;
@@ -246,7 +195,7 @@ pub(super) fn unbind(
             out.unknown += usize::from(prefix == Prefix::Unknown && !required_final);
             continue;
         }
-        if let Some(stripped) = clear(&k.message, format, &strip) {
+        if let Some(stripped) = without_thinking(&k.message, format) {
             let tokens = c.message(&stripped).tokens;
             changes.push((k.tokens, tokens));
             out.saved += k.tokens.saturating_sub(tokens);

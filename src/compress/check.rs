@@ -1,13 +1,6 @@
-//! The rules a compression's settings must meet, whoever builds the
-//! [`Compression`]: checked once, in [`Compressor::run`], so no entry
-//! point can skip them.
-//!
-//! Each error points at the field of `POST /v1/compress` that carries the
-//! setting, since that is where a caller writes it. On the proxy none of
-//! them can be set today: the profile comes from `x-condense-profile` with
-//! no per-request overrides, and there are no instructions and no
-//! grouping, so the checks pass there; should one ever fail, the proxy
-//! forwards the request unchanged like any other invalid summary setting.
+//! The rules a compression's settings must meet, checked once in
+//! [`Compressor::run`] so no entry point can skip them. Each error points at
+//! the `POST /v1/compress` field that carries the setting.
 //!
 //! [`Compressor::run`]: super::Compressor::run
 
@@ -36,10 +29,8 @@ pub enum GroupBy {
     Iteration,
 }
 
-/// How many newest iterations stay verbatim: `keep` with `group_by`
-/// (the default when it does not say), None without grouping. A `keep`
-/// without `group_by` would be silently ignored, so it is an error; its
-/// range is [`Compression::check`]'s.
+/// How many newest iterations stay verbatim (None without grouping). A
+/// `keep` without `group_by` is an error, not silently ignored.
 pub fn keep_recent_iterations(
     group_by: Option<GroupBy>,
     keep: Option<u64>,
@@ -59,8 +50,7 @@ pub fn keep_recent_iterations(
 }
 
 impl Compression {
-    /// Every rule this request breaks, or none. Cheap (no pass over the
-    /// thread), so it runs on the async runtime.
+    /// Every rule this request breaks. Cheap: no pass over the thread.
     pub fn check(&self) -> Result<(), Error> {
         let mut errs = Vec::new();
         // A profile's `min_recent_messages` above a short thread's length

@@ -1,33 +1,24 @@
 //! Tool-result clearing: the step before any summary (and the whole of
-//! `clear_tool_results`). Old tool results become a short placeholder,
-//! optionally their inputs `{}`, old thinking blocks go; everything else,
-//! and the pairing of calls and results, stays as it was.
-//!
-//! Research on coding agents found that hiding old tool observations keeps
-//! an agent as capable as an LLM summary at about half the cost, and tool
-//! output is most of an agent's context. Anthropic's context editing does
-//! this server-side for Claude only; this is the same edit, readable and
-//! deterministic, for any provider.
-//!
-//! Decisions here are made on the model (which tool uses, whether it is
-//! due, whether it saves enough); [`crate::thread::clear`] rewrites the
-//! caller's JSON. The same thread and settings always give the same bytes,
-//! and a placeholder is recognized, so clearing an output again changes
-//! nothing.
+//! `clear_tool_results`). Old tool results become a short placeholder
+//! (optionally their inputs `{}`), old thinking blocks go; the pairing of
+//! calls and results stays. Hiding old tool output keeps an agent about as
+//! capable as an LLM summary at half the cost; this is Anthropic's context
+//! editing, deterministic and for any provider. A placeholder is recognized,
+//! so clearing an output again changes nothing.
 
 use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::binding::without_thinking;
 use super::placeholder::Template;
 use super::{Outcome, Reason};
 use crate::policy::ClearSettings;
 use crate::thread::{Clearing, Message, Part, Role, Thread, ToolResult, clear};
 use crate::tokens::{Counter, ThreadCount};
 
-/// One edit clearing made, as the response reports it (Anthropic's
-/// `applied_edits`, plus what was kept).
+/// One edit, as the response reports it (Anthropic's `applied_edits`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AppliedEdit {
@@ -44,8 +35,7 @@ pub enum AppliedEdit {
         cleared_thinking_turns: usize,
         cleared_input_tokens: usize,
     },
-    /// Thinking removed because a summary written now precedes it: its
-    /// signature is bound to a prefix that is gone (see `binding`).
+    /// Thinking whose bound prefix is gone (see `binding`).
     RemoveStaleThinking {
         removed_thinking_turns: usize,
         cleared_input_tokens: usize,
@@ -98,12 +88,12 @@ pub(super) fn apply(
     c: &Counter<'_>,
 ) -> (Vec<AppliedEdit>, Option<usize>) {
     let pinned = t.pinned_len();
-    let total_uses = uses(t, pinned).len();
+    let all = uses(t, pinned);
     let due = force
         || s.trigger
             .input_tokens
             .is_some_and(|n| count.total as u64 >= n)
-        || s.trigger.tool_uses.is_some_and(|n| total_uses as u64 >= n);
+        || s.trigger.tool_uses.is_some_and(|n| all.len() as u64 >= n);
     if !due {
         return (Vec::new(), None);
     }
@@ -113,9 +103,8 @@ pub(super) fn apply(
         let at = changes.iter().map(|ch| ch.at).min();
         first = first.into_iter().chain(at).min();
     };
-    let (changes, cleared, kept) = tool_changes(t, count, pinned, s, c);
-    let changes = measure(changes, c);
-    let saved = saving(count, &changes);
+    let (changes, cleared, kept) = tool_changes(t, &all, count, s, c);
+    let (changes, saved) = measure(changes, count, c);
     if saved > 0 && saved as u64 >= s.clear_at_least {
         note(&changes);
         commit(t, count, changes);
@@ -126,9 +115,8 @@ pub(super) fn apply(
         });
     }
     if let Some(keep) = s.keep_thinking_turns {
-        let changes = measure(thinking_changes(t, pinned, keep as usize), c);
+        let (changes, saved) = measure(thinking_changes(t, pinned, keep as usize), count, c);
         let turns = changes.len();
-        let saved = saving(count, &changes);
         if saved > 0 {
             note(&changes);
             commit(t, count, changes);
@@ -143,15 +131,14 @@ pub(super) fn apply(
 
 /// The rewritten messages by index, how many tool uses they clear, and how
 /// many keep their result.
-fn tool_changes(
+fn tool_changes<'a>(
     t: &Thread,
+    all: &[Use<'a>],
     count: &ThreadCount,
-    pinned: usize,
     s: &ClearSettings,
     c: &Counter<'_>,
 ) -> (Vec<(usize, Message)>, usize, usize) {
     let template = Template::new(&s.placeholder);
-    let all = uses(t, pinned);
     let older = all.len().saturating_sub(s.keep as usize);
     let excluded: HashSet<&str> = s.exclude_tools.iter().map(String::as_str).collect();
     let mut what: BTreeMap<usize, Clearing<'_>> = BTreeMap::new();
@@ -187,8 +174,7 @@ fn tool_changes(
 }
 
 /// Whether `text` in place of `r`'s content saves tokens. A message that is
-/// only this result has its count already (memoized across requests), so
-/// only the placeholder is tokenized; otherwise the content is.
+/// only this result is counted already, so only the placeholder is tokenized.
 fn saves(m: &Message, tokens: usize, r: &ToolResult, text: &str, c: &Counter<'_>) -> bool {
     if m.parts.len() == 1 {
         let after = Message {
@@ -220,11 +206,9 @@ fn text_chars(p: &Part) -> usize {
     }
 }
 
-/// Assistant messages whose thinking goes: those with thinking, except the
-/// newest `keep` of them, the current turn (every message after the last
-/// user message with text of its own: an in-progress tool loop, whose
-/// thinking the providers require), and a message that is only thinking
-/// (it would be left empty).
+/// Assistant messages whose thinking goes: all but the newest `keep`, the
+/// current turn (an in-progress tool loop, whose thinking providers require)
+/// and a message that is only thinking (it would be left empty).
 fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Message)> {
     let current = t
         .messages
@@ -239,14 +223,10 @@ fn thinking_changes(t: &Thread, pinned: usize, keep: usize) -> Vec<(usize, Messa
         })
         .collect();
     let older = with.len().saturating_sub(keep);
-    let what = Clearing {
-        thinking: true,
-        ..Default::default()
-    };
     with[..older]
         .iter()
         .filter(|&&i| i < current && !t.messages[i].parts.iter().all(Part::is_thinking))
-        .filter_map(|&i| clear(&t.messages[i], t.format, &what).map(|m| (i, m)))
+        .filter_map(|&i| without_thinking(&t.messages[i], t.format).map(|m| (i, m)))
         .collect()
 }
 
@@ -257,23 +237,25 @@ struct Change {
     tokens: usize,
 }
 
-fn measure(changes: Vec<(usize, Message)>, c: &Counter<'_>) -> Vec<Change> {
-    changes
+/// The changes, counted, and the tokens they save.
+fn measure(
+    changes: Vec<(usize, Message)>,
+    count: &ThreadCount,
+    c: &Counter<'_>,
+) -> (Vec<Change>, usize) {
+    let changes: Vec<Change> = changes
         .into_iter()
         .map(|(at, message)| Change {
             tokens: c.message(&message).tokens,
             at,
             message,
         })
-        .collect()
-}
-
-/// Tokens the changes save, counted as the thread is counted.
-fn saving(count: &ThreadCount, changes: &[Change]) -> usize {
-    changes
+        .collect();
+    let saved = changes
         .iter()
         .map(|ch| count.messages[ch.at].saturating_sub(ch.tokens))
-        .sum()
+        .sum();
+    (changes, saved)
 }
 
 fn commit(t: &mut Thread, count: &mut ThreadCount, changes: Vec<Change>) {
@@ -284,9 +266,7 @@ fn commit(t: &mut Thread, count: &mut ThreadCount, changes: Vec<Change>) {
     }
 }
 
-/// What clearing did to the request's thread, carried from the first step
-/// of planning to the answer, which counts from the thread as it was sent
-/// and lists every edit.
+/// What clearing did, carried from planning to the answer.
 pub(super) struct Cleared {
     /// The request thread's count, before clearing.
     pub tokens_before: usize,
@@ -296,9 +276,8 @@ pub(super) struct Cleared {
 }
 
 impl Cleared {
-    /// `outcome` as the answer to the request it came from: counted from
-    /// the thread before clearing, with the edits, and reported as
-    /// compressed when clearing alone changed the thread.
+    /// `outcome` counted from the thread as sent, with the edits; compressed
+    /// when clearing alone changed the thread.
     pub fn report(self, mut outcome: Outcome) -> Outcome {
         outcome.tokens_before = self.tokens_before;
         if !self.edits.is_empty() {

@@ -1,18 +1,8 @@
-//! Making a compressed thread fit `context_window - response_reserve`.
-//!
-//! The order is fixed and each step is reported: cut the longest tool results
-//! in the middle, then any long text, then shrink the summary, then drop the
-//! oldest tail units. The pinned prefix is never touched.
-//!
-//! The draft carries the token count of every message it holds, taken from
-//! the plan's count; only a message that changes (a cut text, the summary) is
-//! counted again, so fitting is linear in the thread, not quadratic.
+//! The [`Draft`] being fitted (see `finish::draft`): it recounts only the
+//! messages that change, so fitting is linear in the thread.
 
 use std::collections::{BTreeSet, VecDeque};
 
-use super::summary::{self, summary_message};
-use super::{Error, iterations, split};
-use crate::policy::SummaryRole;
 use crate::thread::{Cut, Keep, Message, WireFormat, truncate_to};
 use crate::tokens::Counter;
 
@@ -38,8 +28,7 @@ pub struct Draft {
     /// dropped to fit): kept after the summary, never cut.
     pub instructions: Vec<Kept>,
     instruction_tokens: usize,
-    /// A deque: fitting drops whole units from its front, one at a time,
-    /// and a `Vec` would move the rest each time (quadratic in the tail).
+    /// A deque: dropping units from a `Vec`'s front would be quadratic.
     pub tail: VecDeque<Kept>,
     tail_tokens: usize,
     pub truncated: BTreeSet<usize>,
@@ -91,8 +80,7 @@ impl Draft {
             + self.tail_tokens
     }
 
-    /// Cuts texts of the tail (tool results only, or any) to ever shorter
-    /// lengths until the draft fits `budget`; true when it does.
+    /// Cuts the tail's texts ever shorter until the draft fits; true when it does.
     pub fn cut_texts(
         &mut self,
         c: &Counter<'_>,
@@ -118,8 +106,7 @@ impl Draft {
         self.total() <= budget
     }
 
-    /// Drops the oldest whole unit of the tail (`unit_len` messages),
-    /// keeping at least one message; false when only one unit is left.
+    /// Drops the oldest unit of the tail; false when only one is left.
     pub fn drop_oldest_unit(&mut self, unit_len: usize) -> bool {
         if unit_len >= self.tail.len() {
             return false;
@@ -149,68 +136,4 @@ impl Draft {
             .collect();
         (messages, self.truncated, self.dropped)
     }
-}
-
-/// The summary `fit` may shrink: its object, the role its message takes,
-/// and whether it is a per-iteration injection (shrunk by its own rules, so
-/// it stays a list).
-pub(super) struct Shrinkable<'a> {
-    pub object: &'a mut Option<summary::SummaryObject>,
-    pub role: SummaryRole,
-    pub grouped: bool,
-}
-
-/// Fits the draft into the budget: cut tool results, then any text, then
-/// shrink the summary, then drop the oldest tail units (`tail_units` are
-/// their lengths, oldest first).
-pub(super) fn fit(
-    draft: &mut Draft,
-    format: WireFormat,
-    c: &Counter<'_>,
-    budget: usize,
-    tail_units: &[usize],
-    summary: Shrinkable<'_>,
-) -> Result<(), Error> {
-    let Shrinkable {
-        object: summary,
-        role,
-        grouped,
-    } = summary;
-    if draft.total() <= budget
-        || draft.cut_texts(c, format, Cut::ToolResults, budget)
-        || draft.cut_texts(c, format, Cut::AnyText, budget)
-    {
-        return Ok(());
-    }
-    if let Some(obj) = summary.as_mut() {
-        let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
-        match grouped {
-            true => iterations::shrink(obj, room, c),
-            false => obj.shrink(room, c),
-        }
-        draft.set_summary(
-            summary_message(format, role, obj.messages_summarized, &obj.content),
-            c,
-        );
-    }
-    // Without a summary message the kept conversation must still open with
-    // a user turn, so keep dropping until it does.
-    let opens = |d: &Draft| {
-        d.summary.is_some()
-            || d.tail
-                .front()
-                .is_some_and(|k| split::opens_user_turn(&k.message))
-    };
-    for &len in tail_units {
-        if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(len) {
-            break;
-        }
-    }
-    if opens(draft) && draft.total() <= budget {
-        return Ok(());
-    }
-    Err(Error::DoesNotFit(format!(
-        "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
-        draft.total()
-    )))
 }

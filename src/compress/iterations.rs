@@ -1,22 +1,16 @@
-//! Per-iteration summaries in a compression (`group_by: "iteration"`): the
-//! plan asks the summary service for them like for any summary (so the
-//! strategy, the cache, the fallback and `on_upstream_error` apply), and the
-//! list is read back from the written injection when finishing. The plan
-//! and the finish ask [`Grouping`] what differs, here only.
+//! Per-iteration summaries (`group_by: "iteration"`), written through the
+//! summary service like any summary; the plan and finish ask [`Grouping`]
+//! what differs, here only.
 
 use std::ops::Range;
 
 use super::split;
-use super::summary::SummaryObject;
-use crate::summarize::{SummaryRequest, SummarySettings, injection_refolded, refit_injection};
+use crate::summarize::{SummaryRequest, SummarySettings, injection_refolded};
 use crate::thread::Message;
-use crate::tokens::Counter;
 
 pub use crate::summarize::IterationSummary;
 
-/// What the verbatim tail keeps and the span becomes: the recent messages
-/// and one running summary, or the recent iterations and one summary per
-/// older iteration.
+/// One running summary, or one per older iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Grouping {
     Messages,
@@ -40,9 +34,8 @@ impl Grouping {
         }
     }
 
-    /// Whether the tail's cut may still move (shrunk to make room for the
-    /// summary, or swapped for a summary written ahead): the recent
-    /// iterations asked for are final.
+    /// Whether the cut may still move (shrunk, or swapped): per iteration,
+    /// it is final.
     pub(super) fn cut_moves(self) -> bool {
         matches!(self, Grouping::Messages)
     }
@@ -53,8 +46,8 @@ impl Grouping {
         matches!(self, Grouping::Iterations(_))
     }
 
-    /// The summary job for `messages[start..cut]`. Per iteration, only
-    /// iterations are summarized: an empty span has none, and no job.
+    /// The summary job for `messages[start..cut]` (per iteration: none for
+    /// an empty span).
     pub(super) fn request(
         self,
         messages: &[Message],
@@ -80,15 +73,6 @@ impl Grouping {
 
 /// The summaries an injection holds.
 pub(super) use crate::summarize::iteration_summaries as summaries;
-
-/// Shrinks the injection to `max_tokens` as it was bounded when written
-/// (oldest iterations left out first), so it still reads back as a list.
-pub(super) fn shrink(obj: &mut SummaryObject, max_tokens: usize, c: &Counter<'_>) {
-    if obj.token_count > max_tokens {
-        obj.content = refit_injection(&obj.content, max_tokens, c);
-        obj.token_count = c.text(&obj.content).tokens;
-    }
-}
 
 /// The warning when `injection` does not extend `prior` byte for byte.
 pub(super) fn refold_warning(prior: &str, injection: &str) -> Option<String> {

@@ -1,11 +1,7 @@
-//! [`Meter`]: counts and verdicts (`/v1/tokens`, `/v1/verdict`) on the
-//! setup the [`Compressor`](super::Compressor) counts with: one model
-//! registry, default model and set of encoders, so a count, a verdict and a
-//! compression of the same thread agree.
-//!
-//! A provider count (`count: "provider"`) is prepared with the local count,
-//! on the CPU pool, and asked for after it. It only ever improves on the
-//! local count, so whatever stops it leaves that with a warning.
+//! [`Meter`]: counts and verdicts (`/v1/tokens`, `/v1/verdict`) with the
+//! [`Compressor`](super::Compressor)'s models and encoders, so a count, a
+//! verdict and a compression of one thread agree. A provider count only
+//! improves on the local one: whatever stops it leaves a warning.
 
 use std::sync::Arc;
 
@@ -32,8 +28,7 @@ pub struct Meter {
 /// A provider count to ask for ([`Meter::ask`]), or why there is none.
 pub type Ask = Result<CountCall, CountError>;
 
-/// A verdict, on the local count until [`Meter::settle`] decides it again on
-/// the provider's.
+/// A verdict, on the local count until [`Meter::settle`] takes the provider's.
 pub struct Judged {
     pub verdict: Verdict,
     pub provenance: Provenance,
@@ -73,8 +68,7 @@ impl Meter {
         Self { metrics, ..self }
     }
 
-    /// How a request counts: its model (else the default), encoding and
-    /// method, decided here for every entry point.
+    /// How a request counts: its model (else the default), encoding, method.
     pub fn spec(
         &self,
         model: Option<&str>,
@@ -101,9 +95,8 @@ impl Meter {
         count
     }
 
-    /// A thread's count, message by message, and the provider count to ask
-    /// for when `source` (the source asked, and whether the caller may have
-    /// a provider count) wants one.
+    /// A thread's count, and the provider count to ask for when `source`
+    /// (asked, permitted) wants one.
     pub fn thread(
         &self,
         spec: &CountSpec,
@@ -115,8 +108,8 @@ impl Meter {
         (count, self.prepare(source, thread, &spec.model))
     }
 
-    /// The verdict on `thread` under `profile` (its window for this model),
-    /// and the provider count to ask for when `source` wants one.
+    /// The verdict on `thread` under `profile`, and the provider count to
+    /// ask for when `source` wants one.
     pub fn judge(
         &self,
         spec: &CountSpec,
@@ -133,8 +126,7 @@ impl Meter {
         let verdict = policy::verdict(thread, &counter, &profile, window, prior);
         self.counted(spec, verdict.total_tokens as usize);
         let ask = self.prepare(source, thread, &spec.model);
-        // Only a `summary` object makes what the verdict measures differ from
-        // the whole thread (a summary message in the thread is what is sent).
+        // Only a `summary` object makes the verdict measure other than what is sent.
         let whole_thread = (ask.is_some() && prior.is_some() && !in_thread)
             .then(|| counter.thread(thread).total as u64);
         Judged {
@@ -147,8 +139,7 @@ impl Meter {
         }
     }
 
-    /// The verdict decided again on the provider's count, when one was asked
-    /// for and answered.
+    /// The verdict decided again on the provider's count, when it answered.
     pub async fn settle(&self, mut judged: Judged) -> Judged {
         let Some(total) = self.ask(judged.ask.take(), &mut judged.warnings).await else {
             return judged;
@@ -169,9 +160,7 @@ impl Meter {
     }
 
     /// The request for `thread` when `source` asks the provider. The
-    /// operator's provider key pays for it, so a caller without the
-    /// `provider` permission gets the local count with a warning (its own
-    /// request for one is refused before any work, by the handler).
+    /// operator's key pays, so without the `provider` permission: a warning.
     fn prepare(&self, source: (CountSource, bool), thread: &Thread, model: &str) -> Option<Ask> {
         match source {
             (CountSource::Local, _) => None,

@@ -1,13 +1,10 @@
 //! The compression service: keep the pinned prefix and the recent messages
-//! verbatim, replace the older span with a summary, fit the budget, and
-//! return a thread the provider accepts.
+//! verbatim, replace the older span with a summary, fit the budget.
 //!
-//! One entry point, [`Compressor::run`], for every caller (the HTTP handler,
-//! the proxy): plan on the blocking pool ([`plan`]), write the summary through
-//! the [`SummaryService`](crate::summarize::SummaryService) (cache, single
-//! flight, maybe an LLM call), finish on the blocking pool ([`finish`]).
-//! Imports point down: `compress` → `summarize` → `upstream`/`cache` →
-//! `tokens` → `thread`.
+//! One entry point, [`Compressor::run`], for every caller: plan on the
+//! blocking pool ([`plan`]), write the summary through the
+//! [`SummaryService`](crate::summarize::SummaryService), finish on the
+//! blocking pool ([`finish`]).
 
 mod binding;
 mod check;
@@ -56,11 +53,9 @@ pub enum Reason {
     Forced,
     /// Nothing was due, but per-message truncation rules cut messages.
     Rules,
-    /// Nothing new is due; the previous summary of this conversation stays
-    /// in place of the messages it covers (continuity mode).
+    /// Nothing new is due; the previous summary stays (continuity).
     Continued,
-    /// Nothing was due (or the strategy is `clear_tool_results`), but old
-    /// tool results (or thinking blocks) were cleared.
+    /// Old tool results (or thinking) were cleared, nothing else was due.
     ToolResultsCleared,
 }
 
@@ -81,9 +76,8 @@ pub struct Compression {
     pub thread: Thread,
     /// The profile with the request's overrides applied.
     pub profile: Profile,
-    /// The profile's `min_recent_messages` is the caller's own (a
-    /// request's `config` override): then it may not exceed the thread's
-    /// length ([`Compression::check`]). The proxy takes no overrides.
+    /// `min_recent_messages` is the request's own override: then it may not
+    /// exceed the thread's length ([`Compression::check`]).
     pub min_recent_overridden: bool,
     /// The model whose tokenizer and window apply (None: the configured default).
     pub model: Option<String>,
@@ -101,28 +95,22 @@ pub struct Compression {
     pub force: bool,
     /// `group_by: "iteration"`: how many recent iterations stay verbatim.
     pub keep_recent_iterations: Option<usize>,
-    /// The caller resends its whole history every turn: replace the
-    /// longest prefix a summary already covers by that summary, every turn,
-    /// so the forwarded prefix stays byte-identical (see [`continuity`]).
+    /// The caller resends its whole history: replace the longest prefix a
+    /// summary covers by it every turn, byte for byte (see [`continuity`]).
     pub continuity: bool,
-    /// The caller may have the upstream LLM write its summary (its API key
-    /// is marked `llm`, or access control is off). When not, `llm` and
-    /// `hybrid` are refused and `auto` writes a heuristic summary.
+    /// The caller may have the upstream LLM write (its key is marked `llm`,
+    /// or access control is off); else `auto` writes a heuristic summary.
     pub upstream_allowed: bool,
-    /// An active tool loop's final assistant message must keep the
-    /// thinking block it starts with (thinking is on, or may be: the
-    /// default). The proxy reads the request's `thinking` setting.
+    /// An active tool loop's final thinking block must stay (thinking is on,
+    /// or may be: the default).
     pub thinking_required: bool,
-    /// Write the summary the due turn will need ahead of time, in the
-    /// background, and swap it in when it is due (the profile's
-    /// `precompute_at`; see [`precompute`]). The proxy always asks; the
-    /// API when the request says `precompute: true`.
+    /// Write the due turn's summary ahead, in the background (see
+    /// [`precompute`]).
     pub precompute: bool,
 }
 
 impl Compression {
-    /// `thread` under `profile` with every other setting at its default:
-    /// the default model, `auto`, no previous summary, not forced.
+    /// `thread` under `profile`, every other setting at its default.
     pub fn new(thread: Thread, profile: Profile) -> Self {
         Self {
             thread,
@@ -145,8 +133,8 @@ impl Compression {
     }
 }
 
-/// Why a compression could not be done. Each variant is its own problem
-/// for a client; none carries text from an upstream or a database.
+/// Why a compression could not be done; no variant carries upstream or
+/// database text.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("invalid request")]
@@ -190,11 +178,11 @@ pub struct Outcome {
     pub usage: Option<Usage>,
     /// What clearing did (empty when it did nothing).
     pub applied_edits: Vec<AppliedEdit>,
-    /// Kept thinking blocks whose prefix changed, or may have: the request
-    /// must opt into Anthropic's `drop_block` (see [`binding`]).
+    /// Kept thinking whose prefix may have changed: the request needs
+    /// `drop_block` (see [`binding`]).
     pub thinking_drop_block: bool,
-    /// Continuity mode: the summary the output carries, for the caller to
-    /// record once it has forwarded it ([`Compressor::mark_carried`]).
+    /// Continuity: the summary carried, recorded once forwarded
+    /// ([`Compressor::mark_carried`]).
     pub carried: Option<Carried>,
     /// What precompute did on this request (None when it did nothing).
     pub precompute: Option<Precompute>,
@@ -208,7 +196,6 @@ pub(crate) struct Previous {
     pub last: usize,
     pub content: String,
     pub messages_summarized: usize,
-    /// It is a summary message of this thread (client style b), at the
-    /// first index after the pinned prefix.
+    /// It is this thread's summary message, right after the pinned prefix.
     pub in_thread: bool,
 }

@@ -1,6 +1,5 @@
-//! The placeholder that replaces a cleared tool result: rendered from the
-//! `clear.placeholder` template, and recognized again, so a result cleared
-//! by an earlier request is never cleared twice (clearing is idempotent).
+//! The placeholder of a cleared tool result: rendered from the template and
+//! recognized again, so clearing is idempotent.
 
 use crate::thread::thousands;
 
@@ -59,9 +58,7 @@ impl Template {
 
     /// Whether `text` is this template rendered for `tool` (any count).
     pub fn matches(&self, text: &str, tool: &str) -> bool {
-        // A rendering is short: its literals, the tool's name, and at most
-        // `MAX_COUNT` characters a count. Anything longer (a tool's real
-        // output) is not one, and the search below stays small.
+        // Anything longer than a rendering can be is a tool's real output.
         let longest: usize = self
             .0
             .iter()
@@ -71,17 +68,21 @@ impl Template {
                 Piece::Chars => MAX_COUNT,
             })
             .sum();
-        text.len() <= longest && Search::new(&self.0, text, tool).from(0, 0)
+        let mut search = Search {
+            pieces: &self.0,
+            text,
+            tool,
+            failed: Default::default(),
+        };
+        text.len() <= longest && search.from(0, 0)
     }
 }
 
 /// The longest count a rendering holds: `usize::MAX` with its commas.
 const MAX_COUNT: usize = 26;
 
-/// Matching a rendering, trying each length of each `{chars}` run (a
-/// literal after it may start with a digit). Every (piece, offset) is
-/// tried once, so a template of many `{chars}` costs pieces x length x
-/// [`MAX_COUNT`] steps at most, never an exponential search.
+/// Matching a rendering, trying each length of each `{chars}` run. Each
+/// (piece, offset) is tried once: never an exponential search.
 struct Search<'a> {
     pieces: &'a [Piece],
     text: &'a str,
@@ -89,16 +90,7 @@ struct Search<'a> {
     failed: std::collections::HashSet<(usize, usize)>,
 }
 
-impl<'a> Search<'a> {
-    fn new(pieces: &'a [Piece], text: &'a str, tool: &'a str) -> Self {
-        Self {
-            pieces,
-            text,
-            tool,
-            failed: Default::default(),
-        }
-    }
-
+impl Search<'_> {
     /// Whether `pieces[piece..]` match `text[at..]`.
     fn from(&mut self, piece: usize, at: usize) -> bool {
         let Some(first) = self.pieces.get(piece) else {

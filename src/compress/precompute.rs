@@ -1,32 +1,17 @@
-//! Precompute: a summary never costs the agent a turn.
+//! Precompute: a summary never costs the agent a turn. Once a thread is
+//! `precompute_at` of the way to its nearest trigger, the summary the due
+//! turn will need (same cut, writer and key settings) is written in the
+//! background, under its own ahead key, so the continuity lookup of a turn
+//! that is not due never finds it and the forwarded prefix stays as it was.
 //!
-//! Writing a summary takes the upstream LLM 10–60 s, and without help the
-//! turn on which it falls due waits for it. So once a thread has come
-//! `precompute_at` of the way to its nearest trigger, the summary that turn
-//! will need (the span a due compression would summarize now: same cut,
-//! same writer, same key settings) is written in the background, through
-//! the summary service (its cache, single flight and claims). The request
-//! that starts it goes on as it would have; its forwarded bytes do not
-//! change.
+//! When it falls due, the swap rule (Anthropic's background compaction): the
+//! summary written ahead stands for exactly the prefix it covers, every newer
+//! message verbatim, if that fits. Not ready and the thread fits: the request
+//! goes on without it; only a thread that would not fit waits.
 //!
-//! A summary written ahead is stored under its own key and index (see
-//! [`SummaryRequest::written_ahead`](crate::summarize::SummaryRequest::written_ahead)):
-//! the continuity lookup of a turn that is not due never finds it, so the
-//! prefix a provider caches stays as it was until the summary is due.
-//!
-//! When it falls due, the swap rule (Anthropic's background compaction):
-//! the summary written ahead stands for exactly the prefix it covers, and
-//! every newer message stays verbatim, as long as that fits; it is then
-//! indexed like any summary the turn writes, so later turns carry the same
-//! bytes. Not ready yet and the thread still fits: the request goes on
-//! without it (the previous summary, or none, kept) and the swap happens
-//! on a later turn. Only a thread that would not fit otherwise waits.
-//!
-//! Jobs are bounded (a semaphore: when every slot is taken a job is
-//! skipped and counted, never queued), one per conversation at a time
-//! across replicas (a cache claim on its name), hold memory from the
-//! budget while they run, and are aborted on shutdown. A job's failure is
-//! logged and counted; it never reaches a request.
+//! Jobs are bounded (a full semaphore skips, never queues), one per
+//! conversation across replicas (a cache claim), hold memory from the
+//! budget, and are aborted on shutdown; a failure never reaches a request.
 
 use std::sync::{Arc, Mutex};
 
@@ -41,8 +26,8 @@ use crate::admission::{MemoryBudget, memory};
 use crate::cache::CacheError;
 use crate::summarize::{SummaryService, Writer, ahead, cpu};
 
-/// What precompute did on a request, as the `precompute` field and the
-/// proxy's `x-condense-precompute` header say it.
+/// What precompute did on a request (the `precompute` field, the proxy's
+/// `x-condense-precompute` header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Precompute {
@@ -54,11 +39,9 @@ pub enum Precompute {
     Ready,
     /// This request carries a summary written ahead (the swap rule).
     Used,
-    /// A summary is due but the one written ahead is not ready: the thread
-    /// fits, so the request went on without it (it is being written).
+    /// Due, the one written ahead not ready, the thread fits: went on without it.
     Pending,
-    /// One was wanted, but every background slot (or the memory budget)
-    /// was taken: none was started.
+    /// Every background slot (or the memory budget) was taken.
     Skipped,
 }
 
@@ -74,8 +57,7 @@ impl Precompute {
         }
     }
 
-    /// A summary is being written in the background for this caller (the
-    /// API answers 202 Accepted).
+    /// A summary is being written in the background (the API answers 202).
     pub fn accepted(self) -> bool {
         matches!(
             self,
@@ -84,8 +66,7 @@ impl Precompute {
     }
 }
 
-/// The background jobs of one process. Which conversation has a job at
-/// work, here or on another replica, is the cache's claim on its name.
+/// The background jobs of one process (which conversation has one: the cache's claim).
 pub struct Precomputer {
     slots: Arc<Semaphore>,
     tasks: Mutex<JoinSet<()>>,
@@ -99,13 +80,11 @@ impl Default for Precomputer {
     }
 }
 
-/// Background summaries at work at once, by default: half the upstream's
-/// default concurrency, so due turns that must wait still find room.
+/// Half the upstream's default concurrency: due turns still find room.
 pub const DEFAULT_CONCURRENCY: usize = 2;
 
 impl Precomputer {
-    /// At most `concurrency` jobs at once (0: none ever starts), each
-    /// holding memory from `memory`.
+    /// At most `concurrency` jobs at once (0: none), holding `memory`.
     pub fn new(concurrency: usize, memory: MemoryBudget) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(concurrency)),
@@ -114,8 +93,7 @@ impl Precomputer {
         }
     }
 
-    /// Aborts every job at work (shutdown). A job cut short stores nothing;
-    /// its cache claim runs out on its own.
+    /// Aborts every job (shutdown); a cut job stores nothing, its claim expires.
     pub fn shutdown(&self) {
         self.tasks
             .lock()
@@ -123,9 +101,8 @@ impl Precomputer {
             .abort_all();
     }
 
-    /// Starts writing ahead what `job` asks for, unless a job (on any
-    /// replica) holds this conversation's claim, or there is no room.
-    /// Returns once the job is spawned: it owns what it needs.
+    /// Spawns `job` unless one (on any replica) holds this conversation's
+    /// claim, or there is no room.
     pub(super) async fn start(&self, summarizer: Arc<SummaryService>, job: Job) -> Precompute {
         let metrics = summarizer.metrics().clone();
         let claim = match summarizer.cache().claim_lease(&ahead(&job.name)).await {
@@ -159,8 +136,8 @@ impl Precomputer {
     }
 }
 
-/// What a background job needs, owned: the request as it came (planned
-/// again as if due), its history's hashes, and its conversation's name.
+/// What a background job needs, owned: the request (planned again as if
+/// due), its history's hashes and its conversation's name.
 pub(super) struct Job {
     pub req: Compression,
     pub setup: Setup,
@@ -171,8 +148,7 @@ pub(super) struct Job {
     pub bytes: u64,
 }
 
-/// The summary written ahead for the longest prefix of `anchor`'s
-/// history, with the first message it does not cover.
+/// The summary written ahead for the longest prefix of `anchor`'s history.
 pub(super) async fn ready(
     summarizer: &SummaryService,
     anchor: &Anchor,
@@ -187,9 +163,8 @@ pub(super) async fn ready(
 }
 
 /// One job, under its claim: writes the summary a due compression would
-/// write now, under its ahead key. How it ended (the `outcome` label of
-/// `condense_precompute_jobs`): `written`, `found` (already stored),
-/// `nothing` (no span for the upstream) or `failed` (logged).
+/// write now, under its ahead key. Returns the `condense_precompute_jobs`
+/// outcome: `written`, `found`, `nothing` or `failed`.
 async fn write(summarizer: &SummaryService, job: Job) -> &'static str {
     let Job {
         req,

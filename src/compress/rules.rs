@@ -1,15 +1,8 @@
-//! Per-message truncation rules: `max_tool_result_chars`,
-//! `max_user_message_chars` and `max_assistant_message_chars` of the
-//! profile, keeping `truncate_keep`.
-//!
-//! Some agents keep their raw recent iterations with each prompt cut to a
-//! few hundred characters and each output (tool results, the agent's own
-//! text) to a few thousand (um_agent_coder: 500 and 5,000). The rules
-//! apply to every message a compression returns verbatim after the pinned
-//! prefix (never to the system prompt or the summary message), whether or
-//! not a summary was due, before fitting, and the cut messages are reported
-//! in `messages_truncated`. A cut text fits its limit marker included, so
-//! the rules applied again to their own answer change nothing.
+//! Per-message truncation rules (`max_tool_result_chars`,
+//! `max_user_message_chars`, `max_assistant_message_chars`, `truncate_keep`):
+//! applied to every verbatim message after the pinned prefix, due or not,
+//! before fitting. A cut text fits its limit marker included, so applying
+//! the rules again to their own answer changes nothing.
 
 use super::fit::Draft;
 use super::{Outcome, Reason};
@@ -27,7 +20,12 @@ pub(super) struct Rules {
 
 impl Rules {
     pub fn of(p: &Profile) -> Option<Self> {
-        let rules = Self {
+        let limits = [
+            p.max_tool_result_chars,
+            p.max_user_message_chars,
+            p.max_assistant_message_chars,
+        ];
+        limits.iter().any(Option::is_some).then(|| Self {
             tool_results: p.max_tool_result_chars.map(|n| n as usize),
             user_messages: p.max_user_message_chars.map(|n| n as usize),
             assistant_messages: p.max_assistant_message_chars.map(|n| n as usize),
@@ -36,15 +34,7 @@ impl Rules {
                 TruncateKeep::Tail => Keep::Tail,
                 TruncateKeep::Both => Keep::Both,
             },
-        };
-        let any = [
-            rules.tool_results,
-            rules.user_messages,
-            rules.assistant_messages,
-        ]
-        .iter()
-        .any(Option::is_some);
-        any.then_some(rules)
+        })
     }
 
     /// `m` with the rules applied; None when no rule cuts it.
@@ -90,49 +80,42 @@ impl Draft {
 /// The answer when nothing is due: the caller's thread as it is, or with the
 /// rules applied (`reason: rules`) when they cut something.
 pub(super) fn unchanged(
-    t: Thread,
+    mut t: Thread,
     count: &ThreadCount,
     context_window: u64,
     warnings: Vec<String>,
     p: &Profile,
     c: &Counter<'_>,
 ) -> Outcome {
-    let Some(rules) = Rules::of(p) else {
-        return Outcome::unchanged(t, count.total, context_window, warnings);
-    };
-    let pinned = t.pinned_len();
-    let cuts: Vec<(usize, Message)> = t.messages[pinned..]
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| rules.apply(m, t.format).map(|cut| (pinned + i, cut)))
-        .collect();
-    if cuts.is_empty() {
-        return Outcome::unchanged(t, count.total, context_window, warnings);
+    let (pinned, format) = (t.pinned_len(), t.format);
+    let (mut tokens_after, mut truncated) = (count.total, Vec::new());
+    if let Some(rules) = Rules::of(p) {
+        for (i, m) in t.messages.iter_mut().enumerate().skip(pinned) {
+            if let Some(cut) = rules.apply(m, format) {
+                tokens_after = tokens_after - count.messages[i] + c.message(&cut).tokens;
+                *m = cut;
+                truncated.push(i);
+            }
+        }
     }
-    let Thread {
-        format,
-        system,
-        mut messages,
-        tools,
-    } = t;
-    let mut tokens_after = count.total;
-    let mut truncated = Vec::with_capacity(cuts.len());
-    for (i, cut) in cuts {
-        tokens_after = tokens_after - count.messages[i] + c.message(&cut).tokens;
-        messages[i] = cut;
-        truncated.push(i);
-    }
-    let thread = Thread {
-        format,
-        system,
-        messages,
-        tools,
-    };
+    let compressed = !truncated.is_empty();
     Outcome {
-        compressed: true,
-        reason: Some(Reason::Rules),
+        compressed,
+        reason: compressed.then_some(Reason::Rules),
+        thread: t,
+        summary: None,
+        tokens_before: count.total,
         tokens_after,
+        context_window,
+        messages_dropped: Vec::new(),
         messages_truncated: truncated,
-        ..Outcome::unchanged(thread, count.total, context_window, warnings)
+        iterations: None,
+        degraded: false,
+        usage: None,
+        applied_edits: Vec::new(),
+        thinking_drop_block: false,
+        carried: None,
+        precompute: None,
+        warnings,
     }
 }

@@ -1,8 +1,5 @@
-//! What the [`Compressor`](super::Compressor) resolves before a plan: how
-//! to count, the window, the upstream model, what earlier turns forwarded,
-//! and the mode the plan is made in. A leaf of its own, so that
-//! `continuity` (which reads a `Setup`) and the module root do not import
-//! each other.
+//! What the [`Compressor`](super::Compressor) resolves before a plan. A leaf,
+//! so that `continuity` and the module root do not import each other.
 
 use std::sync::Arc;
 
@@ -11,9 +8,8 @@ use crate::cache::CachedSummary;
 use crate::summarize::UpstreamModel;
 use crate::tokens::Counter;
 
-/// What the service resolved before planning: how to count, the window,
-/// the upstream model (None without an upstream), what earlier turns
-/// forwarded, and the mode this plan is made in.
+/// How to count, the window, the upstream model (None without one), what
+/// earlier turns forwarded, and the mode of this plan.
 #[derive(Clone)]
 pub(crate) struct Setup {
     pub counter: Counter<'static>,
@@ -29,12 +25,10 @@ pub(crate) struct Setup {
 /// history lets a due summary wait (the previous one is then what was sent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum History {
-    /// Not continuity mode (the request is all there is), or a continuity
-    /// cache that answered and holds no summary of this conversation.
+    /// Not continuity mode, or its cache holds no summary of this conversation.
     Known,
-    /// Continuity mode found a summary of a prefix: it is the request's
-    /// `prior` and stays in place even when nothing is due; where it came
-    /// into use (see [`binding`](super::binding)).
+    /// Continuity found a summary of a prefix (the request's `prior`, kept
+    /// even when nothing is due), and where it came into use.
     Carried(InUse),
     /// Continuity mode without a cache, or with one that failed.
     Unknown,
@@ -61,18 +55,17 @@ impl Hashes {
     }
 }
 
-/// How a plan is made. One value, chosen by the [`Compressor`](super::Compressor) per plan.
+/// How a plan is made, chosen by the [`Compressor`](super::Compressor).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Mode {
     /// A caller's turn, as the verdict says.
     Now,
-    /// A caller's turn with precompute on (see [`precompute`](super::precompute)): when the
-    /// summary is due, the one written ahead (`ready`) stands in if it is
-    /// this turn's; else a summary the upstream would write waits for it
-    /// while the thread fits.
+    /// A turn with [`precompute`](super::precompute) on: a due summary is
+    /// `ready` if it is this turn's, else an upstream one waits while the
+    /// thread fits.
     Hold { ready: Option<Ready> },
-    /// As if a summary were due now: the background job of [`precompute`](super::precompute),
-    /// which writes nothing when `ready` already is the summary it needs.
+    /// As if due now: the background job, which writes nothing when `ready`
+    /// already is the summary it needs.
     Ahead { ready: Option<Ready> },
 }
 
@@ -86,9 +79,7 @@ impl Mode {
     }
 }
 
-/// A summary written ahead for a prefix of this history (the swap rule:
-/// it stands for exactly that prefix, every newer message verbatim, if that
-/// fits and it is the summary this plan would write for that prefix).
+/// A summary written ahead for a prefix of this history (the swap rule).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Ready {
     /// The first message it does not cover.

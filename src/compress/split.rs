@@ -1,19 +1,13 @@
-//! Where to cut a thread: tool units, the tail, and iterations.
-//!
-//! An assistant message with tool calls and the messages holding their results
-//! form one unit; a cut only ever falls between units, so no tool result loses
-//! its call and no call loses its results.
+//! Where to cut a thread: a cut only falls between units (a call and its
+//! results), so no result loses its call.
 
 use std::ops::Range;
 
 use crate::thread::{Message, Role};
 
-/// The units of `messages[from..]`, in order, as index ranges.
-///
-/// In the Responses format a call and its output are items of their own:
-/// a reasoning item goes with the item after it (the API refuses one
-/// without it), and a unit with calls runs on through items until every
-/// call it opened has its output, so parallel calls stay together.
+/// The units of `messages[from..]`. In the Responses format a reasoning
+/// item goes with the item after it, and a unit runs on until every call it
+/// opened has its output.
 pub fn units(messages: &[Message], from: usize) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut i = from;

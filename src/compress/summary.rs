@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::policy::SummaryRole;
-use crate::summarize::{Fidelity, Strategy, Written};
+use crate::summarize::{self, Fidelity, Strategy, Written};
 use crate::thread::{Message, Role, WireFormat, summary_text, text_message};
 use crate::tokens::Counter;
 
@@ -51,13 +51,16 @@ pub fn object(
 }
 
 impl SummaryObject {
-    /// Re-fits the content into `max_tokens` (when the budget is tighter than
-    /// `max_summary_tokens`).
-    pub fn shrink(&mut self, max_tokens: usize, c: &Counter<'_>) {
+    /// Re-fits the content into `max_tokens`; `listed`: a per-iteration
+    /// injection, shrunk as it was bounded so it still reads back as a list.
+    pub(super) fn shrink(&mut self, max_tokens: usize, listed: bool, c: &Counter<'_>) {
         if self.token_count <= max_tokens {
             return;
         }
-        self.content = crate::summarize::shrink(&self.content, self.strategy, max_tokens, c);
+        self.content = match listed {
+            true => summarize::refit_injection(&self.content, max_tokens, c),
+            false => summarize::shrink(&self.content, self.strategy, max_tokens, c),
+        };
         self.token_count = c.text(&self.content).tokens;
     }
 }

@@ -1,6 +1,4 @@
-//! Who writes the summary: the strategy, the upstream model and the
-//! caller's permission decided once, as a [`Decision`]. A leaf of the
-//! plan: it reads the profile, not the planner.
+//! Who writes the summary, decided once as a [`Decision`]. A leaf of the plan.
 
 use super::Error;
 use crate::policy::Profile;
@@ -29,11 +27,9 @@ pub(super) struct Upstream {
     pub allowed: bool,
 }
 
-/// `auto` is `llm` when an upstream is configured, the caller may use it,
-/// the span has at least `llm_min_tokens` and the whole thread at least
-/// `llm_min_total_tokens`, else `heuristic` (with a warning when only the
-/// caller's permission stood in the way: no upstream is the quiet default);
-/// `llm` and `hybrid` need an upstream and the permission.
+/// `auto` is `llm` when an upstream is configured, the caller may use it
+/// and the span and thread reach `llm_min_tokens`/`llm_min_total_tokens`,
+/// else `heuristic`; `llm` and `hybrid` need an upstream and the permission.
 pub(super) fn decide(
     s: Strategy,
     upstream: Upstream,

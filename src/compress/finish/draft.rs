@@ -1,51 +1,35 @@
 //! The draft: the thread assembled around the summary, then fitted into
 //! the budget.
 
-use super::super::fit::{Draft, Kept, Shrinkable, fit};
+use super::super::binding::Provenance;
+use super::super::fit::{Draft, Kept};
 use super::super::plan::{Decision, Plan};
 use super::super::rules::Rules;
-use super::super::{Error, binding};
+use super::super::summary::summary_message;
+use super::super::{Error, binding, split};
 use super::Summary;
-use crate::thread::Message;
-
-/// The thinking blocks the output may keep (see `binding`), read from the
-/// request thread before its messages move into the draft.
-pub(super) struct Thinking {
-    /// The final thinking of the active loop, if any.
-    pub final_thinking: Option<usize>,
-    /// Where the reused summary came into use, when recorded.
-    pub in_use_from: Option<usize>,
-    /// The final thinking of the request that first carried a reused
-    /// summary: kept with `drop_block` then, so kept again, so the prefix
-    /// stays byte-identical (the API drops it each time).
-    pub first_final: Option<usize>,
-}
+use crate::thread::{Cut, Message};
 
 impl Plan {
-    /// What [`Thinking`] reads of the request thread.
-    pub(super) fn thinking(&self) -> Thinking {
-        let t = &self.thread;
-        let in_use_from = self.in_use.as_ref().and_then(|u| u.from);
-        Thinking {
-            final_thinking: binding::final_thinking(t),
+    /// What the kept thinking is judged by (see `binding`), read before the
+    /// messages move into the draft, and the active loop's final thinking.
+    pub(super) fn thinking(&self) -> (Provenance, Option<usize>) {
+        let t = &self.planner.t;
+        let in_use_from = self.in_use().and_then(|u| u.from);
+        let provenance = Provenance {
             in_use_from,
-            first_final: in_use_from.and_then(|from| binding::final_thinking_in(t, from)),
-        }
+            first_final: in_use_from.and_then(|from| binding::final_thinking(t, from)),
+            ..Provenance::default()
+        };
+        (provenance, binding::final_thinking(t, t.messages.len()))
     }
 
-    /// Moves the thread's messages into a draft: the pinned prefix, the
-    /// summary message (the caller's own when reused), the span's
-    /// mid-conversation instructions verbatim after it in their order (see
-    /// `Message::is_instruction`), and the tail. The profile's rules apply
-    /// before fitting; a truncation drops the rest of the span.
+    /// Moves the messages into a draft: the pinned prefix, the summary, the
+    /// span's instructions verbatim, the tail (the profile's rules applied).
     pub(super) fn draft(&mut self, summary: &mut Summary) -> Draft {
-        let (pinned, start, cut, c) = (self.pinned, self.start, self.cut, self.counter);
-        let count = &self.count;
-        let fixed = count.system.unwrap_or(0)
-            + count.messages[..pinned].iter().sum::<usize>()
-            + count.tools
-            + crate::tokens::REPLY_PRIMING;
-        let mut messages = std::mem::take(&mut self.thread.messages).into_iter();
+        let (pinned, start, cut, c) = (self.planner.pinned, self.start, self.cut, self.planner.c);
+        let count = &self.planner.count;
+        let mut messages = std::mem::take(&mut self.planner.t.messages).into_iter();
         let head: Vec<Message> = messages.by_ref().take(cut).collect();
         let mut head = head.into_iter();
         let pinned_messages: Vec<Message> = head.by_ref().take(pinned).collect();
@@ -68,10 +52,10 @@ impl Plan {
                 tokens: count.messages[cut + i],
             })
             .collect();
-        let mut draft = Draft::new(fixed, pinned_messages, tail);
+        let mut draft = Draft::new(self.fixed, pinned_messages, tail);
         draft.keep_instructions(instructions);
-        if let Some(rules) = Rules::of(&self.profile) {
-            draft.apply_rules(&rules, self.thread.format, &c);
+        if let Some(rules) = Rules::of(&self.planner.p) {
+            draft.apply_rules(&rules, self.planner.t.format, &c);
         }
         if let Some(m) = summary.message.take().or(kept_summary) {
             draft.set_summary(m, &c);
@@ -85,39 +69,47 @@ impl Plan {
         draft
     }
 
-    /// Fits the draft into the budget (see [`fit`]), dropping whole tail
-    /// units and shrinking the summary if it must; a summary shrunk after
-    /// it was written is said so, its `fidelity` receipt being of the
-    /// summary as written.
+    /// Fits the draft into the budget: cut tool results, then any text,
+    /// then shrink the summary, then drop the oldest tail units; the pinned
+    /// prefix is never touched.
     pub(super) fn fit(&mut self, draft: &mut Draft, summary: &mut Summary) -> Result<(), Error> {
-        let cut = self.cut;
-        let tail_units: Vec<usize> = self
-            .units
-            .iter()
-            .filter(|u| u.start >= cut)
-            .map(|u| u.len())
-            .collect();
-        let written_tokens = summary.object.as_ref().map(|o| o.token_count);
-        fit(
-            draft,
-            self.thread.format,
-            &self.counter,
-            self.budget,
-            &tail_units,
-            Shrinkable {
-                object: &mut summary.object,
-                role: self.profile.summary_role,
-                grouped: summary.listed,
-            },
-        )?;
-        if let Some(o) = summary
-            .object
-            .as_ref()
-            .filter(|o| Some(o.token_count) != written_tokens)
-            && o.fidelity.is_some()
+        let (format, c, budget) = (self.planner.t.format, &self.planner.c, self.budget);
+        if draft.total() <= budget
+            || draft.cut_texts(c, format, Cut::ToolResults, budget)
+            || draft.cut_texts(c, format, Cut::AnyText, budget)
         {
-            self.warnings.push("the summary was shrunk to fit the budget after it was written; its `fidelity` receipt describes it as written".into());
+            return Ok(());
         }
-        Ok(())
+        if let Some(obj) = summary.object.as_mut() {
+            let written = obj.token_count;
+            let room = budget.saturating_sub(draft.without_summary() + 24).max(16);
+            obj.shrink(room, summary.listed, c);
+            let role = self.planner.p.summary_role;
+            let message = summary_message(format, role, obj.messages_summarized, &obj.content);
+            draft.set_summary(message, c);
+            if obj.token_count != written && obj.fidelity.is_some() {
+                self.planner.warnings.push("the summary was shrunk to fit the budget after it was written; its `fidelity` receipt describes it as written".into());
+            }
+        }
+        // Without a summary message the kept conversation must still open
+        // with a user turn, so keep dropping until it does.
+        let opens = |d: &Draft| {
+            d.summary.is_some()
+                || d.tail
+                    .front()
+                    .is_some_and(|k| split::opens_user_turn(&k.message))
+        };
+        for u in self.units.iter().filter(|u| u.start >= self.cut) {
+            if (opens(draft) && draft.total() <= budget) || !draft.drop_oldest_unit(u.len()) {
+                break;
+            }
+        }
+        if opens(draft) && draft.total() <= budget {
+            return Ok(());
+        }
+        Err(Error::DoesNotFit(format!(
+            "even with the summary at its smallest, long texts cut and only the newest unit kept, the thread takes {} tokens; the budget is {budget}",
+            draft.total()
+        )))
     }
 }

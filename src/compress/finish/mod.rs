@@ -1,77 +1,38 @@
-//! Finishing a compression: assemble the thread around the written summary,
-//! fit it into the budget, validate it.
-//!
-//! [`Plan::finish`] reads as its steps: the summary the output carries
-//! (here), the draft around it and its fitting ([`draft`]), then the
-//! thinking it may invalidate, what continuity records and the answer
-//! ([`output`]). Each step hands the next a small struct of what it made.
+//! Finishing a compression: [`Plan::finish`] reads as its steps: the summary
+//! the output carries (here), the draft and its fitting ([`draft`]), the
+//! thinking it invalidates, what continuity records and the answer ([`output`]).
 
 mod draft;
 mod output;
 
-use super::binding;
 use super::plan::{Decision, Plan};
-use super::rules;
 use super::summary::{self, SummaryObject, summary_message};
 use super::{Error, Outcome, clear};
 use crate::summarize::{Usage, Written};
-use crate::thread::{Message, Thread};
-
-impl Outcome {
-    /// The answer when nothing is due: the caller's thread, value for value.
-    pub(crate) fn unchanged(
-        thread: Thread,
-        tokens: usize,
-        context_window: u64,
-        warnings: Vec<String>,
-    ) -> Outcome {
-        Outcome {
-            compressed: false,
-            reason: None,
-            thread,
-            summary: None,
-            tokens_before: tokens,
-            tokens_after: tokens,
-            context_window,
-            messages_dropped: Vec::new(),
-            messages_truncated: Vec::new(),
-            iterations: None,
-            degraded: false,
-            usage: None,
-            applied_edits: Vec::new(),
-            thinking_drop_block: false,
-            carried: None,
-            precompute: None,
-            warnings,
-        }
-    }
-}
+use crate::thread::Message;
 
 /// The summary the output carries.
 struct Summary {
     /// The summary written now, if any.
     object: Option<SummaryObject>,
     /// The message that stands for the span: a new one, or the previous
-    /// summary when nothing new was summarized (None when it is the
-    /// caller's own message, `reused`, or there is no summary).
+    /// summary (None when `reused` or there is none).
     message: Option<Message>,
     /// The caller's own summary message (at `pinned`) stays as it was.
     reused: bool,
-    /// Per iteration, the written summary is the injection (its list is
-    /// read back from it once fitted).
+    /// Per iteration: the written summary is the injection, read back as a list.
     listed: bool,
     degraded: bool,
     usage: Option<Usage>,
 }
 
 impl Plan {
-    /// Builds the compressed thread. `written` is the summary of the plan's
-    /// job (None when it had none).
+    /// Builds the compressed thread around the job's summary, if any.
     pub(super) fn finish(mut self, written: Option<Written>) -> Result<Outcome, Error> {
         // The edits move to the answer; `from` stays for `assemble`.
         let mut cleared = clear::Cleared {
-            edits: std::mem::take(&mut self.cleared.edits),
-            ..self.cleared
+            edits: std::mem::take(&mut self.planner.cleared.edits),
+            ..self.planner.cleared
         };
         self.assemble(written).map(|mut outcome| {
             cleared.edits.append(&mut outcome.applied_edits);
@@ -82,12 +43,11 @@ impl Plan {
     fn assemble(mut self, written: Option<Written>) -> Result<Outcome, Error> {
         let mut summary = self.summary(written);
         // Nothing dropped, nothing new, and it fits: the caller's thread as it was.
-        let kept_from = if summary.reused {
-            self.pinned + 1
-        } else {
-            self.pinned
-        };
-        if summary.message.is_none() && self.cut == kept_from && self.count.total <= self.budget {
+        let kept_from = self.planner.pinned + usize::from(summary.reused);
+        if summary.message.is_none()
+            && self.cut == kept_from
+            && self.planner.count.total <= self.budget
+        {
             return Ok(self.unchanged());
         }
         let thinking = self.thinking();
@@ -100,10 +60,9 @@ impl Plan {
     }
 
     /// The summary object of what was written (a truncation keeps none),
-    /// and the message that stands for the span: the new summary, or the
-    /// previous one as it was when nothing new was summarized.
+    /// and the message that stands for the span.
     fn summary(&mut self, written: Option<Written>) -> Summary {
-        let (pinned, start, cut, c) = (self.pinned, self.start, self.cut, self.counter);
+        let (pinned, start, cut, c) = (self.planner.pinned, self.start, self.cut, self.planner.c);
         let covered = self
             .previous
             .as_ref()
@@ -113,15 +72,15 @@ impl Plan {
             Decision::Truncate => None,
             Decision::Write(_) => written,
         };
-        let listed = self.grouping.lists() && written.is_some();
+        let listed = self.planner.ask.grouping.lists() && written.is_some();
         let (mut degraded, mut usage) = (false, None);
         let object = written.map(|w| {
             degraded = w.degraded;
             usage = w.usage;
-            self.warnings.extend(w.warnings.iter().cloned());
+            self.planner.warnings.extend(w.warnings.iter().cloned());
             summary::object(w, covered, pinned, cut.saturating_sub(1).max(pinned), &c)
         });
-        let (format, role) = (self.thread.format, self.profile.summary_role);
+        let (format, role) = (self.planner.t.format, self.planner.p.summary_role);
         let previous = self.previous.as_ref();
         let reused = object.is_none() && previous.is_some_and(|p| p.in_thread);
         let shown = match (&object, previous) {
@@ -140,23 +99,12 @@ impl Plan {
         }
     }
 
-    /// The answer when the cut leaves nothing to replace: the caller's
-    /// thread, with the profile's per-message rules applied.
+    /// The answer when the cut leaves nothing to replace.
     fn unchanged(mut self) -> Outcome {
-        self.warnings.push(
+        self.planner.warnings.push(
             "nothing older than the recent messages to summarize; the thread is returned unchanged"
                 .into(),
         );
-        let mut outcome = rules::unchanged(
-            self.thread,
-            &self.count,
-            self.context_window,
-            self.warnings,
-            &self.profile,
-            &self.counter,
-        );
-        let required = self.thinking_required;
-        binding::mark_in_place(&mut outcome, self.cleared.from, required, &self.counter);
-        outcome
+        self.planner.left_as_is().0
     }
 }

@@ -7,7 +7,6 @@ use super::super::fit::Draft;
 use super::super::plan::Plan;
 use super::super::{Error, Outcome, iterations};
 use super::Summary;
-use super::draft::Thinking;
 use crate::thread::{Thread, validate};
 
 impl Plan {
@@ -18,46 +17,43 @@ impl Plan {
         draft: &mut Draft,
         summary: &Summary,
         inserted: bool,
-        thinking: Thinking,
+        (provenance, final_thinking): (Provenance, Option<usize>),
     ) -> Unbound {
+        let cut = draft.truncated.first().copied();
         let provenance = Provenance {
             new_summary: summary.object.is_some(),
             inserted,
-            changed: draft
-                .truncated
-                .first()
-                .copied()
-                .into_iter()
-                .chain(self.cleared.from)
-                .min(),
-            in_use_from: thinking.in_use_from,
-            first_final: thinking.first_final,
+            changed: cut.into_iter().chain(self.planner.cleared.from).min(),
+            ..provenance
         };
         binding::unbind(
             draft,
-            self.thread.format,
+            self.planner.t.format,
             |position, index| provenance.prefix(position, index),
-            thinking.final_thinking,
-            self.thinking_required,
-            &self.counter,
+            final_thinking,
+            self.planner.ask.thinking_required,
+            &self.planner.c,
         )
     }
 
-    /// Continuity: the summary this output carries, recorded by the caller
-    /// once forwarded; not while it keeps thinking of unknown validity
-    /// (`trusted` false: later turns keep it so too, and the prefix holds).
+    /// Continuity: the summary this output carries; none while it keeps
+    /// thinking of unknown validity (`trusted` false).
     pub(super) fn carried(
         &self,
         summary: &Summary,
         inserted: bool,
         trusted: bool,
     ) -> Option<Carried> {
-        self.continuity_len
+        self.planner
+            .setup
+            .anchor
+            .made()
+            .map(|a| a.len())
             .filter(|_| inserted && trusted)
             .and_then(|len| {
                 let key = match &summary.object {
                     Some(o) => o.content_hash.clone(),
-                    None => self.in_use.as_ref()?.key.clone(),
+                    None => self.in_use()?.key.clone(),
                 };
                 Some(Carried {
                     key,
@@ -66,8 +62,7 @@ impl Plan {
             })
     }
 
-    /// The answer: the fitted draft as the output thread (validated, so a
-    /// provider never sees one it would refuse), with what was done to it.
+    /// The answer: the fitted draft, validated so no provider refuses it.
     pub(super) fn output(
         mut self,
         draft: Draft,
@@ -88,20 +83,21 @@ impl Plan {
             .filter(|_| listed)
             .map(|o| iterations::summaries(&o.content));
         if let (Some(o), Some(prev)) = (object.as_ref().filter(|_| listed), &self.previous) {
-            self.warnings
+            self.planner
+                .warnings
                 .extend(iterations::refold_warning(&prev.content, &o.content));
         }
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
         if unbound.removed_turns > 0 {
-            self.warnings.push(format!(
+            self.planner.warnings.push(format!(
                 "removed the thinking of {} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix",
                 unbound.removed_turns
             ));
         }
         let out = Thread {
             messages,
-            ..self.thread
+            ..self.planner.t
         };
         validate(&out).map_err(Error::Bug)?;
         Ok(Outcome {
@@ -109,23 +105,20 @@ impl Plan {
             reason: Some(self.reason),
             thread: out,
             summary: object,
-            tokens_before: self.count.total,
+            tokens_before: self.planner.count.total,
             tokens_after,
-            context_window: self.context_window,
+            context_window: self.planner.setup.context_window,
             messages_dropped: dropped,
             messages_truncated: truncated.into_iter().collect(),
             // Grouped by iteration: the list, even when no iteration was old enough.
-            iterations: self
-                .grouping
-                .lists()
-                .then(|| iterations.unwrap_or_default()),
+            iterations: (self.planner.ask.grouping.lists()).then(|| iterations.unwrap_or_default()),
             degraded,
             usage,
             applied_edits: unbound.edit().into_iter().collect(),
             thinking_drop_block: unbound.drop_block,
             carried,
             precompute: None,
-            warnings: self.warnings,
+            warnings: self.planner.warnings,
         })
     }
 }

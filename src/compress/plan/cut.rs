@@ -32,8 +32,7 @@ pub(super) struct Tail {
 const SUMMARY_OVERHEAD: usize = 16;
 
 impl Planner {
-    /// The room; an error when the pinned prefix alone is over the budget,
-    /// since no cut can make that fit.
+    /// The room; an error when the pinned prefix alone is over the budget.
     pub(super) fn room(&self) -> Result<Room, Error> {
         let (p, count, window) = (&self.p, &self.count, self.setup.context_window);
         let budget = window.saturating_sub(p.response_reserve) as usize;
@@ -54,11 +53,8 @@ impl Planner {
         })
     }
 
-    /// The tail the profile asks for: the recent iterations, or the recent
-    /// messages. A continued summary covers nothing new: the previous
-    /// summary and everything after it. The swap rule: a summary written
-    /// ahead stands for exactly the prefix it covers, every newer message
-    /// verbatim, if that fits; else the cut is made as without it.
+    /// The tail the profile asks for (all after a continued summary), or the
+    /// swap rule's cut at `swap` when that fits.
     pub(super) fn tail(
         &self,
         prior: &Prior,
@@ -124,9 +120,7 @@ impl Planner {
         }
     }
 
-    /// With no summary message, the conversation must open with a user
-    /// turn: the cut moves back to the last unit that opens one (or to
-    /// `start`).
+    /// With no summary message, the cut moves back to a user turn's unit.
     pub(super) fn open_with_user(&self, tail: &mut Tail, start: usize) {
         let messages = &self.t.messages;
         tail.cut = tail
@@ -143,8 +137,7 @@ impl Planner {
         self.count.messages[from..to].iter().sum()
     }
 
-    /// Instructions in the span stay beside the summary: their tokens are
-    /// kept whatever the cut.
+    /// Instructions in the span stay beside the summary, whatever the cut.
     fn kept_tokens(&self, from: usize, to: usize) -> usize {
         (from..to)
             .filter(|&i| self.t.messages[i].is_instruction())

@@ -1,17 +1,10 @@
-//! Planning a compression: the verdict, where to cut, who writes the summary.
+//! Planning a compression: CPU work without I/O, apart from writing the
+//! summary so the [`Compressor`](super::Compressor) can run it on the blocking
+//! pool. Every decision is made here, once.
 //!
-//! Planning is CPU work and needs no I/O; writing the summary may call an
-//! upstream LLM. Keeping them apart lets the [`Compressor`](super::Compressor)
-//! plan on the blocking pool, await the summary, and finish on the blocking
-//! pool again. Every decision is made here, once: the tail, the strategy and
-//! model (as a [`Writer`](crate::summarize::Writer)), the summary's size bound.
-//!
-//! [`plan`] reads as its steps, each in its own place: clear
-//! ([`start`]), the previous summary ([`start`]), the verdict
-//! ([`verdict`]), the room and the cut ([`cut`]), the writer and the
-//! summary job ([`job`]). A [`Planner`] carries the cleared thread and the
-//! request's settings from step to step; each step hands the next a small
-//! struct of what it decided.
+//! [`plan`] reads as its steps: clear and the previous summary ([`start`]),
+//! the verdict ([`verdict`]), the room and the cut ([`cut`]), the writer and
+//! the job ([`job`]). A [`Planner`] carries the cleared thread from step to step.
 
 mod cut;
 mod job;
@@ -21,8 +14,9 @@ mod verdict;
 
 use std::ops::Range;
 
+use super::continuity::InUse;
 use super::iterations::Grouping;
-use super::{Outcome, Previous, Reason, Setup, clear};
+use super::{History, Outcome, Previous, Reason, Setup, clear};
 use crate::cache::CachedSummary;
 use crate::policy::Profile;
 use crate::summarize::{Strategy, SummaryRequest};
@@ -43,7 +37,7 @@ impl Planned {
     pub fn tokens(&self) -> usize {
         match self {
             Planned::Done(outcome, _) => outcome.tokens_before,
-            Planned::Pending(plan) => plan.cleared.tokens_before,
+            Planned::Pending(plan) => plan.planner.cleared.tokens_before,
         }
     }
 
@@ -61,32 +55,25 @@ impl Planned {
     }
 }
 
-/// Where a thread stands on its way to its next summary, for precompute
-/// (see [`precompute`](super::precompute)). `start` is the first message
-/// no summary covers.
+/// Where a thread stands on its way to its next summary, for
+/// [`precompute`](super::precompute); `start`: the first message not covered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
     /// Nothing to write ahead.
     Quiet,
-    /// Past `precompute_at` (or due but deferred in a tool loop): the
-    /// summary the due turn will need may be written ahead.
+    /// Past `precompute_at` (or due but deferred in a tool loop).
     Ahead { start: usize },
-    /// Due: a summary written ahead is swapped in if there is one.
-    /// `held`: the thread fits, so without one it was not written now
-    /// (the previous summary stays) and waits for the one written ahead.
+    /// Due; `held`: the thread fits, so it waits for the one written ahead.
     Due { start: usize, held: bool },
 }
 
-/// Everything decided before the summary is written. Owns its data so it
-/// can cross an `.await`.
+/// Everything decided before the summary is written, owned (it crosses an `.await`).
 pub(super) struct Plan {
-    pub thread: Thread,
-    pub profile: Profile,
-    pub counter: Counter<'static>,
-    pub context_window: u64,
+    /// The cleared thread, its count and the settings, as planning left them.
+    pub planner: Planner,
     pub budget: usize,
-    pub count: ThreadCount,
-    pub pinned: usize,
+    /// What the pinned prefix, the tool schemas and the reply priming take.
+    pub fixed: usize,
     /// First message not covered by a previous summary.
     pub start: usize,
     /// First message of the verbatim tail.
@@ -96,50 +83,49 @@ pub(super) struct Plan {
     pub previous: Option<Previous>,
     pub reason: Reason,
     pub decision: Decision,
-    pub grouping: Grouping,
     /// The summary to write between planning and finishing, if any.
     pub job: Option<SummaryRequest>,
-    pub warnings: Vec<String>,
-    /// What clearing did before planning (`count` is of the cleared thread).
-    pub cleared: clear::Cleared,
-    /// An active loop's final thinking must stay (see [`binding`]).
-    pub thinking_required: bool,
-    /// Continuity: where the reused summary is in use (see [`binding`]).
-    pub in_use: Option<super::continuity::InUse>,
-    /// Continuity: the caller's messages after the pinned prefix (where a
-    /// summary this request carries comes into use).
-    pub continuity_len: Option<usize>,
     pub stage: Stage,
-    /// The swap rule: the summary written ahead that is this plan's
-    /// summary (adopted, not written).
+    /// The swap rule: the summary written ahead, adopted.
     pub ready: Option<CachedSummary>,
 }
 
+impl Plan {
+    /// Continuity: where the reused summary is in use (see [`binding`]).
+    pub fn in_use(&self) -> Option<&InUse> {
+        match &self.planner.setup.history {
+            History::Carried(in_use) if self.reason == Reason::Continued => Some(in_use),
+            _ => None,
+        }
+    }
+}
+
 /// What the request asks of planning besides its thread and profile.
-struct Ask {
+pub(super) struct Ask {
     strategy: Strategy,
     /// `summarizer.instructions`, taken by the job that uses them.
     instructions: Option<String>,
     force: bool,
-    grouping: Grouping,
+    pub grouping: Grouping,
     upstream_allowed: bool,
-    thinking_required: bool,
+    /// An active loop's final thinking must stay (see [`binding`]).
+    pub thinking_required: bool,
 }
 
-/// The cleared thread and everything the steps read, carried from one to
-/// the next so that each step's signature names only what it decides on.
-struct Planner {
+/// The cleared thread and everything the steps read.
+pub(super) struct Planner {
     /// The thread after clearing.
-    t: Thread,
+    pub t: Thread,
     /// The count of `t` (after clearing).
-    count: ThreadCount,
-    p: Profile,
-    c: Counter<'static>,
+    pub count: ThreadCount,
+    pub p: Profile,
+    pub c: Counter<'static>,
     /// The service's setup; its warnings are moved into `warnings`.
-    setup: Setup,
-    ask: Ask,
+    pub setup: Setup,
+    pub ask: Ask,
     /// The pinned prefix's length, taken before clearing.
-    pinned: usize,
-    cleared: clear::Cleared,
-    warnings: Vec<String>,
+    pub pinned: usize,
+    /// What clearing did before planning.
+    pub cleared: clear::Cleared,
+    pub warnings: Vec<String>,
 }

@@ -1,14 +1,13 @@
-//! The steps before the verdict: clear, and find the summary this
-//! compression extends. Also the answer when nothing is due.
+//! The steps before the verdict: clear, find the summary this compression
+//! extends; and the answer when nothing is due.
 
-use super::super::{Compression, Error, Previous, Setup, binding, clear, rules, split};
+use super::super::{Compression, Error, Outcome, Previous, Setup, binding, clear, rules, split};
 use super::{Ask, Grouping, Planned, Planner, Stage};
 use crate::policy::{self, ClearSettings, PriorSummary};
 use crate::summarize::Strategy;
 use crate::thread::{FieldError, Thread};
 
-/// The summary this compression extends, and where what it does not cover
-/// begins.
+/// The summary this compression extends, and what it does not cover.
 pub(super) struct Prior {
     pub previous: Option<Previous>,
     /// First message not covered by `previous`, on a unit boundary.
@@ -18,12 +17,8 @@ pub(super) struct Prior {
 }
 
 impl Planner {
-    /// Clears first: the verdict is on the cleared thread, so a summary is
-    /// written only if one is still due. Clearing is not deferred in a tool
-    /// loop: once it has cleared a result it must go on clearing it, or the
-    /// prefix the thinking saw changes back. Thinking after what it clears
-    /// needs `drop_block` (`binding`). Returns the request's `summary`
-    /// object for [`previous`](Planner::previous).
+    /// Clears first: the verdict is on the cleared thread. Never deferred in
+    /// a tool loop: a result once cleared must stay cleared.
     pub(super) fn clear(req: Compression, mut setup: Setup) -> (Planner, Option<PriorSummary>) {
         let (mut t, p) = (req.thread, req.profile);
         let ask = Ask {
@@ -68,9 +63,7 @@ impl Planner {
         (planner, req.prior)
     }
 
-    /// `clear_tool_results` is clearing alone: the cleared thread is the
-    /// answer, with a warning for what the strategy cannot do (use
-    /// instructions, make an oversized thread fit).
+    /// `clear_tool_results`: the cleared thread, warning of what it cannot do.
     pub(super) fn clear_only(mut self) -> Planned {
         if self.ask.instructions.is_some() {
             self.warnings.push("`summarizer.instructions` guide an LLM summary only; `clear_tool_results` writes none, so they were not used".into());
@@ -86,20 +79,23 @@ impl Planner {
         self.unchanged(Stage::Quiet)
     }
 
-    /// The answer when no summary is written: the cleared thread, with the
-    /// profile's per-message rules applied and what clearing did reported.
+    /// The answer when no summary is written: the cleared thread, rules applied.
     pub(super) fn unchanged(self, stage: Stage) -> Planned {
+        let (outcome, cleared) = self.left_as_is();
+        Planned::Done(Box::new(cleared.report(outcome)), stage)
+    }
+
+    /// The cleared thread, rules applied and thinking marked, and what clearing did.
+    pub(in crate::compress) fn left_as_is(self) -> (Outcome, clear::Cleared) {
         let (t, count, window) = (self.t, &self.count, self.setup.context_window);
         let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);
         let required = self.ask.thinking_required;
         binding::mark_in_place(&mut outcome, self.cleared.from, required, &self.c);
-        Planned::Done(Box::new(self.cleared.report(outcome)), stage)
+        (outcome, self.cleared)
     }
 
-    /// The summary this compression extends (see [`previous_summary`]), and
-    /// the first message it does not cover, moved back to a unit boundary:
-    /// a summary that ends inside a tool unit must not leave the unit's
-    /// results without their call.
+    /// The summary this compression extends, and the first message it does
+    /// not cover, moved back to a unit boundary (no result loses its call).
     pub(super) fn previous(&mut self, prior: Option<PriorSummary>) -> Result<Prior, Error> {
         let (t, pinned) = (&self.t, self.pinned);
         let previous = previous_summary(t, prior, pinned, &mut self.warnings)?;

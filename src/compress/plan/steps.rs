@@ -1,13 +1,12 @@
-//! The steps of a plan in order ([`plan`]), and the plan they hand to the
-//! finish step. Apart from the root, so that the root (the planner's
-//! state) imports none of the steps that read it.
+//! The steps of a plan in order ([`plan`]). Apart from the root, which
+//! imports none of the steps.
 
 use super::cut::{Room, Tail};
 use super::job::Writing;
 use super::start::Prior;
 use super::{Decision, Plan, Planned, Planner, Stage, verdict};
 use crate::cache::CachedSummary;
-use crate::compress::{Compression, Error, History, Mode, Reason, Setup};
+use crate::compress::{Compression, Error, Mode, Reason, Setup};
 use crate::summarize::{Strategy, ahead};
 
 pub(in crate::compress) fn plan(req: Compression, setup: Setup) -> Result<Planned, Error> {
@@ -49,10 +48,8 @@ pub(in crate::compress) fn plan(req: Compression, setup: Setup) -> Result<Planne
 }
 
 impl Planner {
-    /// The tail and who writes the summary: the tail the profile asks for
-    /// (or the swap rule's, `swap`), shrunk while the summary would not fit
-    /// beside it; with no summary message, moved back to open with a user
-    /// turn.
+    /// The tail (the profile's, or the swap rule's) shrunk while the summary
+    /// would not fit beside it, and who writes the summary.
     fn cut(
         &mut self,
         prior: &Prior,
@@ -63,8 +60,7 @@ impl Planner {
     ) -> Result<(Tail, Decision), Error> {
         let mut tail = self.tail(prior, reason, room, swap);
         let decision = self.writer(prior, &tail, total)?;
-        // The swap rule and per-iteration tails are final; a continued
-        // summary has nothing new to make room for.
+        // Swapped and per-iteration tails are final; a continued summary adds nothing.
         if self.ask.grouping.cut_moves() && reason != Reason::Continued && !tail.swapped {
             self.shrink(&mut tail, &decision, room);
         }
@@ -74,11 +70,8 @@ impl Planner {
         Ok((tail, decision))
     }
 
-    /// The swap rule: the plan that takes the summary written ahead
-    /// ([`Mode`]'s `ready`) as its summary, when it covers a prefix this
-    /// turn may cut at, the result fits, and it is exactly the summary this
-    /// plan would write there (its key: the same previous summary, span and
-    /// settings). None: the plan is made as without it.
+    /// The swap rule: take [`Mode`]'s `ready` as the summary when this turn
+    /// may cut there, it fits, and its key is the one this plan would write.
     fn swap(
         &mut self,
         prior: &Prior,
@@ -95,8 +88,7 @@ impl Planner {
         if !due || reason == Reason::Continued {
             return Ok(None);
         }
-        // A cut not taken leaves no trace: its writer's warnings go, and the
-        // cut made without it says them again.
+        // A cut not taken leaves no trace (its warnings come again).
         let (warned, instructions) = (self.warnings.len(), self.ask.instructions.clone());
         let (tail, decision) = self.cut(prior, reason, room, total, Some(ready.cut))?;
         let writing = tail
@@ -129,29 +121,16 @@ impl Planner {
         writing: Writing,
     ) -> Plan {
         Plan {
-            thread: self.t,
-            profile: self.p,
-            counter: self.c,
-            context_window: self.setup.context_window,
+            decision: writing.decision,
+            job: writing.job,
+            planner: self,
             budget: room.budget,
-            count: self.count,
-            pinned: self.pinned,
+            fixed: room.fixed,
             start: prior.start,
             cut: tail.cut,
             units: tail.units,
             previous: prior.previous,
             reason,
-            decision: writing.decision,
-            grouping: self.ask.grouping,
-            job: writing.job,
-            warnings: self.warnings,
-            cleared: self.cleared,
-            thinking_required: self.ask.thinking_required,
-            in_use: match self.setup.history {
-                History::Carried(in_use) if reason == Reason::Continued => Some(in_use),
-                _ => None,
-            },
-            continuity_len: self.setup.anchor.made().map(|a| a.len()),
             stage,
             ready: None,
         }

@@ -13,19 +13,15 @@ pub(super) struct Due {
     pub stage: Stage,
     /// The thread's tokens with the previous summary's (for the writer).
     pub total_tokens: u64,
-    /// Precompute ([`Mode::Hold`]): the summary is due while the thread
-    /// fits, so if the upstream would write it, it waits for the one written
-    /// ahead. Decided by the writer step, on the real cut: the reason it
-    /// then has (`Continued` keeps a summary that stands outside the thread).
+    /// [`Mode::Hold`]: due while the thread fits, so an upstream summary
+    /// waits for the one written ahead (the writer step decides), with the
+    /// reason it then has.
     pub hold: Option<Option<Reason>>,
 }
 
 impl Planner {
-    /// The policy's verdict on the cleared thread, counting a previous
-    /// summary that stands outside it, then whether a due summary waits in
-    /// an active loop while the thread fits (see `binding`). A summary
-    /// outside the thread (the cache's, or the request's `summary` object)
-    /// stays in place when nothing new is due.
+    /// The policy's verdict on the cleared thread with a previous summary
+    /// outside it, and whether a due summary waits in an active loop.
     pub(super) fn verdict(&mut self, prior: &Prior) -> Due {
         let (t, count, p) = (&self.t, &self.count, &self.p);
         let recent = p.min_recent_messages as usize;
@@ -43,7 +39,12 @@ impl Planner {
         let fits = verdict.trigger != Some(Trigger::ContextWindow);
         let may_wait = verdict.trigger.is_some() && self.setup.history != History::Unknown;
         let force = self.ask.force;
-        let bound = may_wait && binding::defer(t, self.ask.thinking_required, fits, force);
+        // An active loop's final thinking would be invalidated (see `binding`).
+        let bound = may_wait
+            && self.ask.thinking_required
+            && fits
+            && !force
+            && binding::final_thinking(t, t.messages.len()).is_some();
         if bound {
             self.warnings.push(DEFERRED.into());
         }
@@ -66,9 +67,8 @@ impl Planner {
     }
 }
 
-/// Where the thread stands for precompute. `bound`: due but deferred in a
-/// tool loop; `forced`: compressed now whatever the verdict (nothing to
-/// write ahead).
+/// Where the thread stands for precompute. `bound`: deferred in a tool
+/// loop; `forced`: compressed now whatever the verdict.
 fn stage(p: &Profile, v: &policy::Verdict, start: usize, bound: bool, forced: bool) -> Stage {
     let progress = [
         Some(v.messages_percent),
