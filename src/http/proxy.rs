@@ -37,7 +37,7 @@ const OVER_BUDGET: &str = "condense is at its memory budget; forwarded unchanged
 async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
-    caller: Option<Extension<Caller>>,
+    caller: Caller,
     ticket: Option<Extension<Ticket>>,
     tie: Option<Extension<EndWithClient>>,
     req: Request,
@@ -47,8 +47,6 @@ async fn proxy(
     // Every refusal before the body is read.
     require_json(req.headers())?;
     app.proxy.target(format)?;
-    // No caller means the gates did not run: no permission (fail closed).
-    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     app.proxy
         .authorize(format, req.headers(), caller.provider)?;
     let (headers, body) = read(&app, req).await?;
