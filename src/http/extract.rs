@@ -203,6 +203,11 @@ pub fn check_content_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A header's value as text (None: absent, or not visible ASCII).
+pub fn text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
 /// JSON pointer escaping (RFC 6901).
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")

@@ -10,7 +10,7 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 
-use super::extract::{RawBody, require_json};
+use super::extract::{RawBody, require_json, text};
 use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
@@ -57,13 +57,12 @@ async fn proxy(
     let call = Call {
         endpoint,
         query,
-        request_id: header(&headers, REQUEST_ID.as_str()).map(str::to_string),
+        request_id: text(&headers, REQUEST_ID.as_str()).map(str::to_string),
         may_spend: caller.provider,
     };
     let options = Options {
-        profile: header(&headers, PROFILE).map(str::to_string),
-        shadow: header(&headers, SHADOW)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
+        profile: text(&headers, PROFILE).map(str::to_string),
+        shadow: text(&headers, SHADOW).is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
         upstream_allowed: caller.llm,
     };
     // No ticket means the gates did not run: compressing holds nothing.
@@ -90,10 +89,6 @@ async fn proxy(
     // Relayed chunk by chunk, never buffered whole.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The request's headers and body, which must arrive within the request time

@@ -99,9 +99,6 @@ fn judge(
 
 /// `Accept: text/plain` (and not JSON) asks for the human status block.
 fn wants_text(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let accept = super::extract::text(headers, header::ACCEPT).unwrap_or_default();
     accept.contains("text/plain") && !accept.contains("application/json")
 }
