@@ -1,9 +1,9 @@
 //! `POST /v1/compress`: return a thread that fits, with the older span summarized.
 
 use super::access::Access;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -96,15 +96,11 @@ pub struct CompressResponse {
 /// 200, or 202 when a summary is being written ahead; the same body.
 async fn compress_thread(
     State(app): State<AppState>,
-    caller: Option<Extension<Caller>>,
+    caller: Caller,
     ApiJson(req): ApiJson<CompressRequest>,
 ) -> Result<(StatusCode, Json<CompressResponse>)> {
-    // No caller means the gates did not run: no upstream (fail closed).
-    let upstream_allowed = caller.is_some_and(|c| c.llm);
     // Parsing a long thread is CPU work: on the blocking pool, like the rest.
-    let compression = app
-        .cpu(move |app| parse(app, req, upstream_allowed))
-        .await?;
+    let compression = app.cpu(move |app| parse(app, req, caller.llm)).await?;
     let empty = super::input::empty_thread(&compression.thread);
     let mut outcome = app.compressor.run(compression).await?;
     outcome.warnings.extend(empty);

@@ -4,16 +4,26 @@
 
 use axum::RequestExt;
 use axum::body::{Bytes, HttpBody};
-use axum::extract::{FromRequest, Request};
-use axum::http::{HeaderMap, header};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderMap, header, request::Parts};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
 use crate::admission::{Ticket, memory};
 use crate::error::ApiError;
+use crate::guard::Caller;
 use crate::state::AppState;
 use crate::thread::{clip_quoted, echo, too_many_nodes};
+
+/// The gates' caller; none means they did not run: no permission (fail closed).
+impl<S: Sync> FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(parts.extensions.get().copied().unwrap_or(Caller::ANONYMOUS))
+    }
+}
 
 pub struct ApiJson<T>(pub T);
 
@@ -191,6 +201,11 @@ pub fn check_content_encoding(headers: &HeaderMap) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// A header's value as text (None: absent, or not visible ASCII).
+pub fn text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// JSON pointer escaping (RFC 6901).

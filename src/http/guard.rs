@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::access::Access;
+use super::extract::text;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, RATELIMIT_LIMIT, RATELIMIT_REMAINING, RATELIMIT_RESET};
 use crate::guard::{Bucket, Caller, Cors, Verdict};
@@ -132,11 +133,8 @@ fn authenticate(app: &AppState, key: Key, headers: &HeaderMap) -> Result<Caller,
     }
     let presented = match key {
         Key::Open => return Ok(Caller::ANONYMOUS),
-        Key::Bearer => headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer),
-        Key::ProxyHeader => headers.get(PROXY_KEY).and_then(|v| v.to_str().ok()),
+        Key::Bearer => text(headers, header::AUTHORIZATION).and_then(bearer),
+        Key::ProxyHeader => text(headers, PROXY_KEY),
     };
     presented
         .and_then(|k| app.access.find(k.trim()))

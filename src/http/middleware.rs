@@ -9,6 +9,7 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tracing::Span;
 
+use super::extract::text;
 use crate::error::{ApiError, InternalCause, ProblemType};
 use crate::metrics::Metrics;
 
@@ -50,11 +51,7 @@ fn acceptable_request_id(id: &[u8]) -> bool {
 
 /// The span of one request: method, matched route and request id, never the body.
 pub fn make_span(req: &Request) -> Span {
-    let id = req
-        .headers()
-        .get(&REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let id = text(req.headers(), &REQUEST_ID).unwrap_or_default();
     tracing::info_span!(
         "request",
         method = %req.method(),
@@ -98,10 +95,7 @@ pub async fn body_limit(
     req: Request,
     next: Next,
 ) -> axum::response::Response {
-    let declared = req
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
+    let declared = text(req.headers(), axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit as u64) {
         return ApiError::PayloadTooLarge { limit }.into_response();

@@ -10,7 +10,7 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::response::Response;
 
-use super::extract::{RawBody, require_json};
+use super::extract::{RawBody, require_json, text};
 use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
@@ -37,7 +37,7 @@ const OVER_BUDGET: &str = "condense is at its memory budget; forwarded unchanged
 async fn proxy(
     State(app): State<AppState>,
     Extension(endpoint): Extension<Endpoint>,
-    caller: Option<Extension<Caller>>,
+    caller: Caller,
     ticket: Option<Extension<Ticket>>,
     tie: Option<Extension<EndWithClient>>,
     req: Request,
@@ -47,8 +47,6 @@ async fn proxy(
     // Every refusal before the body is read.
     require_json(req.headers())?;
     app.proxy.target(format)?;
-    // No caller means the gates did not run: no permission (fail closed).
-    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     app.proxy
         .authorize(format, req.headers(), caller.provider)?;
     let (headers, body) = read(&app, req).await?;
@@ -59,13 +57,12 @@ async fn proxy(
     let call = Call {
         endpoint,
         query,
-        request_id: header(&headers, REQUEST_ID.as_str()).map(str::to_string),
+        request_id: text(&headers, REQUEST_ID.as_str()).map(str::to_string),
         may_spend: caller.provider,
     };
     let options = Options {
-        profile: header(&headers, PROFILE).map(str::to_string),
-        shadow: header(&headers, SHADOW)
-            .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
+        profile: text(&headers, PROFILE).map(str::to_string),
+        shadow: text(&headers, SHADOW).is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
         upstream_allowed: caller.llm,
     };
     // No ticket means the gates did not run: compressing holds nothing.
@@ -92,10 +89,6 @@ async fn proxy(
     // Relayed chunk by chunk, never buffered whole.
     out.body(Body::from_stream(response.bytes_stream()))
         .map_err(|e| ApiError::Internal(e.into()))
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// The request's headers and body, which must arrive within the request time

@@ -12,8 +12,7 @@ super::access::routes! { Access::Metrics; get "/metrics" => scrape }
 
 /// OpenMetrics when the scraper asks for it, else the classic text format.
 async fn scrape(State(app): State<AppState>, headers: HeaderMap) -> Response {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-    let format = Format::negotiate(accept);
+    let format = Format::negotiate(super::extract::text(&headers, header::ACCEPT));
     (
         [(header::CONTENT_TYPE, format.content_type())],
         app.metrics.render(format),

@@ -1,8 +1,8 @@
 //! `POST /v1/tokens`: count a thread or a text as the provider would.
 
 use super::access::Access;
+use axum::Json;
 use axum::extract::State;
-use axum::{Extension, Json};
 use serde::Serialize;
 
 use super::extract::ApiJson;
@@ -63,11 +63,9 @@ pub struct TokensResponse {
 
 async fn count(
     State(app): State<AppState>,
-    caller: Option<Extension<Caller>>,
+    caller: Caller,
     ApiJson(req): ApiJson<TokensRequest>,
 ) -> Result<Json<TokensResponse>> {
-    // No caller means the gates did not run: no permission (fail closed).
-    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     permitted(req.count, caller)?;
     let method = method(req.method, req.chars_per_token, None)?;
     let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);

@@ -1,10 +1,10 @@
 //! `POST /v1/verdict`: should this thread be summarized now?
 
 use super::access::Access;
+use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use axum::{Extension, Json};
 use serde::Serialize;
 
 use super::extract::ApiJson;
@@ -48,12 +48,10 @@ pub struct VerdictResponse {
 
 async fn verdict(
     State(app): State<AppState>,
-    caller: Option<Extension<Caller>>,
+    caller: Caller,
     headers: HeaderMap,
     ApiJson(req): ApiJson<VerdictRequest>,
 ) -> Result<Response> {
-    // No caller means the gates did not run: no permission (fail closed).
-    let caller = caller.map_or(Caller::ANONYMOUS, |c| c.0);
     permitted(req.count, caller)?;
     permitted(req.config.as_ref().and_then(|c| c.count), caller)?;
     let (judged, (profile, model, format)) = app.cpu(move |app| judge(app, req, caller)).await?;
@@ -101,9 +99,6 @@ fn judge(
 
 /// `Accept: text/plain` (and not JSON) asks for the human status block.
 fn wants_text(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let accept = super::extract::text(headers, header::ACCEPT).unwrap_or_default();
     accept.contains("text/plain") && !accept.contains("application/json")
 }
