@@ -16,33 +16,30 @@ static PATH: Pattern = Pattern::new(
     r"(?:^|[^A-Za-z0-9_./+@:~-])(/?(?:[A-Za-z0-9_.+@-]+/)+[A-Za-z0-9_.+@-]*[A-Za-z0-9_+@-]\.[A-Za-z][A-Za-z0-9]{0,9})",
 );
 
-/// A kind of line, as read trimmed (`exact`), and where such lines may be
-/// in a whole text (`near`: the same from a line's start, over its blanks).
-/// Trailing blanks, which a trimmed line has not, can make a false
-/// candidate: each is confirmed on its line.
+/// A kind of line, as read trimmed (`exact`), and what every such line
+/// holds (`near`: mostly literals, found fast in a whole text); each
+/// candidate is confirmed on its line.
 struct Lines {
     exact: Pattern,
     near: Pattern,
 }
 
-/// [`Lines`] starting with `$start`, or holding `$anywhere`.
-macro_rules! lines {
-    ($start:expr $(, $anywhere:literal)?) => {
-        Lines {
-            exact: Pattern::new(concat!("^(?:", $start, ")" $(, "|", $anywhere)?)),
-            near: Pattern::new(concat!(r"(?m)^[\s&&[^\n]]*(?:", $start, ")" $(, "|", $anywhere)?)),
-        }
-    };
-}
-
 /// Lines that report a failure.
-static ERROR: Lines = lines!(concat!(
-    r"error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
-    r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: "
-));
+static ERROR: Lines = Lines {
+    exact: Pattern::new(concat!(
+        r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
+        r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
+    )),
+    near: Pattern::new(
+        "error|Error|ERROR|fatal: |panic|Traceback|Exception: |npm ERR!|FAILED |Segmentation fault",
+    ),
+};
 
 /// Lines of tool output that point at a source location.
-static LOCATION: Lines = lines!(r#"--> |File "|at "#, r"panicked at |:\d+:\d+");
+static LOCATION: Lines = Lines {
+    exact: Pattern::new(r#"^(?:--> |File "|at )|panicked at |:[0-9]+:[0-9]+"#),
+    near: Pattern::new(r#"--> |File "|at |:[0-9]+:[0-9]"#),
+};
 
 impl Lines {
     /// The lines of `text` of this kind, in order; each byte is read once
@@ -233,16 +230,10 @@ fn exit_status(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
-    /// The per-line reading `scan` replaced (its patterns as they were,
-    /// matched on each trimmed line): the oracle for the whole-text one.
+    /// The per-line reading `scan` replaced (the exact patterns on each
+    /// trimmed line): the oracle for the whole-text one.
     fn scan_by_line(text: &str, output: bool) -> (Vec<String>, Vec<String>) {
-        let error = regex::Regex::new(concat!(
-            r"^(?:error(?:\[E\d+\])?: |fatal: |thread '.*' panicked at|Traceback \(most recent call last\):",
-            r"|[A-Za-z_][\w.]*(?:Error|Exception): \S|npm ERR! code|FAILED |ERROR: |Error: |Segmentation fault|panic: )"
-        ))
-        .unwrap();
-        let location =
-            regex::Regex::new(r#"^\s*(?:--> |File "|at )|panicked at |:\d+:\d+"#).unwrap();
+        let (error, location) = (ERROR.exact.get(), LOCATION.exact.get());
         let mut s = Sections::default();
         for line in text.lines().map(str::trim) {
             let is_error = error.is_match(line);
@@ -266,6 +257,7 @@ mod tests {
                 "ValueError: bad", "at a/b.js:3:4", "  --> src/lib.rs:3:5", "File \"x/y.py\", line 2",
                 "src/c.rs", "x:1:2 y/z.ts:3:4 :5:6", "\n", "\r\n", " ", "\t", "panic: at", "Error: \r", "plain text",
                 "/usr/lib/x.so", "Traceback (most recent call last):", "npm ERR! code 1", "\u{85}", "é/ü.rs",
+                "Segmentation fault", "FAILED t::x", "ERROR: no", "KeyException: k", "at", ":1:", "a:١:٢",
             ]), 0..24),
             output in proptest::bool::ANY,
         ) {
