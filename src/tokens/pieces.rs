@@ -1,8 +1,12 @@
-//! A per-thread memo of short pieces' token counts: `bpe-openai` builds an
-//! encoder per piece, and words repeat. Exact: a count depends on the bytes alone.
+//! Counting a text by pieces, per thread: the pre-tokenizer's match cache
+//! and a memo of short pieces' counts (`bpe-openai` builds an encoder per
+//! piece, and words repeat). Exact: a count depends on the bytes alone.
 
 use std::cell::RefCell;
+use std::sync::LazyLock;
 
+use regex_automata::meta::{Cache, Regex};
+use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
 
 /// Longer pieces are rare and cost more to key than to count again.
@@ -16,43 +20,95 @@ struct Key {
     bytes: [u8; MAX_PIECE],
 }
 
+/// The pre-tokenizers of o200k and cl100k (slots 0 and 1) as `bpe-openai`
+/// 0.3 builds them: its own regex takes a match cache from a pool per
+/// piece, whose lock-free path serves only the first thread, and counting
+/// runs on the blocking pool. The second pattern's last character is a
+/// look-ahead, given back (see [`next`]).
+static SPLIT: LazyLock<[Regex; 2]> = LazyLock::new(|| {
+    let o200k = [
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        "\\p{N}{1,3}",
+        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
+        "\\s*[\\r\\n]+",
+        "\\s+$",
+    ]
+    .join("|");
+    let cl100k = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$";
+    [o200k.as_str(), cl100k]
+        .map(|first| Regex::new_many(&[first, "\\s+\\s", "\\s+"]).expect("valid pre-tokenizer"))
+});
+
+/// What a thread keeps per encoding.
+#[derive(Default)]
+struct Local {
+    memo: FxHashMap<Key, u32>,
+    cache: Option<Cache>,
+}
+
 thread_local! {
-    static PIECES: RefCell<[FxHashMap<Key, u32>; 2]> = RefCell::default();
+    static LOCAL: RefCell<[Local; 2]> = RefCell::default();
 }
 
 /// Pieces counted between two looks at the cancellation flag.
 const PIECES_PER_LOOK: usize = 4096;
 
-/// `tokenizer.count(text)`, short pieces memoized in map `slot` (per encoding).
+/// `tokenizer.count(text)`, split by [`SPLIT`]`[slot]`, short pieces memoized.
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
-    PIECES.with_borrow_mut(|maps| {
-        let map = &mut maps[slot];
-        tokenizer
-            .split(text)
-            .enumerate()
-            .take_while(|(i, _)| i % PIECES_PER_LOOK != 0 || *i == 0 || !super::cancel::cancelled())
-            .map(|(_, piece)| {
-                let bytes = piece.as_bytes();
-                if bytes.len() > MAX_PIECE {
-                    return tokenizer.bpe.count(bytes);
-                }
-                let mut key = Key {
-                    len: bytes.len() as u8,
-                    bytes: [0; MAX_PIECE],
-                };
-                key.bytes[..bytes.len()].copy_from_slice(bytes);
-                if let Some(&n) = map.get(&key) {
-                    return n as usize;
-                }
-                let n = tokenizer.bpe.count(bytes);
-                if map.len() >= MAX_ENTRIES {
-                    map.clear();
-                }
-                map.insert(key, n as u32);
-                n
-            })
-            .sum()
+    let split = &SPLIT[slot];
+    LOCAL.with_borrow_mut(|locals| {
+        let Local { memo, cache } = &mut locals[slot];
+        let cache = cache.get_or_insert_with(|| split.create_cache());
+        let (mut sum, mut last) = (0, 0);
+        for i in 0.. {
+            if i % PIECES_PER_LOOK == 0 && i > 0 && super::cancel::cancelled() {
+                break;
+            }
+            let Some(piece) = next(split, cache, text, &mut last) else {
+                break;
+            };
+            sum += memoized(tokenizer, memo, piece.as_bytes());
+        }
+        sum
     })
+}
+
+/// The piece of `text` from byte `last` on, as `bpe-openai`'s `Splits` cuts it.
+fn next<'t>(split: &Regex, cache: &mut Cache, text: &'t str, last: &mut usize) -> Option<&'t str> {
+    let input = Input::new(&text[*last..]).anchored(Anchored::Yes);
+    let m = split.search_with(cache, &input)?;
+    let start = *last;
+    let mut end = start + m.range().end;
+    if m.pattern().as_usize() == 1 {
+        end -= text[start..end].chars().next_back()?.len_utf8();
+    }
+    *last = end;
+    Some(&text[start..end])
+}
+
+fn memoized(
+    tokenizer: &bpe_openai::Tokenizer,
+    memo: &mut FxHashMap<Key, u32>,
+    bytes: &[u8],
+) -> usize {
+    if bytes.len() > MAX_PIECE {
+        return tokenizer.bpe.count(bytes);
+    }
+    let mut key = Key {
+        len: bytes.len() as u8,
+        bytes: [0; MAX_PIECE],
+    };
+    key.bytes[..bytes.len()].copy_from_slice(bytes);
+    if let Some(&n) = memo.get(&key) {
+        return n as usize;
+    }
+    let n = tokenizer.bpe.count(bytes);
+    if memo.len() >= MAX_ENTRIES {
+        memo.clear();
+    }
+    memo.insert(key, n as u32);
+    n
 }
 
 #[cfg(test)]
