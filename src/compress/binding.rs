@@ -1,17 +1,14 @@
 //! Anthropic's preserved thinking: a thinking block's signature is bound to
-//! its prefix (`system`, `tools`, every earlier message). If that prefix
-//! changed, the API rejects the request unless it opts into `drop_block`.
-//! Condense never turns an accepted request into an error, so:
-//!
-//! 1. **Defer**: in an active tool loop whose final assistant message starts
-//!    with thinking, no new summary is written while the thread fits and
-//!    what was forwarded is known (clearing is never deferred).
-//! 2. **Remove** ([`unbind`], by [`Provenance`]): thinking of turns produced
-//!    before a summary written now, or before a reused summary came into
-//!    use (`in_use_from`), is removed and reported as an applied edit.
-//! 3. **drop_block** where nothing else is valid: a block condense may not
-//!    remove, or whose validity it cannot know, is kept and the request must
-//!    carry `drop_block` (the API then drops exactly the invalid blocks).
+//! its prefix (`system`, `tools`, every earlier message); if that changed, the
+//! API rejects the request unless it opts into `drop_block`. Condense never
+//! turns an accepted request into an error, so it:
+//! 1. **defers** a new summary in an active tool loop whose final assistant
+//!    message starts with thinking, while the thread fits and what was
+//!    forwarded is known (clearing is never deferred);
+//! 2. **removes** ([`unbind`]) thinking of turns produced before a summary
+//!    written now, or before a reused one came into use (`in_use_from`);
+//! 3. else keeps a block it may not remove or cannot judge, with
+//!    **`drop_block`** (the API then drops exactly the invalid blocks).
 
 use super::fit::Draft;
 use super::{AppliedEdit, Outcome};
@@ -54,8 +51,7 @@ pub struct Unbound {
     pub saved: usize,
     /// Blocks kept although their prefix may have changed.
     pub drop_block: bool,
-    /// Turns kept with thinking of unknown validity (an active loop's final
-    /// aside): later turns cannot trust this forward.
+    /// Turns kept with thinking of unknown validity: later turns cannot trust this forward.
     pub unknown: usize,
 }
 
@@ -161,9 +157,8 @@ impl Provenance {
     }
 }
 
-/// Removes the thinking of kept turns whose prefix is `New`, and says
-/// whether a kept block needs `drop_block`. `final_index`: an active
-/// loop's final thinking, kept when `required`.
+/// Removes the thinking of kept turns whose prefix is `New`; `final_index`
+/// (an active loop's final thinking) is kept when `required`.
 pub(super) fn unbind(
     draft: &mut Draft,
     format: WireFormat,

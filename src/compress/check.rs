@@ -1,8 +1,6 @@
 //! The rules a compression's settings must meet, checked once in
-//! [`Compressor::run`] so no entry point can skip them. Each error points at
-//! the `POST /v1/compress` field that carries the setting.
-//!
-//! [`Compressor::run`]: super::Compressor::run
+//! [`Compressor::run`](super::Compressor::run) so no entry point can skip
+//! them; each error points at the `POST /v1/compress` field.
 
 use serde::Deserialize;
 
@@ -53,9 +51,8 @@ impl Compression {
     /// Every rule this request breaks. Cheap: no pass over the thread.
     pub fn check(&self) -> Result<(), Error> {
         let mut errs = Vec::new();
-        // A profile's `min_recent_messages` above a short thread's length
-        // is normal (nothing is due yet); a caller who asks to keep more
-        // messages than it sent has made a mistake.
+        // A profile's `min_recent_messages` above a short thread's length is
+        // normal; a caller keeping more messages than it sent made a mistake.
         let (min, len) = (self.profile.min_recent_messages, self.thread.messages.len());
         if self.min_recent_overridden && min > len as u64 {
             errs.push(FieldError::new(

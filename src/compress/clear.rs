@@ -1,10 +1,7 @@
-//! Tool-result clearing: the step before any summary (and the whole of
-//! `clear_tool_results`). Old tool results become a short placeholder
-//! (optionally their inputs `{}`), old thinking blocks go; the pairing of
-//! calls and results stays. Hiding old tool output keeps an agent about as
-//! capable as an LLM summary at half the cost; this is Anthropic's context
-//! editing, deterministic and for any provider. A placeholder is recognized,
-//! so clearing an output again changes nothing.
+//! Tool-result clearing, the step before any summary: Anthropic's context
+//! editing, deterministic and for any provider. Hiding old tool output keeps
+//! an agent about as capable as an LLM summary at half the cost. Calls and
+//! results stay paired; a placeholder is recognized, so clearing is idempotent.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -78,8 +75,7 @@ fn uses(t: &Thread, from: usize) -> Vec<Use<'_>> {
 }
 
 /// Clears `t` by `s` when due (always when `force`), keeping `count` in
-/// step; the edits made (none when not due or not worth it) and the first
-/// message they changed.
+/// step; the edits made and the first message they changed.
 pub(super) fn apply(
     t: &mut Thread,
     count: &mut ThreadCount,
@@ -129,8 +125,7 @@ pub(super) fn apply(
     (edits, first)
 }
 
-/// The rewritten messages by index, how many tool uses they clear, and how
-/// many keep their result.
+/// The rewritten messages by index, and how many tool uses they clear and keep.
 fn tool_changes<'a>(
     t: &Thread,
     all: &[Use<'a>],

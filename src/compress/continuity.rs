@@ -3,13 +3,10 @@
 //! until the next summary is due, so the prefix a provider sees stays
 //! byte-identical and its prompt cache keeps hitting.
 //!
-//! Every summary is indexed under the rolling hash of the whole
-//! conversation it stands for (from the end of the pinned prefix), seeded
-//! with the settings that shape it ([`Anchor`]; the one index that prefix
-//! reuse and precompute read too). The next turn hashes its history the
-//! same way and finds, with one lookup, the latest summary of its longest
-//! summarized prefix; that summary then stands in for the prefix as a
-//! previous summary would, and only what came after it is new.
+//! Summaries are indexed under the rolling hash of the conversation they
+//! stand for, seeded with the settings that shape them ([`Anchor`]); one
+//! lookup finds the latest summary of the longest summarized prefix, which
+//! then stands in as a previous summary would.
 
 use super::{Compression, Setup};
 use crate::cache::CachedSummary;
@@ -60,11 +57,9 @@ impl Anchor {
                 limit,
                 counting: counting(&setup.counter),
                 instructions,
-                // A summary written under one profile stands in only under
-                // the same one: another's thresholds may not have made it due.
-                // By name (JSON of its fields), not `Debug`: stable across
-                // builds; a setting added unset changes no key, nor does
-                // one that shapes no summary (`precompute_at`).
+                // Only under the profile that wrote it (another's thresholds
+                // may not have made it due); its JSON, not `Debug`, is stable
+                // across builds and ignores unset or non-shaping settings.
                 extra: format!("{}|{}", strategy.as_str(), p.shaping_json()),
             },
         );
@@ -91,9 +86,8 @@ impl Anchor {
         &self.hashes
     }
 
-    /// The previous summary a found entry stands for, if it covers a prefix
-    /// of this history that ends at one of the caller's messages, and where
-    /// it is in use.
+    /// The previous summary a found entry stands for, and where it is in use,
+    /// if it covers a prefix of this history ending at a caller's message.
     pub fn prior(&self, entry: CachedSummary) -> Option<(PriorSummary, InUse)> {
         let in_use = InUse {
             key: entry.key.clone(),
@@ -105,8 +99,7 @@ impl Anchor {
         let at = self.hashes.iter().position(|h| *h == entry.prefix_hash)?;
         let mut covered = self.ends[at];
         let boundary = self.ends.get(at + 1).is_none_or(|&next| next > covered);
-        // It was written over the instructions after that message too (see
-        // `index`): it covers them again, so its turns are cut as they were.
+        // Written over the instructions after it too (`index`): covers them again.
         let written = usize::try_from(entry.messages_summarized).unwrap_or(0);
         let gap = self.instruction.get(covered..written);
         if gap.is_some_and(|g| g.iter().all(|&i| i)) {
@@ -134,10 +127,9 @@ impl Anchor {
         self.prior(entry).map(|(p, _)| p.last_message_idx + 1)
     }
 
-    /// What names this conversation since its last summary, which ends
-    /// before message `start`: the hash of the history up to and including
-    /// that message (the first no summary covers). At most one summary is
-    /// written ahead per such name at a time, across replicas.
+    /// The name of this conversation since its last summary (ending before
+    /// `start`): the hash through `start`. At most one summary is written
+    /// ahead per name at a time, across replicas.
     pub fn since(&self, start: usize) -> Option<&str> {
         let through = start.checked_sub(self.pinned)? + 1;
         let at = self.ends.partition_point(|&e| e < through);
@@ -159,11 +151,9 @@ impl Anchor {
         }
     }
 
-    /// Where a summary of the history up to message `cut` (exclusive) is
-    /// indexed: under the last canonical message before it, when only
-    /// instructions (which summaries never read) stand between the two. A
-    /// later turn finds it as covering up to that message, and keeps the
-    /// instructions after it as they were: the same messages, in order.
+    /// Where a summary of the history before `cut` is indexed: under the last
+    /// canonical message before it, when only instructions (which summaries
+    /// never read) stand between; a later turn keeps those as they were.
     pub fn index(&self, cut: usize) -> Option<Index> {
         let covered = cut.checked_sub(self.pinned).filter(|&c| c > 0)?;
         let at = self
@@ -179,9 +169,8 @@ impl Anchor {
     }
 }
 
-/// A reused summary's place in the conversation: its cache key, and the
-/// first message produced after a forwarded request carried it (None until
-/// one did).
+/// A reused summary's cache key, and the first message produced after a
+/// forwarded request carried it (None until one did).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct InUse {
     pub key: String,

@@ -18,8 +18,7 @@ pub struct Kept {
 
 /// The compressed thread being assembled, with its token counts.
 pub struct Draft {
-    /// Tokens of everything but the summary and the tail: Anthropic's
-    /// system, the pinned prefix, the tool schemas, the reply priming.
+    /// Tokens of everything but the summary and the tail (system, pinned, tools, priming).
     pub fixed: usize,
     pub pinned: Vec<Message>,
     /// The summary message and its tokens.

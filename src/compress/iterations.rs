@@ -34,20 +34,17 @@ impl Grouping {
         }
     }
 
-    /// Whether the cut may still move (shrunk, or swapped): per iteration,
-    /// it is final.
+    /// Whether the cut may still move (shrunk, or swapped); per iteration it is final.
     pub(super) fn cut_moves(self) -> bool {
         matches!(self, Grouping::Messages)
     }
 
-    /// Whether the written summary is the injection, a list read back into
-    /// `iterations` (and shrunk as a list).
+    /// Whether the summary is the injection, a list read back (and shrunk as one).
     pub(super) fn lists(self) -> bool {
         matches!(self, Grouping::Iterations(_))
     }
 
-    /// The summary job for `messages[start..cut]` (per iteration: none for
-    /// an empty span).
+    /// The summary job for `messages[start..cut]` (per iteration: none if empty).
     pub(super) fn request(
         self,
         messages: &[Message],

@@ -34,8 +34,7 @@ pub struct Judged {
     pub provenance: Provenance,
     pub warnings: Vec<String>,
     profile: Profile,
-    /// The local count of the whole thread, when a `summary` object makes
-    /// what the verdict measures differ from the thread as sent.
+    /// The whole thread's local count, when a `summary` object changes what the verdict measures.
     whole_thread: Option<u64>,
     ask: Option<Ask>,
 }
@@ -95,8 +94,7 @@ impl Meter {
         count
     }
 
-    /// A thread's count, and the provider count to ask for when `source`
-    /// (asked, permitted) wants one.
+    /// A thread's count, and the provider count to ask for when `source` wants one.
     pub fn thread(
         &self,
         spec: &CountSpec,
@@ -108,8 +106,7 @@ impl Meter {
         (count, self.prepare(source, thread, &spec.model))
     }
 
-    /// The verdict on `thread` under `profile`, and the provider count to
-    /// ask for when `source` wants one.
+    /// The verdict on `thread` under `profile`, and the provider count to ask for.
     pub fn judge(
         &self,
         spec: &CountSpec,

@@ -1,10 +1,6 @@
 //! The compression service: keep the pinned prefix and the recent messages
-//! verbatim, replace the older span with a summary, fit the budget.
-//!
-//! One entry point, [`Compressor::run`], for every caller: plan on the
-//! blocking pool ([`plan`]), write the summary through the
-//! [`SummaryService`](crate::summarize::SummaryService), finish on the
-//! blocking pool ([`finish`]).
+//! verbatim, replace the older span with a summary, fit the budget; one
+//! entry point, [`Compressor::run`], for every caller.
 
 mod binding;
 mod check;
@@ -101,11 +97,9 @@ pub struct Compression {
     /// The caller may have the upstream LLM write (its key is marked `llm`,
     /// or access control is off); else `auto` writes a heuristic summary.
     pub upstream_allowed: bool,
-    /// An active tool loop's final thinking block must stay (thinking is on,
-    /// or may be: the default).
+    /// An active tool loop's final thinking block must stay (thinking is or may be on).
     pub thinking_required: bool,
-    /// Write the due turn's summary ahead, in the background (see
-    /// [`precompute`]).
+    /// Write the due turn's summary ahead, in the background ([`precompute`]).
     pub precompute: bool,
 }
 
@@ -178,11 +172,9 @@ pub struct Outcome {
     pub usage: Option<Usage>,
     /// What clearing did (empty when it did nothing).
     pub applied_edits: Vec<AppliedEdit>,
-    /// Kept thinking whose prefix may have changed: the request needs
-    /// `drop_block` (see [`binding`]).
+    /// Kept thinking whose prefix may have changed: needs `drop_block` ([`binding`]).
     pub thinking_drop_block: bool,
-    /// Continuity: the summary carried, recorded once forwarded
-    /// ([`Compressor::mark_carried`]).
+    /// Continuity: the summary carried, recorded once forwarded.
     pub carried: Option<Carried>,
     /// What precompute did on this request (None when it did nothing).
     pub precompute: Option<Precompute>,

@@ -1,13 +1,11 @@
-//! Precompute: a summary never costs the agent a turn. Once a thread is
-//! `precompute_at` of the way to its nearest trigger, the summary the due
-//! turn will need (same cut, writer and key settings) is written in the
-//! background, under its own ahead key, so the continuity lookup of a turn
-//! that is not due never finds it and the forwarded prefix stays as it was.
+//! Precompute: a summary never costs the agent a turn. From `precompute_at`
+//! of the way to its trigger, the due turn's summary is written in the
+//! background under its own ahead key, so a turn not yet due never finds it
+//! and the forwarded prefix stays as it was.
 //!
-//! When it falls due, the swap rule (Anthropic's background compaction): the
-//! summary written ahead stands for exactly the prefix it covers, every newer
-//! message verbatim, if that fits. Not ready and the thread fits: the request
-//! goes on without it; only a thread that would not fit waits.
+//! When due, the swap rule (Anthropic's background compaction): the summary
+//! stands for exactly its prefix, newer messages verbatim, if that fits; not
+//! ready, only a thread that would not fit waits.
 //!
 //! Jobs are bounded (a full semaphore skips, never queues), one per
 //! conversation across replicas (a cache claim), hold memory from the
@@ -101,8 +99,7 @@ impl Precomputer {
             .abort_all();
     }
 
-    /// Spawns `job` unless one (on any replica) holds this conversation's
-    /// claim, or there is no room.
+    /// Spawns `job` unless any replica holds this conversation's claim, or there is no room.
     pub(super) async fn start(&self, summarizer: Arc<SummaryService>, job: Job) -> Precompute {
         let metrics = summarizer.metrics().clone();
         let claim = match summarizer.cache().claim_lease(&ahead(&job.name)).await {
@@ -136,8 +133,7 @@ impl Precomputer {
     }
 }
 
-/// What a background job needs, owned: the request (planned again as if
-/// due), its history's hashes and its conversation's name.
+/// What a background job needs, owned (the request is planned again as if due).
 pub(super) struct Job {
     pub req: Compression,
     pub setup: Setup,

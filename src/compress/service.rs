@@ -37,8 +37,7 @@ impl Compressor {
         }
     }
 
-    /// Writes summaries ahead with `precomputer` (its concurrency and
-    /// memory) instead of the default one.
+    /// Writes summaries ahead with `precomputer` instead of the default one.
     pub fn with_precomputer(self, precomputer: Precomputer) -> Self {
         Self {
             precomputer,
@@ -50,9 +49,8 @@ impl Compressor {
         &self.precomputer
     }
 
-    /// A compressor with the embedded model registry, `gpt-4o` as the
-    /// default model, no upstream and no cache: heuristic and truncating
-    /// compression through the one path, for benchmarks and property tests.
+    /// Embedded models, `gpt-4o` by default, no upstream and no cache: the one
+    /// path, for benchmarks and property tests.
     pub fn offline() -> Self {
         Self::new(
             Meter::new(
@@ -159,9 +157,8 @@ impl Compressor {
         Ok(outcome)
     }
 
-    /// The summary the plan needs: written (cache, single flight, maybe an
-    /// upstream call), or the one written ahead, adopted (the swap rule);
-    /// and the plan finished with it.
+    /// The plan finished with its summary: written, or the one written
+    /// ahead adopted (the swap rule).
     async fn write_and_finish(&self, planned: Planned) -> Result<Outcome, Error> {
         let mut plan = match planned {
             Planned::Done(outcome, _) => return Ok(*outcome),
@@ -244,9 +241,8 @@ impl Compressor {
         };
     }
 
-    /// Records that a forwarded request carried `carried` (continuity mode):
-    /// later turns then know which of their thinking blocks saw it (see
-    /// [`binding`](super::binding)). A cache that fails costs only that.
+    /// Records that a forwarded request carried `carried`, so later turns know
+    /// which thinking saw it ([`binding`](super::binding)); a cache failure costs only that.
     pub async fn mark_carried(&self, carried: &super::Carried) {
         let marked = self
             .summarizer

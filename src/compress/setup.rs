@@ -61,8 +61,7 @@ pub(crate) enum Mode {
     /// A caller's turn, as the verdict says.
     Now,
     /// A turn with [`precompute`](super::precompute) on: a due summary is
-    /// `ready` if it is this turn's, else an upstream one waits while the
-    /// thread fits.
+    /// `ready` if it is this turn's, else an upstream one waits while it fits.
     Hold { ready: Option<Ready> },
     /// As if due now: the background job, which writes nothing when `ready`
     /// already is the summary it needs.

@@ -23,8 +23,7 @@ pub struct SummaryObject {
     /// SHA-256 of what determines the summary (span, previous summary, settings).
     pub content_hash: String,
     pub cached: bool,
-    /// Which of the span's anchors the summary holds, as written (see
-    /// `summarize::receipt`).
+    /// Which of the span's anchors the summary holds (`summarize::receipt`).
     pub fidelity: Option<Fidelity>,
 }
 
@@ -65,8 +64,7 @@ impl SummaryObject {
     }
 }
 
-/// The summary as a message of the thread: `[Context Summary - N previous
-/// messages]` and the content.
+/// The summary as a message of the thread: its header and the content.
 pub(crate) fn summary_message(
     format: WireFormat,
     role: SummaryRole,

@@ -20,8 +20,7 @@ impl Decision {
     }
 }
 
-/// The upstream model (None without an upstream), and whether this caller
-/// may use it.
+/// The upstream model (None without one), and whether this caller may use it.
 pub(super) struct Upstream {
     pub model: Option<UpstreamModel>,
     pub allowed: bool,

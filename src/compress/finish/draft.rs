@@ -69,9 +69,8 @@ impl Plan {
         draft
     }
 
-    /// Fits the draft into the budget: cut tool results, then any text,
-    /// then shrink the summary, then drop the oldest tail units; the pinned
-    /// prefix is never touched.
+    /// Fits the draft: cut tool results, then any text, then shrink the summary,
+    /// then drop the oldest tail units; never the pinned prefix.
     pub(super) fn fit(&mut self, draft: &mut Draft, summary: &mut Summary) -> Result<(), Error> {
         let (format, c, budget) = (self.planner.t.format, &self.planner.c, self.budget);
         if draft.total() <= budget

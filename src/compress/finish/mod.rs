@@ -1,6 +1,4 @@
-//! Finishing a compression: [`Plan::finish`] reads as its steps: the summary
-//! the output carries (here), the draft and its fitting ([`draft`]), the
-//! thinking it invalidates, what continuity records and the answer ([`output`]).
+//! Finishing a compression ([`Plan::finish`]) around the summary written.
 
 mod draft;
 mod output;

@@ -48,10 +48,9 @@ impl Planner {
         Ok(decision)
     }
 
-    /// The summary job for the span, if one is to be written. Per
-    /// iteration, only iterations are summarized: none, no summary. The job
-    /// is indexed under the whole conversation it stands for (see
-    /// [`Anchor`]); an injection only in continuity mode, where it is carried.
+    /// The summary job for the span, if any, indexed under the conversation it
+    /// stands for ([`Anchor`]); an injection only in continuity mode, where it
+    /// is carried.
     pub(super) fn job(
         &mut self,
         prior: &Prior,
@@ -97,9 +96,8 @@ impl Planner {
     }
 }
 
-/// The span a summarizer must write and who writes it, if anyone:
-/// truncation writes none, and a continued summary stays as it is
-/// (`elsewhere`).
+/// The span a summarizer must write and who writes it, if anyone (not on a
+/// truncation, nor for a continued summary: `elsewhere`).
 fn span<'t>(
     t: &'t Thread,
     start: usize,

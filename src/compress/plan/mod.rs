@@ -1,10 +1,6 @@
 //! Planning a compression: CPU work without I/O, apart from writing the
 //! summary so the [`Compressor`](super::Compressor) can run it on the blocking
 //! pool. Every decision is made here, once.
-//!
-//! [`plan`] reads as its steps: clear and the previous summary ([`start`]),
-//! the verdict ([`verdict`]), the room and the cut ([`cut`]), the writer and
-//! the job ([`job`]). A [`Planner`] carries the cleared thread from step to step.
 
 mod cut;
 mod job;

@@ -13,9 +13,8 @@ pub(super) struct Due {
     pub stage: Stage,
     /// The thread's tokens with the previous summary's (for the writer).
     pub total_tokens: u64,
-    /// [`Mode::Hold`]: due while the thread fits, so an upstream summary
-    /// waits for the one written ahead (the writer step decides), with the
-    /// reason it then has.
+    /// [`Mode::Hold`]: due while the thread fits, so an upstream summary waits
+    /// for the one written ahead, with the reason it then has.
     pub hold: Option<Option<Reason>>,
 }
 
@@ -34,8 +33,7 @@ impl Planner {
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
         let continued = matches!(self.setup.history, History::Carried(_)) && outside;
         let kept = outside.then_some(Reason::Continued);
-        // Waiting keeps the previous summary as it was: only when what was
-        // forwarded before is known.
+        // Waiting keeps the previous summary: only when what was forwarded is known.
         let fits = verdict.trigger != Some(Trigger::ContextWindow);
         let may_wait = verdict.trigger.is_some() && self.setup.history != History::Unknown;
         let force = self.ask.force;
