@@ -1,12 +1,7 @@
-//! Anchors: the facts of a span a summary must not lose, found the same way
-//! every time so a summary can be checked against them (see `receipt`):
-//! what an agent cannot re-derive once the span is gone (requests and
-//! rules, errors and failing commands, files and commands, URLs,
-//! identifiers, dates, numbers, names). Paths, commands and errors come
-//! from the heuristic's own extraction, so the two agree.
-//!
-//! Patterns run on `regex` (linear, no backtracking blow-up on hostile
-//! input), and each kind is capped: at most [`MAX_ANCHORS`] per span.
+//! Anchors: what an agent cannot re-derive once a span is gone, found the
+//! same way every time so `receipt` can check a summary. Paths, commands
+//! and errors come from the heuristic's own extraction, so the two agree.
+//! Patterns run on `regex` (linear on hostile input); each kind is capped.
 
 use std::collections::HashSet;
 
@@ -140,8 +135,7 @@ impl Forms {
         }
     }
 
-    /// The forms of this text and `more` after white space: both forms
-    /// are read word by word, so they extend.
+    /// Appends `more` after white space (both forms are word by word).
     pub(super) fn extend(&mut self, more: &str) {
         let folded = folded(more);
         if !self.folded.is_empty() && !folded.is_empty() {
@@ -174,9 +168,8 @@ pub fn anchors(span: &[Message]) -> Anchors {
     extracted(span, &extract(span, Caps::default().text))
 }
 
-/// The anchors of `span` from its extraction `s`, the one the heuristic
-/// writes from: only its errors, commands and files are read, which no
-/// text cap shortens.
+/// The anchors of `span` from the heuristic's extraction `s` (its errors,
+/// commands and files, which no text cap shortens).
 pub fn extracted(span: &[Message], s: &Sections) -> Anchors {
     let mut found = Found::default();
     for e in &s.errors.items {

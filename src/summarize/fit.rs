@@ -28,9 +28,8 @@ pub enum How {
     Telling,
 }
 
-/// The tokens of `span`, counted only until they reach `enough`: a bound
-/// read as "at most the span" needs no more, and a span is often the
-/// whole history.
+/// The tokens of `span`, counted only until they reach `enough` (a span is
+/// often the whole history).
 pub fn span_tokens(span: &[Message], c: &Counter<'_>, enough: usize) -> usize {
     let mut sum = 0;
     for m in span {

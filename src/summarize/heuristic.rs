@@ -8,9 +8,8 @@ use super::{Strategy, SummaryRequest};
 use crate::thread::Message;
 use crate::tokens::Counter;
 
-/// The heuristic summary of `req.span[from..]` extending `prior`, on the
-/// blocking pool: extraction over a long span is CPU work, done once when
-/// the receipt's (`extracted`) is of the same span.
+/// The heuristic summary of `req.span[from..]` extending `prior`, on the blocking
+/// pool; the receipt's extraction (`extracted`) is reused on the same span.
 pub(super) async fn write(
     req: &SummaryRequest,
     from: usize,

@@ -157,8 +157,7 @@ pub fn chunks(blocks: Vec<String>, max_tokens: usize, c: &Counter<'_>) -> Vec<St
     out
 }
 
-/// Writes the summary of `req.span[from..]` with `model`, extending `prior`,
-/// within `limit` tokens.
+/// Writes the summary of `req.span[from..]` with `model`, extending `prior`.
 pub async fn write(
     up: &Upstream,
     model: &UpstreamModel,

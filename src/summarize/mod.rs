@@ -1,10 +1,8 @@
-//! Summarizers: what replaces the older span of a thread. The compression
-//! plan decides the writer once and hands the [`SummaryService`] a
-//! [`SummaryRequest`]; every summary is checked against its span's anchors
-//! and repaired before it is cached (see [`receipt`]).
-//!
-//! Sits below `compress` and above `upstream` and `cache`, and owns the
-//! summary types both sides share ([`Written`], [`Usage`], [`Fidelity`]).
+//! Summarizers: what replaces the older span of a thread. The plan decides
+//! the writer once and hands the [`SummaryService`] a [`SummaryRequest`];
+//! every summary is checked against its span's anchors and repaired before
+//! it is cached. Below `compress`, above `upstream` and `cache`, it owns the
+//! summary types both sides share.
 
 pub mod anchors;
 mod canonical;

@@ -1,8 +1,7 @@
-//! Regexes compiled once and matched with the calling thread's own state.
-//! A `regex::Regex` keeps its match state in a pool whose lock-free path
-//! serves only the first thread that used it; CPU work on the blocking pool
-//! moves between threads, and the lock taken on every other match cost
-//! about a tenth of a heuristic compression.
+//! Regexes compiled once and matched with the calling thread's own state: a
+//! `regex::Regex`'s pool is lock-free only for its first thread, CPU work on
+//! the blocking pool moves between threads, and that lock cost about a tenth
+//! of a heuristic compression.
 
 use std::cell::RefCell;
 use std::rc::Rc;

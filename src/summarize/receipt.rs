@@ -108,8 +108,7 @@ pub fn repair(
     }
     let (before, earlier, after) = parts(content);
     let room = limit - base;
-    // Per-line costs are summed, then the whole counted once and lines
-    // dropped from the end until it fits.
+    // Per-line costs summed, then the whole counted once and trimmed from the end.
     let mut used = count(&format!("\n\n{ALSO}\n")) + count("- (… 999 more left out)\n");
     let mut lines: Vec<String> = Vec::new();
     let mut added = Forms::default();
@@ -206,8 +205,7 @@ fn section(lines: &[&str]) -> Option<(usize, usize)> {
     Some((start, end))
 }
 
-/// The text without its repairs (the [`ALSO`] section, the
-/// [`MENTIONED`] sentences), and whether it had any.
+/// The text without its repairs ([`ALSO`], [`MENTIONED`]), and whether it had any.
 fn split(text: &str) -> (String, bool) {
     let lines: Vec<&str> = text.lines().collect();
     let (body, also) = match section(&lines) {

@@ -54,8 +54,7 @@ pub struct SummaryRequest {
     pub settings: SummarySettings,
     /// Where the summary is indexed (None: under its key, found by no lookup).
     pub index: Option<Index>,
-    /// The index hashes through each message of `span`, to find and extend
-    /// a prefix's summary (empty: none is).
+    /// Index hashes through each message of `span`, to extend a prefix's summary.
     pub prefixes: Vec<String>,
     pub form: Form,
     key: String,
@@ -66,8 +65,7 @@ pub struct SummaryRequest {
 pub enum Form {
     /// One summary, extending the previous one (or a cached prefix's).
     Running,
-    /// Per-iteration summaries (`group_by: "iteration"`, see
-    /// [`iterations`](super::iterations)): the iteration of each message of `span`.
+    /// Per-iteration summaries ([`iterations`](super::iterations)): each message's iteration.
     Iterations(Arc<[u64]>),
 }
 
@@ -136,8 +134,7 @@ impl SummaryRequest {
         Self::of(canonical(span), span.len(), Form::Running, settings)
     }
 
-    /// A request for per-iteration summaries of `span`, whose message `i`
-    /// belongs to iteration `its[i]`.
+    /// Per-iteration summaries of `span`, whose message `i` is in iteration `its[i]`.
     pub fn by_iteration(span: &[Message], its: &[u64], settings: SummarySettings) -> Self {
         let (canonical, ends) = canonical_with_ends(span);
         // A canonical message belongs to the caller's message it came from.

@@ -87,15 +87,13 @@ impl SummaryService {
         &self.health
     }
 
-    /// Starts pinging the cache in the background (once), for as long as
-    /// this service lives. Must run inside a Tokio runtime.
+    /// Pings the cache in the background (once) while this service lives; needs Tokio.
     pub fn watch_cache(&self, check: HealthCheck) {
         self.checker
             .get_or_init(|| Checker(self.health.spawn_checker(self.cache.clone(), check)));
     }
 
-    /// The upstream model a request gets (`None` without an upstream); `Err`
-    /// names the allowed models.
+    /// The upstream model a request gets (None without one); `Err` names the allowed.
     pub fn model(&self, requested: Option<&str>) -> Result<Option<UpstreamModel>, String> {
         let Some(up) = &self.upstream else {
             return Ok(None);
@@ -239,8 +237,7 @@ impl SummaryService {
         // The heuristic writes from the anchors' extraction when it reads the whole span.
         let sections = (from == 0).then_some(sections);
         let (content, usage) = self.written(&writing, from, prior, sections).await?;
-        // Checked and repaired before it is cached: a hit carries the same
-        // bytes and the same receipt.
+        // Repaired before it is cached: a hit carries the same bytes and receipt.
         let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
         let strategy = req.settings.writer.strategy();
         self.metrics.summary_written(strategy.as_str());
@@ -286,9 +283,8 @@ impl SummaryService {
         })
     }
 
-    /// A summary written ahead (see [`SummaryRequest::written_ahead`]), now
-    /// due, stored under `req`'s own key and index so later turns find it.
-    /// A failing cache costs only the index.
+    /// A summary written ahead, now due, stored under `req`'s key and index so
+    /// later turns find it; a failing cache costs only the index.
     pub async fn adopt(&self, req: &SummaryRequest, ahead: CachedSummary) -> Written {
         let w = Written {
             key: req.key().to_string(),

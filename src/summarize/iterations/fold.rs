@@ -48,8 +48,7 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
             .take_while(|b| b.is_ascii_digit())
             .count();
         let close = at + 1 + digits;
-        // A label opens the text or follows a fragment's end (a false one
-        // only splits a fragment in two).
+        // A label opens the text or follows a fragment's end (a false one only splits it).
         let boundary = at == 0 || text[..at].ends_with(". ") || text[..at].ends_with("… ");
         if boundary
             && digits > 0
