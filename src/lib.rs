@@ -1,24 +1,9 @@
 //! condense: a stateless HTTP service that keeps LLM agents inside their
 //! context window.
 //!
-//! Layout, one folder per concern, each layer using only those below it:
-//! - [`thread`]: the one conversation model, parsed from three wire formats;
-//! - [`tokens`]: encodings, the model registry, counting a thread;
-//! - [`policy`]: profiles, the summarize verdict, tool-result clearing rules;
-//! - [`summarize`]: the summarizers, anchors, the fidelity receipt, and the
-//!   summary service (cache, single flight, fallback);
-//! - [`compress`]: the one way through a compression, for every caller;
-//! - [`cache`]: the summary cache (PostgreSQL or SQLite), claims, pruning;
-//! - [`upstream`]: the summarizing LLM's client and providers' counting;
-//! - [`proxy`]: the drop-in proxy; [`http`]: routes, extractors, middleware;
-//!   [`error`] owns the problem+json shape;
-//! - [`guard`]: API keys, the rate limit, allowed hosts, CORS origins;
-//! - [`admission`]: the concurrency limit and the memory budget;
-//! - [`metrics`], [`redact`]: leaves every layer may use;
-//! - [`config`], [`telemetry`], [`state`], [`startup`], [`serve`], [`cli`],
-//!   [`healthcheck`]: wiring, the accept loop, the command line.
-//!
-//! The domain modules know nothing of HTTP, so they are tested without a server.
+//! One folder per concern, each layer using only those below it (the code
+//! map is in `ARCHITECTURE.md`); the domain modules know nothing of HTTP,
+//! so they are tested without a server.
 
 pub mod admission;
 pub mod cache;

@@ -9,8 +9,7 @@ use crate::config::Config;
 use crate::serve::{ServeOptions, connection_budget, serve};
 use crate::state::AppState;
 
-/// The bound listeners and their routers (tests bind port 0 and read
-/// [`Application::local_addr`]).
+/// The bound listeners and their routers (tests bind port 0).
 pub struct Application {
     main: Site,
     probe: Option<Site>,

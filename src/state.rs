@@ -27,13 +27,11 @@ pub struct Inner {
     pub models: Arc<ModelRegistry>,
     /// Named threshold sets.
     pub profiles: Arc<Profiles>,
-    /// Writes summaries: heuristic, or the upstream LLM when configured,
-    /// behind the cache.
+    /// Writes summaries (heuristic, or the upstream LLM), behind the cache.
     pub summarizer: Arc<SummaryService>,
     /// The compression service every entry point calls.
     pub compressor: Arc<Compressor>,
-    /// Counts and verdicts, on the compressor's setup; asks the providers
-    /// for exact counts (`count: "provider"`).
+    /// Counts and verdicts; asks the providers for exact counts.
     pub meter: Meter,
     /// The drop-in proxy (its routes answer 501 until a provider URL is set).
     pub proxy: Proxy,

@@ -1,10 +1,8 @@
-//! What a request costs in memory, for the budget (`admission`): a body of
-//! many small JSON objects costs ~20 times its bytes once parsed. A request
-//! is admitted from its declared length only if its worst case is free
-//! ([`model_bytes`] when parsed, [`body_bytes`] when only held), else 503
-//! before its body is read; it reserves its body, then grows once it is in.
-//! `deploy/deployment.yaml`'s memory limit comes from [`limit_for`]. Factors
-//! measured by `examples/peak_heap.rs` and `bench/hostile_memory.py`.
+//! What a request costs in memory, for the budget: a body of many small JSON
+//! objects costs ~20 times its bytes once parsed. A request is admitted from
+//! its declared length only if its worst case is free, else 503 before its
+//! body is read. `deploy/deployment.yaml`'s memory limit comes from
+//! [`limit_for`]; factors measured by `examples/peak_heap.rs`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

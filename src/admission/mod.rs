@@ -1,8 +1,6 @@
-//! Admission: what a request or a background job holds while it works, in
-//! one [`Ticket`]: memory from the [`MemoryBudget`] (costs: [`memory`]), a
-//! place among the requests at work ([`Overload`]), and its running CPU tasks.
-//! A CPU task cannot be aborted (`tokens::cancel`), so a ticket lets go only
-//! when its holder is done and its last task has stopped. A leaf module.
+//! Admission: what a request or background job holds while it works, in one
+//! [`Ticket`]. A CPU task cannot be aborted (`tokens::cancel`), so a ticket
+//! lets go only when its holder is done and its last task has stopped.
 
 pub mod memory;
 

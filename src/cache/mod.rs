@@ -1,11 +1,9 @@
 //! The summary cache, shared by every replica: each summary under its content
-//! hash (`summarize::canonical`), so any replica serves it byte for byte, and
-//! indexed by the rolling hash of its span, so a longer thread can reuse it.
-//!
-//! PostgreSQL ([`PgCache`]), SQLite ([`SqliteCache`]) or [`Cache::Off`]; the
-//! statements are shared ([`Store`]), only the SQL [`Dialect`] differs.
-//! Single flight uses a claim table, not advisory locks: it works in both
-//! databases and holds no session open while an LLM call runs.
+//! hash, so any replica serves it byte for byte, and indexed by the rolling
+//! hash of its span, so a longer thread can reuse it. PostgreSQL or SQLite
+//! through one set of statements ([`Store`]). Single flight uses a claim table,
+//! not advisory locks: it works in both databases and holds no session open
+//! while an LLM call runs.
 
 mod claim;
 mod error;
@@ -44,8 +42,7 @@ pub struct CachedSummary {
     pub model: Option<String>,
     /// RFC 3339 text.
     pub created_at: String,
-    /// Messages after the pinned prefix in the first forwarded request that
-    /// carried this summary ([`Cache::mark_in_use`]; see `compress::binding`).
+    /// Messages after the pinned prefix in the first forwarded request carrying it.
     pub in_use_from: Option<i64>,
     /// The fidelity receipt (`summarize::Fidelity`) as opaque JSON text.
     pub fidelity: Option<String>,
@@ -134,9 +131,8 @@ macro_rules! delegate {
 }
 
 impl Cache {
-    /// Opens `postgres://…`, `postgresql://…`, `sqlite://path` or `off`.
-    /// PostgreSQL lazily (the service starts while it is down); SQLite at once,
-    /// so a bad path fails at startup.
+    /// Opens `postgres://…`, `sqlite://path` or `off`: PostgreSQL lazily (the
+    /// service starts while it is down), SQLite at once (a bad path fails at startup).
     pub async fn connect(url: &str, opts: CacheOptions) -> Result<Cache, CacheError> {
         let trimmed = url.trim();
         let scheme = trimmed.split(':').next().unwrap_or("").to_ascii_lowercase();
@@ -206,9 +202,8 @@ impl Cache {
         migrate() -> () = Ok(());
     }
 
-    /// Reaches the database once and migrates, for the start-up report. On
-    /// PostgreSQL through a connection of its own: the pool would report only
-    /// a timeout, this says why (refused, TLS, certificate).
+    /// Reaches the database once and migrates, for the start-up report; on its own
+    /// connection, as the pool would report only a timeout, not why.
     pub async fn check(&self) -> Result<(), CacheError> {
         match self {
             Cache::Postgres(c) => c.check().await,

@@ -11,8 +11,7 @@ use super::Cache;
 /// Shortest interval accepted, so a zero from configuration cannot spin.
 const MIN_EVERY: Duration = Duration::from_millis(10);
 
-/// Prunes `cache` now and every `every` (failures are logged and retried on
-/// the next tick); abort the handle to stop it.
+/// Prunes `cache` now and every `every` (a failure is logged); abort the handle to stop it.
 pub fn spawn_pruner(cache: Cache, every: Duration, ttl: Duration, max_rows: u64) -> JoinHandle<()> {
     tokio::spawn(async move {
         if matches!(cache, Cache::Off) {

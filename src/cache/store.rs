@@ -232,8 +232,7 @@ where
         })
     }
 
-    /// Extends this cache's claim on `key` to `lease` from now; `false` when
-    /// it is no longer this cache's (ended, or run out and taken over).
+    /// Extends this cache's claim on `key` to `lease` from now; `false` if no longer its.
     pub async fn renew(&self, key: &str, lease: Duration) -> Result<bool, CacheError> {
         let (now, lease_secs) = (DB::NOW, DB::secs("$3"));
         let sql = format!(
@@ -265,8 +264,7 @@ where
         Ok(self.call(q.fetch_optional(&self.pool)).await?.is_some())
     }
 
-    /// Deletes expired rows, the least recently hit beyond `max_rows` and
-    /// expired claims; how many went.
+    /// Deletes expired rows and claims and the least recently hit beyond `max_rows`.
     pub async fn prune(&self, ttl: Duration, max_rows: u64) -> Result<u64, CacheError> {
         let (now, ttl_secs, all) = (DB::NOW, DB::secs("$1"), DB::NO_LIMIT);
         let expired = format!("DELETE FROM summary_cache WHERE stored_at <= {now} - {ttl_secs}");

@@ -1,15 +1,12 @@
-//! API keys: how they are written down, and how a presented one is found.
+//! API keys: how they are written down, and how a presented one is found. A
+//! key is stored only as its SHA-256 digest and compared with every digest in
+//! constant time (`subtle`), so timing tells neither how much of a key was
+//! right nor which key matched.
 //!
-//! A key is stored only as its SHA-256 digest, and a presented key is
-//! compared with every digest in constant time (`subtle`), so timing tells
-//! neither how much of a key was right nor which key matched.
-//!
-//! An entry is a key and its permissions: `KEY`, `KEY llm`, `KEY provider`,
-//! `KEY llm provider`. `llm` lets the upstream LLM write its summaries;
-//! `provider` lets it spend the operator's provider key (proxied requests
-//! without credentials, `count: "provider"`). Entries are comma-separated in
-//! `CONDENSE_API_KEYS`, one per line in the keys file (`#` comments). Errors
-//! name the line, never its text: a wrong line may still hold a key.
+//! An entry is a key and its permissions ([`LLM`], [`PROVIDER`]): `KEY llm`,
+//! comma-separated in `CONDENSE_API_KEYS`, one per line in the keys file (`#`
+//! comments). Errors name the line, never its text: a wrong line may still
+//! hold a key.
 
 use sha2::{Digest, Sha256};
 use subtle::{Choice, ConstantTimeEq};

@@ -106,8 +106,7 @@ impl Access {
             .clone()
     }
 
-    /// Reads the keys file again and puts its keys in force if it changed
-    /// and is valid; logs what happened.
+    /// Puts the keys file's keys in force if it changed and is valid; logs what happened.
     pub fn reload(&self) -> Reload {
         let Some(path) = &self.file else {
             return Reload::Unchanged;

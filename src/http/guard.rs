@@ -1,11 +1,9 @@
-//! The gates in front of the routes, in order: the screen (403), the API
-//! key (401), the rate limit (429), a place among the requests at work and
-//! room in the memory budget (503 `overloaded`). Each route's [`Access`]
-//! says which apply; the probes and `/metrics` pass all but the key one, so
-//! a busy replica is seen alive and a scraper sees what made it busy. The
-//! proxy routes take a place only while compressing (in their handler): a
-//! provider's stream may last minutes. The rate limit's bucket is the
-//! caller's key, else its address.
+//! The gates in front of the routes, in order: the screen (403), the API key
+//! (401), the rate limit (429, by key, else address), a place among the
+//! requests at work and room in the memory budget (503). The probes and
+//! `/metrics` pass all but the key one, so a busy replica is seen alive and a
+//! scraper sees why; the proxy routes take a place only while compressing (a
+//! provider's stream may last minutes).
 
 use std::net::SocketAddr;
 

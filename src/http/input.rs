@@ -129,8 +129,7 @@ pub fn method(
     }
 }
 
-/// The thread fields as sent: `messages` (+ `system`), or a Responses
-/// thread's `input` (+ `instructions`).
+/// The thread fields as sent: `messages` (+ `system`) or `input` (+ `instructions`).
 #[derive(Debug, Default)]
 pub struct ThreadFields {
     pub format: Option<WireFormat>,

@@ -60,8 +60,7 @@ pub fn make_span(req: &Request) -> Span {
     )
 }
 
-/// Counts and times every answer by route, status and [`ProblemType`], to
-/// the response head.
+/// Counts and times every answer by route, status and [`ProblemType`].
 pub async fn observe(
     State(metrics): State<Metrics>,
     req: Request,

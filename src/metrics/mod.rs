@@ -42,8 +42,7 @@ type Labels<const N: usize> = [(&'static str, Cow<'static, str>); N];
 type Counters<const N: usize> = Family<Labels<N>, Counter>;
 type Timings = Family<Labels<1>, Histogram, fn() -> Histogram>;
 
-/// The families with their names and help, written in this order; `= init`
-/// for one that is not `Default`.
+/// The families with their names and help, in order; `= init` if not `Default`.
 macro_rules! families {
     ($($field:ident: $ty:ty $(= $init:expr)?, $name:literal, $help:literal;)+) => {
         struct Families {

@@ -7,8 +7,7 @@ use std::time::Instant;
 use super::{Metrics, add};
 
 impl Metrics {
-    /// One upstream HTTP request starts; the guard records its outcome and
-    /// time (dropped unfinished: error `abandoned`).
+    /// One upstream HTTP request starts; the guard records how it ends (dropped: `abandoned`).
     pub fn upstream_attempt(&self, kind: &'static str) -> UpstreamAttempt {
         UpstreamAttempt {
             metrics: self.clone(),

@@ -1,11 +1,9 @@
-//! The drop-in proxy: an agent points its OpenAI or Anthropic SDK at
-//! condense; each request's thread is compressed when due (the same
-//! [`Compressor`] as `/v1/compress`, in continuity mode, so the forwarded
-//! prefix stays byte-identical and the provider's prompt cache keeps
-//! hitting), and the answer is relayed unchanged. Whatever goes wrong on
-//! condense's side forwards the request unchanged, with a note ([`Unchanged`]).
-//! The counting endpoints get the same preparation: a client must count
-//! what condense forwards.
+//! The drop-in proxy: an agent points its OpenAI or Anthropic SDK at condense;
+//! each thread is compressed when due (in continuity mode, so the forwarded
+//! prefix stays byte-identical and the provider's prompt cache keeps hitting)
+//! and the answer relayed unchanged. Whatever goes wrong on condense's side
+//! forwards the request unchanged ([`Unchanged`]). The counting endpoints get
+//! the same preparation: a client must count what condense forwards.
 
 mod headers;
 mod prepare;

@@ -86,8 +86,7 @@ impl Proxy {
         )))
     }
 
-    /// The operator's key for requests without credentials (checked again
-    /// on exactly the headers that go).
+    /// The operator's key for requests without credentials (checked again on the headers that go).
     fn inject_key(
         &self,
         format: WireFormat,

@@ -25,8 +25,7 @@ pub enum Unchanged {
 }
 
 impl Unchanged {
-    /// The `reason` label of `condense_proxy_unchanged_requests_total`, or
-    /// None when it is no problem.
+    /// The `reason` label of `condense_proxy_unchanged_requests_total` (None: no problem).
     pub fn problem(self) -> Option<&'static str> {
         Some(match self {
             Unchanged::NothingToDo => return None,
