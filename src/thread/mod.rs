@@ -232,8 +232,7 @@ impl Message {
         })
     }
 
-    /// A Responses item other than a `message` (a call, its output,
-    /// reasoning): part of the turn around it, not a turn of its own.
+    /// A Responses item other than a `message`: part of the turn around it.
     pub fn is_item(&self) -> bool {
         self.raw
             .get("type")
@@ -241,8 +240,7 @@ impl Message {
             .is_some_and(|t| t != "message")
     }
 
-    /// A system or developer message condense did not write: never
-    /// summarized (pinned at the head, kept in place later on).
+    /// A system or developer message condense did not write: never summarized.
     pub fn is_instruction(&self) -> bool {
         self.role.is_instruction() && self.summary_marker().is_none()
     }

@@ -106,8 +106,7 @@ pub(super) fn parse_items<'a>(
     }
 }
 
-/// A top-level `system`, or any content block only Anthropic has, means
-/// Anthropic. (Responses is told by `input` earlier.)
+/// A top-level `system`, or a block only Anthropic has, means Anthropic.
 fn detect_in<'a>(
     system: Option<&Value>,
     mut messages: impl Iterator<Item = &'a Value>,

@@ -20,11 +20,10 @@ struct Key {
     bytes: [u8; MAX_PIECE],
 }
 
-/// The pre-tokenizers of o200k and cl100k (slots 0 and 1) as `bpe-openai`
-/// 0.3 builds them: its own regex takes a match cache from a pool per
-/// piece, whose lock-free path serves only the first thread, and counting
-/// runs on the blocking pool. The second pattern's last character is a
-/// look-ahead, given back (see [`next`]).
+/// The o200k and cl100k pre-tokenizers (slots 0 and 1) as `bpe-openai` 0.3
+/// builds them, but with a match cache per thread (its own regex's pool is
+/// lock-free only for its first thread). The second pattern's last
+/// character is a look-ahead, given back (see [`next`]).
 static SPLIT: LazyLock<[Regex; 2]> = LazyLock::new(|| {
     let o200k = [
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",

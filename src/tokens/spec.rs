@@ -42,8 +42,7 @@ impl CountSpec {
                 spec.encoding
             ));
         }
-        // A named encoding is counted as it is: the model's calibration
-        // applies only to the registry's encoding.
+        // The model's calibration applies only to the registry's encoding.
         let uncalibrated = encoding.is_some() && spec.calibration != 1.0;
         let calibration = if uncalibrated { 1.0 } else { spec.calibration };
         if uncalibrated && method == Method::Bpe {
