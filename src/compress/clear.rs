@@ -271,9 +271,10 @@ pub(super) struct Cleared {
 }
 
 impl Cleared {
-    /// `outcome` counted from the thread as sent, with the edits; compressed
-    /// when clearing alone changed the thread.
-    pub fn report(self, mut outcome: Outcome) -> Outcome {
+    /// `outcome` counted from the thread as sent, with clearing's edits
+    /// before its own; compressed when the edits alone changed the thread.
+    pub fn report(mut self, mut outcome: Outcome) -> Outcome {
+        self.edits.append(&mut outcome.applied_edits);
         outcome.tokens_before = self.tokens_before;
         if !self.edits.is_empty() {
             outcome.compressed = true;

@@ -28,14 +28,12 @@ impl Plan {
     /// Builds the compressed thread around the job's summary, if any.
     pub(super) fn finish(mut self, written: Option<Written>) -> Result<Outcome, Error> {
         // The edits move to the answer; `from` stays for `assemble`.
-        let mut cleared = clear::Cleared {
+        let cleared = clear::Cleared {
             edits: std::mem::take(&mut self.planner.cleared.edits),
             ..self.planner.cleared
         };
-        self.assemble(written).map(|mut outcome| {
-            cleared.edits.append(&mut outcome.applied_edits);
-            cleared.report(outcome)
-        })
+        self.assemble(written)
+            .map(|outcome| cleared.report(outcome))
     }
 
     fn assemble(mut self, written: Option<Written>) -> Result<Outcome, Error> {
