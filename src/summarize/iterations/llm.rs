@@ -6,11 +6,9 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::ops::Range;
-use std::sync::LazyLock;
-
-use regex::Regex;
 
 use crate::summarize::llm::{complete, room, transcript, with_instructions, within};
+use crate::summarize::pattern::Pattern;
 use crate::summarize::{SummaryRequest, UpstreamModel, Usage};
 use crate::thread::Message;
 use crate::tokens::Counter;
@@ -27,14 +25,12 @@ order shown, and nothing else.";
 const OUT_PER_ITERATION: usize = 120;
 
 /// An `Iteration N:` label, with the decorations models add around it.
-static LABEL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^\s*(?:[-*•]\s*)?(?:\*\*|__|#+\s*)?iteration\s+#?(\d+)\s*(?:\*\*|__)?\s*[:.)\-–—]\s*(?:\*\*|__)?\s*(.*)$")
-        .expect("valid regex")
-});
+static LABEL: Pattern = Pattern::new(
+    r"(?i)^\s*(?:[-*•]\s*)?(?:\*\*|__|#+\s*)?iteration\s+#?(\d+)\s*(?:\*\*|__)?\s*[:.)\-–—]\s*(?:\*\*|__)?\s*(.*)$",
+);
 
 /// The prompt's `<iteration>` markup, when a model repeats it.
-static TAG: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"</?iteration(?:\s+number="\d+")?>"#).expect("valid regex"));
+static TAG: Pattern = Pattern::new(r#"</?iteration(?:\s+number="\d+")?>"#);
 
 /// The model's summary of each group (an iteration and its messages), in order.
 pub(super) async fn write(
@@ -140,7 +136,7 @@ fn read(answer: &str, asked: &[u64]) -> HashMap<u64, String> {
     let mut out: HashMap<u64, String> = HashMap::new();
     let mut current: Option<u64> = None;
     for line in answer.lines() {
-        if let Some(m) = LABEL.captures(line) {
+        if let Some(m) = LABEL.get().captures(line) {
             current = m[1].parse().ok().filter(|n| asked.contains(n));
             if let Some(n) = current {
                 push(out.entry(n).or_default(), &m[2]);
@@ -161,7 +157,7 @@ fn read(answer: &str, asked: &[u64]) -> HashMap<u64, String> {
 
 fn push(to: &mut String, text: &str) {
     // Models echo the prompt's markup.
-    let text = TAG.replace_all(text, "");
+    let text = TAG.get().replace_all(text, "");
     let text = text.trim().trim_matches('*').trim();
     if !text.is_empty() {
         if !to.is_empty() {
