@@ -1,7 +1,8 @@
 //! Heuristic compression of the largest fixture thread (large-04, ~320
 //! messages, ~140k tokens), in every wire format: what `/v1/compress` does
-//! per request minus HTTP and JSON (de)serialization, through
-//! `Compressor::run` on a current-thread runtime (no upstream, no cache). Beside it, tool-result
+//! per request minus HTTP and JSON (de)serialization: the thread parsed and
+//! then compressed by `Compressor::run` on a current-thread runtime, CPU work on
+//! its blocking pool as in the handler (no upstream, no cache). Beside it, tool-result
 //! clearing (`clear_tool_results` with the default `clear` settings) on the
 //! same thread; before measuring, each case prints its tokens before and
 //! after, so the two can be compared.
@@ -13,6 +14,7 @@ use condense::compress::{Compression, Compressor, Outcome};
 use condense::policy::Profile;
 use condense::summarize::Strategy;
 use condense::thread::{self, RawThread, WireFormat};
+use condense::tokens::cancel::cpu;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
@@ -53,23 +55,31 @@ fn bench(c: &mut Criterion) {
         let body: Value = serde_json::from_slice(&bytes).expect("fixture is JSON");
         let model = body["model"].as_str().unwrap().to_string();
         group.throughput(Throughput::Bytes(bytes.len() as u64));
+        let body = std::sync::Arc::new(body);
+        // As `/v1/compress` runs it: the thread parsed by a CPU task on the
+        // blocking pool (the handler's `app.cpu`), then compressed.
         let run = |strategy: Strategy| -> Outcome {
-            let messages = body[key].as_array().unwrap();
-            let t = thread::parse(RawThread {
-                format: Some(format),
-                messages,
-                system: body.get(system),
-                tools: body.get("tools"),
+            let (body, model, compressor) = (body.clone(), model.clone(), &compressor);
+            runtime.block_on(async move {
+                let t = cpu(move || {
+                    thread::parse(RawThread {
+                        format: Some(format),
+                        messages: body[key].as_array().unwrap(),
+                        system: body.get(system),
+                        tools: body.get("tools"),
+                    })
+                    .unwrap()
+                })
+                .await;
+                let req = Compression {
+                    model: Some(model),
+                    strategy,
+                    // Clearing keeps its own default trigger (100,000 tokens).
+                    force: strategy != Strategy::ClearToolResults,
+                    ..Compression::new(t, Profile::default())
+                };
+                compressor.run(req).await.unwrap()
             })
-            .unwrap();
-            let req = Compression {
-                model: Some(model.clone()),
-                strategy,
-                // Clearing keeps its own default trigger (100,000 tokens).
-                force: strategy != Strategy::ClearToolResults,
-                ..Compression::new(t, Profile::default())
-            };
-            runtime.block_on(compressor.run(req)).unwrap()
         };
         for strategy in [Strategy::Heuristic, Strategy::ClearToolResults] {
             let out = run(strategy);
