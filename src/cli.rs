@@ -40,6 +40,9 @@ pub enum Command {
     /// Print the configuration in effect as a `--config` file (secrets
     /// hidden, each value with its source), and exit: 0 when it is valid.
     Config,
+    /// Print the API's OpenAPI document as YAML (what `GET /openapi.json`
+    /// serves; the repository's `openapi.yaml`), and exit.
+    Openapi,
 }
 
 /// The command line read in layers (see [`crate::config::load`]) and validated.

@@ -12,6 +12,10 @@ fn main() -> ExitCode {
     };
     match (&parsed.cli.command, &parsed.invalid) {
         (Some(Command::Config), _) => parsed.show(),
+        (Some(Command::Openapi), _) => {
+            print!("{}", condense::http::openapi::yaml());
+            ExitCode::SUCCESS
+        }
         (_, Some(line)) => cli::invalid(line),
         (Some(Command::Healthcheck(check)), None) => check.run(&parsed.cli.config),
         (None, None) => serve(parsed.cli.config),

@@ -9,6 +9,7 @@ mod guard;
 mod health;
 mod input;
 mod middleware;
+pub mod openapi;
 mod playground;
 mod proxy;
 mod routes;

@@ -105,6 +105,26 @@ fn spec() -> &'static Value {
     })
 }
 
+/// `openapi.yaml` is the document the service serves: `condense openapi`
+/// writes it, so a change to the contract cannot miss the file.
+#[tokio::test]
+async fn the_committed_document_is_the_served_one() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi.yaml");
+    let committed = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        committed == condense::http::openapi::yaml(),
+        "openapi.yaml differs from the document the service serves: \
+         write it with `cargo run -- openapi > openapi.yaml`"
+    );
+    let served = send(app(), request("GET", "/openapi.json")).await;
+    assert_eq!(served.status, StatusCode::OK);
+    assert_eq!(
+        &served.json(),
+        spec(),
+        "GET /openapi.json serves openapi.yaml"
+    );
+}
+
 /// The app with the default configuration (state built once).
 fn app() -> Router {
     static STATE: OnceLock<AppState> = OnceLock::new();
@@ -2228,8 +2248,8 @@ fn spec_is_well_formed() {
             }
             assert_eq!(
                 keyed,
-                *tags != json!(["playground"]),
-                "{method} {path}: only the playground's files are open"
+                *tags != json!(["playground"]) && path != "/openapi.json",
+                "{method} {path}: only the playground's files and the contract are open"
             );
         }
         // The proxy relays the provider's answers and bodies as they are:
@@ -2558,7 +2578,7 @@ async fn unauthorized_and_forbidden_answers_conform() {
     let mut refused = 0;
     for req in every_route() {
         let open = is_probe(&req)
-            || req.uri().path() == "/"
+            || ["/", "/openapi.json"].contains(&req.uri().path())
             || req.uri().path().starts_with("/playground");
         let x = send(keyed.clone(), req).await;
         assert_conforms(&x);
