@@ -236,7 +236,9 @@ mod tests {
                 {
                     Access::Proxy
                 }
-                p if p == "/" || p.starts_with("/playground") => Access::Page,
+                p if p == "/" || p == "/openapi.json" || p.starts_with("/playground") => {
+                    Access::Page
+                }
                 _ => Access::Api,
             };
             assert_eq!(r.access, want, "{r:?}");
