@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::Memo;
 
-/// A tiktoken encoding name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A tiktoken encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Encoding {
     O200kBase,
