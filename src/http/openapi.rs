@@ -13,6 +13,8 @@ use utoipa::OpenApi;
 
 use super::access::Access;
 
+mod gates;
+
 // Public, as the playground is: no key.
 super::access::routes! {
     Access::Page;
@@ -28,8 +30,8 @@ async fn served() -> Json<&'static Value> {
 #[openapi(components(schemas(crate::tokens::Encoding)))]
 struct Derived;
 
-/// The document, built once: the written part with the derived schemas,
-/// all in name order.
+/// The document, built once: the written part with the derived schemas (all
+/// in name order) and what each route's gates answer.
 pub fn document() -> &'static Value {
     static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
         let mut doc = written();
@@ -39,6 +41,11 @@ pub fn document() -> &'static Value {
             .expect("the written part has schemas");
         schemas.extend(derived);
         schemas.sort_keys();
+        gates::add(
+            doc["paths"]
+                .as_object_mut()
+                .expect("the written part has paths"),
+        );
         doc
     });
     &DOCUMENT
