@@ -1,16 +1,41 @@
 #!/usr/bin/env bash
-# The project's test command (README): formatting, lints, and every test,
-# against real parts: a throwaway PostgreSQL (scripts/with-postgres.sh, unless
-# DATABASE_URL is set) and a real local LLM (scripts/local-llm.sh, unless
-# CONDENSE_TEST_LLM_URL is set).
+# The project's test command (README, docs/testing.md), in two tiers:
+#
+#   scripts/test.sh fast   formatting, lints, and every test that needs no live
+#                          part: those that do are skipped, each with a SKIPPED line
+#   scripts/test.sh        all of it (the full tier; CI runs both, .ci/run), against
+#                          real parts: a throwaway PostgreSQL (scripts/with-postgres.sh,
+#                          unless DATABASE_URL is set) and a real local LLM
+#                          (scripts/local-llm.sh, unless CONDENSE_TEST_LLM_URL is set)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# One argument at most: the tier.
+case "$#:${1:-}" in
+  0:) tier=full ;;
+  1:fast | 1:full) tier="$1" ;;
+  *)
+    echo "usage: $0 [fast|full]   (fast: no live part; full, the default: everything)" >&2
+    exit 2
+    ;;
+esac
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 
 echo "== cargo clippy"
 cargo clippy --all-targets --locked -- -D warnings
+
+if [ "$tier" = fast ]; then
+  echo "== cargo test, no live part (CONDENSE_TEST_SKIP_LIVE=1)"
+  # Not the real parts a developer's shell may name: this tier runs without.
+  unset DATABASE_URL CONDENSE_TEST_PG_TLS_ROOT CONDENSE_TEST_LLM_URL
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  CONDENSE_TEST_SKIP_LIVE=1 cargo test --all-targets --locked --no-fail-fast 2>&1 | tee "$log"
+  echo "== $(grep -c '^SKIPPED' "$log") tests skipped for want of a live part (the SKIPPED lines above); ./scripts/test.sh runs them"
+  exit 0
+fi
 
 echo "== Python clients in a virtual environment (target/venv): the official SDKs (tests/suite/proxy_sdk.rs), selenium (tests/suite/playground.rs), schemathesis (tests/suite/schemathesis.rs); hadolint"
 # Not the system interpreter: Debian 12 and Ubuntu 24.04 refuse a global
