@@ -5,6 +5,11 @@
 //! is the explicit opt-out `CONDENSE_TEST_SKIP_LIVE=1`; a skipped test then
 //! writes `SKIPPED …` straight to the process's stderr, which the test
 //! harness does not capture, so the skip shows in the output of a passing run.
+//! The opt-out skips the tests of the tools (the browser, schemathesis, the
+//! agent CLIs) even where they are installed, so that `scripts/test.sh fast`
+//! runs none of them on a machine that ran the full tier; PostgreSQL and the
+//! local LLM are named by an environment variable, and a test whose variable
+//! is set still runs.
 
 use std::io::Write;
 
@@ -165,6 +170,9 @@ impl Drop for TestDatabase {
 /// `chromium-driver`, `tests/browser/requirements.txt`), or `None` when the
 /// run opted out. Panics with instructions when one is missing.
 pub fn browser(test: &str) -> Option<()> {
+    if skipping(test, "a headless browser") {
+        return None;
+    }
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let driver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     let selenium = std::process::Command::new("python3")
@@ -182,9 +190,6 @@ pub fn browser(test: &str) -> Option<()> {
     if missing.is_empty() {
         return Some(());
     }
-    if skipping(test, "a headless browser") {
-        return None;
-    }
     panic!(
         "{test} needs a headless browser, and {missing:?} is missing: `apt-get install chromium \
          chromium-driver` (or set CHROMIUM and CHROMEDRIVER) and `python3 -m pip install -r \
@@ -197,15 +202,15 @@ pub fn browser(test: &str) -> Option<()> {
 /// or `None` when the run opted out. Panics with instructions when it is
 /// missing.
 pub fn schemathesis(test: &str) -> Option<()> {
+    if skipping(test, "schemathesis") {
+        return None;
+    }
     let installed = std::process::Command::new("python3")
         .args(["-c", "import schemathesis.cli"])
         .status()
         .is_ok_and(|s| s.success());
     if installed {
         return Some(());
-    }
-    if skipping(test, "schemathesis") {
-        return None;
     }
     panic!(
         "{test} needs schemathesis: `python3 -m pip install -r tests/schemathesis/requirements.txt` \
@@ -218,6 +223,9 @@ pub fn schemathesis(test: &str) -> Option<()> {
 /// or `None` when the run opted out. Panics with instructions when one is
 /// missing.
 pub fn agent_clis(test: &str) -> Option<()> {
+    if skipping(test, "the agent CLIs") {
+        return None;
+    }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules");
     let python = std::process::Command::new("python3")
         .arg("--version")
@@ -236,9 +244,6 @@ pub fn agent_clis(test: &str) -> Option<()> {
     .collect();
     if missing.is_empty() {
         return Some(());
-    }
-    if skipping(test, "the agent CLIs") {
-        return None;
     }
     panic!(
         "{test} needs the pinned agent CLIs and python3, and {missing:?} is missing: \
