@@ -7,6 +7,8 @@
 #                          real parts: a throwaway PostgreSQL (scripts/with-postgres.sh,
 #                          unless DATABASE_URL is set) and a real local LLM
 #                          (scripts/local-llm.sh, unless CONDENSE_TEST_LLM_URL is set)
+#
+# Each first installs what it needs and the machine lacks (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,8 @@ case "$#:${1:-}" in
     exit 2
     ;;
 esac
+
+scripts/setup.sh "$tier"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
@@ -37,21 +41,14 @@ if [ "$tier" = fast ]; then
   exit 0
 fi
 
-echo "== Python clients in a virtual environment (target/venv): the official SDKs (tests/suite/proxy_sdk.rs), selenium (tests/suite/playground.rs), schemathesis (tests/suite/schemathesis.rs); hadolint"
-# Not the system interpreter: Debian 12 and Ubuntu 24.04 refuse a global
-# pip install (PEP 668). The tests run `python3`, so the environment goes
-# first on PATH for everything below.
-venv="$PWD/target/venv"
-[ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
-export PATH="$venv/bin:$PATH"
-python3 -m pip install -q --disable-pip-version-check -r tests/sdk/requirements.txt \
-  -r tests/browser/requirements.txt -r tests/schemathesis/requirements.txt -r tests/lint/requirements.txt
-
-echo "== the pinned agent CLIs, Claude Code and Codex (tests/suite/agents.rs)"
-npm ci --prefix tests/agents --no-audit --no-fund --loglevel=error >/dev/null
+# The Python tools of scripts/setup.sh: the tests run `python3`.
+export PATH="$PWD/target/venv/bin:$PATH"
 
 echo "== hadolint Dockerfile"
 hadolint Dockerfile
+
+echo "== the golden token counts against Python tiktoken (tests/fixtures/golden/tokens.py --check)"
+python3 tests/fixtures/golden/tokens.py --check
 
 echo "== cargo build --tests"
 cargo test --all-targets --locked --no-run
