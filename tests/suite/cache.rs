@@ -19,7 +19,6 @@ use condense::cache::{
 };
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
-use sqlx::{ConnectOptions, Executor};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -29,8 +28,8 @@ use tokio::task::JoinHandle;
 
 /// A fresh database for one test, dropped (with its connections) afterwards.
 struct TestDb {
-    admin: PgConnectOptions,
-    name: String,
+    /// Keeps the database until the test ends.
+    _db: live::TestDatabase,
     /// URL of the test database, for `Cache::connect`.
     url: String,
     /// Options for the test database, for `PgCache::new`.
@@ -39,13 +38,11 @@ struct TestDb {
 
 impl TestDb {
     async fn create(test: &str) -> Option<TestDb> {
-        let (admin, name) = live::new_database(test).await?;
-        let connect = admin.clone().database(&name);
+        let db = live::new_database(test).await?;
         Some(TestDb {
-            url: connect.to_url_lossy().to_string(),
-            connect,
-            admin,
-            name,
+            url: db.url(),
+            connect: db.options(),
+            _db: db,
         })
     }
 
@@ -60,26 +57,6 @@ impl TestDb {
 
     fn cache(&self, opts: CacheOptions) -> Cache {
         Cache::Postgres(PgCache::new(self.connect.clone(), opts))
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let (admin, name) = (self.admin.clone(), self.name.clone());
-        // Drop runs outside async; a thread with its own runtime does the I/O.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                if let Ok(mut c) = admin.connect().await {
-                    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-                    let _ = c.execute(sql.as_str()).await;
-                }
-            });
-        })
-        .join();
     }
 }
 

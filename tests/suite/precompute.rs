@@ -195,9 +195,10 @@ async fn idle(client: &reqwest::Client, base: &str) -> prometheus::Scrape {
 async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas() {
     let test = "summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas";
     let Some(llm) = live::llm(test) else { return };
-    let Some(database) = live::fresh_database(test).await else {
+    let Some(db) = live::new_database(test).await else {
         return;
     };
+    let database = db.url();
     let recorder = Recorder::start(&llm).await;
     let upstream = recorder.url.clone();
     let (provider, seen) = provider().await;

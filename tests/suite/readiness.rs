@@ -20,10 +20,13 @@ use relay::Relay;
 const GENEROUS: Duration = Duration::from_secs(60);
 
 /// The app on a fresh database reached through a relay, pinging it every
-/// `check_secs`.
-async fn app_behind_relay(test: &str, check_secs: u64) -> Option<(axum::Router, Relay)> {
-    let (admin, name) = live::new_database(test).await?;
-    let real = admin.database(&name);
+/// `check_secs`; the database lives as long as the returned guard.
+async fn app_behind_relay(
+    test: &str,
+    check_secs: u64,
+) -> Option<(axum::Router, Relay, live::TestDatabase)> {
+    let db = live::new_database(test).await?;
+    let real = db.options();
     let upstream = tokio::net::lookup_host((real.get_host(), real.get_port()))
         .await
         .unwrap()
@@ -40,7 +43,7 @@ async fn app_behind_relay(test: &str, check_secs: u64) -> Option<(axum::Router, 
         ..Default::default()
     };
     let state = condense::AppState::connect(config).await.unwrap();
-    Some((condense::http::router(state), relay))
+    Some((condense::http::router(state), relay, db))
 }
 
 async fn readyz(app: &axum::Router) -> Value {
@@ -72,7 +75,7 @@ async fn until_cache_is(app: &axum::Router, want: &str) -> Value {
 #[tokio::test]
 async fn a_flood_of_readyz_sends_nothing_to_the_database() {
     // One check an hour: only the first, at start, within this test.
-    let Some((app, relay)) = app_behind_relay("readyz_flood", 3600).await else {
+    let Some((app, relay, _db)) = app_behind_relay("readyz_flood", 3600).await else {
         return;
     };
     let ready = until_cache_is(&app, "ok").await;
@@ -93,7 +96,7 @@ async fn a_flood_of_readyz_sends_nothing_to_the_database() {
 
 #[tokio::test]
 async fn readyz_follows_the_database_down_and_back() {
-    let Some((app, relay)) = app_behind_relay("readyz_down_and_back", 1).await else {
+    let Some((app, relay, _db)) = app_behind_relay("readyz_down_and_back", 1).await else {
         return;
     };
     until_cache_is(&app, "ok").await;

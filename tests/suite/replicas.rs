@@ -141,9 +141,10 @@ fn thread_bytes(body: &Bytes) -> Vec<u8> {
 async fn three_replicas_share_one_postgres_and_nothing_else() {
     let test = "three_replicas_share_one_postgres_and_nothing_else";
     let Some(llm) = live::llm(test) else { return };
-    let Some(database) = live::fresh_database(test).await else {
+    let Some(db) = live::new_database(test).await else {
         return;
     };
+    let database = db.url();
     let recorder = Recorder::start(&llm).await;
     let dirs: Vec<_> = (0..REPLICAS)
         .map(|_| tempfile::tempdir().unwrap())

@@ -143,10 +143,11 @@ async fn compress(app: &Router) -> (u16, Value) {
 /// it has then lasted some 27 s, longer than the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_summary_is_written_once_for_every_replica() {
-    let Some(db) = live::fresh_database("a_slow_summary_is_written_once_for_every_replica").await
+    let Some(guard) = live::new_database("a_slow_summary_is_written_once_for_every_replica").await
     else {
         return;
     };
+    let db = guard.url();
     let upstream = held_upstream().await;
     let (a, b) = (
         replica(&db, &upstream.url, 20, 600).await,
@@ -188,9 +189,10 @@ async fn a_slow_summary_is_written_once_for_every_replica() {
 /// migrations and the claim tenfold; its upstream call never answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timed_out_request_gives_its_claim_up() {
-    let Some(db) = live::fresh_database("a_timed_out_request_gives_its_claim_up").await else {
+    let Some(guard) = live::new_database("a_timed_out_request_gives_its_claim_up").await else {
         return;
     };
+    let db = guard.url();
     let upstream = held_upstream().await;
     let cut_off = replica(&db, &upstream.url, 600, 20).await;
     let (status, out) = compress(&cut_off).await;

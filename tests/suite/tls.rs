@@ -9,27 +9,27 @@
 //! from another CA is refused with an error that says so, and the binary
 //! names an unreachable or TLS-refusing database in its start-up log, without
 //! its password.
-use crate::support::{live, process};
+use crate::support::live::{self, TestDatabase};
+use crate::support::process;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use condense::cache::{Cache, CacheError, CacheOptions, CachedSummary};
-use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Executor};
 
-/// A fresh database on the TLS server: the admin options, its name, the CA.
-async fn tls_database(test: &str) -> Option<(PgConnectOptions, String, String)> {
+/// A fresh database on the TLS server, and the CA.
+async fn tls_database(test: &str) -> Option<(TestDatabase, String)> {
     let root = live::postgres_tls_root(test)?;
-    let (admin, name) = live::new_database(test).await?;
-    Some((admin, name, root))
+    let db = live::new_database(test).await?;
+    Some((db, root))
 }
 
-/// The URL of database `name` on the admin's server with `params` (such as
-/// `sslmode=verify-full&sslrootcert=…`) in place of its TLS settings.
-fn url(admin: &PgConnectOptions, name: &str, params: &str) -> String {
-    let plain = admin.clone().database(name).to_url_lossy().to_string();
+/// The URL of `db` with `params` (such as `sslmode=verify-full&sslrootcert=…`)
+/// in place of its TLS settings.
+fn url(db: &TestDatabase, params: &str) -> String {
+    let plain = db.url();
     let (base, query) = plain.split_once('?').unwrap_or((&plain, ""));
     let kept: Vec<&str> = query
         .split('&')
@@ -79,16 +79,16 @@ async fn round_trip(cache: &Cache, key: &str) {
     assert_eq!(got, Some(e), "the entry comes back byte for byte");
 }
 
-/// `(connections, of which encrypted)` of condense's cache pool on `name`,
+/// `(connections, of which encrypted)` of condense's cache pool on `db`,
 /// as the server sees them (`pg_stat_ssl`).
-async fn cache_connections(admin: &PgConnectOptions, name: &str) -> (i64, i64) {
-    let mut conn = admin.connect().await.unwrap();
+async fn cache_connections(db: &TestDatabase) -> (i64, i64) {
+    let mut conn = db.admin().connect().await.unwrap();
     sqlx::query_as(
         "SELECT count(*), count(*) FILTER (WHERE s.ssl) FROM pg_stat_activity a \
          JOIN pg_stat_ssl s USING (pid) \
          WHERE a.datname = $1 AND a.application_name = 'condense-cache'",
     )
-    .bind(name)
+    .bind(db.name())
     .fetch_one(&mut conn)
     .await
     .unwrap()
@@ -119,18 +119,14 @@ fn other_ca(dir: &Path) -> String {
 #[tokio::test]
 async fn verify_full_with_the_servers_ca_round_trips_over_tls() {
     let test = "verify_full_with_the_servers_ca_round_trips_over_tls";
-    let Some((admin, name, root)) = tls_database(test).await else {
+    let Some((db, root)) = tls_database(test).await else {
         return;
     };
-    let url = url(
-        &admin,
-        &name,
-        &format!("sslmode=verify-full&sslrootcert={root}"),
-    );
+    let url = url(&db, &format!("sslmode=verify-full&sslrootcert={root}"));
     let cache = Cache::connect(&url, opts()).await.unwrap();
     cache.check().await.expect("the start-up check passes");
     round_trip(&cache, "verify-full").await;
-    let (all, encrypted) = cache_connections(&admin, &name).await;
+    let (all, encrypted) = cache_connections(&db).await;
     assert!(all >= 1, "the cache's pool holds a connection");
     assert_eq!(encrypted, all, "every cache connection is encrypted");
 }
@@ -138,14 +134,14 @@ async fn verify_full_with_the_servers_ca_round_trips_over_tls() {
 #[tokio::test]
 async fn require_encrypts_without_checking_the_certificate() {
     let test = "require_encrypts_without_checking_the_certificate";
-    let Some((admin, name, _root)) = tls_database(test).await else {
+    let Some((db, _root)) = tls_database(test).await else {
         return;
     };
-    let cache = Cache::connect(&url(&admin, &name, "sslmode=require"), opts())
+    let cache = Cache::connect(&url(&db, "sslmode=require"), opts())
         .await
         .unwrap();
     round_trip(&cache, "require").await;
-    let (all, encrypted) = cache_connections(&admin, &name).await;
+    let (all, encrypted) = cache_connections(&db).await;
     assert!(all >= 1);
     assert_eq!(encrypted, all, "require means encrypted");
 }
@@ -153,14 +149,14 @@ async fn require_encrypts_without_checking_the_certificate() {
 #[tokio::test]
 async fn plain_connections_still_work_on_the_same_server() {
     let test = "plain_connections_still_work_on_the_same_server";
-    let Some((admin, name, _root)) = tls_database(test).await else {
+    let Some((db, _root)) = tls_database(test).await else {
         return;
     };
-    let cache = Cache::connect(&url(&admin, &name, "sslmode=disable"), opts())
+    let cache = Cache::connect(&url(&db, "sslmode=disable"), opts())
         .await
         .unwrap();
     round_trip(&cache, "disable").await;
-    let (all, encrypted) = cache_connections(&admin, &name).await;
+    let (all, encrypted) = cache_connections(&db).await;
     assert!(all >= 1);
     assert_eq!(encrypted, 0, "disable means plain: the check can tell");
 }
@@ -168,16 +164,12 @@ async fn plain_connections_still_work_on_the_same_server() {
 #[tokio::test]
 async fn a_certificate_from_another_ca_is_refused() {
     let test = "a_certificate_from_another_ca_is_refused";
-    let Some((admin, name, _root)) = tls_database(test).await else {
+    let Some((db, _root)) = tls_database(test).await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let wrong = other_ca(dir.path());
-    let url = url(
-        &admin,
-        &name,
-        &format!("sslmode=verify-full&sslrootcert={wrong}"),
-    );
+    let url = url(&db, &format!("sslmode=verify-full&sslrootcert={wrong}"));
     let cache = Cache::connect(&url, opts()).await.unwrap();
     let err = cache
         .check()
@@ -192,7 +184,7 @@ async fn a_certificate_from_another_ca_is_refused() {
     );
     // Every call fails the same way, and nothing reaches the database.
     assert!(cache.put(&entry("wrong-ca")).await.is_err());
-    let mut conn = admin.clone().database(&name).connect().await.unwrap();
+    let mut conn = db.options().connect().await.unwrap();
     let tables: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM information_schema.tables WHERE table_name = 'summary_cache'",
     )
@@ -273,21 +265,13 @@ fn a_server_that_refuses_tls_is_named_at_start_up() {
 #[tokio::test]
 async fn a_wrong_root_certificate_is_named_at_start_up() {
     let test = "a_wrong_root_certificate_is_named_at_start_up";
-    let Some((admin, name, root)) = tls_database(test).await else {
+    let Some((db, root)) = tls_database(test).await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let wrong = other_ca(dir.path());
-    let bad = url(
-        &admin,
-        &name,
-        &format!("sslmode=verify-full&sslrootcert={wrong}"),
-    );
-    let good = url(
-        &admin,
-        &name,
-        &format!("sslmode=verify-full&sslrootcert={root}"),
-    );
+    let bad = url(&db, &format!("sslmode=verify-full&sslrootcert={wrong}"));
+    let good = url(&db, &format!("sslmode=verify-full&sslrootcert={root}"));
     let (bad_line, good_line) =
         tokio::task::spawn_blocking(move || (startup_report(&bad).0, startup_report(&good).0))
             .await

@@ -7,13 +7,18 @@ use serde_json::{Value, json};
 use sqlx::postgres::PgConnectOptions;
 
 use crate::support::common::{Reply, get, post, post_raw, thread};
+use crate::support::live::{self, TestDatabase};
 use crate::support::stub::{self, Fault};
 
-/// A SQLite file, and PostgreSQL unless the run opted out.
-pub(crate) async fn every_backend(test: &str) -> Vec<String> {
-    let mut urls = vec![temp_sqlite()];
-    urls.extend(crate::support::live::fresh_database(test).await);
-    urls
+/// The URLs of a SQLite file, and of a PostgreSQL database unless the run
+/// opted out, each with the guard that drops that database: bind it
+/// (`for (url, _db) in …`) so it lives through the loop's body.
+pub(crate) async fn every_backend(test: &str) -> Vec<(String, Option<TestDatabase>)> {
+    let mut backends = vec![(temp_sqlite(), None)];
+    if let Some(db) = live::new_database(test).await {
+        backends.push((db.url(), Some(db)));
+    }
+    backends
 }
 
 fn temp_sqlite() -> String {
@@ -62,7 +67,7 @@ fn summary(r: &Reply) -> Value {
 /// Hit after miss, the same bytes, no second upstream call: SQLite and PostgreSQL.
 #[tokio::test]
 async fn a_hit_costs_no_call_and_returns_the_same_bytes() {
-    for url in every_backend("a_hit_costs_no_call_and_returns_the_same_bytes").await {
+    for (url, _db) in every_backend("a_hit_costs_no_call_and_returns_the_same_bytes").await {
         let s = stub::start(Fault::Ok, false).await;
         let app = app_on(&url, Some(&s.url)).await;
         let first = summary(&post(&app, "/v1/compress", &llm_request()).await);
@@ -86,7 +91,7 @@ async fn a_hit_costs_no_call_and_returns_the_same_bytes() {
 /// the format do not change it.
 #[tokio::test]
 async fn the_key_survives_json_formatting_and_the_wire_format() {
-    for url in every_backend("the_key_survives_json_formatting_and_the_wire_format").await {
+    for (url, _db) in every_backend("the_key_survives_json_formatting_and_the_wire_format").await {
         the_key_survives_on(&url).await;
     }
 }
@@ -141,7 +146,7 @@ async fn the_key_survives_on(url: &str) {
 /// A grown thread reuses the summary of its prefix and sends only the new messages.
 #[tokio::test]
 async fn a_grown_thread_summarizes_only_its_new_messages() {
-    for url in every_backend("a_grown_thread_summarizes_only_its_new_messages").await {
+    for (url, _db) in every_backend("a_grown_thread_summarizes_only_its_new_messages").await {
         a_grown_thread_on(&url).await;
     }
 }
@@ -181,11 +186,10 @@ async fn a_grown_thread_on(url: &str) {
 /// Two replicas on one database, identical requests at the same moment: one upstream call.
 #[tokio::test]
 async fn two_replicas_make_one_upstream_call() {
-    let Some(url) =
-        crate::support::live::fresh_database("two_replicas_make_one_upstream_call").await
-    else {
+    let Some(db) = live::new_database("two_replicas_make_one_upstream_call").await else {
         return;
     };
+    let url = db.url();
     let s = stub::start(Fault::SlowOk, false).await;
     let (a, b) = (
         app_on(&url, Some(&s.url)).await,
@@ -218,9 +222,10 @@ async fn two_replicas_make_one_upstream_call() {
 /// A database that is down never stands in the way, and the service recovers when it returns.
 #[tokio::test]
 async fn database_down_then_back() {
-    let Some(url) = crate::support::live::fresh_database("database_down_then_back").await else {
+    let Some(db) = live::new_database("database_down_then_back").await else {
         return;
     };
+    let url = db.url();
     let real: PgConnectOptions = url.parse().unwrap();
     let target = format!("127.0.0.1:{}", real.get_port());
     // A port with nothing behind it yet: the database is "down".
@@ -292,7 +297,7 @@ async fn database_down_then_back() {
 /// A summary made before a restart is served from the cache after it.
 #[tokio::test]
 async fn summaries_survive_a_restart() {
-    for url in every_backend("summaries_survive_a_restart").await {
+    for (url, _db) in every_backend("summaries_survive_a_restart").await {
         let body = json!({"messages": thread("medium-02.openai")["messages"], "force": true});
         let before = summary(&post(&app_on(&url, None).await, "/v1/compress", &body).await);
         // A new process: a new state, pool and in-memory everything.

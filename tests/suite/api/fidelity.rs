@@ -104,7 +104,7 @@ async fn per_iteration_summaries_carry_a_receipt_and_still_read_back() {
 /// A hit returns the first write's receipt (and bytes): SQLite and PostgreSQL.
 #[tokio::test]
 async fn a_cache_hit_returns_the_same_receipt() {
-    for url in every_backend("a_cache_hit_returns_the_same_receipt").await {
+    for (url, _db) in every_backend("a_cache_hit_returns_the_same_receipt").await {
         let s = stub::start(Fault::Ok, false).await;
         let app = app_on(&url, Some(&s.url)).await;
         for strategy in ["llm", "heuristic"] {

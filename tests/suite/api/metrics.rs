@@ -328,7 +328,7 @@ async fn an_oversized_body_is_counted_as_a_payload_too_large_problem() {
 
 #[tokio::test]
 async fn the_second_identical_compression_is_a_cache_hit() {
-    for url in
+    for (url, _db) in
         super::cache_e2e::every_backend("the_second_identical_compression_is_a_cache_hit").await
     {
         let backend = if url.starts_with("sqlite") {

@@ -14,9 +14,10 @@ const MODEL: &str = "SmolLM2-135M-Instruct";
 async fn a_file_alone_runs_the_proxy_with_postgres_and_an_upstream() {
     let test = "a_file_alone_runs_the_proxy_with_postgres_and_an_upstream";
     let Some(llm) = live::llm(test) else { return };
-    let Some(database) = live::fresh_database(test).await else {
+    let Some(db) = live::new_database(test).await else {
         return;
     };
+    let database = db.url();
     // A tiny model on a shared 2-core machine: generous limits, so that
     // only a hang fails the run.
     let (dir, path) = file(&format!(

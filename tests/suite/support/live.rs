@@ -5,8 +5,15 @@
 //! is the explicit opt-out `CONDENSE_TEST_SKIP_LIVE=1`; a skipped test then
 //! writes `SKIPPED …` straight to the process's stderr, which the test
 //! harness does not capture, so the skip shows in the output of a passing run.
+//! The opt-out skips the tests of the tools (the browser, schemathesis, the
+//! agent CLIs) even where they are installed, so that `scripts/test.sh fast`
+//! runs none of them on a machine that ran the full tier; PostgreSQL and the
+//! local LLM are named by an environment variable, and a test whose variable
+//! is set still runs.
 
 use std::io::Write;
+
+use sqlx::postgres::PgConnectOptions;
 
 /// Opt-out variable: set to `1` to skip the tests that need live parts.
 pub const SKIP_LIVE: &str = "CONDENSE_TEST_SKIP_LIVE";
@@ -77,11 +84,10 @@ pub fn origin(llm: &str) -> String {
         .to_string()
 }
 
-/// A new, empty database on the `DATABASE_URL` server (one per test, so
-/// tests never see each other's rows): the server's options and the new
-/// database's name, or `None` when the run opted out.
-pub async fn new_database(test: &str) -> Option<(sqlx::postgres::PgConnectOptions, String)> {
-    use sqlx::{ConnectOptions, Executor, postgres::PgConnectOptions};
+/// A new, empty database on the `DATABASE_URL` server, one per test so that
+/// tests never see each other's rows, or `None` when the run opted out.
+pub async fn new_database(test: &str) -> Option<TestDatabase> {
+    use sqlx::{ConnectOptions, Executor};
     let url = postgres(test)?;
     let admin: PgConnectOptions = url.parse().expect("DATABASE_URL is a PostgreSQL URL");
     let name = format!("condense_test_{}", uuid::Uuid::new_v4().simple());
@@ -92,20 +98,81 @@ pub async fn new_database(test: &str) -> Option<(sqlx::postgres::PgConnectOption
     conn.execute(format!("CREATE DATABASE {name}").as_str())
         .await
         .expect("the test server lets us create databases");
-    Some((admin, name))
+    Some(TestDatabase { admin, name })
 }
 
-/// The URL of a [`new_database`].
-pub async fn fresh_database(test: &str) -> Option<String> {
-    use sqlx::ConnectOptions;
-    let (admin, name) = new_database(test).await?;
-    Some(admin.database(&name).to_url_lossy().to_string())
+/// A database of [`new_database`], dropped with this guard, so that a run
+/// leaves none behind on a server that outlives it (a developer's own, CI's
+/// database service). The test keeps it until its end: `let Some(db) = …`,
+/// never `let _ = …`, which would drop it at once.
+pub struct TestDatabase {
+    admin: PgConnectOptions,
+    name: String,
+}
+
+impl TestDatabase {
+    /// Options for the server's maintenance database, the one `DATABASE_URL` names.
+    pub fn admin(&self) -> &PgConnectOptions {
+        &self.admin
+    }
+
+    /// Its name, for the server's catalogs (`pg_stat_activity.datname`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Options for this database.
+    pub fn options(&self) -> PgConnectOptions {
+        self.admin.clone().database(&self.name)
+    }
+
+    /// The URL of this database.
+    pub fn url(&self) -> String {
+        use sqlx::ConnectOptions;
+        self.options().to_url_lossy().to_string()
+    }
+}
+
+impl Drop for TestDatabase {
+    /// `WITH (FORCE)` (PostgreSQL 13+) ends the connections still open on it:
+    /// the pools of the apps the test built may outlive it by a moment.
+    fn drop(&mut self) {
+        use sqlx::{ConnectOptions, Executor};
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        // Drop cannot await, and may run on the test's runtime: a thread with
+        // a runtime of its own does the I/O, and the test waits for it.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a current-thread runtime");
+            rt.block_on(async {
+                let mut conn = admin.connect().await?;
+                conn.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                    .await?;
+                Ok::<_, sqlx::Error>(())
+            })
+        })
+        .join();
+        // Said, not panicked: a panic in a Drop that runs while a failed test
+        // unwinds would abort the whole run.
+        if let Ok(Err(e)) = dropped {
+            let _ = writeln!(
+                std::io::stderr(),
+                "could not drop test database {}: {e}",
+                self.name
+            );
+        }
+    }
 }
 
 /// Headless Chromium, its driver and selenium (Debian's `chromium` and
 /// `chromium-driver`, `tests/browser/requirements.txt`), or `None` when the
 /// run opted out. Panics with instructions when one is missing.
 pub fn browser(test: &str) -> Option<()> {
+    if skipping(test, "a headless browser") {
+        return None;
+    }
     let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
     let driver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
     let selenium = std::process::Command::new("python3")
@@ -123,9 +190,6 @@ pub fn browser(test: &str) -> Option<()> {
     if missing.is_empty() {
         return Some(());
     }
-    if skipping(test, "a headless browser") {
-        return None;
-    }
     panic!(
         "{test} needs a headless browser, and {missing:?} is missing: `apt-get install chromium \
          chromium-driver` (or set CHROMIUM and CHROMEDRIVER) and `python3 -m pip install -r \
@@ -138,15 +202,15 @@ pub fn browser(test: &str) -> Option<()> {
 /// or `None` when the run opted out. Panics with instructions when it is
 /// missing.
 pub fn schemathesis(test: &str) -> Option<()> {
+    if skipping(test, "schemathesis") {
+        return None;
+    }
     let installed = std::process::Command::new("python3")
         .args(["-c", "import schemathesis.cli"])
         .status()
         .is_ok_and(|s| s.success());
     if installed {
         return Some(());
-    }
-    if skipping(test, "schemathesis") {
-        return None;
     }
     panic!(
         "{test} needs schemathesis: `python3 -m pip install -r tests/schemathesis/requirements.txt` \
@@ -159,6 +223,9 @@ pub fn schemathesis(test: &str) -> Option<()> {
 /// or `None` when the run opted out. Panics with instructions when one is
 /// missing.
 pub fn agent_clis(test: &str) -> Option<()> {
+    if skipping(test, "the agent CLIs") {
+        return None;
+    }
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/agents/node_modules");
     let python = std::process::Command::new("python3")
         .arg("--version")
@@ -177,9 +244,6 @@ pub fn agent_clis(test: &str) -> Option<()> {
     .collect();
     if missing.is_empty() {
         return Some(());
-    }
-    if skipping(test, "the agent CLIs") {
-        return None;
     }
     panic!(
         "{test} needs the pinned agent CLIs and python3, and {missing:?} is missing: \
