@@ -17,8 +17,10 @@ super::access::routes! {
     get "/v1/profiles" => profiles,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ModelsResponse {
+    /// The model assumed when a request names none.
     pub default_model: String,
     pub models: Vec<ModelSpec>,
 }

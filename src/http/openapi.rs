@@ -25,7 +25,17 @@ async fn served() -> Json<&'static Value> {
 
 /// The schemas the types say.
 #[derive(OpenApi)]
-#[openapi(components(schemas(crate::tokens::Encoding)))]
+#[openapi(components(schemas(
+    crate::tokens::Encoding,
+    // t33-d1: the probes, catalog, problems and profiles.
+    crate::error::Problem,
+    crate::http::catalog::ModelsResponse,
+    crate::http::health::Health,
+    crate::http::health::Readiness,
+    crate::http::playground::ExamplesResponse,
+    crate::thread::FieldError,
+    crate::tokens::ModelSpec,
+)))]
 struct Derived;
 
 /// The document, built once: the written part with the derived schemas,
