@@ -30,9 +30,18 @@ async fn served() -> Json<&'static Value> {
     // t33-d1: the probes, catalog, problems and profiles.
     crate::error::Problem,
     crate::http::catalog::ModelsResponse,
+    crate::http::catalog::ProfilesResponse,
     crate::http::health::Health,
     crate::http::health::Readiness,
     crate::http::playground::ExamplesResponse,
+    crate::policy::ClearOverrides,
+    crate::policy::ClearSettings,
+    crate::policy::ClearTrigger,
+    crate::policy::OnUpstreamError,
+    crate::policy::Profile,
+    crate::policy::ProfileOverrides,
+    crate::policy::SummaryRole,
+    crate::policy::TruncateKeep,
     crate::thread::FieldError,
     crate::tokens::ModelSpec,
 )))]
