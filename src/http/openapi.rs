@@ -27,7 +27,7 @@ async fn served() -> Json<&'static Value> {
 #[derive(OpenApi)]
 #[openapi(components(schemas(
     crate::tokens::Encoding,
-    // t33-d1: the probes, catalog, problems and profiles.
+    // The probes, the catalog, the problems and the profiles.
     crate::error::Problem,
     crate::http::catalog::ModelsResponse,
     crate::http::catalog::ProfilesResponse,
