@@ -5,7 +5,7 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::thread::FieldError;
 
@@ -125,56 +125,57 @@ impl ApiError {
         ApiError::Invalid(vec![FieldError::new(pointer, message)])
     }
 
-    /// The status, the problem type's slug and its title.
-    fn kind(&self) -> (StatusCode, &'static str, &'static str) {
+    /// The status, the kind of problem and its title.
+    fn kind(&self) -> (StatusCode, ProblemKind, &'static str) {
         use ApiError as E;
+        use ProblemKind as K;
         use StatusCode as S;
         match self {
-            E::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
+            E::MalformedJson(_) => (S::BAD_REQUEST, K::MalformedJson, "Malformed JSON"),
             E::UnsupportedMediaType(_) | E::UnsupportedEncoding(_) => (
                 S::UNSUPPORTED_MEDIA_TYPE,
-                "unsupported-media-type",
+                K::UnsupportedMediaType,
                 "Unsupported media type",
             ),
             E::PayloadTooLarge { .. } | E::TooManyNodes(_) | E::ThreadTooLarge(_) => (
                 S::PAYLOAD_TOO_LARGE,
-                "payload-too-large",
+                K::PayloadTooLarge,
                 "Payload too large",
             ),
-            E::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
-            E::Forbidden(_) => (S::FORBIDDEN, "forbidden", "Forbidden"),
-            E::RateLimited { .. } => (S::TOO_MANY_REQUESTS, "rate-limited", "Too many requests"),
+            E::Unauthorized { .. } => (S::UNAUTHORIZED, K::Unauthorized, "Unauthorized"),
+            E::Forbidden(_) => (S::FORBIDDEN, K::Forbidden, "Forbidden"),
+            E::RateLimited { .. } => (S::TOO_MANY_REQUESTS, K::RateLimited, "Too many requests"),
             E::Overloaded(_) | E::OverBudget(_) => {
-                (S::SERVICE_UNAVAILABLE, "overloaded", "Service overloaded")
+                (S::SERVICE_UNAVAILABLE, K::Overloaded, "Service overloaded")
             }
-            E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, "validation", "Invalid request"),
+            E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, K::Validation, "Invalid request"),
             E::DoesNotFit(_) => (
                 S::UNPROCESSABLE_ENTITY,
-                "does-not-fit",
+                K::DoesNotFit,
                 "Thread does not fit",
             ),
             E::StrategyUnavailable(_) => (
                 S::UNPROCESSABLE_ENTITY,
-                "strategy-unavailable",
+                K::StrategyUnavailable,
                 "Strategy unavailable",
             ),
-            E::NotFound(_) => (S::NOT_FOUND, "not-found", "Not found"),
+            E::NotFound(_) => (S::NOT_FOUND, K::NotFound, "Not found"),
             E::MethodNotAllowed => (
                 S::METHOD_NOT_ALLOWED,
-                "method-not-allowed",
+                K::MethodNotAllowed,
                 "Method not allowed",
             ),
-            E::Timeout(_) => (S::SERVICE_UNAVAILABLE, "timeout", "Request timed out"),
-            E::Upstream(_) => (S::BAD_GATEWAY, "upstream", "Upstream LLM failed"),
-            E::ProxyDisabled(_) => (S::NOT_IMPLEMENTED, "proxy-disabled", "Proxy route is off"),
+            E::Timeout(_) => (S::SERVICE_UNAVAILABLE, K::Timeout, "Request timed out"),
+            E::Upstream(_) => (S::BAD_GATEWAY, K::Upstream, "Upstream LLM failed"),
+            E::ProxyDisabled(_) => (S::NOT_IMPLEMENTED, K::ProxyDisabled, "Proxy route is off"),
             E::ProviderUnreachable(_) => (
                 S::BAD_GATEWAY,
-                "provider-unreachable",
+                K::ProviderUnreachable,
                 "Provider unreachable",
             ),
             E::Internal(_) => (
                 S::INTERNAL_SERVER_ERROR,
-                "internal",
+                K::Internal,
                 "Internal server error",
             ),
         }
@@ -206,16 +207,90 @@ impl ApiError {
     }
 }
 
-/// The problem+json body.
-#[derive(Debug, Serialize)]
+/// An RFC 9457 problem document (`application/problem+json`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Problem {
     #[serde(rename = "type")]
-    pub kind: String,
+    #[schema(inline)]
+    pub kind: ProblemKind,
+    /// The fixed title of the problem kind.
     pub title: &'static str,
+    /// The HTTP status code.
+    #[schema(minimum = 400, maximum = 599)]
     pub status: u16,
+    /// What went wrong with this request.
     pub detail: String,
+    /// Present (and non-empty) on 422 `validation` problems only: at most
+    /// 100 problems, then one entry counting the rest (`+N more errors`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(min_items = 1, max_items = 101)]
     pub errors: Vec<FieldError>,
+}
+
+/// A URN naming the kind of problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub enum ProblemKind {
+    #[serde(rename = "urn:condense:problem:malformed-json")]
+    MalformedJson,
+    #[serde(rename = "urn:condense:problem:unsupported-media-type")]
+    UnsupportedMediaType,
+    #[serde(rename = "urn:condense:problem:payload-too-large")]
+    PayloadTooLarge,
+    #[serde(rename = "urn:condense:problem:validation")]
+    Validation,
+    #[serde(rename = "urn:condense:problem:does-not-fit")]
+    DoesNotFit,
+    #[serde(rename = "urn:condense:problem:strategy-unavailable")]
+    StrategyUnavailable,
+    #[serde(rename = "urn:condense:problem:not-found")]
+    NotFound,
+    #[serde(rename = "urn:condense:problem:method-not-allowed")]
+    MethodNotAllowed,
+    #[serde(rename = "urn:condense:problem:timeout")]
+    Timeout,
+    #[serde(rename = "urn:condense:problem:overloaded")]
+    Overloaded,
+    #[serde(rename = "urn:condense:problem:unauthorized")]
+    Unauthorized,
+    #[serde(rename = "urn:condense:problem:forbidden")]
+    Forbidden,
+    #[serde(rename = "urn:condense:problem:rate-limited")]
+    RateLimited,
+    #[serde(rename = "urn:condense:problem:upstream")]
+    Upstream,
+    #[serde(rename = "urn:condense:problem:proxy-disabled")]
+    ProxyDisabled,
+    #[serde(rename = "urn:condense:problem:provider-unreachable")]
+    ProviderUnreachable,
+    #[serde(rename = "urn:condense:problem:internal")]
+    Internal,
+}
+
+impl ProblemKind {
+    /// The URN's last part (`timeout`...), which the metrics count.
+    pub fn slug(self) -> &'static str {
+        use ProblemKind as K;
+        match self {
+            K::MalformedJson => "malformed-json",
+            K::UnsupportedMediaType => "unsupported-media-type",
+            K::PayloadTooLarge => "payload-too-large",
+            K::Validation => "validation",
+            K::DoesNotFit => "does-not-fit",
+            K::StrategyUnavailable => "strategy-unavailable",
+            K::NotFound => "not-found",
+            K::MethodNotAllowed => "method-not-allowed",
+            K::Timeout => "timeout",
+            K::Overloaded => "overloaded",
+            K::Unauthorized => "unauthorized",
+            K::Forbidden => "forbidden",
+            K::RateLimited => "rate-limited",
+            K::Upstream => "upstream",
+            K::ProxyDisabled => "proxy-disabled",
+            K::ProviderUnreachable => "provider-unreachable",
+            K::Internal => "internal",
+        }
+    }
 }
 
 /// The cause chain of a 500, for the logging middleware only.
@@ -228,7 +303,7 @@ pub struct ProblemType(pub &'static str);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, slug, title) = self.kind();
+        let (status, kind, title) = self.kind();
         let mut extra = HeaderMap::new();
         self.headers(&mut extra);
         let (detail, errors, cause) = match self {
@@ -250,7 +325,7 @@ impl IntoResponse for ApiError {
             other => (other.to_string(), Vec::new(), None),
         };
         let problem = Problem {
-            kind: format!("urn:condense:problem:{slug}"),
+            kind,
             title,
             status: status.as_u16(),
             detail,
@@ -263,10 +338,29 @@ impl IntoResponse for ApiError {
             HeaderValue::from_static("application/problem+json"),
         );
         res.headers_mut().extend(extra);
-        res.extensions_mut().insert(ProblemType(slug));
+        res.extensions_mut().insert(ProblemType(kind.slug()));
         if let Some(cause) = cause {
             res.extensions_mut().insert(InternalCause(cause));
         }
         res
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProblemKind;
+
+    /// The URN serde sends ends in the slug the metrics count.
+    #[test]
+    fn each_problem_urn_ends_in_its_slug() {
+        let schema = serde_json::to_value(<ProblemKind as utoipa::PartialSchema>::schema())
+            .expect("a schema is JSON");
+        let urns = schema["enum"].as_array().expect("an enum of URNs");
+        assert_eq!(urns.len(), 17);
+        for urn in urns {
+            let kind: ProblemKind = serde_json::from_value(urn.clone()).expect("a known URN");
+            let slug = kind.slug();
+            assert_eq!(urn, &format!("urn:condense:problem:{slug}"));
+        }
     }
 }

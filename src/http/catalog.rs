@@ -17,8 +17,10 @@ super::access::routes! {
     get "/v1/profiles" => profiles,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ModelsResponse {
+    /// The model assumed when a request names none.
     pub default_model: String,
     pub models: Vec<ModelSpec>,
 }
@@ -30,9 +32,24 @@ async fn models(State(app): State<AppState>) -> Json<ModelsResponse> {
     })
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProfilesResponse {
+    #[schema(schema_with = profiles_by_name)]
     pub profiles: BTreeMap<String, Profile>,
+}
+
+/// A map that always holds `default` (`Profiles` keeps it).
+fn profiles_by_name() -> utoipa::openapi::Object {
+    use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some("Profiles by name; `default` is always present."))
+        .required("default")
+        .additional_properties(Some(AdditionalProperties::RefOr(
+            utoipa::openapi::Ref::from_schema_name("Profile").into(),
+        )))
+        .build()
 }
 
 async fn profiles(State(app): State<AppState>) -> Json<ProfilesResponse> {

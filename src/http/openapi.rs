@@ -27,7 +27,26 @@ async fn served() -> Json<&'static Value> {
 
 /// The schemas the types say.
 #[derive(OpenApi)]
-#[openapi(components(schemas(crate::tokens::Encoding)))]
+#[openapi(components(schemas(
+    crate::tokens::Encoding,
+    // The probes, the catalog, the problems and the profiles.
+    crate::error::Problem,
+    crate::http::catalog::ModelsResponse,
+    crate::http::catalog::ProfilesResponse,
+    crate::http::health::Health,
+    crate::http::health::Readiness,
+    crate::http::playground::ExamplesResponse,
+    crate::policy::ClearOverrides,
+    crate::policy::ClearSettings,
+    crate::policy::ClearTrigger,
+    crate::policy::OnUpstreamError,
+    crate::policy::Profile,
+    crate::policy::ProfileOverrides,
+    crate::policy::SummaryRole,
+    crate::policy::TruncateKeep,
+    crate::thread::FieldError,
+    crate::tokens::ModelSpec,
+)))]
 struct Derived;
 
 /// The document, built once: the written part with the derived schemas (all

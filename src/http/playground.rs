@@ -61,15 +61,26 @@ async fn home(RawQuery(query): RawQuery) -> Redirect {
 }
 
 /// One example thread: its name (`?example=NAME`) and what the menu shows.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Example {
+    /// For `GET /playground/examples/{name}` and the page's `?example=`.
     pub name: &'static str,
+    /// The file name's last part: a `WireFormat`.
+    #[schema(schema_with = wire_format)]
     pub format: &'static str,
     pub bytes: usize,
 }
 
-#[derive(Serialize)]
+/// `WireFormat`, which the thread model's schemas say.
+fn wire_format() -> utoipa::openapi::Ref {
+    utoipa::openapi::Ref::from_schema_name("WireFormat")
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ExamplesResponse {
+    #[schema(inline)]
     pub examples: Vec<Example>,
 }
 

@@ -7,14 +7,61 @@ use crate::thread::FieldError;
 
 /// A settings struct, its `Default` and its overrides (laid over a base by
 /// `apply`): each field its doc, type, default, and a range or a `check`.
+/// A field whose override is not its own type names it (`Option<u64> as
+/// u64`; the compiler checks it against [`Overlay`]). The schemas follow:
+/// each range is the field's bounds in both, and each default is said (an
+/// optional field's is to be absent).
 macro_rules! settings {
-    ($(#[$doc:meta])* $name:ident; $(#[$over_doc:meta])* $over:ident;
-        $( $(#[$attr:meta])* $field:ident: $ty:ty = $default:expr
-            $(, $lo:literal $to:tt $hi:literal)? $(, check $check:path)?; )*
+    ($(#[$doc:meta])* $name:ident; $(#[$over_doc:meta])* $over:ident; $($entries:tt)*) => {
+        $crate::policy::overlay::settings!(
+            @field [$(#[$doc])* $name; $(#[$over_doc])* $over;] [] $($entries)*
+        );
+    };
+    // One field at a time, into one shape. (Bounds are taken as `tt`, so
+    // that `#[schema]` receives them as the literals it parses.)
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* $field:ident: $ty:ty = $default:expr, check $check:path;
+        $($rest:tt)*
     ) => {
+        $crate::policy::overlay::settings!(@field $head [$($done)* {
+            [#[schema(default = json!($default))]] $(#[$attr])* $field: $ty as $ty = $default;
+            range() check($check)
+        }] $($rest)*);
+    };
+    // A field whose override has another type (an `Option`): set, it is
+    // never null; unset, absent, which is its default.
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* $field:ident: $ty:ty as $over_ty:ty = $default:expr
+            $(, $lo:tt $(..= $hi:tt)? $(.. $below:tt)?)?;
+        $($rest:tt)*
+    ) => {
+        $crate::policy::overlay::settings!(@field $head [$($done)* {
+            [#[schema(nullable = false)]] $(#[$attr])* $field: $ty as $over_ty = $default;
+            range($($lo $(..= $hi)? $(.. $below)?)?) check()
+        }] $($rest)*);
+    };
+    (@field $head:tt [$($done:tt)*]
+        $(#[$attr:meta])* $field:ident: $ty:ty = $default:expr
+            $(, $lo:tt $(..= $hi:tt)? $(.. $below:tt)?)?;
+        $($rest:tt)*
+    ) => {
+        $crate::policy::overlay::settings!(@field $head [$($done)* {
+            [#[schema(default = json!($default))]] $(#[$attr])* $field: $ty as $ty = $default;
+            range($($lo $(..= $hi)? $(.. $below)?)?) check()
+        }] $($rest)*);
+    };
+    (@field [$(#[$doc:meta])* $name:ident; $(#[$over_doc:meta])* $over:ident;] [$({
+        [$(#[$own:meta])*] $(#[$attr:meta])* $field:ident: $ty:ty as $over_ty:ty = $default:expr;
+            range($($lo:tt $(..= $hi:tt)? $(.. $below:tt)?)?) check($($check:path)?)
+    })*]) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
-        pub struct $name { $( $(#[$attr])* pub $field: $ty, )* }
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name { $(
+            $(#[$own])* $(#[$attr])*
+            $(#[schema(minimum = $lo $(, maximum = $hi)? $(, exclusive_maximum = $below)?)])?
+            pub $field: $ty,
+        )* }
 
         impl Default for $name {
             fn default() -> Self {
@@ -23,11 +70,13 @@ macro_rules! settings {
         }
 
         $(#[$over_doc])*
-        #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
+        #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, utoipa::ToSchema)]
         #[serde(deny_unknown_fields)]
-        pub struct $over {
-            $( pub $field: Option<<$ty as $crate::policy::overlay::Overlay>::Over>, )*
-        }
+        pub struct $over { $(
+            $(#[$attr])*
+            $(#[schema(minimum = $lo $(, maximum = $hi)? $(, exclusive_maximum = $below)?)])?
+            pub $field: Option<$over_ty>,
+        )* }
 
         impl $over {
             /// `base` with these fields laid over it; every value out of
@@ -39,7 +88,10 @@ macro_rules! settings {
                 $( if let Some(over) = &self.$field {
                     let at = format!("{at}/{}", stringify!($field));
                     let checked = Ok(())
-                        $( .and_then(|()| within(*over as f64, ($lo as f64) $to ($hi as f64))) )?
+                        $( .and_then(|()| within(
+                            *over as f64,
+                            ($lo as f64) $(..= ($hi as f64))? $(.. ($below as f64))?,
+                        )) )?
                         .map_err(|e: String| vec![FieldError::new(at.clone(), e)])
                         $( .and_then(|()| $check(over, &at)) )?;
                     match checked.and_then(|()| base.$field.overlay(over, &at)) {

@@ -13,9 +13,13 @@ use crate::upstream::CountSource;
 settings! {
     /// The thresholds and budgets one agent runs with.
     Profile;
-    /// A partial profile: what a file profile or a request's `config` changes.
+    /// Single-field overrides of a profile: what a file profile or a
+    /// request's `config` changes. Unknown fields are rejected; a value
+    /// outside its bounds is a 422 at `/config/<field>`. Integers must be
+    /// written without a fraction or exponent (`5`, not `5.0`); null leaves
+    /// the profile's value.
     ProfileOverrides;
-    /// N: summarize when this many conversation messages came since the last summary.
+    /// N: summarize when this many messages came since the last summary.
     max_messages_before_summary: u64 = 30, 1 ..= 1_000_000;
     /// K: summarize when what would be sent reaches this many tokens.
     max_tokens_before_summary: u64 = 128_000, 1 ..= 100_000_000;
@@ -25,50 +29,64 @@ settings! {
     response_reserve: u64 = 4096, 0 ..= 10_000_000;
     /// Upper bound of a summary's size.
     max_summary_tokens: u64 = 2000, 16 ..= 1_000_000;
-    /// Overrides the model registry's window when set.
+    /// Overrides the model's window; absent when not set.
     #[serde(skip_serializing_if = "Option::is_none")]
-    context_window: Option<u64> = None, 256 ..= 100_000_000;
-    /// Role of the summary message (Anthropic threads always use `user`).
+    context_window: Option<u64> as u64 = None, 256 ..= 100_000_000;
     summary_role: SummaryRole = SummaryRole::User;
-    /// `auto` uses the upstream LLM only for spans of at least this many tokens.
+    /// `auto` compression uses the upstream LLM only for spans of at least
+    /// this many tokens...
     llm_min_tokens: u64 = 4000, 0 ..= 100_000_000;
-    /// ...and only when the whole thread has at least this many.
+    /// ...and only when the whole thread (what the verdict counts) has at
+    /// least this many tokens: a tier by the thread's total, heuristic
+    /// below, LLM above.
     llm_min_total_tokens: u64 = 0, 0 ..= 100_000_000;
-    /// What an upstream LLM failure does: a heuristic fallback, or a 502.
     on_upstream_error: OnUpstreamError = OnUpstreamError::Fallback;
-    /// Also due after this many agent iterations (`metadata.iteration`)
-    /// since the last summary; off when not set.
+    /// Also due when this many agent iterations (distinct
+    /// `metadata.iteration`) came since the last summary (trigger
+    /// `iterations`); absent: off.
     #[serde(skip_serializing_if = "Option::is_none")]
-    max_iterations_before_summary: Option<u64> = None, 1 ..= 1_000_000;
+    max_iterations_before_summary: Option<u64> as u64 = None, 1 ..= 1_000_000;
     /// Count with `ceil(characters / chars_per_token)` instead of the
-    /// tokenizer: for agents whose own estimator decides (3.5, 4).
+    /// tokenizer (an agent's own estimator, e.g. 3.5 or 4), for the
+    /// triggers, the budget and the reported counts (`exact: false`);
+    /// absent: the tokenizer. A request's `method` / `chars_per_token` win.
     #[serde(skip_serializing_if = "Option::is_none")]
-    chars_per_token: Option<f64> = None, 0.5 ..= 20;
-    /// Per-message rules: a tool result's or user message's text longer
-    /// than this many characters is cut.
+    chars_per_token: Option<f64> as f64 = None, 0.5 ..= 20;
+    /// Per-message rule: each text of a tool result kept verbatim (its
+    /// string content, or each text part or block) is cut to at most this
+    /// many characters, marker included (reported in `messages_truncated`;
+    /// applied even when nothing is due, then `reason: rules`); absent: off.
     #[serde(skip_serializing_if = "Option::is_none")]
-    max_tool_result_chars: Option<u64> = None, 64 ..= 100_000_000;
+    max_tool_result_chars: Option<u64> as u64 = None, 64 ..= 100_000_000;
+    /// Per-message rule, as `max_tool_result_chars`, for the text of user
+    /// messages (never the system prompt or the summary message).
     #[serde(skip_serializing_if = "Option::is_none")]
-    max_user_message_chars: Option<u64> = None, 64 ..= 100_000_000;
-    /// The same for assistant text (never tool calls or thinking).
+    max_user_message_chars: Option<u64> as u64 = None, 64 ..= 100_000_000;
+    /// Per-message rule, as `max_tool_result_chars`, for the text of
+    /// assistant messages (an agent's outputs; never their tool calls or
+    /// thinking).
     #[serde(skip_serializing_if = "Option::is_none")]
-    max_assistant_message_chars: Option<u64> = None, 64 ..= 100_000_000;
-    /// Which end of a text a per-message rule keeps.
+    max_assistant_message_chars: Option<u64> as u64 = None, 64 ..= 100_000_000;
     truncate_keep: TruncateKeep = TruncateKeep::Both;
-    /// Where a verdict's total comes from when the request does not say:
-    /// the tokenizer (`local`) or the provider's counting endpoint.
     count: CountSource = CountSource::Local;
-    /// Tool-result clearing before any summary; off when not set. An
-    /// override merges field by field.
+    /// Tool-result clearing before any summary; absent: off. An override
+    /// merges field by field.
     #[serde(skip_serializing_if = "Option::is_none")]
-    clear: Option<ClearSettings> = None;
-    /// A summary due by N, K or iterations is written only when it takes in
-    /// at least this share of what can be compressed; otherwise the previous
-    /// one (and the provider's cached prefix) stays. 0: whenever one is due.
+    clear: Option<ClearSettings> as ClearOverrides = None;
+    /// No churn: a summary due by N, K or iterations is written only when it
+    /// would take in at least this share of what can be compressed (the
+    /// summary and the messages after it, the newest `min_recent_messages`
+    /// aside); otherwise the previous summary and the byte-identical prefix
+    /// stay, and the verdict says why in `held_back`. 0 writes one whenever
+    /// a trigger fires.
     min_summary_gain: f64 = 0.2, 0 ..= 1;
-    /// Precompute: at this share of the way to the nearest trigger, the due
-    /// summary is written in the background (`compress::precompute`); 0: off.
-    /// It shapes no summary, so no cache key reads it.
+    /// Precompute: once the thread has come this share of the way to its
+    /// nearest trigger (messages, tokens or iterations since the last
+    /// summary), the summary the due turn will need is written in the
+    /// background (the proxy always; `/v1/compress` with `precompute:
+    /// true`), and the due turn swaps it in without waiting for the upstream
+    /// LLM. 0 turns it off. It shapes no summary: changing it changes no
+    /// cache key (`compress::precompute`).
     precompute_at: f64 = 0.8, 0 .. 1;
 }
 
@@ -82,8 +100,9 @@ impl Overlay for Option<ClearSettings> {
     }
 }
 
-/// Which part of a long text a per-message truncation rule keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which part of a text a per-message rule keeps: `head`, `tail`, or `both`
+/// ends, around a `…[truncated N characters]…` marker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TruncateKeep {
     /// The beginning (a prompt's task statement).
@@ -95,8 +114,9 @@ pub enum TruncateKeep {
     Both,
 }
 
-/// What an upstream LLM failure does to a compression.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What an upstream LLM failure does: `fallback` to a heuristic summary
+/// with `degraded: true`, or `fail` with a 502.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OnUpstreamError {
     /// Answer with a heuristic summary, `degraded: true` and a warning.
@@ -106,8 +126,9 @@ pub enum OnUpstreamError {
     Fail,
 }
 
-/// Role of the summary message in OpenAI threads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Role of the summary message in OpenAI threads (Anthropic threads always
+/// use `user`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SummaryRole {
     System,

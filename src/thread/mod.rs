@@ -64,8 +64,10 @@ impl WireFormat {
 }
 
 /// Where in the request a problem is (a JSON pointer) and what it is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct FieldError {
+    /// JSON pointer (RFC 6901) into the request body; `""` is the body itself.
     pub pointer: String,
     pub message: String,
 }

@@ -10,18 +10,21 @@ use super::Encoding;
 
 const EMBEDDED: &str = include_str!("../../data/models.toml");
 
-/// One registry row, matched by model-name prefix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One registry row; a model name matches the longest prefix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
+    #[schema(min_length = 1)]
     pub prefix: String,
     /// `openai` marks models the cookbook formula counts exactly.
     pub family: String,
     pub encoding: Encoding,
+    #[schema(minimum = 1)]
     pub context_window: u64,
     pub max_output_tokens: u64,
-    /// Multiplier applied to BPE counts for non-OpenAI tokenizers.
+    /// Multiplier applied to BPE counts (1 for OpenAI models, the default).
     #[serde(default = "one")]
+    #[schema(required = true, exclusive_minimum = 0, maximum = 10)]
     pub calibration: f64,
 }
 

@@ -19,7 +19,7 @@ use crate::tokens::Memo;
 const MAX_ENTRIES: usize = 10_000;
 
 /// Where a total comes from: condense's tokenizer, or the provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CountSource {
     #[default]
