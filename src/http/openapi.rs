@@ -25,7 +25,16 @@ async fn served() -> Json<&'static Value> {
 
 /// The schemas the types say.
 #[derive(OpenApi)]
-#[openapi(components(schemas(crate::tokens::Encoding)))]
+#[openapi(components(schemas(
+    crate::tokens::Encoding,
+    // t33-d2: the counts, the verdict and the compression's answers.
+    super::tokens::MessageTokens,
+    crate::policy::LastSummary,
+    crate::summarize::Fidelity,
+    crate::summarize::Usage,
+    crate::summarize::IterationSummary,
+    crate::upstream::CountSource,
+)))]
 struct Derived;
 
 /// The document, built once: the written part with the derived schemas,

@@ -30,14 +30,20 @@ super::input::thread_request! {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// One message's count.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MessageTokens {
-    /// Index into `messages` (or `input`); null for a top-level system prompt.
+    /// Index into the request's `messages` (or `input`); null for
+    /// Anthropic's top-level `system` or the Responses `instructions`.
+    #[schema(required = true)]
     pub index: Option<usize>,
     pub role: Role,
-    /// The message's tokens including its per-message overhead.
+    /// The message's tokens, its per-message overhead included.
     pub tokens: usize,
-    /// A system or developer message: never summarized.
+    /// A system or developer message (a summary condense wrote aside).
+    /// Instructions are never summarized; pinned at the head of the thread,
+    /// or, mid-conversation, kept verbatim after the summary in their order.
     pub instruction: bool,
 }
 

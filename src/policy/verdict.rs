@@ -93,12 +93,15 @@ pub fn verdict(
 }
 
 /// The summary the thread already has, as the status shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LastSummary {
     pub messages_summarized: u64,
-    /// What its message costs in the next request.
+    /// What the summary's message costs in the next request.
     pub tokens: u64,
-    /// When it was written (only known from a summary object that says so).
+    /// When it was written, as the summary object sent said (at most 64
+    /// characters); null when unknown.
+    #[schema(required = true, max_length = 64)]
     pub created_at: Option<String>,
 }
 

@@ -18,8 +18,11 @@ use crate::tokens::Memo;
 /// Most provider counts kept (twice this at most: see [`Memo`]).
 const MAX_ENTRIES: usize = 10_000;
 
-/// Where a total comes from: condense's tokenizer, or the provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a total comes from: `local`, condense's tokenizer (the default), or
+/// `provider`, the provider's counting endpoint (see "Provider-exact counts"
+/// in the API's description). A profile's `count` applies to `/v1/verdict`
+/// when the request has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CountSource {
     #[default]
