@@ -3,7 +3,8 @@
 //! keeps equal to it). The schemas come from the types the server parses and
 //! answers with ([`Derived`]); what no type can say is written once in
 //! `openapi/written.yaml`: the conventions, the examples, the proxy's
-//! pass-through bodies.
+//! pass-through bodies, and the rules across a derived schema's fields
+//! (under the schema's name).
 
 use std::sync::LazyLock;
 
@@ -29,6 +30,7 @@ async fn served() -> Json<&'static Value> {
     crate::tokens::Encoding,
     // t33-d2: the counts, the verdict and the compression's answers.
     super::tokens::MessageTokens,
+    super::tokens::TokensResponse,
     crate::policy::LastSummary,
     crate::summarize::Fidelity,
     crate::summarize::Usage,
@@ -38,7 +40,10 @@ async fn served() -> Json<&'static Value> {
 struct Derived;
 
 /// The document, built once: the written part with the derived schemas,
-/// all in name order.
+/// all in name order. What a type cannot say about its fields together (no
+/// messages when `format` is null; no model for a heuristic summary) is
+/// written under its name (only the keywords of `tests::RULES`) and added
+/// to what it says.
 pub fn document() -> &'static Value {
     static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
         let mut doc = written();
@@ -46,7 +51,12 @@ pub fn document() -> &'static Value {
         let schemas = doc["components"]["schemas"]
             .as_object_mut()
             .expect("the written part has schemas");
-        schemas.extend(derived);
+        for (name, mut schema) in derived {
+            if let Some(Value::Object(rules)) = schemas.remove(&name) {
+                schema.as_object_mut().expect("a schema").extend(rules);
+            }
+            schemas.insert(name, schema);
+        }
         schemas.sort_keys();
         doc
     });
@@ -59,11 +69,58 @@ fn written() -> Value {
 }
 
 fn derived_schemas() -> Map<String, Value> {
-    let doc = serde_json::to_value(Derived::openapi()).expect("the derived part is JSON");
-    match &doc["components"]["schemas"] {
-        Value::Object(schemas) => schemas.clone(),
+    let mut doc = serde_json::to_value(Derived::openapi()).expect("the derived part is JSON");
+    match doc["components"]["schemas"].take() {
+        Value::Object(mut schemas) => {
+            schemas.values_mut().for_each(flatten);
+            schemas
+        }
         _ => Map::new(),
     }
+}
+
+/// serde's `flatten`, as JSON Schema can say it: one object with the fields
+/// of every part, closed when the flattened parts are (`deny_unknown_fields`;
+/// utoipa drops it on the type that flattens them). utoipa writes an `allOf`
+/// of the parts instead, which cannot be closed (each part would refuse the
+/// fields of the others); the flattened fields are `#[schema(inline)]`, so
+/// every part is an object here (alone in a `oneOf` when the field has a
+/// doc comment).
+fn flatten(schema: &mut Value) {
+    let Some(Value::Array(parts)) = schema.get("allOf") else {
+        return;
+    };
+    let parts: Vec<&Value> = parts
+        .iter()
+        .map(|p| match p["oneOf"].as_array().map(Vec::as_slice) {
+            Some([only]) => only,
+            _ => p,
+        })
+        .collect();
+    if !parts.iter().all(|p| p["type"] == "object") {
+        return;
+    }
+    let (mut properties, mut required) = (Map::new(), Vec::new());
+    for part in &parts {
+        properties.extend(part["properties"].as_object().cloned().unwrap_or_default());
+        required.extend(part["required"].as_array().cloned().unwrap_or_default());
+    }
+    let said: Vec<&Value> = parts
+        .iter()
+        .filter_map(|p| p.get("additionalProperties"))
+        .collect();
+    let closed = !said.is_empty() && said.iter().all(|&a| *a == false);
+    let mut object = Map::new();
+    object.insert("type".into(), "object".into());
+    if let Some(description) = schema.get("description") {
+        object.insert("description".into(), description.clone());
+    }
+    object.insert("required".into(), required.into());
+    object.insert("properties".into(), properties.into());
+    if closed {
+        object.insert("additionalProperties".into(), false.into());
+    }
+    *schema = object.into();
 }
 
 /// The document as YAML, as `openapi.yaml` holds it.
@@ -73,15 +130,27 @@ pub fn yaml() -> String {
 
 #[cfg(test)]
 mod tests {
-    /// Each schema is said once: by its type, or in the written part.
+    /// What the written part may say under a derived schema's name: the
+    /// rules across its fields (JSON Schema's conditionals), which a type
+    /// does not say.
+    pub const RULES: [&str; 5] = ["if", "then", "else", "allOf", "not"];
+
+    /// Each schema is said once: by its type, or in the written part. Under
+    /// a derived schema's name, the written part holds only the rules across
+    /// its fields, which the type does not say.
     #[test]
     fn no_schema_is_both_derived_and_written() {
         let written = super::written();
-        for name in super::derived_schemas().keys() {
-            assert!(
-                written["components"]["schemas"].get(name).is_none(),
-                "{name} is derived: delete it from openapi/written.yaml"
-            );
+        for (name, derived) in super::derived_schemas() {
+            let Some(written) = written["components"]["schemas"].get(&name) else {
+                continue;
+            };
+            for key in written.as_object().expect("a schema").keys() {
+                assert!(
+                    RULES.contains(&key.as_str()) && derived.get(key).is_none(),
+                    "{name} is derived: delete `{key}` from openapi/written.yaml"
+                );
+            }
         }
     }
 }

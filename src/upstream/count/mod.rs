@@ -31,12 +31,15 @@ pub enum CountSource {
 }
 
 /// Where an answer's total came from, and the local one it replaced.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Provenance {
-    /// `provider` when `total_tokens` is the provider's count.
+    /// `provider` when `total_tokens` is the provider's count; else `local`.
     pub source: CountSource,
-    /// The local estimate, when `total_tokens` is the provider's.
+    /// The local count `total_tokens` replaced; present only with
+    /// `source: provider`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub local_total_tokens: Option<u64>,
 }
 
