@@ -31,6 +31,7 @@ async fn served() -> Json<&'static Value> {
     // t33-d2: the counts, the verdict and the compression's answers.
     super::tokens::MessageTokens,
     super::tokens::TokensResponse,
+    super::verdict::VerdictResponse,
     crate::policy::LastSummary,
     crate::summarize::Fidelity,
     crate::summarize::Usage,
