@@ -30,6 +30,7 @@ async fn served() -> Json<&'static Value> {
     crate::tokens::Encoding,
     // t33-d2: the counts, the verdict and the compression's answers.
     super::tokens::MessageTokens,
+    crate::compress::SummaryObject,
     super::tokens::TokensResponse,
     super::verdict::VerdictResponse,
     crate::policy::LastSummary,
