@@ -29,6 +29,7 @@ async fn served() -> Json<&'static Value> {
 #[openapi(components(schemas(
     crate::tokens::Encoding,
     // t33-d2: the counts, the verdict and the compression's answers.
+    super::compress::CompressResponse,
     super::tokens::MessageTokens,
     crate::compress::SummaryObject,
     super::tokens::TokensResponse,
