@@ -28,25 +28,28 @@ async fn served() -> Json<&'static Value> {
 #[derive(OpenApi)]
 #[openapi(components(schemas(
     crate::tokens::Encoding,
-    // t33-d2: the counts, the verdict and the compression's answers.
+    // The answers of the counts, the verdict and the compression (t33-d2).
     super::compress::CompressResponse,
+    crate::upstream::CountSource,
+    crate::summarize::Fidelity,
+    crate::summarize::IterationSummary,
+    crate::policy::LastSummary,
     super::tokens::MessageTokens,
     crate::compress::SummaryObject,
     super::tokens::TokensResponse,
-    super::verdict::VerdictResponse,
-    crate::policy::LastSummary,
-    crate::summarize::Fidelity,
     crate::summarize::Usage,
-    crate::summarize::IterationSummary,
-    crate::upstream::CountSource,
+    super::verdict::VerdictResponse,
 )))]
 struct Derived;
 
-/// The document, built once: the written part with the derived schemas,
-/// all in name order. What a type cannot say about its fields together (no
-/// messages when `format` is null; no model for a heuristic summary) is
-/// written under its name (only the keywords of `tests::RULES`) and added
-/// to what it says.
+/// What a type cannot say about its fields together (no messages when
+/// `format` is null; no model for a heuristic summary): JSON Schema's
+/// conditionals. The written part may say these, and only these, under a
+/// derived schema's name; they are added to what the type says.
+const RULES: [&str; 5] = ["if", "then", "else", "allOf", "not"];
+
+/// The document, built once: the written part with the derived schemas
+/// (and their [`RULES`]), all in name order.
 pub fn document() -> &'static Value {
     static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
         let mut doc = written();
@@ -55,7 +58,8 @@ pub fn document() -> &'static Value {
             .as_object_mut()
             .expect("the written part has schemas");
         for (name, mut schema) in derived {
-            if let Some(Value::Object(rules)) = schemas.remove(&name) {
+            if let Some(Value::Object(written)) = schemas.remove(&name) {
+                let rules = written.into_iter().filter(|(k, _)| RULES.contains(&&**k));
                 schema.as_object_mut().expect("a schema").extend(rules);
             }
             schemas.insert(name, schema);
@@ -133,11 +137,6 @@ pub fn yaml() -> String {
 
 #[cfg(test)]
 mod tests {
-    /// What the written part may say under a derived schema's name: the
-    /// rules across its fields (JSON Schema's conditionals), which a type
-    /// does not say.
-    pub const RULES: [&str; 5] = ["if", "then", "else", "allOf", "not"];
-
     /// Each schema is said once: by its type, or in the written part. Under
     /// a derived schema's name, the written part holds only the rules across
     /// its fields, which the type does not say.
@@ -150,7 +149,7 @@ mod tests {
             };
             for key in written.as_object().expect("a schema").keys() {
                 assert!(
-                    RULES.contains(&key.as_str()) && derived.get(key).is_none(),
+                    super::RULES.contains(&key.as_str()) && derived.get(key).is_none(),
                     "{name} is derived: delete `{key}` from openapi/written.yaml"
                 );
             }
