@@ -26,7 +26,7 @@ use crate::summarize::{SummaryService, Writer, ahead, cpu};
 
 /// What precompute did on a request (the `precompute` field, the proxy's
 /// `x-condense-precompute` header).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Precompute {
     /// A summary is now being written ahead, started by this request.

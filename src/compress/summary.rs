@@ -7,24 +7,60 @@ use crate::summarize::{self, Fidelity, Strategy, Written};
 use crate::thread::{Message, Role, WireFormat, summary_text, text_message};
 use crate::tokens::Counter;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The summary of a compression; send it back as the request's `summary` to
+/// extend it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct SummaryObject {
+    /// The summary text (without the `[Context Summary - ...]` header of its
+    /// message).
     pub content: String,
-    /// Messages this summary stands for, including those of summaries it extends.
+    /// Messages it stands for, those of the summaries it extends included.
     pub messages_summarized: usize,
-    /// First and last index of the request's `messages` it covers.
+    /// First index of the request's `messages` it covers (the first after
+    /// the pinned prefix).
     pub first_message_idx: usize,
+    /// Last index of the request's `messages` it covers.
     pub last_message_idx: usize,
+    /// Tokens of `content`.
     pub token_count: usize,
+    #[schema(schema_with = writer)]
     pub strategy: Strategy,
-    /// The LLM that wrote it (null for the heuristic).
+    /// The upstream model that wrote it; null for the heuristic.
+    #[schema(required = true)]
     pub model: Option<String>,
+    /// RFC 3339 UTC time, seconds precision.
+    #[schema(format = DateTime, pattern = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
     pub created_at: String,
-    /// SHA-256 of what determines the summary (span, previous summary, settings).
+    /// SHA-256 (hex) of what determines the summary (the span, the previous
+    /// summary, the strategy, the model and its settings).
+    #[schema(pattern = "^[0-9a-f]{64}$")]
     pub content_hash: String,
+    /// Whether it came from a cache (false unless a cache serves it).
     pub cached: bool,
-    /// Which of the span's anchors the summary holds (`summarize::receipt`).
+    /// The fidelity receipt: which of the span's anchors (requests and
+    /// standing instructions, errors, failing commands, paths, commands,
+    /// URLs, identifiers, dates, numbers, names) the summary holds, as
+    /// written. Missing anchors were appended under `### Also in the span`
+    /// within `max_summary_tokens`; a cache hit returns the first write's
+    /// receipt. `kept + added + missing == anchors`. Null only for a summary
+    /// cached without one.
+    #[schema(required = true)]
     pub fidelity: Option<Fidelity>,
+}
+
+/// `strategy` as a summary has it: what wrote it, one of the three writers
+/// (never `auto`, which resolves to one, nor `truncate` or
+/// `clear_tool_results`, which write none).
+fn writer() -> utoipa::openapi::Object {
+    let writers = [Strategy::Heuristic, Strategy::Llm, Strategy::Hybrid];
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::Type::String)
+        .description(Some(
+            "What actually wrote it (`heuristic` after an upstream failure; `auto` resolved).",
+        ))
+        .enum_values(Some(writers.map(Strategy::as_str)))
+        .build()
 }
 
 pub fn object(

@@ -6,6 +6,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::openapi::Ref;
+use utoipa::openapi::schema::{
+    Array, ArrayBuilder, Object, ObjectBuilder, RefBuilder, SchemaType, Type,
+};
 
 use super::extract::ApiJson;
 use super::input::{SummaryInput, method};
@@ -49,48 +53,160 @@ pub struct SummarizerInput {
     pub instructions: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CompressResponse {
+    /// False when the thread comes back unchanged.
     pub compressed: bool,
+    #[schema(schema_with = reason, required = true)]
     pub reason: Option<Reason>,
     pub format: WireFormat,
     /// The thread in the caller's wire format; unchanged messages value for
     /// value. A Responses thread comes back in `input` instead.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = messages)]
     pub messages: Option<Vec<Value>>,
     /// Anthropic's top-level system, unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = system)]
     pub system: Option<Value>,
     /// The Responses thread's items...
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = input)]
     pub input: Option<Vec<Value>>,
     /// ...and its instructions, unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = instructions)]
     pub instructions: Option<Value>,
+    /// The summary written (null when unchanged or with `truncate`). Send it
+    /// back as `summary` to extend it.
+    #[schema(required = true)]
     pub summary: Option<SummaryObject>,
+    /// The request thread's count (as `POST /v1/tokens` counts it).
     pub tokens_before: usize,
+    /// The returned thread's count (what `POST /v1/tokens` says of it).
     pub tokens_after: usize,
+    /// The window used (the profile's, else the model's).
+    #[schema(minimum = 1)]
     pub context_window: u64,
-    /// True when the summary is not what was asked for (an upstream failed).
+    /// True when the summary is not what was asked for: the upstream LLM
+    /// failed and a heuristic summary was used (`on_upstream_error: fallback`).
     pub degraded: bool,
-    /// What the upstream LLM took for this summary (null without an LLM call).
+    /// What the upstream LLM took for this summary; null without an LLM call.
+    #[schema(required = true)]
     pub usage: Option<Usage>,
-    /// Request indices of messages dropped without a summary (`truncate`).
+    /// Request indices of messages dropped without a summary (`truncate`, or
+    /// to fit).
     pub messages_dropped: Vec<usize>,
-    /// Request indices of kept messages whose long texts were cut to fit.
+    /// Request indices of kept messages whose long texts were cut in the
+    /// middle to fit.
     pub messages_truncated: Vec<usize>,
-    /// What tool-result (and thinking) clearing did; empty when nothing.
+    /// What tool-result and thinking clearing did (empty when it did
+    /// nothing); `tokens_before` is the count before clearing.
+    #[schema(schema_with = applied_edits)]
     pub applied_edits: Vec<AppliedEdit>,
-    /// Anthropic: kept thinking blocks may follow a changed prefix: send the
-    /// thread with `drop_block` (docs/compression.md "Preserved thinking").
+    /// Anthropic preserved thinking: kept thinking blocks follow a prefix
+    /// that changed (or may have: a reused summary, a cut or cleared text).
+    /// Send this thread with `thinking.block_binding.prefix_mismatch_behavior:
+    /// "drop_block"` and the beta `thinking-binding-controls-2026-08-01`, so
+    /// the API drops the blocks that are no longer valid instead of refusing
+    /// the request. False when no kept block needs it (blocks after a summary
+    /// written now are removed instead, see `remove_stale_thinking`).
     pub thinking_drop_block: bool,
+    /// With `group_by: iteration` and `compressed`: one summary per iteration
+    /// in `context_injection` (those of a previous injection it extends
+    /// first; the oldest may be left out to keep the bound).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub summaries: Option<Vec<IterationSummary>>,
+    /// With `group_by: iteration` and a summary: the per-iteration summaries
+    /// as one text for an agent's system prompt. It starts with the previous
+    /// injection it extends, byte for byte, unless the size bound forced a
+    /// re-fold (older iterations folded into the rolling entry): then
+    /// `warnings` says so.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub context_injection: Option<String>,
-    /// What precompute did (with `precompute: true`; null when nothing).
+    /// What precompute did (request `precompute: true`, docs/compression.md,
+    /// "Precompute"): `started`, `running` (a summary for the due call is
+    /// being written in the background; the answer is 202), `ready` (it was
+    /// written and waits), `used` (this thread carries it: the swap rule),
+    /// `pending` (a summary is due, the one being written ahead is not ready,
+    /// and the thread fits: no new summary this call; 202), `skipped` (no
+    /// background slot or memory was free). Null when it did nothing.
+    #[schema(inline, required = true)]
     pub precompute: Option<Precompute>,
     pub warnings: Vec<String>,
+}
+
+// The fields whose type does not say their schema: the thread as it goes
+// back (the wire formats' bodies, written in `openapi/written.yaml`), and
+// the reasons this endpoint gives.
+
+/// Why it was compressed; `continued` is the proxy's (continuity mode),
+/// never this endpoint's.
+fn reason() -> Object {
+    let reasons = [
+        Reason::Messages,
+        Reason::Tokens,
+        Reason::ContextWindow,
+        Reason::Iterations,
+        Reason::Forced,
+        Reason::Rules,
+        Reason::ToolResultsCleared,
+    ]
+    .map(|r| serde_json::to_value(r).expect("a reason is a string"));
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(reasons.into_iter().chain([Value::Null])))
+        .description(Some(
+            "Why it was compressed (the verdict's trigger; `forced`; `rules` when nothing was due but the profile's per-message truncation rules cut messages; `tool_results_cleared` when no summary was due, or the strategy is `clear_tool_results`, and clearing changed the thread); null when it was not.",
+        ))
+        .build()
+}
+
+fn messages() -> Array {
+    ArrayBuilder::new()
+        .items(Ref::from_schema_name("ThreadMessage"))
+        .description(Some(
+            "The thread to send next, in the request's wire format; kept messages value for value. Absent for a Responses thread, which comes back in `input`.",
+        ))
+        .build()
+}
+
+fn system() -> RefBuilder {
+    RefBuilder::new()
+        .ref_location_from_schema_name("AnthropicSystem")
+        .description(Some(
+            "Anthropic's top-level `system`, unchanged; absent when the request had none.",
+        ))
+}
+
+fn input() -> Array {
+    ArrayBuilder::new()
+        .items(Ref::from_schema_name("ResponsesItem"))
+        .description(Some(
+            "A Responses thread to send next (`format: responses`): its items, kept ones value for value, the summary as a `{role, content}` message item.",
+        ))
+        .build()
+}
+
+fn instructions() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Array]))
+        .description(Some(
+            "The Responses thread's `instructions`, unchanged; absent when the request had none.",
+        ))
+        .build()
+}
+
+fn applied_edits() -> Array {
+    ArrayBuilder::new()
+        .items(Ref::from_schema_name("AppliedEdit"))
+        .description(Some(
+            "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
+        ))
+        .build()
 }
 
 /// 200, or 202 when a summary is being written ahead; the same body.

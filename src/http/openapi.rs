@@ -3,7 +3,8 @@
 //! keeps equal to it). The schemas come from the types the server parses and
 //! answers with ([`Derived`]); what no type can say is written once in
 //! `openapi/written.yaml`: the conventions, the examples, the proxy's
-//! pass-through bodies.
+//! pass-through bodies, and the rules across a derived schema's fields
+//! (under the schema's name).
 
 use std::sync::LazyLock;
 
@@ -46,11 +47,28 @@ async fn served() -> Json<&'static Value> {
     crate::policy::TruncateKeep,
     crate::thread::FieldError,
     crate::tokens::ModelSpec,
+    // The answers of the counts, the verdict and the compression (t33-d2).
+    super::compress::CompressResponse,
+    crate::upstream::CountSource,
+    crate::summarize::Fidelity,
+    crate::summarize::IterationSummary,
+    crate::policy::LastSummary,
+    super::tokens::MessageTokens,
+    crate::compress::SummaryObject,
+    super::tokens::TokensResponse,
+    crate::summarize::Usage,
+    super::verdict::VerdictResponse,
 )))]
 struct Derived;
 
-/// The document, built once: the written part with the derived schemas (all
-/// in name order) and what each route's gates answer.
+/// What a type cannot say about its fields together (no messages when
+/// `format` is null; no model for a heuristic summary): JSON Schema's
+/// conditionals. The written part may say these, and only these, under a
+/// derived schema's name; they are added to what the type says.
+const RULES: [&str; 5] = ["if", "then", "else", "allOf", "not"];
+
+/// The document, built once: the written part with the derived schemas
+/// (and their [`RULES`]), all in name order, and what each route's gates answer.
 pub fn document() -> &'static Value {
     static DOCUMENT: LazyLock<Value> = LazyLock::new(|| {
         let mut doc = written();
@@ -58,7 +76,13 @@ pub fn document() -> &'static Value {
         let schemas = doc["components"]["schemas"]
             .as_object_mut()
             .expect("the written part has schemas");
-        schemas.extend(derived);
+        for (name, mut schema) in derived {
+            if let Some(Value::Object(written)) = schemas.remove(&name) {
+                let rules = written.into_iter().filter(|(k, _)| RULES.contains(&&**k));
+                schema.as_object_mut().expect("a schema").extend(rules);
+            }
+            schemas.insert(name, schema);
+        }
         schemas.sort_keys();
         gates::add(
             doc["paths"]
@@ -76,11 +100,58 @@ fn written() -> Value {
 }
 
 fn derived_schemas() -> Map<String, Value> {
-    let doc = serde_json::to_value(Derived::openapi()).expect("the derived part is JSON");
-    match &doc["components"]["schemas"] {
-        Value::Object(schemas) => schemas.clone(),
+    let mut doc = serde_json::to_value(Derived::openapi()).expect("the derived part is JSON");
+    match doc["components"]["schemas"].take() {
+        Value::Object(mut schemas) => {
+            schemas.values_mut().for_each(flatten);
+            schemas
+        }
         _ => Map::new(),
     }
+}
+
+/// serde's `flatten`, as JSON Schema can say it: one object with the fields
+/// of every part, closed when the flattened parts are (`deny_unknown_fields`;
+/// utoipa drops it on the type that flattens them). utoipa writes an `allOf`
+/// of the parts instead, which cannot be closed (each part would refuse the
+/// fields of the others); the flattened fields are `#[schema(inline)]`, so
+/// every part is an object here (alone in a `oneOf` when the field has a
+/// doc comment).
+fn flatten(schema: &mut Value) {
+    let Some(Value::Array(parts)) = schema.get("allOf") else {
+        return;
+    };
+    let parts: Vec<&Value> = parts
+        .iter()
+        .map(|p| match p["oneOf"].as_array().map(Vec::as_slice) {
+            Some([only]) => only,
+            _ => p,
+        })
+        .collect();
+    if !parts.iter().all(|p| p["type"] == "object") {
+        return;
+    }
+    let (mut properties, mut required) = (Map::new(), Vec::new());
+    for part in &parts {
+        properties.extend(part["properties"].as_object().cloned().unwrap_or_default());
+        required.extend(part["required"].as_array().cloned().unwrap_or_default());
+    }
+    let said: Vec<&Value> = parts
+        .iter()
+        .filter_map(|p| p.get("additionalProperties"))
+        .collect();
+    let closed = !said.is_empty() && said.iter().all(|&a| *a == false);
+    let mut object = Map::new();
+    object.insert("type".into(), "object".into());
+    if let Some(description) = schema.get("description") {
+        object.insert("description".into(), description.clone());
+    }
+    object.insert("required".into(), required.into());
+    object.insert("properties".into(), properties.into());
+    if closed {
+        object.insert("additionalProperties".into(), false.into());
+    }
+    *schema = object.into();
 }
 
 /// The document as YAML, as `openapi.yaml` holds it.
@@ -90,15 +161,22 @@ pub fn yaml() -> String {
 
 #[cfg(test)]
 mod tests {
-    /// Each schema is said once: by its type, or in the written part.
+    /// Each schema is said once: by its type, or in the written part. Under
+    /// a derived schema's name, the written part holds only the rules across
+    /// its fields, which the type does not say.
     #[test]
     fn no_schema_is_both_derived_and_written() {
         let written = super::written();
-        for name in super::derived_schemas().keys() {
-            assert!(
-                written["components"]["schemas"].get(name).is_none(),
-                "{name} is derived: delete it from openapi/written.yaml"
-            );
+        for (name, derived) in super::derived_schemas() {
+            let Some(written) = written["components"]["schemas"].get(&name) else {
+                continue;
+            };
+            for key in written.as_object().expect("a schema").keys() {
+                assert!(
+                    super::RULES.contains(&key.as_str()) && derived.get(key).is_none(),
+                    "{name} is derived: delete `{key}` from openapi/written.yaml"
+                );
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
 use crate::thread::{Role, Thread, WireFormat};
-use crate::tokens::{CountSpec, Encoding, ThreadCount};
+use crate::tokens::{CountSpec, Encoding, Method, ThreadCount};
 use crate::upstream::{CountSource, Provenance};
 
 /// Said with every count of a Responses thread.
@@ -30,35 +30,74 @@ super::input::thread_request! {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// One message's count.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MessageTokens {
-    /// Index into `messages` (or `input`); null for a top-level system prompt.
+    /// Index into the request's `messages` (or `input`); null for
+    /// Anthropic's top-level `system` or the Responses `instructions`.
+    #[schema(required = true)]
     pub index: Option<usize>,
     pub role: Role,
-    /// The message's tokens including its per-message overhead.
+    /// The message's tokens, its per-message overhead included.
     pub tokens: usize,
-    /// A system or developer message: never summarized.
+    /// A system or developer message (a summary condense wrote aside).
+    /// Instructions are never summarized; pinned at the head of the thread,
+    /// or, mid-conversation, kept verbatim after the summary in their order.
     pub instruction: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokensResponse {
+    /// The model as requested (or the default).
     pub model: String,
     pub encoding: Encoding,
-    pub method: &'static str,
+    #[schema(inline)]
+    pub method: CountMethod,
     /// True only when the count equals what the provider bills.
     pub exact: bool,
+    /// The sum of `messages[].tokens`, `tools_tokens` and
+    /// `reply_priming_tokens`; with `source: provider` the provider's count
+    /// instead.
     pub total_tokens: usize,
     /// Where `total_tokens` comes from; per-message counts stay local.
     #[serde(flatten)]
+    #[schema(inline)]
     pub provenance: Provenance,
+    /// Per message, in order; Anthropic's `system` first (index null). Empty
+    /// for a text. Local counts, also with `source: provider`.
     pub messages: Vec<MessageTokens>,
     pub tools_tokens: usize,
-    /// Tokens that prime the reply (3 for a thread, 0 for a text).
+    /// Tokens that prime the reply: 3 for a thread, 0 for a text.
     pub reply_priming_tokens: usize,
+    /// The model's context window.
+    #[schema(minimum = 1)]
     pub context_window: u64,
+    /// The thread's wire format (detected or given); null for a text.
+    #[schema(required = true)]
     pub format: Option<WireFormat>,
+    /// Why the count is an estimate (unknown model, encoding override,
+    /// non-OpenAI tokenizer, a Responses thread's item framing), or why the
+    /// provider did not count it.
     pub warnings: Vec<String>,
+}
+
+/// How a count was made: `bpe`, the model's encoding, or `chars`, characters
+/// per token.
+#[derive(Debug, Clone, Copy, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CountMethod {
+    Bpe,
+    Chars,
+}
+
+impl From<Method> for CountMethod {
+    fn from(m: Method) -> Self {
+        match m {
+            Method::Bpe => CountMethod::Bpe,
+            Method::Chars { .. } => CountMethod::Chars,
+        }
+    }
 }
 
 async fn count(
@@ -140,7 +179,7 @@ impl Subject {
         let mut answer = TokensResponse {
             model: spec.model.clone(),
             encoding: spec.encoding,
-            method: spec.method.as_str(),
+            method: spec.method.into(),
             exact: false,
             total_tokens: 0,
             provenance: Provenance::default(),

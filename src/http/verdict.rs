@@ -33,13 +33,16 @@ super::input::thread_request! {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct VerdictResponse {
     #[serde(flatten)]
+    #[schema(inline)]
     pub verdict: Verdict,
     /// Where `total_tokens` comes from.
     #[serde(flatten)]
+    #[schema(inline)]
     pub provenance: Provenance,
+    /// The profile name used.
     pub profile: String,
     pub model: String,
     pub format: WireFormat,

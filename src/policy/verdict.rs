@@ -93,12 +93,15 @@ pub fn verdict(
 }
 
 /// The summary the thread already has, as the status shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct LastSummary {
     pub messages_summarized: u64,
-    /// What its message costs in the next request.
+    /// What the summary's message costs in the next request.
     pub tokens: u64,
-    /// When it was written (only known from a summary object that says so).
+    /// When it was written, as the summary object sent said (at most 64
+    /// characters); null when unknown.
+    #[schema(required = true, max_length = 64)]
     pub created_at: Option<String>,
 }
 
@@ -114,7 +117,7 @@ impl Trigger {
 }
 
 /// Why summarization is due.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trigger {
     /// N conversation messages since the last summary.
@@ -181,34 +184,66 @@ pub fn assess(
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Verdict {
     pub should_summarize: bool,
+    /// Why it is due; null when it is not.
+    #[schema(inline, required = true)]
     pub trigger: Option<Trigger>,
+    /// Messages after the summary (or all), the pinned prefix excluded.
     pub messages_since_summary: u64,
+    /// The profile's `max_messages_before_summary`.
+    #[schema(minimum = 1)]
     pub messages_threshold: u64,
+    /// messages_since_summary / messages_threshold in percent, one decimal;
+    /// may exceed 100.
+    #[schema(minimum = 0)]
     pub messages_percent: f64,
+    /// What the next request would send. With `source: provider` the
+    /// provider's count of the thread; when a `summary` object leaves
+    /// messages out, the difference (those messages, and the summary that
+    /// replaces them) stays a local estimate, `exact` is false and a warning
+    /// says so.
     pub total_tokens: u64,
+    /// The profile's `max_tokens_before_summary`.
+    #[schema(minimum = 1)]
     pub tokens_threshold: u64,
+    /// total_tokens / tokens_threshold in percent, one decimal; may exceed 100.
+    #[schema(minimum = 0)]
     pub tokens_percent: f64,
+    /// The window used (the profile's, else the model's).
+    #[schema(minimum = 1)]
     pub context_window: u64,
-    /// Window minus reply reserve minus total: negative when over.
+    /// Window minus `response_reserve` minus `total_tokens`; negative when over.
     pub available_tokens: i64,
+    /// Distinct `metadata.iteration` values among the messages after the summary.
     pub iterations_since_summary: u64,
-    /// `max_iterations_before_summary`; null when the rule is off.
+    /// The profile's `max_iterations_before_summary`; null when that rule is off.
+    #[schema(required = true, minimum = 1)]
     pub iterations_threshold: Option<u64>,
+    /// iterations_since_summary / iterations_threshold in percent, one
+    /// decimal; null when the rule is off.
+    #[schema(required = true, minimum = 0)]
     pub iterations_percent: Option<f64>,
-    /// False when the count is an estimate (a calibrated or `chars` count,
-    /// or parts the provider's formula does not cover).
+    /// False when the count is an estimate: a calibrated count (a model
+    /// without a published tokenizer), `method: chars`, another encoding than
+    /// the model's, or parts the provider's formula does not cover.
     pub exact: bool,
-    /// The summary the request carries (a summary message or object), if any.
+    /// The summary the request carries (a summary message in the thread, or
+    /// a `summary` object); null without one.
+    #[schema(required = true)]
     pub last_summary: Option<LastSummary>,
-    /// Tokens a new summary would take in, and of what can be compressed
-    /// (see `min_summary_gain`).
+    /// Tokens a new summary would take in (the messages after the last
+    /// summary, the newest `min_recent_messages` aside).
     pub gain_tokens: u64,
+    /// Tokens that can be compressed at all (the last summary and every
+    /// message after it).
     pub compressible_tokens: u64,
-    /// Why a trigger that fired writes no summary: it would take in too
-    /// little (`min_summary_gain`); the previous summary stays.
+    /// Why a trigger that fired writes no summary (`gain_tokens` under
+    /// `min_summary_gain` of `compressible_tokens`): the previous summary
+    /// stays, and so does the prefix the provider caches. Null otherwise.
+    #[schema(required = true)]
     pub held_back: Option<String>,
 }
 

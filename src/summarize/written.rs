@@ -8,13 +8,14 @@ use super::Strategy;
 pub const PROMPT_VERSION: u32 = 2;
 
 /// Upstream LLM usage behind a summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     /// Upstream requests made (chunks and retries included).
     pub calls: u32,
-    /// Wall time spent waiting on the upstream.
+    /// Wall time spent waiting on the upstream, in milliseconds.
     pub upstream_ms: u64,
 }
 
@@ -36,16 +37,18 @@ pub struct Written {
     pub warnings: Vec<String>,
 }
 
-/// What a summary kept of its span's anchors.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// What a summary kept of its span's anchors (see "Fidelity receipt" in
+/// docs/compression.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Fidelity {
-    /// Anchors checked (at most `anchors::MAX_ANCHORS`).
+    /// Anchors checked (at most 178; each kind is capped).
     pub anchors: usize,
-    /// Held by the summary as written.
+    /// Held by the summary's own text.
     pub kept: usize,
-    /// Held only thanks to the `### Also in the span` list.
+    /// Held only thanks to the `### Also in the span` list the repair appended.
     pub added: usize,
-    /// Held by neither: they did not fit the limit.
+    /// Held by neither; they did not fit `max_summary_tokens`.
     pub missing: usize,
     /// Anchors beyond the per-kind caps, not checked.
     pub left_out: usize,

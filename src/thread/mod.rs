@@ -28,8 +28,10 @@ pub use parse::{OwnedThread, RawThread, parse, parse_owned};
 pub use validate::validate;
 pub use wire::type_name;
 
-/// The wire format a thread arrived in (and is answered in).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// The wire format a thread arrived in (and is answered in): `openai` (Chat
+/// Completions), `anthropic` (Messages) or `responses` (the OpenAI Responses
+/// API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WireFormat {
     #[serde(rename = "openai")]
@@ -81,7 +83,7 @@ impl FieldError {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     System,

@@ -21,13 +21,23 @@ pub(super) use bound::HEADER;
 use bound::Rolling;
 use entry::{Entry, Piece};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One iteration's entry of a `context_injection`.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct IterationSummary {
-    /// The iteration; for the rolling entry, the last one it folds.
+    /// The iteration; for the rolling entry, the last iteration it folds.
     pub iteration: u64,
-    /// Only on the rolling entry: the first iteration it folds.
+    /// Only on the rolling entry (`Earlier iterations A–B`, first in the
+    /// list): the first iteration it folds. When an entry per iteration does
+    /// not fit the bound, the oldest are folded into it (their requests,
+    /// failing commands and errors kept longest), never left out.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub first_iteration: Option<u64>,
+    /// What the iteration did, within its share of the size bound; an LLM's
+    /// two or three sentences, or the heuristic's facts (requests, failing
+    /// commands, errors, files, decisions, an empty output noted). For the
+    /// rolling entry, `[N] …` per folded iteration.
     pub content: String,
 }
 

@@ -18,7 +18,10 @@ use crate::tokens::Memo;
 /// Most provider counts kept (twice this at most: see [`Memo`]).
 const MAX_ENTRIES: usize = 10_000;
 
-/// Where a total comes from: condense's tokenizer, or the provider.
+/// Where a total comes from: `local`, condense's tokenizer (the default), or
+/// `provider`, the provider's counting endpoint (see "Provider-exact counts"
+/// in the API's description). A profile's `count` applies to `/v1/verdict`
+/// when the request has none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CountSource {
@@ -28,12 +31,15 @@ pub enum CountSource {
 }
 
 /// Where an answer's total came from, and the local one it replaced.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Provenance {
-    /// `provider` when `total_tokens` is the provider's count.
+    /// `provider` when `total_tokens` is the provider's count; else `local`.
     pub source: CountSource,
-    /// The local estimate, when `total_tokens` is the provider's.
+    /// The local count `total_tokens` replaced; present only with
+    /// `source: provider`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
     pub local_total_tokens: Option<u64>,
 }
 
