@@ -164,12 +164,26 @@ impl Compressor {
             Planned::Done(outcome, _) => return Ok(*outcome),
             Planned::Pending(plan) => plan,
         };
-        let written = match (plan.job.take(), plan.ready.take()) {
-            (Some(job), Some(ready)) => Some(self.summarizer.adopt(&job, ready).await),
-            (Some(job), None) => Some(self.summarizer.write(&job).await.map_err(Error::Upstream)?),
-            (None, _) => None,
+        let (job, ready) = (plan.job.take(), plan.ready.take());
+        let Some(mut job) = job else {
+            return cpu(move || plan.finish(None)).await;
         };
-        cpu(move || plan.finish(written)).await
+        // A summary already stored needs no index: it has one.
+        if ready.is_none()
+            && let Some(hit) = self.summarizer.stored(&job).await
+        {
+            return cpu(move || plan.finish(Some(hit))).await;
+        }
+        (plan, job) = cpu(move || {
+            plan.planner.index(&mut job, plan.start, plan.cut);
+            (plan, job)
+        })
+        .await;
+        let written = match ready {
+            Some(ready) => self.summarizer.adopt(&job, ready).await,
+            None => self.summarizer.write(&job).await.map_err(Error::Upstream)?,
+        };
+        cpu(move || plan.finish(Some(written))).await
     }
 
     /// The summary written ahead for the longest prefix of this history,

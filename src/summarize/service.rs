@@ -135,6 +135,18 @@ impl SummaryService {
         }
     }
 
+    /// The summary of `req` if the cache holds it, counted as a hit; a miss
+    /// or a failing cache is left for [`write`](Self::write) to count and handle.
+    pub async fn stored(&self, req: &SummaryRequest) -> Option<Written> {
+        if matches!(self.cache, Cache::Off) {
+            return None;
+        }
+        match self.cache.get(req.key()).await {
+            found @ Ok(Some(_)) => self.looked_up(Lookup::Summary, found).ok()?.map(from_entry),
+            Ok(None) | Err(_) => None,
+        }
+    }
+
     /// A hit, another replica's result, or computed here and stored; when the
     /// cache fails, computed uncached.
     async fn cached(&self, req: &SummaryRequest) -> Result<Written, UpstreamError> {

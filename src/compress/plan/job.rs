@@ -1,8 +1,6 @@
 //! Who writes the summary, and the summary job handed to the
 //! [`SummaryService`](crate::summarize::SummaryService).
 
-use std::sync::Arc;
-
 use super::super::continuity::Anchor;
 use super::super::writer::{Upstream, decide};
 use super::super::{Error, Hashes, Previous, Reason};
@@ -63,17 +61,6 @@ impl Planner {
         let previous = &prior.previous;
         let elsewhere = reason == Reason::Continued;
         let job = span(t, start, cut, previous, &decision, elsewhere).and_then(|(_, writer)| {
-            let anchor = match (&self.setup.anchor, self.ask.grouping) {
-                (Hashes::Made(anchor), _) => Some(anchor.clone()),
-                (Hashes::Later, Grouping::Messages) => Some(Arc::new(Anchor::of(
-                    t,
-                    &self.p,
-                    self.ask.strategy,
-                    self.ask.instructions.as_deref(),
-                    &self.setup,
-                ))),
-                (Hashes::Later, Grouping::Iterations(_)) | (Hashes::Off, _) => None,
-            };
             let settings = SummarySettings {
                 prior: previous.as_ref().map(|p| p.content.clone()),
                 limit: room.summary_limit,
@@ -86,13 +73,35 @@ impl Planner {
                 .ask
                 .grouping
                 .request(&t.messages, start, cut, settings)?;
-            if let Some(anchor) = anchor {
+            if let Hashes::Made(anchor) = &self.setup.anchor {
                 job.index = anchor.index(cut);
                 job.prefixes = anchor.over(start, cut, job.span.len());
             }
             Some(job)
         });
         Writing { decision, job }
+    }
+
+    /// Indexes `job` (`start..cut`) under the conversation it stands for, if
+    /// its hashes were left for when a summary is written ([`Hashes::Later`]):
+    /// a cached summary costs no second pass over the history. CPU work.
+    pub(in super::super) fn index(&self, job: &mut SummaryRequest, start: usize, cut: usize) {
+        if !matches!(
+            (&self.setup.anchor, self.ask.grouping),
+            (Hashes::Later, Grouping::Messages)
+        ) {
+            return;
+        }
+        let instructions = job.settings.instructions.as_deref();
+        let anchor = Anchor::of(
+            &self.t,
+            &self.p,
+            self.ask.strategy,
+            instructions,
+            &self.setup,
+        );
+        job.index = anchor.index(cut);
+        job.prefixes = anchor.over(start, cut, job.span.len());
     }
 }
 
