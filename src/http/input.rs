@@ -290,10 +290,13 @@ pub struct SummaryInput {
     /// The summary text; its cost is counted as a user message.
     pub content: Option<String>,
     /// The verdict uses the summary's size (+ 4) when `content` is not sent.
+    // Said as a usize: u64 would say `format: int64`, which stops at 2^63.
+    #[schema(value_type = Option<usize>)]
     pub token_count: Option<u64>,
     /// How many messages the summary stands for (compression extends the
     /// count; default the messages up to `last_message_idx` after the pinned
     /// prefix). The verdict reports it in `last_summary`.
+    #[schema(value_type = Option<usize>)]
     pub messages_summarized: Option<u64>,
     /// When the summary was written; the verdict reports it (its first 64
     /// characters) in `last_summary`.
