@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 use utoipa::openapi::Ref;
 use utoipa::openapi::schema::{
     Array, ArrayBuilder, Object, ObjectBuilder, RefBuilder, SchemaType, Type,
@@ -26,30 +26,72 @@ use crate::thread::WireFormat;
 super::access::routes! { Access::Api; post "/v1/compress" => compress_thread }
 
 super::input::thread_request! {
+    /// A thread (`messages`, or `input` for a Responses API thread, which is
+    /// answered in `input`), what to decide it with, and how to summarize it.
+    /// Null means absent for every optional field but `force` and
+    /// `precompute`. Checked beyond the schema: `config.min_recent_messages`
+    /// may not exceed the number of messages; `summary.last_message_idx` must
+    /// be below it; a `summary` object needs `content` unless the thread holds
+    /// a summary message.
     pub struct CompressRequest {
+        /// A profile name from `GET /v1/profiles` (default `default`); an
+        /// unknown name is a 422 at `/profile`.
         pub profile: Option<String>,
+        /// Single-field overrides of the profile.
         pub config: Option<ProfileOverrides>,
-        /// The summary object of a previous compression.
+        /// The summary object of a previous compression, when the client
+        /// keeps the full history; a summary message in the thread wins over
+        /// it (with a warning).
         pub summary: Option<SummaryInput>,
         pub summarizer: Option<SummarizerInput>,
-        /// Compress even when the verdict says nothing is due.
+        /// Compress even when nothing is due (default false; null is
+        /// rejected).
         #[serde(default)]
         pub force: bool,
+        #[schema(schema_with = group_by)]
         pub group_by: Option<GroupBy>,
+        /// How many newest iterations stay verbatim (default 3); only with
+        /// `group_by: iteration`.
+        #[schema(minimum = 1, maximum = 10000)]
         pub keep_recent_iterations: Option<u64>,
-        /// Write the summary the due call will need ahead of time.
+        /// Write the summary the due call will need ahead of time
+        /// (docs/compression.md, "Precompute"; default false; null is
+        /// rejected). When the thread has come the profile's `precompute_at`
+        /// of the way to its nearest trigger, the summary a due compression
+        /// would write now (same cut, writer and settings) is started in the
+        /// background and the answer is 202 with the usual body (`precompute:
+        /// started` or `running`). The call on which a summary falls due, with
+        /// `precompute: true` too, swaps it in (`precompute: used`: it covers
+        /// exactly the prefix it was written for, every newer message
+        /// verbatim) without waiting for the upstream; not ready yet and the
+        /// thread fits, it goes on without a new summary (`precompute:
+        /// pending`, 202; the previous summary, or none, kept) and a later
+        /// call swaps it in. Applies when a summary cache and an upstream LLM
+        /// are configured, the caller may use it, the strategy is `auto`,
+        /// `llm` or `hybrid` and `group_by` is not set.
         #[serde(default)]
         pub precompute: bool,
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+/// How the older span is summarized. Unknown fields are rejected.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Summarizer)]
 pub struct SummarizerInput {
     #[serde(default)]
+    #[schema(schema_with = strategy)]
     pub strategy: Strategy,
+    /// The upstream model that writes the summary (default
+    /// `--upstream-model`); with an upstream it must be that model or one of
+    /// `--upstream-allowed-models` (else a 422 at `/summarizer/model`);
+    /// without one it is ignored, with a warning.
     #[serde(default, deserialize_with = "super::input::model_name")]
+    #[schema(max_length = 256)]
     pub model: Option<String>,
+    /// Extra instructions for an LLM summarizer, at most 4000 characters;
+    /// part of the summary's `content_hash`.
+    #[schema(max_length = 4000)]
     pub instructions: Option<String>,
 }
 
@@ -205,6 +247,37 @@ fn applied_edits() -> Array {
         .items(Ref::from_schema_name("AppliedEdit"))
         .description(Some(
             "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
+        ))
+        .build()
+}
+
+// The request's fields whose types (the domain's) do not say their schema.
+
+fn strategy() -> Object {
+    let strategies = [
+        Strategy::Auto,
+        Strategy::Heuristic,
+        Strategy::Llm,
+        Strategy::Hybrid,
+        Strategy::Truncate,
+        Strategy::ClearToolResults,
+    ]
+    .map(|s| serde_json::to_value(s).expect("a strategy is a string"));
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(strategies))
+        .description(Some(
+            "`auto` (default), `heuristic`, `llm`, `hybrid`, `truncate` or `clear_tool_results` (tool-result clearing alone, no summary; see the operation). Without an upstream LLM, `llm` and `hybrid` answer 422 `Strategy unavailable`. Null is rejected.",
+        ))
+        .build()
+}
+
+fn group_by() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some([json!("iteration"), Value::Null]))
+        .description(Some(
+            "`iteration`: keep whole iterations (`metadata.iteration`) and summarize each older one in a few sentences (`summaries`, `context_injection`), with `summarizer.strategy` (`llm`, `hybrid` and `auto` call the upstream, cached like any summary, with `on_upstream_error` applying) and within the summary bound (`max_summary_tokens`, at most 30% of the budget) for the whole injection: each iteration gets an equal share, what a short one leaves goes to the longer ones, and when a share would fall under 40 tokens the oldest iterations are left out and counted in a `(N earlier iterations left out)` line. A heuristic summary keeps every user request of the iteration, failing commands with their exit status, errors, files, decisions, and says when the iteration produced no output.",
         ))
         .build()
 }

@@ -5,28 +5,45 @@
 macro_rules! thread_request {
     ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$m])*
-        #[derive(Debug, serde::Deserialize)]
+        #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
             #[serde(default, deserialize_with = "crate::thread::compact::values")]
+            #[schema(schema_with = super::input::messages)]
             pub messages: Option<Vec<serde_json::Value>>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            #[schema(schema_with = super::input::system)]
             pub system: Option<serde_json::Value>,
             /// A Responses API thread: its items and instructions.
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            #[schema(schema_with = super::input::input)]
             pub input: Option<serde_json::Value>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            #[schema(schema_with = super::input::instructions)]
             pub instructions: Option<serde_json::Value>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            #[schema(schema_with = super::input::tools)]
             pub tools: Option<serde_json::Value>,
+            #[schema(schema_with = super::input::format)]
             pub format: Option<crate::thread::WireFormat>,
-            /// Model whose tokenizer and window apply (default from configuration).
+            /// Model whose tokenizer, calibration and window apply (default
+            /// `--default-model`).
             #[serde(default, deserialize_with = "super::input::model_name")]
+            #[schema(max_length = 256)]
             pub model: Option<String>,
-            /// Overrides the model's encoding.
+            /// Overrides the model's encoding, counted as it is (the model's
+            /// calibration, e.g. Claude's x1.25, is not applied; the count
+            /// becomes an estimate).
             pub encoding: Option<crate::tokens::Encoding>,
-            /// `bpe` (default) or `chars` (an estimator's `ceil(chars / chars_per_token)`).
+            /// `bpe` (default): the encoding; `chars`: ceil(characters /
+            /// `chars_per_token`) (`exact: false`). For a verdict or a
+            /// compression, absent means the profile's `chars_per_token`, else
+            /// `bpe`.
+            #[schema(inline)]
             pub method: Option<super::input::MethodName>,
+            /// Characters per token for `method: chars` (default 4); alone it
+            /// implies `method: chars`; with `method: bpe` it is rejected.
+            #[schema(minimum = 0.5, maximum = 20)]
             pub chars_per_token: Option<f64>,
             $($(#[$fm])* pub $field: $ty,)*
         }
@@ -50,6 +67,8 @@ pub(super) use thread_request;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use utoipa::openapi::Ref;
+use utoipa::openapi::schema::{Array, ArrayBuilder, SchemaType, Type};
 
 use crate::error::ApiError;
 use crate::guard::Caller;
@@ -59,7 +78,7 @@ use crate::tokens::Method;
 use crate::upstream::CountSource;
 
 /// `method` of a request: how strings become token counts.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MethodName {
     Bpe,
@@ -81,6 +100,37 @@ where
         ))),
         name => Ok(name),
     }
+}
+
+// The thread fields of a request, whose schemas the wire formats' bodies
+// say (written in `openapi/written.yaml`).
+
+pub fn messages() -> Array {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(Ref::from_schema_name("ThreadMessage"))
+        .description(Some("The thread's messages, in the request's wire format."))
+        .build()
+}
+
+pub fn system() -> Ref {
+    Ref::from_schema_name("ThreadSystem")
+}
+
+pub fn input() -> Ref {
+    Ref::from_schema_name("ResponsesInput")
+}
+
+pub fn instructions() -> Ref {
+    Ref::from_schema_name("ResponsesInstructions")
+}
+
+pub fn tools() -> Ref {
+    Ref::from_schema_name("ThreadTools")
+}
+
+pub fn format() -> Ref {
+    Ref::from_schema_name("ThreadFormat")
 }
 
 /// A provider count spends the operator's key: it needs the `provider` permission.
@@ -229,13 +279,27 @@ pub fn empty_thread(thread: &Thread) -> Option<String> {
     })
 }
 
-/// A returned summary object; other fields are ignored so it goes back as it came.
-#[derive(Debug, Deserialize)]
+/// The summary object a previous compression returned. Only these fields
+/// are read; any others are ignored, so the object can be sent back as it
+/// was received.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct SummaryInput {
+    /// The last index of `messages` the summary covers; must be below the
+    /// number of messages.
     pub last_message_idx: usize,
+    /// The summary text; its cost is counted as a user message.
     pub content: Option<String>,
+    /// The verdict uses the summary's size (+ 4) when `content` is not sent.
+    // Said as a usize: u64 would say `format: int64`, which stops at 2^63.
+    #[schema(value_type = Option<usize>)]
     pub token_count: Option<u64>,
+    /// How many messages the summary stands for (compression extends the
+    /// count; default the messages up to `last_message_idx` after the pinned
+    /// prefix). The verdict reports it in `last_summary`.
+    #[schema(value_type = Option<usize>)]
     pub messages_summarized: Option<u64>,
+    /// When the summary was written; the verdict reports it (its first 64
+    /// characters) in `last_summary`.
     pub created_at: Option<String>,
 }
 

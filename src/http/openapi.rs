@@ -58,14 +58,21 @@ async fn served() -> Json<&'static Value> {
     super::tokens::TokensResponse,
     crate::summarize::Usage,
     super::verdict::VerdictResponse,
+    // The requests of the counts, the verdict and the compression (t33-d3).
+    super::compress::CompressRequest,
+    super::compress::SummarizerInput,
+    super::input::SummaryInput,
+    super::tokens::TokensRequest,
+    super::verdict::VerdictRequest,
 )))]
 struct Derived;
 
 /// What a type cannot say about its fields together (no messages when
-/// `format` is null; no model for a heuristic summary): JSON Schema's
-/// conditionals. The written part may say these, and only these, under a
-/// derived schema's name; they are added to what the type says.
-const RULES: [&str; 5] = ["if", "then", "else", "allOf", "not"];
+/// `format` is null; no model for a heuristic summary; a thread or a text):
+/// JSON Schema's conditionals and alternatives. The written part may say
+/// these, and only these, under a derived schema's name; they are added to
+/// what the type says.
+const RULES: [&str; 6] = ["if", "then", "else", "allOf", "not", "anyOf"];
 
 /// The document, built once: the written part with the derived schemas
 /// (and their [`RULES`]), all in name order, and what each route's gates answer.

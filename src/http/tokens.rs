@@ -21,11 +21,17 @@ const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with
 super::access::routes! { Access::Api; post "/v1/tokens" => count }
 
 super::input::thread_request! {
+    /// Either a thread (`messages`, or `input` for a Responses API thread)
+    /// or a bare `text`, not both. `system`, `instructions`, `tools` and
+    /// `format` describe a thread and must be absent or null with `text`.
+    /// `chars_per_token` alone implies `method: chars`; with `method: bpe` it
+    /// is rejected. Null means absent for every field.
     pub struct TokensRequest {
-        /// A bare text to count, instead of a thread.
+        /// A bare text to count, without message framing.
         pub text: Option<String>,
         /// `local` (default): the tokenizer; `provider`: the provider's
-        /// counting endpoint for the total (threads only).
+        /// counting endpoint for `total_tokens` (a thread only; see
+        /// "Provider-exact counts" above).
         pub count: Option<CountSource>,
     }
 }

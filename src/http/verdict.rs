@@ -20,15 +20,19 @@ use crate::upstream::{CountSource, Provenance};
 super::access::routes! { Access::Api; post "/v1/verdict" => verdict }
 
 super::input::thread_request! {
+    /// A thread (`messages`, or `input` for a Responses API thread), and what
+    /// to decide it with. Null means absent for every optional field.
     pub struct VerdictRequest {
-        /// Profile name (default `default`).
+        /// A profile name from `GET /v1/profiles` (default `default`); an
+        /// unknown name is a 422 at `/profile`.
         pub profile: Option<String>,
         /// Single-field overrides of the profile.
         pub config: Option<ProfileOverrides>,
         /// The summary object a previous compression returned.
         pub summary: Option<SummaryInput>,
         /// `local`: the tokenizer; `provider`: the provider's counting
-        /// endpoint for the total. Absent: the profile's `count`.
+        /// endpoint for the total (see "Provider-exact counts" above).
+        /// Absent: the profile's `count`.
         pub count: Option<CountSource>,
     }
 }
