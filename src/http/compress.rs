@@ -79,8 +79,11 @@ super::input::thread_request! {
 #[serde(deny_unknown_fields)]
 #[schema(as = Summarizer)]
 pub struct SummarizerInput {
+    /// `auto` by default; `clear_tool_results` clears tool results alone, no
+    /// summary (see the operation). Without an upstream LLM, `llm` and
+    /// `hybrid` answer 422 `Strategy unavailable`. Null is rejected.
     #[serde(default)]
-    #[schema(schema_with = strategy)]
+    #[schema(inline)]
     pub strategy: Strategy,
     /// The upstream model that writes the summary (default
     /// `--upstream-model`); with an upstream it must be that model or one of
@@ -252,25 +255,6 @@ fn applied_edits() -> Array {
 }
 
 // The request's fields whose types (the domain's) do not say their schema.
-
-fn strategy() -> Object {
-    let strategies = [
-        Strategy::Auto,
-        Strategy::Heuristic,
-        Strategy::Llm,
-        Strategy::Hybrid,
-        Strategy::Truncate,
-        Strategy::ClearToolResults,
-    ]
-    .map(|s| serde_json::to_value(s).expect("a strategy is a string"));
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(strategies))
-        .description(Some(
-            "`auto` (default), `heuristic`, `llm`, `hybrid`, `truncate` or `clear_tool_results` (tool-result clearing alone, no summary; see the operation). Without an upstream LLM, `llm` and `hybrid` answer 422 `Strategy unavailable`. Null is rejected.",
-        ))
-        .build()
-}
 
 fn group_by() -> Object {
     ObjectBuilder::new()

@@ -37,7 +37,7 @@ pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 
 pub(crate) use crate::tokens::cancel::cpu;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
     #[default]
