@@ -210,13 +210,19 @@ fn reason() -> Object {
         .build()
 }
 
-fn messages() -> Array {
+/// A list of the written schema `item`, described.
+fn list_of(item: &str, description: &str) -> Array {
     ArrayBuilder::new()
-        .items(Ref::from_schema_name("ThreadMessage"))
-        .description(Some(
-            "The thread to send next, in the request's wire format; kept messages value for value. Absent for a Responses thread, which comes back in `input`.",
-        ))
+        .items(Ref::from_schema_name(item))
+        .description(Some(description))
         .build()
+}
+
+fn messages() -> Array {
+    list_of(
+        "ThreadMessage",
+        "The thread to send next, in the request's wire format; kept messages value for value. Absent for a Responses thread, which comes back in `input`.",
+    )
 }
 
 fn system() -> RefBuilder {
@@ -228,12 +234,10 @@ fn system() -> RefBuilder {
 }
 
 fn input() -> Array {
-    ArrayBuilder::new()
-        .items(Ref::from_schema_name("ResponsesItem"))
-        .description(Some(
-            "A Responses thread to send next (`format: responses`): its items, kept ones value for value, the summary as a `{role, content}` message item.",
-        ))
-        .build()
+    list_of(
+        "ResponsesItem",
+        "A Responses thread to send next (`format: responses`): its items, kept ones value for value, the summary as a `{role, content}` message item.",
+    )
 }
 
 fn instructions() -> Object {
@@ -246,12 +250,10 @@ fn instructions() -> Object {
 }
 
 fn applied_edits() -> Array {
-    ArrayBuilder::new()
-        .items(Ref::from_schema_name("AppliedEdit"))
-        .description(Some(
-            "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
-        ))
-        .build()
+    list_of(
+        "AppliedEdit",
+        "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
+    )
 }
 
 // The request's fields whose types (the domain's) do not say their schema.
