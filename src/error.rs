@@ -125,59 +125,30 @@ impl ApiError {
         ApiError::Invalid(vec![FieldError::new(pointer, message)])
     }
 
-    /// The status, the kind of problem and its title.
-    fn kind(&self) -> (StatusCode, ProblemKind, &'static str) {
+    /// The kind of problem, which says the status and the title.
+    fn kind(&self) -> ProblemKind {
         use ApiError as E;
         use ProblemKind as K;
-        use StatusCode as S;
         match self {
-            E::MalformedJson(_) => (S::BAD_REQUEST, K::MalformedJson, "Malformed JSON"),
-            E::UnsupportedMediaType(_) | E::UnsupportedEncoding(_) => (
-                S::UNSUPPORTED_MEDIA_TYPE,
-                K::UnsupportedMediaType,
-                "Unsupported media type",
-            ),
-            E::PayloadTooLarge { .. } | E::TooManyNodes(_) | E::ThreadTooLarge(_) => (
-                S::PAYLOAD_TOO_LARGE,
-                K::PayloadTooLarge,
-                "Payload too large",
-            ),
-            E::Unauthorized { .. } => (S::UNAUTHORIZED, K::Unauthorized, "Unauthorized"),
-            E::Forbidden(_) => (S::FORBIDDEN, K::Forbidden, "Forbidden"),
-            E::RateLimited { .. } => (S::TOO_MANY_REQUESTS, K::RateLimited, "Too many requests"),
-            E::Overloaded(_) | E::OverBudget(_) => {
-                (S::SERVICE_UNAVAILABLE, K::Overloaded, "Service overloaded")
+            E::MalformedJson(_) => K::MalformedJson,
+            E::UnsupportedMediaType(_) | E::UnsupportedEncoding(_) => K::UnsupportedMediaType,
+            E::PayloadTooLarge { .. } | E::TooManyNodes(_) | E::ThreadTooLarge(_) => {
+                K::PayloadTooLarge
             }
-            E::Invalid(_) => (S::UNPROCESSABLE_ENTITY, K::Validation, "Invalid request"),
-            E::DoesNotFit(_) => (
-                S::UNPROCESSABLE_ENTITY,
-                K::DoesNotFit,
-                "Thread does not fit",
-            ),
-            E::StrategyUnavailable(_) => (
-                S::UNPROCESSABLE_ENTITY,
-                K::StrategyUnavailable,
-                "Strategy unavailable",
-            ),
-            E::NotFound(_) => (S::NOT_FOUND, K::NotFound, "Not found"),
-            E::MethodNotAllowed => (
-                S::METHOD_NOT_ALLOWED,
-                K::MethodNotAllowed,
-                "Method not allowed",
-            ),
-            E::Timeout(_) => (S::SERVICE_UNAVAILABLE, K::Timeout, "Request timed out"),
-            E::Upstream(_) => (S::BAD_GATEWAY, K::Upstream, "Upstream LLM failed"),
-            E::ProxyDisabled(_) => (S::NOT_IMPLEMENTED, K::ProxyDisabled, "Proxy route is off"),
-            E::ProviderUnreachable(_) => (
-                S::BAD_GATEWAY,
-                K::ProviderUnreachable,
-                "Provider unreachable",
-            ),
-            E::Internal(_) => (
-                S::INTERNAL_SERVER_ERROR,
-                K::Internal,
-                "Internal server error",
-            ),
+            E::Unauthorized { .. } => K::Unauthorized,
+            E::Forbidden(_) => K::Forbidden,
+            E::RateLimited { .. } => K::RateLimited,
+            E::Overloaded(_) | E::OverBudget(_) => K::Overloaded,
+            E::Invalid(_) => K::Validation,
+            E::DoesNotFit(_) => K::DoesNotFit,
+            E::StrategyUnavailable(_) => K::StrategyUnavailable,
+            E::NotFound(_) => K::NotFound,
+            E::MethodNotAllowed => K::MethodNotAllowed,
+            E::Timeout(_) => K::Timeout,
+            E::Upstream(_) => K::Upstream,
+            E::ProxyDisabled(_) => K::ProxyDisabled,
+            E::ProviderUnreachable(_) => K::ProviderUnreachable,
+            E::Internal(_) => K::Internal,
         }
     }
 
@@ -268,6 +239,56 @@ pub enum ProblemKind {
 }
 
 impl ProblemKind {
+    /// The status every problem of this kind is answered with.
+    pub fn status(self) -> StatusCode {
+        use ProblemKind as K;
+        use StatusCode as S;
+        match self {
+            K::MalformedJson => S::BAD_REQUEST,
+            K::UnsupportedMediaType => S::UNSUPPORTED_MEDIA_TYPE,
+            K::PayloadTooLarge => S::PAYLOAD_TOO_LARGE,
+            K::Validation | K::DoesNotFit | K::StrategyUnavailable => S::UNPROCESSABLE_ENTITY,
+            K::NotFound => S::NOT_FOUND,
+            K::MethodNotAllowed => S::METHOD_NOT_ALLOWED,
+            K::Timeout | K::Overloaded => S::SERVICE_UNAVAILABLE,
+            K::Unauthorized => S::UNAUTHORIZED,
+            K::Forbidden => S::FORBIDDEN,
+            K::RateLimited => S::TOO_MANY_REQUESTS,
+            K::Upstream | K::ProviderUnreachable => S::BAD_GATEWAY,
+            K::ProxyDisabled => S::NOT_IMPLEMENTED,
+            K::Internal => S::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The fixed title of the problem's kind.
+    pub fn title(self) -> &'static str {
+        use ProblemKind as K;
+        match self {
+            K::MalformedJson => "Malformed JSON",
+            K::UnsupportedMediaType => "Unsupported media type",
+            K::PayloadTooLarge => "Payload too large",
+            K::Validation => "Invalid request",
+            K::DoesNotFit => "Thread does not fit",
+            K::StrategyUnavailable => "Strategy unavailable",
+            K::NotFound => "Not found",
+            K::MethodNotAllowed => "Method not allowed",
+            K::Timeout => "Request timed out",
+            K::Overloaded => "Service overloaded",
+            K::Unauthorized => "Unauthorized",
+            K::Forbidden => "Forbidden",
+            K::RateLimited => "Too many requests",
+            K::Upstream => "Upstream LLM failed",
+            K::ProxyDisabled => "Proxy route is off",
+            K::ProviderUnreachable => "Provider unreachable",
+            K::Internal => "Internal server error",
+        }
+    }
+
+    /// The kind whose URN ends in `slug`.
+    pub fn from_slug(slug: &str) -> Option<Self> {
+        serde_json::from_value(format!("urn:condense:problem:{slug}").into()).ok()
+    }
+
     /// The URN's last part (`timeout`...), which the metrics count.
     pub fn slug(self) -> &'static str {
         use ProblemKind as K;
@@ -303,7 +324,8 @@ pub struct ProblemType(pub &'static str);
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, kind, title) = self.kind();
+        let kind = self.kind();
+        let status = kind.status();
         let mut extra = HeaderMap::new();
         self.headers(&mut extra);
         let (detail, errors, cause) = match self {
@@ -326,7 +348,7 @@ impl IntoResponse for ApiError {
         };
         let problem = Problem {
             kind,
-            title,
+            title: kind.title(),
             status: status.as_u16(),
             detail,
             errors,

@@ -15,6 +15,7 @@ use utoipa::OpenApi;
 use super::access::Access;
 
 mod gates;
+mod responses;
 
 // Public, as the playground is: no key.
 super::access::routes! {
@@ -96,6 +97,7 @@ pub fn document() -> &'static Value {
                 .as_object_mut()
                 .expect("the written part has paths"),
         );
+        responses::complete(&mut doc);
         doc
     });
     &DOCUMENT

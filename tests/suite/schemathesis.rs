@@ -3,8 +3,8 @@
 //! sends them to condense served on a real socket, and checks every answer
 //! with all its checks: no 5xx, status codes, content types, headers and
 //! bodies as the spec declares them, invalid data refused, valid data
-//! accepted. `tests/suite/openapi.rs` checks the requests we thought of; this
-//! checks the ones we did not.
+//! accepted. Its examples phase sends the document's own examples first
+//! (among them a thread of each wire format with every kind of message).
 //!
 //! The proxy routes forward to a stub provider (any answer is relayed, so
 //! what is checked is condense's own part: reading the request, relaying,
