@@ -20,7 +20,7 @@ pub const KEEP_RECENT_ITERATIONS: usize = 3;
 const MAX_KEEP_RECENT_ITERATIONS: usize = 10_000;
 
 /// How a compression groups the thread before summarizing.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum GroupBy {
     /// By `metadata.iteration`: one summary per agent iteration.

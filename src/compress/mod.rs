@@ -39,7 +39,7 @@ pub(crate) use setup::{Hashes, History, Mode, Ready, Setup};
 pub use summary::SummaryObject;
 
 /// Why a thread was compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     Messages,

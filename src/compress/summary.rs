@@ -49,17 +49,20 @@ pub struct SummaryObject {
     pub fidelity: Option<Fidelity>,
 }
 
-/// `strategy` as a summary has it: what wrote it, one of the three writers
-/// (never `auto`, which resolves to one, nor `truncate` or
-/// `clear_tool_results`, which write none).
+/// `strategy` as a summary has it: what wrote it, one of the strategies
+/// that write summaries ([`Strategy::writes_summaries`]).
 fn writer() -> utoipa::openapi::Object {
-    let writers = [Strategy::Heuristic, Strategy::Llm, Strategy::Hybrid];
+    let all = serde_json::to_value(<Strategy as utoipa::PartialSchema>::schema());
+    let all = all.expect("a schema is JSON")["enum"].take();
+    let writers = all.as_array().into_iter().flatten().filter(|v| {
+        serde_json::from_value::<Strategy>((*v).clone()).is_ok_and(Strategy::writes_summaries)
+    });
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::Type::String)
         .description(Some(
             "What actually wrote it (`heuristic` after an upstream failure; `auto` resolved).",
         ))
-        .enum_values(Some(writers.map(Strategy::as_str)))
+        .enum_values(Some(writers.cloned()))
         .build()
 }
 

@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use utoipa::openapi::Ref;
 use utoipa::openapi::schema::{
     Array, ArrayBuilder, Object, ObjectBuilder, RefBuilder, SchemaType, Type,
@@ -48,7 +48,20 @@ super::input::thread_request! {
         /// rejected).
         #[serde(default)]
         pub force: bool,
-        #[schema(schema_with = group_by)]
+        /// `iteration`: keep whole iterations (`metadata.iteration`) and
+        /// summarize each older one in a few sentences (`summaries`,
+        /// `context_injection`), with `summarizer.strategy` (`llm`, `hybrid` and
+        /// `auto` call the upstream, cached like any summary, with
+        /// `on_upstream_error` applying) and within the summary bound
+        /// (`max_summary_tokens`, at most 30% of the budget) for the whole
+        /// injection: each iteration gets an equal share, what a short one leaves
+        /// goes to the longer ones, and when a share would fall under 40 tokens
+        /// the oldest iterations are left out and counted in a `(N earlier
+        /// iterations left out)` line. A heuristic summary keeps every user
+        /// request of the iteration, failing commands with their exit status,
+        /// errors, files, decisions, and says when the iteration produced no
+        /// output.
+        #[schema(inline)]
         pub group_by: Option<GroupBy>,
         /// How many newest iterations stay verbatim (default 3); only with
         /// `group_by: iteration`.
@@ -188,22 +201,20 @@ pub struct CompressResponse {
 // back (the wire formats' bodies, written in `openapi/written.yaml`), and
 // the reasons this endpoint gives.
 
-/// Why it was compressed; `continued` is the proxy's (continuity mode),
-/// never this endpoint's.
+/// Why it was compressed: any [`Reason`] but `continued`, the proxy's
+/// (continuity mode), never this endpoint's.
 fn reason() -> Object {
-    let reasons = [
-        Reason::Messages,
-        Reason::Tokens,
-        Reason::ContextWindow,
-        Reason::Iterations,
-        Reason::Forced,
-        Reason::Rules,
-        Reason::ToolResultsCleared,
-    ]
-    .map(|r| serde_json::to_value(r).expect("a reason is a string"));
+    let all = serde_json::to_value(<Reason as utoipa::PartialSchema>::schema());
+    let all = all.expect("a schema is JSON")["enum"].take();
+    let continued = serde_json::to_value(Reason::Continued).expect("a reason is a string");
+    let reasons = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|r| **r != continued);
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some(reasons.into_iter().chain([Value::Null])))
+        .enum_values(Some(reasons.cloned().chain([Value::Null])))
         .description(Some(
             "Why it was compressed (the verdict's trigger; `forced`; `rules` when nothing was due but the profile's per-message truncation rules cut messages; `tool_results_cleared` when no summary was due, or the strategy is `clear_tool_results`, and clearing changed the thread); null when it was not.",
         ))
@@ -254,18 +265,6 @@ fn applied_edits() -> Array {
         "AppliedEdit",
         "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
     )
-}
-
-// The request's fields whose types (the domain's) do not say their schema.
-
-fn group_by() -> Object {
-    ObjectBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some([json!("iteration"), Value::Null]))
-        .description(Some(
-            "`iteration`: keep whole iterations (`metadata.iteration`) and summarize each older one in a few sentences (`summaries`, `context_injection`), with `summarizer.strategy` (`llm`, `hybrid` and `auto` call the upstream, cached like any summary, with `on_upstream_error` applying) and within the summary bound (`max_summary_tokens`, at most 30% of the budget) for the whole injection: each iteration gets an equal share, what a short one leaves goes to the longer ones, and when a share would fall under 40 tokens the oldest iterations are left out and counted in a `(N earlier iterations left out)` line. A heuristic summary keeps every user request of the iteration, failing commands with their exit status, errors, files, decisions, and says when the iteration produced no output.",
-        ))
-        .build()
 }
 
 /// 200, or 202 when a summary is being written ahead; the same body.

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Serialize;
 
 use crate::error::ApiError;
-use crate::thread::echo;
+use crate::thread::{WireFormat, echo};
 
 super::access::routes! {
     Access::Page;
@@ -66,15 +66,9 @@ async fn home(RawQuery(query): RawQuery) -> Redirect {
 pub struct Example {
     /// For `GET /playground/examples/{name}` and the page's `?example=`.
     pub name: &'static str,
-    /// The file name's last part: a `WireFormat`.
-    #[schema(schema_with = wire_format)]
-    pub format: &'static str,
+    /// The file name's last part.
+    pub format: WireFormat,
     pub bytes: usize,
-}
-
-/// `WireFormat`, which the thread model's schemas say.
-fn wire_format() -> utoipa::openapi::Ref {
-    utoipa::openapi::Ref::from_schema_name("WireFormat")
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -109,7 +103,8 @@ async fn examples() -> Json<ExamplesResponse> {
         .iter()
         .map(|(name, body)| Example {
             name,
-            format: name.rsplit('.').next().unwrap_or_default(),
+            format: serde_json::from_value(name.rsplit('.').next().into())
+                .expect("an example's file is named after its wire format"),
             bytes: body.len(),
         })
         .collect();

@@ -53,6 +53,15 @@ pub enum Strategy {
 }
 
 impl Strategy {
+    /// What a summary can say wrote it: `auto` resolves to one of these,
+    /// `truncate` and `clear_tool_results` write none.
+    pub fn writes_summaries(self) -> bool {
+        match self {
+            Strategy::Heuristic | Strategy::Llm | Strategy::Hybrid => true,
+            Strategy::Auto | Strategy::Truncate | Strategy::ClearToolResults => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Auto => "auto",
