@@ -198,8 +198,8 @@ pub struct CompressResponse {
 }
 
 // The fields whose type does not say their schema: the thread as it goes
-// back (the wire formats' bodies, written in `openapi/written.yaml`), and
-// the reasons this endpoint gives.
+// back (the wire formats' bodies, written in `thread/schemas.yaml`), and
+// the reasons this endpoint gives (a subset of its type's).
 
 /// Why it was compressed: any [`Reason`] but `continued`, the proxy's
 /// (continuity mode), never this endpoint's.

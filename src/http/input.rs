@@ -103,7 +103,7 @@ where
 }
 
 // The thread fields of a request, whose schemas the wire formats' bodies
-// say (written in `openapi/written.yaml`).
+// say (written in `thread/schemas.yaml`).
 
 pub fn messages() -> Array {
     ArrayBuilder::new()

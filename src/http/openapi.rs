@@ -4,7 +4,8 @@
 //! answers with ([`Derived`]); what no type can say is written once in
 //! `openapi/written.yaml`: the conventions, the examples, the proxy's
 //! pass-through bodies, and the rules across a derived schema's fields
-//! (under the schema's name).
+//! (under the schema's name); the wire formats are written beside their
+//! parsers (`thread/schemas.yaml`).
 
 use std::sync::LazyLock;
 
@@ -103,9 +104,15 @@ pub fn document() -> &'static Value {
     &DOCUMENT
 }
 
+/// The written part: this folder's, and the wire formats' beside their parsers.
 fn written() -> Value {
-    serde_norway::from_str(include_str!("openapi/written.yaml"))
-        .expect("openapi/written.yaml is valid YAML")
+    let mut doc: Value = serde_norway::from_str(include_str!("openapi/written.yaml"))
+        .expect("openapi/written.yaml is valid YAML");
+    let wire: Map<String, Value> =
+        serde_norway::from_str(crate::thread::SCHEMAS).expect("thread/schemas.yaml is valid YAML");
+    let schemas = doc["components"]["schemas"].as_object_mut();
+    schemas.expect("the written part has schemas").extend(wire);
+    doc
 }
 
 fn derived_schemas() -> Map<String, Value> {

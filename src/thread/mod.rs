@@ -28,6 +28,11 @@ pub use parse::{OwnedThread, RawThread, parse, parse_owned};
 pub use validate::validate;
 pub use wire::type_name;
 
+/// The wire formats' JSON Schemas, as the parsers here read them: written
+/// beside them (they read JSON values, not types that could say a schema)
+/// for the API's document (`http::openapi`).
+pub const SCHEMAS: &str = include_str!("schemas.yaml");
+
 /// The wire format a thread arrived in (and is answered in): `openai` (Chat
 /// Completions), `anthropic` (Messages) or `responses` (the OpenAI Responses
 /// API).
