@@ -15,14 +15,16 @@ use crate::policy::ClearSettings;
 use crate::thread::{Clearing, Message, Part, Role, Thread, ToolResult, clear};
 use crate::tokens::{Counter, ThreadCount};
 
-/// One edit, as the response reports it (Anthropic's `applied_edits`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+/// One edit clearing made, as the response reports it (Anthropic's
+/// `applied_edits`); `cleared_input_tokens` is what it saved, the count
+/// before minus the count after (as `POST /v1/tokens` counts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AppliedEdit {
     ClearToolUses {
         /// Tool uses whose result (or input) this edit cleared.
         cleared_tool_uses: usize,
-        /// Tokens saved: the count before the edit minus the count after.
+        #[schema(minimum = 1)]
         cleared_input_tokens: usize,
         /// Tool uses whose results are intact after it.
         kept_tool_uses: usize,
@@ -30,11 +32,16 @@ pub enum AppliedEdit {
     ClearThinking {
         /// Assistant turns whose thinking blocks were removed.
         cleared_thinking_turns: usize,
+        #[schema(minimum = 1)]
         cleared_input_tokens: usize,
     },
-    /// Thinking whose bound prefix is gone (see `binding`).
+    /// Anthropic: kept turns whose thinking was removed because a summary
+    /// written now precedes them (the signature is bound to a prefix that is
+    /// gone, see `binding`).
     RemoveStaleThinking {
+        #[schema(minimum = 1)]
         removed_thinking_turns: usize,
+        #[schema(minimum = 1)]
         cleared_input_tokens: usize,
     },
 }

@@ -161,7 +161,6 @@ pub struct CompressResponse {
     pub messages_truncated: Vec<usize>,
     /// What tool-result and thinking clearing did (empty when it did
     /// nothing); `tokens_before` is the count before clearing.
-    #[schema(schema_with = applied_edits)]
     pub applied_edits: Vec<AppliedEdit>,
     /// Anthropic preserved thinking: kept thinking blocks follow a prefix
     /// that changed (or may have: a reused summary, a cut or cleared text).
@@ -258,13 +257,6 @@ fn instructions() -> Object {
             "The Responses thread's `instructions`, unchanged; absent when the request had none.",
         ))
         .build()
-}
-
-fn applied_edits() -> Array {
-    list_of(
-        "AppliedEdit",
-        "What tool-result and thinking clearing did (empty when it did nothing); `tokens_before` is the count before clearing.",
-    )
 }
 
 /// 200, or 202 when a summary is being written ahead; the same body.

@@ -51,6 +51,7 @@ async fn served() -> Json<&'static Value> {
     crate::tokens::ModelSpec,
     // The answers of the counts, the verdict and the compression (t33-d2).
     super::compress::CompressResponse,
+    crate::compress::AppliedEdit,
     crate::upstream::CountSource,
     crate::summarize::Fidelity,
     crate::summarize::IterationSummary,
@@ -71,10 +72,19 @@ struct Derived;
 
 /// What a type cannot say about its fields together (no messages when
 /// `format` is null; no model for a heuristic summary; a thread or a text):
-/// JSON Schema's conditionals and alternatives. The written part may say
-/// these, and only these, under a derived schema's name; they are added to
-/// what the type says.
-const RULES: [&str; 6] = ["if", "then", "else", "allOf", "not", "anyOf"];
+/// JSON Schema's conditionals and alternatives, and `unevaluatedProperties`
+/// (a tagged enum's variants closed: utoipa drops serde's
+/// `deny_unknown_fields` on them). The written part may say these, and only
+/// these, under a derived schema's name; they are added to what the type says.
+const RULES: [&str; 7] = [
+    "if",
+    "then",
+    "else",
+    "allOf",
+    "not",
+    "anyOf",
+    "unevaluatedProperties",
+];
 
 /// The document, built once: the written part with the derived schemas
 /// (and their [`RULES`]), all in name order, and what each route's gates answer.
