@@ -7,6 +7,8 @@ use axum::body::Body;
 use axum::http::{Request, header};
 use serde_json::{Value, json};
 
+use condense::http::Access;
+
 use crate::support::common::{Reply, app_with, chat, send, thread};
 use crate::support::stub::{self, Fault};
 
@@ -107,23 +109,48 @@ async fn every_wrong_credential_gets_the_same_answer() {
     }
 }
 
+/// One request per row of the route table, with a thread where a body is
+/// needed, and who may call it.
+pub(super) fn every_route() -> impl Iterator<Item = (Access, Request<Body>)> {
+    condense::http::routes().map(|r| {
+        let path = r.path.replace("{name}", "small-00.openai");
+        let body = match (r.method, r.access) {
+            ("post", Access::Proxy) => Some(json!({"model": "gpt-4o", "messages": chat(1)})),
+            ("post", _) => Some(json!({"messages": chat(1)})),
+            _ => None,
+        };
+        let req = request(&r.http_method(), &path, &[], body.as_ref());
+        (r.access, req)
+    })
+}
+
 #[tokio::test]
 async fn probes_and_the_playground_stay_open_and_the_rest_is_closed() {
     let app = app();
-    for path in [
+    // Every route asks for a key but these: the probes, `/metrics` (by
+    // default), the contract and the playground (`/` redirects to it).
+    let open = [
         "/healthz",
         "/readyz",
+        "/metrics",
+        "/openapi.json",
         "/playground",
         "/playground/app.js",
+        "/playground/style.css",
         "/playground/examples",
         "/playground/examples/small-00.openai",
-    ] {
-        let r = send(&app, request("GET", path, &[], None)).await;
-        assert_eq!(r.status, 200, "{path}: {}", r.text());
+    ];
+    for (_, req) in every_route() {
+        let path = req.uri().path().to_string();
+        let r = send(&app, req).await;
+        match path.as_str() {
+            "/" => assert_eq!(r.status, 307),
+            p if open.contains(&p) => assert_eq!(r.status, 200, "{path}: {}", r.text()),
+            _ => assert_unauthorized(&r),
+        }
     }
-    assert_eq!(send(&app, request("GET", "/", &[], None)).await.status, 307);
     // Unknown paths too: a caller without a key learns nothing of the routes.
-    for path in ["/v1/models", "/v1/profiles", "/nope", "/v1/tokens/extra"] {
+    for path in ["/nope", "/v1/tokens/extra"] {
         assert_unauthorized(&send(&app, request("GET", path, &[], None)).await);
     }
     let bearer = format!("Bearer {PLAIN}");

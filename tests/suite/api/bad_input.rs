@@ -448,4 +448,153 @@ async fn request_ids_are_honoured_or_made() {
     let r = get(&app, "/readyz").await;
     assert_eq!(r.headers["x-request-id"].to_str().unwrap().len(), 36);
     assert_eq!(r.json()["status"], "ready");
+    // Refusals carry one too: 404, 405, 422, 415.
+    let refusals = [
+        ("GET", "/nope", Some("application/json"), "{}"),
+        ("DELETE", "/v1/tokens", None, ""),
+        (
+            "POST",
+            "/v1/verdict",
+            Some("application/json"),
+            r#"{"bogus": 1}"#,
+        ),
+        ("POST", "/v1/verdict", None, "x"),
+    ];
+    for (method, path, content_type, body) in refusals {
+        for id in [Some("agent-42"), None] {
+            let mut req = Request::builder().method(method).uri(path);
+            if let Some(ct) = content_type {
+                req = req.header("content-type", ct);
+            }
+            if let Some(id) = id {
+                req = req.header("x-request-id", id);
+            }
+            let r = send(&app, req.body(Body::from(body)).unwrap()).await;
+            assert!(r.status.is_client_error(), "{method} {path}");
+            let got = r.headers["x-request-id"].to_str().unwrap();
+            assert!(
+                id.map_or(got.len() == 36, |id| got == id),
+                "{method} {path}: {got}"
+            );
+        }
+    }
+}
+
+/// Whether `pointer` names a value of `body`, or a missing member of an
+/// object in it (a required field that is absent).
+fn points_into(body: &Value, pointer: &str) -> bool {
+    pointer.is_empty()
+        || body.pointer(pointer).is_some()
+        || pointer
+            .rsplit_once('/')
+            .is_some_and(|(parent, _)| body.pointer(parent).is_some_and(Value::is_object))
+}
+
+/// Rejections no other test pins: each answers its status and problem type,
+/// and a validation 422 points into the body, at the field named.
+#[tokio::test]
+async fn each_rejection_answers_its_problem_at_its_field() {
+    let app = app();
+    let user = json!({"role": "user", "content": "hi"});
+    let three = json!([user, {"role": "assistant", "content": "a"}, user]);
+    let use_t = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {}}]});
+    let result = |extra: Value| json!({"messages": [use_t, {"role": "user", "content": [merged(json!({"type": "tool_result", "tool_use_id": "t"}), extra)]}]});
+    let assistant =
+        |extra: Value| json!({"messages": [merged(json!({"role": "assistant"}), extra)]});
+    let (t, v, c, json) = (
+        "/v1/tokens",
+        "/v1/verdict",
+        "/v1/compress",
+        "application/json",
+    );
+    #[rustfmt::skip]
+    let cases = [
+        ("text/json", t, "text/json", json!({"text": "a"}), 415, "unsupported-media-type", ""),
+        ("unknown count source", v, json, json!({"messages": [user], "count": "exact"}), 422, "validation", "/count"),
+        ("unknown verdict field", v, json, json!({"messages": [user], "methd": "chars"}), 422, "validation", "/methd"),
+        ("unknown compress field", c, json, json!({"messages": [user], "strategy": "heuristic"}), 422, "validation", "/strategy"),
+        ("bpe with chars_per_token", t, json, json!({"text": "a", "method": "bpe", "chars_per_token": 4}), 422, "validation", "/chars_per_token"),
+        ("verdict bpe with chars_per_token", v, json, json!({"messages": [user], "method": "bpe", "chars_per_token": 4}), 422, "validation", "/chars_per_token"),
+        ("compress chars_per_token too small", c, json, json!({"messages": [user], "chars_per_token": 0.1}), 422, "validation", "/chars_per_token"),
+        ("a rule shorter than its marker", c, json, json!({"messages": [user], "config": {"max_tool_result_chars": 10}}), 422, "validation", "/config/max_tool_result_chars"),
+        ("text a number", t, json, json!({"text": 5}), 422, "validation", "/text"),
+        ("unknown method", t, json, json!({"text": "a", "method": "words"}), 422, "validation", "/method"),
+        ("text with tools", t, json, json!({"text": "a", "tools": []}), 422, "validation", "/text"),
+        ("text with format", t, json, json!({"text": "a", "format": "openai"}), 422, "validation", "/text"),
+        ("user with null content", t, json, json!({"messages": [{"role": "user", "content": null}]}), 422, "validation", "/messages/0/content"),
+        ("image_url without url", t, json, json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]}), 422, "validation", "/messages/0/content/0/image_url/url"),
+        ("tool call of unknown type", t, json, assistant(json!({"tool_calls": [{"id": "c1", "type": "web", "function": {"name": "f", "arguments": "{}"}}]})), 422, "validation", "/messages/0/tool_calls/0/type"),
+        ("function_call without arguments", t, json, assistant(json!({"function_call": {"name": "f"}})), 422, "validation", "/messages/0/function_call/arguments"),
+        ("iteration a string", t, json, json!({"messages": [{"role": "user", "content": "hi", "metadata": {"iteration": "1"}}]}), 422, "validation", "/messages/0/metadata/iteration"),
+        ("anthropic without content", t, json, json!({"format": "anthropic", "messages": [{"role": "assistant"}]}), 422, "validation", "/messages/0/content"),
+        ("tool_result from the assistant", t, json, assistant(json!({"content": [{"type": "tool_result", "tool_use_id": "t"}]})), 422, "validation", "/messages/0/content"),
+        ("tool_use without input", t, json, assistant(json!({"content": [{"type": "tool_use", "id": "t", "name": "f"}]})), 422, "validation", "/messages/0/content/0/input"),
+        ("tool_use inside a tool_result", t, json, result(json!({"content": [use_t["content"][0]]})), 422, "validation", "/messages/1/content/0/content/0/type"),
+        ("is_error not a boolean", t, json, result(json!({"is_error": "yes"})), 422, "validation", "/messages/1/content/0/is_error"),
+        ("verdict without messages", v, json, json!({}), 422, "validation", "/messages"),
+        ("verdict with null messages", v, json, json!({"messages": null}), 422, "validation", "/messages"),
+        ("compress without messages", c, json, json!({"force": true}), 422, "validation", "/messages"),
+        ("config below its bound", v, json, json!({"messages": [user], "config": {"max_summary_tokens": 1}}), 422, "validation", "/config/max_summary_tokens"),
+        ("config above its bound", v, json, json!({"messages": [user], "config": {"min_recent_messages": 10001}}), 422, "validation", "/config/min_recent_messages"),
+        ("config integer written 5.0", v, json, json!({"messages": [user], "config": {"max_messages_before_summary": 5.0}}), 422, "validation", "/config/max_messages_before_summary"),
+        ("unknown on_upstream_error", c, json, json!({"messages": [user], "config": {"on_upstream_error": "retry"}}), 422, "validation", "/config/on_upstream_error"),
+        ("summary without last_message_idx", v, json, json!({"messages": [user], "summary": {"content": "x"}}), 422, "validation", "/summary/last_message_idx"),
+        ("force null", c, json, json!({"messages": [user], "force": null}), 422, "validation", "/force"),
+        ("strategy null", c, json, json!({"messages": [user], "summarizer": {"strategy": null}}), 422, "validation", "/summarizer/strategy"),
+        ("instructions too long", c, json, json!({"messages": [user], "summarizer": {"instructions": "é".repeat(4001)}}), 422, "validation", "/summarizer/instructions"),
+        ("hybrid without an upstream", c, json, json!({"messages": three, "force": true, "config": {"min_recent_messages": 1}, "summarizer": {"strategy": "hybrid"}}), 422, "strategy-unavailable", ""),
+    ];
+    for (name, path, content_type, body, status, slug, field) in cases {
+        let p = post_raw(&app, path, content_type, body.to_string())
+            .await
+            .problem(status);
+        assert_eq!(p["type"], format!("urn:condense:problem:{slug}"), "{name}");
+        let errors = p["errors"].as_array();
+        assert_eq!(errors.is_some(), slug == "validation", "{name}: {p}");
+        let pointers: Vec<&str> = errors
+            .into_iter()
+            .flatten()
+            .map(|e| e["pointer"].as_str().expect("a string pointer"))
+            .collect();
+        for pointer in &pointers {
+            assert!(
+                points_into(&body, pointer),
+                "{name}: `{pointer}` is not in the body"
+            );
+        }
+        assert!(
+            field.is_empty() || pointers.contains(&field),
+            "{name}: {field} is not named: {p}"
+        );
+    }
+}
+
+/// Null is absent for every optional field (but `force`, above).
+#[tokio::test]
+async fn null_optional_fields_are_absent_ones() {
+    let app = app();
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let thread = json!({"messages": hi, "system": null, "tools": null, "format": null, "model": null,
+                        "encoding": null, "profile": null, "config": null, "summary": null});
+    #[rustfmt::skip]
+    let cases = [
+        ("/v1/tokens", json!({"text": "", "model": null, "encoding": null, "method": null, "chars_per_token": null,
+                              "messages": null, "system": null, "tools": null, "format": null})),
+        ("/v1/tokens", json!({"messages": [], "text": null})),
+        ("/v1/tokens", json!({"input": "hi", "instructions": null, "format": "responses"})),
+        ("/v1/verdict", thread.clone()),
+        ("/v1/compress", merged(thread, json!({"summarizer": null, "force": false, "group_by": null, "keep_recent_iterations": null}))),
+    ];
+    for (path, body) in cases {
+        let r = post(&app, path, &body).await;
+        assert_eq!(r.status, 200, "{path} {body}: {}", r.text());
+    }
+}
+
+/// `base` with the members of `extra` set.
+fn merged(mut base: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().expect("an object") {
+        base[k] = v.clone();
+    }
+    base
 }

@@ -156,6 +156,13 @@ async fn the_llm_tier_is_chosen_by_the_thread_total_and_auto_is_quiet_without_an
         "{}",
         below["warnings"]
     );
+    // A summarizer model asked for is ignored, and that is said.
+    let mut asked = body(120_000);
+    asked["summarizer"]["model"] = json!("gpt-4o-mini");
+    let r = post(&app, "/v1/compress", &asked).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let warnings = r.json()["warnings"].to_string();
+    assert!(warnings.contains("is ignored: no upstream"), "{warnings}");
 }
 
 /// The verdict's status block for a person (`Accept: text/plain`).

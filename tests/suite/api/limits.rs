@@ -6,7 +6,11 @@ use axum::body::Body;
 use axum::http::{Request, header};
 use serde_json::{Value, json};
 
-use crate::support::common::{Reply, app, app_with, chat, post, send, thread};
+use axum::Router;
+use condense::http::Access;
+
+use super::access::every_route;
+use crate::support::common::{Reply, app, app_with, chat, get, post, send, thread};
 use crate::support::stub::{self, Fault};
 
 const KEY_A: &str = "rate-key-a-0123456789abcdef";
@@ -224,10 +228,12 @@ async fn a_timeout_says_when_to_come_back() {
         },
         ..Default::default()
     });
-    let r = post(&app, "/v1/tokens", &thread("large-04.openai")).await;
-    let p = r.problem(503);
-    assert_eq!(p["type"], "urn:condense:problem:timeout");
-    assert_eq!(number(&r, "retry-after"), 5);
+    for path in ["/v1/tokens", "/v1/verdict"] {
+        let r = post(&app, path, &thread("large-04.openai")).await;
+        let p = r.problem(503);
+        assert_eq!(p["type"], "urn:condense:problem:timeout", "{path}");
+        assert_eq!(number(&r, "retry-after"), 5);
+    }
 }
 
 fn preflight(origin: &str) -> Request<Body> {
@@ -414,4 +420,71 @@ async fn past_the_concurrency_limit_requests_are_refused_not_queued() {
             .status,
         200
     );
+}
+
+/// Sends [`every_route`] to `app`: those `guarded` selects answer `status`
+/// with the problem `slug`; the others pass the gate.
+async fn walk(app: &Router, guarded: fn(Access) -> bool, status: u16, slug: &str) {
+    for (access, req) in every_route() {
+        let what = format!("{} {}", req.method(), req.uri());
+        let r = send(app, req).await;
+        if guarded(access) {
+            let p = r.problem(status);
+            assert_eq!(p["type"], format!("urn:condense:problem:{slug}"), "{what}");
+        } else {
+            assert_ne!(r.status, status, "{what} passes: {}", r.text());
+        }
+    }
+}
+
+/// Each gate on every route it guards: past the rate limit and with the
+/// memory budget all taken, every route but the probes and `/metrics`; with
+/// every place taken, the API and the playground (the proxy forwards
+/// unchanged).
+#[tokio::test]
+async fn each_gate_refuses_every_route_it_guards() {
+    let not_probes = |a| !matches!(a, Access::Probe | Access::Metrics);
+    let limited = app_with(condense::Config {
+        access: condense::config::AccessSettings {
+            rate_limit_per_sec: 0.001,
+            rate_limit_burst: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    // In-process every request shares one bucket: this one empties it.
+    assert_eq!(get(&limited, "/v1/models").await.status, 200);
+    walk(&limited, not_probes, 429, "rate-limited").await;
+
+    let unreachable = Some("http://127.0.0.1:9".to_string());
+    let state = condense::AppState::new(condense::Config {
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: 1024 * 1024,
+            max_concurrency: 1,
+            ..Default::default()
+        },
+        proxy: condense::config::ProxySettings {
+            openai_url: unreachable.clone(),
+            anthropic_url: unreachable,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .expect("app state");
+    let app = condense::http::router(state.clone());
+    let budget = state
+        .memory
+        .try_reserve(u64::MAX)
+        .expect("the whole budget");
+    walk(&app, not_probes, 503, "overloaded").await;
+    drop(budget);
+    let place = state.overload.try_enter().expect("the one place");
+    walk(
+        &app,
+        |a| matches!(a, Access::Api | Access::Page),
+        503,
+        "overloaded",
+    )
+    .await;
+    drop(place);
 }

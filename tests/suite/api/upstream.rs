@@ -140,6 +140,11 @@ async fn faults_fall_back_to_the_heuristic() {
         let body = r.json();
         assert_eq!(body["degraded"], true, "{fault:?}");
         assert_eq!(body["summary"]["strategy"], "heuristic", "{fault:?}");
+        assert_eq!(
+            body["usage"],
+            Value::Null,
+            "{fault:?}: a fallback reports no usage"
+        );
         let content = body["summary"]["content"].as_str().unwrap();
         assert!(
             content.starts_with("### User requests"),

@@ -145,6 +145,27 @@ async fn text_plain_is_a_status_block_for_people() {
     assert!(text.contains("messages since the last summary"), "{text}");
 }
 
+/// The status block only when text is asked for and JSON is not.
+#[tokio::test]
+async fn accept_chooses_text_only_without_json() {
+    let app = app();
+    let body = serde_json::to_vec(&json!({"messages": chat(2)})).unwrap();
+    for (accept, answer) in [
+        ("text/plain; charset=utf-8", "text/plain; charset=utf-8"),
+        ("text/plain, application/json", "application/json"),
+        ("*/*", "application/json"),
+    ] {
+        let req = axum::http::Request::post("/v1/verdict")
+            .header("content-type", "application/json")
+            .header("accept", accept)
+            .body(axum::body::Body::from(body.clone()))
+            .unwrap();
+        let r = send(&app, req).await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.content_type(), answer, "Accept: {accept}");
+    }
+}
+
 #[tokio::test]
 async fn profiles_from_a_file_are_listed_and_used() {
     let dir = std::env::temp_dir().join(format!("condense-profiles-{}", std::process::id()));
