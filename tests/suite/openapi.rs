@@ -167,6 +167,7 @@ async fn the_document_and_the_server_have_exactly_the_route_table() {
                 StatusCode::NOT_FOUND,
                 "{method} {path}: {body:.600}"
             );
+            assert!(body.contains("\"no route for /"), "{body:.600}");
         }
     }
 }
