@@ -52,7 +52,9 @@ pub enum ApiError {
     #[error("too many requests for this {who}; retry after {retry_after} seconds")]
     RateLimited { who: &'static str, retry_after: u64 },
     /// Refused, not queued.
-    #[error("condense is at its limit of {0} requests at once; retry shortly")]
+    #[error(
+        "condense is at its limit of {0} requests at once, or this caller at its share of them (three quarters); retry shortly"
+    )]
     Overloaded(usize),
     /// Refused before its body is read (see `admission::memory`).
     #[error(
@@ -69,6 +71,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("the request took longer than {0} seconds")]
     Timeout(u64),
+    /// A body slower than the slowest upload taken (`http::extract::arrived`).
+    #[error("the body did not arrive within {0} seconds (at least 64 KiB/s is needed after 5 s)")]
+    SlowBody(u64),
     /// `on_upstream_error: fail`: a short reason, never the upstream's own text.
     #[error("the upstream LLM failed ({0}); your thread is unchanged")]
     Upstream(String),
@@ -144,7 +149,7 @@ impl ApiError {
             E::StrategyUnavailable(_) => K::StrategyUnavailable,
             E::NotFound(_) => K::NotFound,
             E::MethodNotAllowed => K::MethodNotAllowed,
-            E::Timeout(_) => K::Timeout,
+            E::Timeout(_) | E::SlowBody(_) => K::Timeout,
             E::Upstream(_) => K::Upstream,
             E::ProxyDisabled(_) => K::ProxyDisabled,
             E::ProviderUnreachable(_) => K::ProviderUnreachable,
@@ -155,7 +160,7 @@ impl ApiError {
     /// `Retry-After`, `WWW-Authenticate`, `Accept-Encoding` as the status calls for.
     fn headers(&self, h: &mut HeaderMap) {
         let retry_after = match self {
-            ApiError::Timeout(_) => Some(TIMEOUT_RETRY_AFTER_SECS),
+            ApiError::Timeout(_) | ApiError::SlowBody(_) => Some(TIMEOUT_RETRY_AFTER_SECS),
             ApiError::Overloaded(_) | ApiError::OverBudget(_) => Some(OVERLOADED_RETRY_AFTER_SECS),
             ApiError::RateLimited { retry_after, .. } => Some(*retry_after),
             _ => None,

@@ -4,6 +4,8 @@
 
 pub mod memory;
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -72,17 +74,40 @@ impl MemoryBudget {
 
 /// The global concurrency limit: past N requests at work the next is
 /// refused (503), not queued: a queue turns a burst into memory and late
-/// answers. (Not tower's `ConcurrencyLimit`, which waits.)
+/// answers. (Not tower's `ConcurrencyLimit`, which waits.) One caller (a
+/// key, else an address) holds at most [`Overload::share`] of the places,
+/// so the others always find one free.
 #[derive(Debug, Clone)]
 pub struct Overload {
     /// None: no limit (`CONDENSE_MAX_CONCURRENCY=0`).
     permits: Option<Arc<Semaphore>>,
     max: usize,
+    /// The places each caller holds, by a hash of who it is.
+    held: Held,
 }
 
+type Held = Arc<Mutex<HashMap<u64, usize>>>;
+
 /// A place among the requests at work, held until dropped.
-#[derive(Debug)]
-pub struct Permit(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+#[derive(Debug, Default)]
+pub struct Permit {
+    _place: Option<OwnedSemaphorePermit>,
+    holder: Option<(Held, u64)>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some((held, who)) = &self.holder {
+            let mut held = held.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(n) = held.get_mut(who) {
+                *n -= 1;
+                if *n == 0 {
+                    held.remove(who);
+                }
+            }
+        }
+    }
+}
 
 impl Overload {
     /// At most `max` at once; `0` lifts the limit.
@@ -90,20 +115,38 @@ impl Overload {
         Self {
             permits: (max > 0).then(|| Arc::new(Semaphore::new(max))),
             max,
+            held: Arc::default(),
         }
     }
 
-    /// A place, or `None` when `max` requests are already at work.
-    pub fn try_enter(&self) -> Option<Permit> {
-        match &self.permits {
-            None => Some(Permit(None)),
-            Some(s) => s.clone().try_acquire_owned().ok().map(|p| Permit(Some(p))),
+    /// A place for `who`, or `None` when `max` requests are already at work
+    /// or `who` already holds its share.
+    pub fn try_enter(&self, who: impl Hash) -> Option<Permit> {
+        let Some(permits) = &self.permits else {
+            return Some(Permit::default());
+        };
+        let who = rustc_hash::FxBuildHasher.hash_one(who);
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.get(&who).copied().unwrap_or(0) >= self.share() {
+            return None;
         }
+        let place = permits.clone().try_acquire_owned().ok()?;
+        *held.entry(who).or_default() += 1;
+        Some(Permit {
+            _place: Some(place),
+            holder: Some((self.held.clone(), who)),
+        })
     }
 
     /// The configured limit (0: none).
     pub fn max(&self) -> usize {
         self.max
+    }
+
+    /// The most places one caller may hold: all but a quarter of them
+    /// (rounded down; with fewer than 4 places, all).
+    pub fn share(&self) -> usize {
+        self.max - self.max / 4
     }
 }
 
@@ -127,9 +170,10 @@ struct Holding {
 }
 
 impl Ticket {
-    /// Takes a place among the requests at work; false when none is free.
-    pub fn enter(&self, places: &Overload) -> bool {
-        let Some(place) = places.try_enter() else {
+    /// Takes a place among the requests at work for `who`; false when none
+    /// is free, or `who` holds its share.
+    pub fn enter(&self, places: &Overload, who: impl Hash) -> bool {
+        let Some(place) = places.try_enter(who) else {
             return false;
         };
         self.lock().place = Some(place);
@@ -281,29 +325,44 @@ mod tests {
     #[test]
     fn refuses_past_the_limit_and_admits_again_when_one_ends() {
         let o = Overload::new(2);
-        let a = o.try_enter().unwrap();
-        let _b = o.try_enter().unwrap();
+        let a = o.try_enter(1).unwrap();
+        let _b = o.try_enter(1).unwrap();
         assert_eq!(o.max - o.permits.as_ref().unwrap().available_permits(), 2);
-        assert!(o.try_enter().is_none());
+        assert!(o.try_enter(2).is_none());
         drop(a);
-        assert!(o.try_enter().is_some());
+        assert!(o.try_enter(2).is_some());
         let unlimited = Overload::new(0);
-        let held: Vec<_> = (0..1000).map(|_| unlimited.try_enter().unwrap()).collect();
+        let held: Vec<_> = (0..1000).map(|_| unlimited.try_enter(1).unwrap()).collect();
         assert_eq!(held.len(), 1000);
+    }
+
+    #[test]
+    fn one_caller_leaves_a_quarter_of_the_places_to_the_others() {
+        let o = Overload::new(8);
+        let mine: Vec<_> = (0..6).map(|_| o.try_enter("a").unwrap()).collect();
+        assert!(o.try_enter("a").is_none(), "six of eight is a's share");
+        let others: Vec<_> = (0..2).map(|_| o.try_enter("b").unwrap()).collect();
+        assert!(o.try_enter("c").is_none(), "all eight are taken");
+        drop(mine);
+        assert_eq!(o.held.lock().unwrap().len(), 1, "a holds none: forgotten");
+        drop(others);
+        assert!(o.held.lock().unwrap().is_empty());
+        assert_eq!(Overload::new(1).share(), 1);
+        assert_eq!(Overload::new(16).share(), 12);
     }
 
     #[test]
     fn a_ticket_lets_go_when_its_holder_is_done_and_its_work_has_stopped() {
         let (budget, places) = (MemoryBudget::new(10 * MIB), Overload::new(1));
         let ticket = budget.try_reserve(2 * MIB).unwrap();
-        assert!(ticket.enter(&places) && ticket.try_grow_to(6 * MIB));
+        assert!(ticket.enter(&places, 1) && ticket.try_grow_to(6 * MIB));
         let work = ticket.work();
         ticket.done(MIB);
         assert_eq!(in_use(&budget), 6 * MIB, "a task still runs");
-        assert!(places.try_enter().is_none());
+        assert!(places.try_enter(2).is_none());
         drop(work);
         assert_eq!(in_use(&budget), MIB, "what its answer needs");
-        assert!(places.try_enter().is_some());
+        assert!(places.try_enter(2).is_some());
         drop(ticket);
         assert_eq!(in_use(&budget), 0);
     }
@@ -312,13 +371,13 @@ mod tests {
     fn a_ticket_dropped_before_it_is_done_holds_until_its_work_stops() {
         let (budget, places) = (MemoryBudget::new(10 * MIB), Overload::new(1));
         let ticket = budget.try_reserve(2 * MIB).unwrap();
-        assert!(ticket.enter(&places));
+        assert!(ticket.enter(&places, 1));
         let work = ticket.work();
         drop(ticket);
         assert_eq!(in_use(&budget), 2 * MIB);
-        assert!(places.try_enter().is_none());
+        assert!(places.try_enter(2).is_none());
         drop(work);
         assert_eq!(in_use(&budget), 0);
-        assert!(places.try_enter().is_some());
+        assert!(places.try_enter(2).is_some());
     }
 }

@@ -2,15 +2,17 @@
 //! `/the/field` (axum's `Json` gives a dotted path in text). What of the body
 //! an error quotes is cut short ([`echo`]).
 
-use axum::RequestExt;
-use axum::body::{Bytes, HttpBody};
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderMap, header, request::Parts};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
+use std::time::Duration;
+
 use crate::admission::{Ticket, memory};
+use crate::config::LimitSettings;
 use crate::error::ApiError;
 use crate::guard::Caller;
 use crate::state::AppState;
@@ -156,33 +158,61 @@ impl FromRequest<AppState> for RawBody {
 
     async fn from_request(req: Request, app: &AppState) -> Result<Self, ApiError> {
         check_content_encoding(req.headers())?;
-        let limit = app.config.limits.body_limit;
-        let declared = req.body().size_hint().exact().unwrap_or(0) as usize;
-        // Into one buffer: `Bytes::from_request` holds the body twice while
-        // it copies, and the memory budget counts it once.
-        let mut buf = Vec::with_capacity(declared.min(limit.max(1)));
-        let mut body = req.into_limited_body();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| {
-                if is_over_limit(&e) {
-                    ApiError::PayloadTooLarge { limit }
-                } else {
-                    ApiError::MalformedJson(format!("the body could not be read: {e}"))
-                }
-            })?;
-            if let Ok(data) = frame.into_data() {
-                buf.extend_from_slice(&data);
-            }
-        }
-        Ok(RawBody(Bytes::from(buf)))
+        arrived(req.into_body(), &app.config.limits)
+            .await
+            .map(RawBody)
     }
 }
 
-/// The body limit's error, wherever it sits in the chain.
-fn is_over_limit(e: &axum::Error) -> bool {
-    let first: &(dyn std::error::Error + 'static) = e;
-    std::iter::successors(Some(first), |e| e.source())
-        .any(|e| e.is::<http_body_util::LengthLimitError>())
+/// The slowest upload taken: after a grace for the first bytes, a body must
+/// arrive at 64 KiB/s (8 MiB in 2 minutes), and within the request's time
+/// limit. A slow body holds a connection and the memory reserved for it.
+const UPLOAD_GRACE_SECS: u64 = 5;
+const MIN_UPLOAD_BYTES_PER_SEC: u64 = 64 * 1024;
+
+/// `body` read whole ([`read`]) if it arrives as fast as the slowest upload
+/// taken; else 503 `timeout`.
+pub async fn arrived(body: Body, limits: &LimitSettings) -> Result<Bytes, ApiError> {
+    let size = body.size_hint().exact();
+    let size = size.unwrap_or(limits.body_limit as u64);
+    let wait = Duration::from_secs(UPLOAD_GRACE_SECS + size.div_ceil(MIN_UPLOAD_BYTES_PER_SEC))
+        .min(limits.request_timeout.max(Duration::from_secs(1)));
+    tokio::time::timeout(wait, read(body, limits.body_limit))
+        .await
+        .map_err(|_| ApiError::SlowBody(wait.as_secs()))?
+}
+
+/// Reads `body` whole, up to `limit` bytes (413 past it). One frame (a body
+/// the gates have read already) is taken as it is; several go into one
+/// buffer of the declared size: collecting would hold the body twice while
+/// it copies, and the memory budget counts it once.
+pub async fn read(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let declared = body.size_hint().exact().unwrap_or(0) as usize;
+    let mut body = std::pin::pin!(http_body_util::Limited::new(body, limit));
+    let (mut first, mut buf) = (None, Vec::new());
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            if e.is::<http_body_util::LengthLimitError>() {
+                ApiError::PayloadTooLarge { limit }
+            } else {
+                ApiError::MalformedJson(format!("the body could not be read: {e}"))
+            }
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        match first.take() {
+            None if buf.is_empty() => first = Some(data),
+            earlier => {
+                if buf.is_empty() {
+                    buf.reserve_exact(declared.min(limit.max(1)));
+                }
+                buf.extend_from_slice(&earlier.unwrap_or_default());
+                buf.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(buf)))
 }
 
 /// An encoded body is refused (415), not decompressed: no decompression bomb to bound.

@@ -7,7 +7,7 @@
 
 use std::net::SocketAddr;
 
-use axum::body::HttpBody;
+use axum::body::{Body, HttpBody};
 use axum::extract::MatchedPath;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -60,16 +60,14 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     if !access.limited() {
         return next.run(req).await;
     }
-    let verdict = app.rate.as_ref().map(|rate| {
-        let bucket = match caller.key {
-            Some(id) => Bucket::Key(id),
-            None => req
-                .extensions()
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or(Bucket::Unknown, |c| Bucket::ip(c.0.ip())),
-        };
-        rate.check(bucket)
-    });
+    let who = match caller.key {
+        Some(id) => Bucket::Key(id),
+        None => req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or(Bucket::Unknown, |c| Bucket::ip(c.0.ip())),
+    };
+    let verdict = app.rate.as_ref().map(|rate| rate.check(who));
     if let Some(v) = verdict.filter(|v| !v.allowed) {
         let who = if caller.key.is_some() {
             "API key"
@@ -87,10 +85,17 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
     let Some(ticket) = reserve(&app, access.shed(), &req) else {
         return ApiError::OverBudget(app.memory.total()).into_response();
     };
-    if access.shed() && !ticket.enter(&app.overload) {
-        return ApiError::Overloaded(app.overload.max()).into_response();
+    if access.shed() {
+        req = match arrived(&app, req).await {
+            Ok(req) => req,
+            Err(e) => return e.into_response(),
+        };
+        if !ticket.enter(&app.overload, who) {
+            return ApiError::Overloaded(app.overload.max()).into_response();
+        }
     }
     req.extensions_mut().insert(ticket.clone());
+    req.extensions_mut().insert(who);
     let res = cancel::holding(ticket.clone(), next.run(req)).await;
     // The answer's body stays reserved until sent; the rest goes once the
     // request's CPU tasks have stopped (a time limit does not stop them).
@@ -122,6 +127,21 @@ fn reserve(app: &AppState, shed: bool, req: &Request) -> Option<Ticket> {
     app.memory
         .has_free(worst)
         .then(|| app.memory.try_reserve(now))?
+}
+
+/// The request with its body read whole, before it takes a place among the
+/// requests at work: a slow upload holds only the memory reserved for it
+/// (which the budget bounds), never a place another caller needs. A body
+/// over the limit is left to the body limit's 413, answered from the head.
+async fn arrived(app: &AppState, req: Request) -> Result<Request, ApiError> {
+    let limits = &app.config.limits;
+    let declared = req.body().size_hint().exact();
+    if declared == Some(0) || declared.is_some_and(|n| n > limits.body_limit as u64) {
+        return Ok(req);
+    }
+    let (parts, body) = req.into_parts();
+    let body = super::extract::arrived(body, limits).await?;
+    Ok(Request::from_parts(parts, Body::from(body)))
 }
 
 /// The caller, or the one 401 every wrong credential gets.

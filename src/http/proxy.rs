@@ -2,7 +2,6 @@
 //! the proxy service, and relays the provider's answer as it streams in.
 
 use super::access::Access;
-use std::time::Duration;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
@@ -14,7 +13,7 @@ use super::extract::{RawBody, require_json, text};
 use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
-use crate::guard::Caller;
+use crate::guard::{Bucket, Caller};
 use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW, Unchanged};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
@@ -39,6 +38,7 @@ async fn proxy(
     Extension(endpoint): Extension<Endpoint>,
     caller: Caller,
     ticket: Option<Extension<Ticket>>,
+    who: Option<Extension<Bucket>>,
     tie: Option<Extension<EndWithClient>>,
     req: Request,
 ) -> Result<Response> {
@@ -67,7 +67,7 @@ async fn proxy(
     };
     // No ticket means the gates did not run: compressing holds nothing.
     let ticket = ticket.map(|t| t.0).unwrap_or_default();
-    let prepared = if !ticket.enter(&app.overload) {
+    let prepared = if !ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0)) {
         Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED)
     } else if !ticket.try_grow_to(memory::model_bytes(body.len() as u64)) {
         Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET)
@@ -91,17 +91,10 @@ async fn proxy(
         .map_err(|e| ApiError::Internal(e.into()))
 }
 
-/// The request's headers and body, which must arrive within the request time
-/// limit (these routes have none otherwise).
+/// The request's headers and body, which must arrive as fast as the API's
+/// (`extract::arrived`; these routes have no time limit otherwise).
 async fn read(app: &AppState, req: Request) -> Result<(HeaderMap, Bytes)> {
     let headers = req.headers().clone();
-    let limit = app
-        .config
-        .limits
-        .request_timeout
-        .max(Duration::from_secs(1));
-    let body = tokio::time::timeout(limit, RawBody::from_request(req, app))
-        .await
-        .map_err(|_| ApiError::Timeout(limit.as_secs()))??;
+    let body = RawBody::from_request(req, app).await?;
     Ok((headers, body.0))
 }

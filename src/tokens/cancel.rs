@@ -101,7 +101,7 @@ mod tests {
     async fn a_place_is_free_only_when_the_tasks_of_a_dropped_request_end() {
         let places = Overload::new(1);
         let ticket = Ticket::default();
-        assert!(ticket.enter(&places));
+        assert!(ticket.enter(&places, 1));
         let (go, wait) = std::sync::mpsc::channel::<()>();
         let request = holding(ticket, async move {
             let share = held().expect("inside `holding`");
@@ -119,12 +119,12 @@ mod tests {
                 .is_err()
         );
         assert!(
-            places.try_enter().is_none(),
+            places.try_enter(2).is_none(),
             "the place was freed while its work ran"
         );
         go.send(()).unwrap();
         for _ in 0..6000 {
-            if places.try_enter().is_some() {
+            if places.try_enter(2).is_some() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -86,18 +86,25 @@ async fn many_concurrent_requests_past_the_limit_are_shed_at_once() {
     })
     .await;
     let http = client();
-    let held: Vec<_> = (0..LIMIT)
-        .map(|i| {
-            let (http, url) = (http.clone(), url.clone());
-            tokio::spawn(async move {
-                http.post(format!("{url}/v1/compress"))
-                    .json(&llm_compression(i))
-                    .send()
-                    .await
-                    .unwrap()
-            })
+    let hold = |i: usize, from: &str| {
+        let (http, url) = (client_from(from), url.clone());
+        tokio::spawn(async move {
+            http.post(format!("{url}/v1/compress"))
+                .json(&llm_compression(i))
+                .send()
+                .await
+                .unwrap()
         })
-        .collect();
+    };
+    let mut held: Vec<_> = (0..LIMIT - 1).map(|i| hold(i, "127.0.0.2")).collect();
+    until("three places are taken", async || {
+        upstream.calls() == LIMIT - 1
+    })
+    .await;
+    // One caller holds at most three quarters of the places: the last is another's.
+    let r = hold(LIMIT, "127.0.0.2").await.unwrap();
+    assert_eq!(r.status(), 503, "past its share");
+    held.push(hold(LIMIT - 1, "127.0.0.3"));
     until("every place is taken", async || upstream.calls() == LIMIT).await;
 
     // Twenty more at once: each is answered while the four are still held,

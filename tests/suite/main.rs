@@ -36,3 +36,4 @@ mod single_flight;
 mod summary_key;
 mod support;
 mod tls;
+mod uploads;

@@ -705,7 +705,7 @@ async fn requests_forwarded_unchanged_are_counted_by_reason() {
     )
     .await;
     assert!(r.headers.contains_key("x-condense-note"));
-    let place = state.overload.try_enter().expect("the one place");
+    let place = state.overload.try_enter(0).expect("the one place");
     let r = send(&app, "/v1/messages", &[], &anthropic).await;
     assert_eq!(r.status, 200);
     let note = r.headers["x-condense-note"].to_str().unwrap();

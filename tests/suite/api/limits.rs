@@ -478,7 +478,7 @@ async fn each_gate_refuses_every_route_it_guards() {
         .expect("the whole budget");
     walk(&app, not_probes, 503, "overloaded").await;
     drop(budget);
-    let place = state.overload.try_enter().expect("the one place");
+    let place = state.overload.try_enter(0).expect("the one place");
     walk(
         &app,
         |a| matches!(a, Access::Api | Access::Page),
