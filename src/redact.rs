@@ -3,8 +3,9 @@
 
 const REDACTED: &str = "[redacted]";
 
-/// `url` with its whole userinfo (a lone user may be a key) and every
-/// `password=` query value replaced; works on text that is not a URL too.
+/// `url` with its whole userinfo (a lone user may be a key) and every query
+/// value whose name says it may be a secret replaced ([`secret_name`]);
+/// works on text that is not a URL too.
 pub fn redact_url(url: &str) -> String {
     let mut out = url.to_string();
     if let Some(start) = out.find("://").map(|i| i + 3) {
@@ -20,13 +21,34 @@ pub fn redact_url(url: &str) -> String {
         let query: Vec<String> = query
             .split('&')
             .map(|kv| match kv.split_once('=') {
-                Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}={REDACTED}"),
+                Some((k, _)) if secret_name(k) => format!("{k}={REDACTED}"),
                 _ => kv.to_string(),
             })
             .collect();
         out = format!("{head}{}", query.join("&"));
     }
     out
+}
+
+/// A query parameter that may carry a credential: `password`,
+/// `sslpassword`, `api_key`, `key`, `token`, `sig`, `X-Amz-Signature`,
+/// `secret`, `auth`... Matched by what the name holds, so a new spelling
+/// errs toward hiding.
+pub fn secret_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "pass",
+        "pwd",
+        "key",
+        "token",
+        "secret",
+        "sig",
+        "auth",
+        "credential",
+        "session",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
 }
 
 #[cfg(test)]
@@ -60,6 +82,14 @@ mod tests {
         assert_eq!(
             redact_url("postgres://u:p@db/x?PASSWORD=q&sslmode=require"),
             "postgres://[redacted]@db/x?PASSWORD=[redacted]&sslmode=require"
+        );
+        assert_eq!(
+            redact_url("https://h/v1?api_key=k1&key=k2&sig=s&X-Amz-Signature=a&user=u"),
+            "https://h/v1?api_key=[redacted]&key=[redacted]&sig=[redacted]&X-Amz-Signature=[redacted]&user=u"
+        );
+        assert_eq!(
+            redact_url("postgres://db/x?sslpassword=p&access_token=t&sslmode=verify-full"),
+            "postgres://db/x?sslpassword=[redacted]&access_token=[redacted]&sslmode=verify-full"
         );
     }
 

@@ -116,7 +116,7 @@ pub(crate) fn scrub(message: &str, url: &str) -> String {
     if let Some((_, query)) = url.split_once('?') {
         for kv in query.split('&') {
             if let Some((k, v)) = kv.split_once('=')
-                && k.eq_ignore_ascii_case("password")
+                && crate::redact::secret_name(k)
             {
                 secrets.push(v.to_string());
             }

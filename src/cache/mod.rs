@@ -150,7 +150,11 @@ impl Cache {
             }
             "sqlite" => {
                 let connect = trimmed.parse().map_err(|e: sqlx::Error| {
-                    CacheError::Config(format!("bad cache URL {trimmed}: {e}"))
+                    CacheError::Config(format!(
+                        "bad cache URL {}: {}",
+                        redact_url(trimmed),
+                        error::scrub(&e.to_string(), trimmed)
+                    ))
                 })?;
                 Cache::Sqlite(SqliteCache::open(connect, opts).await?)
             }

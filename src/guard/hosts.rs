@@ -75,8 +75,9 @@ fn host_name(authority: &str) -> Option<String> {
     ok.then(|| name.to_ascii_lowercase())
 }
 
+/// A TCP port (`99999` is none).
 fn port(p: &str) -> bool {
-    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
+    p.bytes().all(|b| b.is_ascii_digit()) && p.parse::<u16>().is_ok()
 }
 
 /// A request from a page at `origin` may be served: condense's own origin
@@ -117,6 +118,9 @@ mod tests {
             "",
             "a b",
             "localhost:80:80",
+            "localhost:99999",
+            "[::1]:65536",
+            "localhost:+80",
             "condense",
         ] {
             assert!(!hosts.allows(Some(refused)), "{refused}");

@@ -50,7 +50,13 @@ struct Entry {
     digest: [u8; 32],
     llm: bool,
     provider: bool,
+    /// Its place in its list (`entry 2`, `line 7`), to name a repeat.
+    place: String,
 }
+
+/// A key listed twice would hold the permissions of either, which no
+/// single line says: refused, naming where.
+const LISTED_TWICE: &str = "the same key is listed";
 
 /// A set of keys. Debug shows only how many.
 #[derive(Clone, Default)]
@@ -97,9 +103,10 @@ impl KeySet {
         let mut set = KeySet::default();
         for (i, entry) in entries.into_iter().enumerate() {
             if !entry.trim().is_empty() {
-                set.push(entry).map_err(|what| KeyError {
+                let place = format!("{unit} {}", i + 1);
+                set.push(entry, &place).map_err(|what| KeyError {
                     source_name,
-                    place: format!("{unit} {}", i + 1),
+                    place,
                     what,
                 })?;
             }
@@ -107,7 +114,7 @@ impl KeySet {
         Ok(set)
     }
 
-    fn push(&mut self, entry: &str) -> Result<(), String> {
+    fn push(&mut self, entry: &str, place: &str) -> Result<(), String> {
         let mut words = entry.split_whitespace();
         let key = words.next().unwrap_or_default();
         let chars = key.chars().count();
@@ -137,18 +144,38 @@ impl KeySet {
                 }
             }
         }
+        let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
+        if let Some(first) = self.entries.iter().find(|e| e.digest == digest) {
+            return Err(format!(
+                "{LISTED_TWICE} at {}: list a key once, with all its permissions",
+                first.place
+            ));
+        }
         self.entries.push(Entry {
-            digest: Sha256::digest(key.as_bytes()).into(),
+            digest,
             llm,
             provider,
+            place: place.to_owned(),
         });
         Ok(())
     }
 
-    /// Both sets' keys (a key in both has the permissions of either).
-    pub fn union(mut self, other: &KeySet) -> Self {
+    /// The environment's keys and the keys file's (`other`); a key in both
+    /// is refused, at its line of the file.
+    pub fn union(mut self, other: &KeySet) -> Result<Self, KeyError> {
+        for e in &other.entries {
+            if self.entries.iter().any(|mine| mine.digest == e.digest) {
+                return Err(KeyError {
+                    source_name: "CONDENSE_API_KEYS_FILE",
+                    place: e.place.clone(),
+                    what: format!(
+                        "{LISTED_TWICE} in CONDENSE_API_KEYS: list a key once, with all its permissions"
+                    ),
+                });
+            }
+        }
         self.entries.extend(other.entries.iter().cloned());
-        self
+        Ok(self)
     }
 
     pub fn len(&self) -> usize {
@@ -210,17 +237,23 @@ mod tests {
     }
 
     #[test]
-    fn a_key_listed_twice_has_the_permissions_of_either() {
-        let set = KeySet::from_entries([A, &format!("{A} llm")]).unwrap();
-        assert!(set.find(A).unwrap().llm);
-        let union = KeySet::from_entries([A])
+    fn a_key_listed_twice_is_refused_where_it_repeats() {
+        let e = KeySet::from_entries([A, B, &format!("{A} llm")]).unwrap_err();
+        assert_eq!(e.place, "entry 3");
+        assert!(e.what.contains("listed at entry 1"), "{e}");
+        let e = KeySet::from_entries([A])
             .unwrap()
-            .union(&KeySet::from_file_text(&format!("{A} llm")).unwrap());
-        assert!(union.find(A).unwrap().llm);
-        let both =
-            KeySet::from_entries([&format!("{A} llm")[..], &format!("{A} provider")]).unwrap();
-        let c = both.find(A).unwrap();
-        assert!(c.llm && c.provider);
+            .union(&KeySet::from_file_text(&format!("{B}\n{A} llm")).unwrap())
+            .unwrap_err();
+        assert_eq!(
+            (e.source_name, e.place.as_str()),
+            ("CONDENSE_API_KEYS_FILE", "line 2")
+        );
+        assert!(!e.to_string().contains(A), "{e}");
+        let both = KeySet::from_entries([A])
+            .unwrap()
+            .union(&KeySet::from_entries([B]).unwrap());
+        assert_eq!(both.unwrap().len(), 2);
     }
 
     #[test]

@@ -71,7 +71,7 @@ impl Access {
         if let Some(path) = &config.file {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("reading the API keys file {}", path.display()))?;
-            current = current.union(&parse_file(&bytes)?);
+            current = current.union(&parse_file(&bytes)?)?;
             seen.loaded = Some(Sha256::digest(&bytes).into());
         }
         Ok(Self {
@@ -126,9 +126,8 @@ impl Access {
         if seen.refused == Some(digest) {
             return Reload::Refused;
         }
-        match parse_file(&bytes) {
-            Ok(file_keys) => {
-                let keys = self.inline.clone().union(&file_keys);
+        match parse_file(&bytes).and_then(|file_keys| self.inline.clone().union(&file_keys)) {
+            Ok(keys) => {
                 let n = keys.len();
                 *self.current.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(keys);
                 seen.loaded = Some(digest);

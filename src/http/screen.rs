@@ -16,7 +16,18 @@ pub(super) fn check(s: &AppState, req: &Request) -> Result<(), ApiError> {
         return Ok(());
     }
     let text = |name| req.headers().get(name).map(|v| v.to_str().unwrap_or("?"));
-    let host = text(header::HOST);
+    // RFC 9112: an absolute-form target names the host, whatever `Host`
+    // says; two `Host` headers name none.
+    if req.headers().get_all(header::HOST).iter().nth(1).is_some() {
+        return Err(ApiError::Forbidden(
+            "the request has more than one `Host` header".into(),
+        ));
+    }
+    let host = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str())
+        .or(text(header::HOST));
     if !s.hosts.allows(host) {
         return Err(ApiError::Forbidden(format!(
             "condense does not answer to the host `{}`; add it to CONDENSE_ALLOWED_HOSTS",

@@ -111,6 +111,24 @@ async fn without_keys_only_addresses_and_localhost_are_answered() {
         let r = send(&app, request(page, &[(header::HOST, rebound)], None)).await;
         assert_eq!(r.status, 403, "{page}");
     }
+    // The target names the host when it is absolute (RFC 9112); two `Host`
+    // headers, or a port no TCP has, name none.
+    let absolute = request(
+        "http://attacker.example:8080/v1/tokens",
+        &[(header::HOST, "127.0.0.1:8080")],
+        tokens(),
+    );
+    assert_refused(&send(&app, absolute).await, "CONDENSE_ALLOWED_HOSTS");
+    let two = [(header::HOST, "127.0.0.1:8080"), (header::HOST, rebound)];
+    assert_refused(
+        &send(&app, request("/v1/tokens", &two, tokens())).await,
+        "more than one",
+    );
+    let no_port = [(header::HOST, "localhost:99999")];
+    assert_refused(
+        &send(&app, request("/v1/tokens", &no_port, tokens())).await,
+        "CONDENSE_ALLOWED_HOSTS",
+    );
     assert_eq!(provider.calls(), 0, "nothing reached the provider");
     // The probes answer whatever the name: an orchestrator uses an address.
     for probe in ["/healthz", "/readyz"] {
