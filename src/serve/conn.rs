@@ -46,8 +46,9 @@ pub async fn serve(
         let deadline = activity.deadline(&options);
         tokio::select! {
             result = conn.as_mut() => {
-                if let Err(e) = result {
-                    tracing::debug!(error = %e, %peer, "connection ended with an error");
+                match result {
+                    Ok(()) => socket::linger(&stream).await,
+                    Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
                 }
                 break;
             }

@@ -116,3 +116,38 @@ pub(super) async fn client_left(stream: &TcpStream) -> Left {
         }
     }
 }
+
+/// How long a client still sending may be drained after its answer: while
+/// bytes keep coming, at most [`LINGER_MOST`]; a pause of [`LINGER_PAUSE`]
+/// ends it.
+const LINGER_PAUSE: std::time::Duration = std::time::Duration::from_secs(2);
+const LINGER_MOST: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Before closing a connection whose client may still be sending (a body
+/// refused from its head, 413 or 503): its answer is written and the write
+/// side shut, and what still arrives is read and dropped until the client
+/// closes, pauses or takes too long. Closing with unread bytes would reset
+/// the connection, and a client still uploading would see a broken pipe
+/// instead of the status and `Retry-After` (lingering close, RFC 9112 §9.6).
+pub(super) async fn linger(stream: &TcpStream) {
+    let _ = socket2::SockRef::from(stream).shutdown(std::net::Shutdown::Write);
+    let most = tokio::time::Instant::now() + LINGER_MOST;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let pause = tokio::time::Instant::now() + LINGER_PAUSE;
+        tokio::select! {
+            ready = stream.readable() => {
+                if ready.is_err() {
+                    return;
+                }
+                match stream.try_read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                }
+            }
+            () = tokio::time::sleep_until(pause.min(most)) => return,
+        }
+    }
+}

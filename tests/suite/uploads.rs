@@ -99,3 +99,34 @@ async fn a_stalled_body_is_refused_with_when_to_come_back() {
         "{answer}"
     );
 }
+
+/// A body refused from its head (413) while its client is still sending
+/// it: the client gets to read the answer, not a reset connection.
+#[tokio::test]
+async fn a_client_still_uploading_a_refused_body_reads_the_answer() {
+    let url = server::serve(condense::Config {
+        limits: condense::config::LimitSettings {
+            body_limit: 1024 * 1024,
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let addr: SocketAddr = url.trim_start_matches("http://").parse().unwrap();
+    let mut s = TcpStream::connect(addr).await.expect("connects");
+    let size = 8 * 1024 * 1024;
+    let head = format!(
+        "POST /v1/tokens HTTP/1.1\r\nHost: localhost\r\n\
+         Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    // The whole body, as a client that does not look for an early answer sends it.
+    let chunk = vec![b' '; 64 * 1024];
+    for _ in 0..size / chunk.len() {
+        s.write_all(&chunk)
+            .await
+            .expect("the upload is drained, not reset");
+    }
+    let answer = server::read_response(&mut s, GENEROUS).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+}
