@@ -123,7 +123,7 @@ impl Application {
         let signal = async {
             stop.await;
             let _ = tx.send(true);
-            compressor.precomputer().shutdown();
+            compressor.precomputer().shutdown().await;
         };
         let probe = async {
             match self.probe {

@@ -3,7 +3,10 @@
 //! loses it within one lease. Waiters are bounded by their request's timeout.
 
 use std::convert::Infallible;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
+
+use tokio::task::JoinSet;
 
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -131,6 +134,18 @@ async fn release(cache: &Cache, key: &str) {
     }
 }
 
+/// The releases of claims dropped unfinished, still running: a process
+/// that stops waits for them ([`settle`]), so it leaves no claim to run out
+/// its lease (another replica, or this one restarted, would wait for it).
+static RELEASING: LazyLock<Mutex<JoinSet<()>>> = LazyLock::new(Mutex::default);
+
+/// Waits, at most `wait`, for the releases of claims dropped unfinished.
+pub async fn settle(wait: Duration) {
+    let mut releasing = std::mem::take(&mut *RELEASING.lock().unwrap_or_else(|p| p.into_inner()));
+    let all = async { while releasing.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(wait, all).await;
+}
+
 impl Drop for ClaimGuard {
     /// Still armed (cancelled, timed out, or `put` failed): released on the
     /// current runtime; without one, the claim ends with its lease.
@@ -142,7 +157,10 @@ impl Drop for ClaimGuard {
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 tracing::debug!(%key, "summary claim dropped unfinished; releasing it");
-                runtime.spawn(async move { release(&cache, &key).await });
+                let mut releasing = RELEASING.lock().unwrap_or_else(|p| p.into_inner());
+                // Finished releases leave their results behind until reaped.
+                while releasing.try_join_next().is_some() {}
+                releasing.spawn_on(async move { release(&cache, &key).await }, &runtime);
             }
             Err(_) => tracing::warn!(
                 %key,

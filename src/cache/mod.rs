@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::redact::redact_url;
 
-pub use claim::ClaimGuard;
+pub use claim::{ClaimGuard, settle};
 pub use error::CacheError;
 pub use health::{CacheHealth, HealthCheck, Status as HealthStatus};
 pub use postgres::PgCache;

@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
 use super::continuity::Anchor;
@@ -70,6 +70,8 @@ pub struct Precomputer {
     tasks: Mutex<JoinSet<()>>,
     /// The requests' budget: a job holds its thread's parsed copy.
     memory: MemoryBudget,
+    /// Set at shutdown: every job stops and gives its claim up.
+    stop: watch::Sender<bool>,
 }
 
 impl Default for Precomputer {
@@ -81,6 +83,9 @@ impl Default for Precomputer {
 /// Half the upstream's default concurrency: due turns still find room.
 pub const DEFAULT_CONCURRENCY: usize = 2;
 
+/// Longest wait at shutdown for the jobs to give their claims up.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Precomputer {
     /// At most `concurrency` jobs at once (0: none), holding `memory`.
     pub fn new(concurrency: usize, memory: MemoryBudget) -> Self {
@@ -88,15 +93,22 @@ impl Precomputer {
             slots: Arc::new(Semaphore::new(concurrency)),
             tasks: Mutex::default(),
             memory,
+            stop: watch::Sender::new(false),
         }
     }
 
-    /// Aborts every job (shutdown); a cut job stores nothing, its claim expires.
-    pub fn shutdown(&self) {
-        self.tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .abort_all();
+    /// Stops every job (shutdown): a cut job stores nothing and gives its
+    /// claims up (the job's, and its summary's), so the conversation's next turn (on another replica, or on
+    /// this one restarted) writes the summary at once instead of waiting out
+    /// the claim's lease. A release that hangs (a cache down) is not waited
+    /// for past [`RELEASE_WAIT`]; the lease ends it then.
+    pub async fn shutdown(&self) {
+        self.stop.send_replace(true);
+        let mut tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        let all = async { while tasks.join_next().await.is_some() {} };
+        let _ = tokio::time::timeout(RELEASE_WAIT, all).await;
+        // The claims its summaries' writes held, given up as they were cut.
+        crate::cache::settle(RELEASE_WAIT).await;
     }
 
     /// Spawns `job` unless any replica holds this conversation's claim, or there is no room.
@@ -123,11 +135,17 @@ impl Precomputer {
         let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
         // Finished jobs leave their results behind until reaped.
         while tasks.try_join_next().is_some() {}
+        let mut stop = self.stop.subscribe();
         tasks.spawn(async move {
             let _held = (slot, ticket);
-            let done = claim.hold(write(&summarizer, job)).await;
+            let done = tokio::select! {
+                done = claim.hold(write(&summarizer, job)) => Some(done),
+                _ = stop.wait_for(|stop| *stop) => None,
+            };
             claim.release().await;
-            metrics.precompute(done);
+            if let Some(done) = done {
+                metrics.precompute(done);
+            }
         });
         Precompute::Started
     }

@@ -9,7 +9,7 @@
 //! slow or fails (a stub: faults the real one will not produce on demand)
 //! never delays or fails a request.
 use crate::support::recorder::{Exchange, Recorder};
-use crate::support::{live, prometheus, server};
+use crate::support::{live, process, prometheus, server};
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -614,4 +614,62 @@ async fn precompute_at_must_be_a_share_below_one() {
     let body = json!({"messages": [{"role": "user", "content": "hi"}], "precompute": null});
     let (status, v) = compress(&client, &base, &body).await;
     assert_eq!(status, 422, "{v}");
+}
+
+/// A process stopped (SIGTERM) while it writes a summary ahead gives the
+/// job's claim up: restarted on the same cache, the conversation's next
+/// turn starts the job at once rather than waiting out the claim's lease
+/// (an hour here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_finds_the_stopped_jobs_claim_given_up() {
+    let (provider, seen) = provider().await;
+    let dir = temp_dir("precompute-restart");
+    std::fs::write(dir.join("short.toml"), SHORT).unwrap();
+    let database = sqlite(&dir, "c.sqlite3");
+    let env = |upstream: &str| -> Vec<(String, String)> {
+        [
+            ("CONDENSE_LISTEN", "127.0.0.1:0"),
+            ("CONDENSE_DATABASE_URL", database.as_str()),
+            ("CONDENSE_CACHE_CLAIM_LEASE", "3600s"),
+            ("CONDENSE_UPSTREAM_URL", upstream),
+            ("CONDENSE_UPSTREAM_MODEL", "SmolLM2-135M-Instruct"),
+            ("CONDENSE_UPSTREAM_MAX_RETRIES", "0"),
+            ("CONDENSE_UPSTREAM_TIMEOUT", "600"),
+            ("CONDENSE_UPSTREAM_RETRY_BUDGET", "900"),
+            ("CONDENSE_REQUEST_TIMEOUT", "1200"),
+            ("CONDENSE_PROXY_OPENAI_URL", &format!("{provider}/v1")),
+            (
+                "CONDENSE_PROFILES_FILE",
+                dir.join("short.toml").to_str().unwrap(),
+            ),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .to_vec()
+    };
+    let client = reqwest::Client::new();
+    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    let (upstream, arrived, _) = silent_summarizer().await;
+    let mut first = process::Process::start(&[], &env(&upstream), &dir);
+    let base = first.url();
+    for i in 0..4 {
+        history.push(user(i));
+        turn(&client, &base, "default", &history, &seen).await;
+        history.push(assistant(i));
+    }
+    history.push(user(4));
+    let (h, _) = turn(&client, &base, "default", &history, &seen).await;
+    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    arrived.notified().await;
+    first.terminate();
+
+    let (upstream, arrived, _) = silent_summarizer().await;
+    let again = process::Process::start(&[], &env(&upstream), &dir);
+    let (h, _) = turn(&client, &again.url(), "default", &history, &seen).await;
+    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    let written = tokio::time::timeout(Duration::from_secs(120), arrived.notified()).await;
+    assert!(
+        written.is_ok(),
+        "the restarted process did not write the summary ahead:\n{}",
+        again.output()
+    );
 }

@@ -120,6 +120,22 @@ impl Process {
         }
     }
 
+    /// Stops it as an orchestrator does (SIGTERM) and waits until it has
+    /// exited; panics if it is still running after [`GENEROUS`].
+    pub fn terminate(&mut self) {
+        // SAFETY: a signal to the child this handle owns.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + GENEROUS;
+        while self.child.try_wait().ok().flatten().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "condense did not stop on SIGTERM:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// All its output so far.
     pub fn output(&self) -> String {
         self.lines.lines.lock().unwrap().join("\n")
