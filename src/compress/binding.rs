@@ -172,11 +172,10 @@ pub(super) fn unbind(
     if !format.binds_thinking() {
         return out;
     }
-    let before =
-        draft.pinned.len() + usize::from(draft.summary.is_some()) + draft.instructions.len();
+    let positions = draft.tail_positions();
     let mut changes = Vec::new();
     for (p, k) in draft.tail.iter_mut().enumerate() {
-        let prefix = prefix_of(before + p, k.index);
+        let prefix = prefix_of(positions[p], k.index);
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
         // Without thinking on, every block can go, a valid one too.
         let valid_kept = prefix == Prefix::Same && (required || only_thinking);
