@@ -162,6 +162,25 @@ impl Draft {
             .collect()
     }
 
+    /// Drops the tail messages at `positions` (ascending), reported dropped.
+    pub fn drop_tail(&mut self, positions: &[usize]) {
+        let (mut p, mut tokens, mut gone) = (0, 0, Vec::new());
+        self.tail.retain(|k| {
+            let dropped = positions.binary_search(&p).is_ok();
+            p += 1;
+            if dropped {
+                tokens += k.tokens;
+                gone.push(k.index);
+            }
+            !dropped
+        });
+        self.tail_tokens -= tokens;
+        for index in gone {
+            self.truncated.remove(&index);
+            self.dropped.push(index);
+        }
+    }
+
     /// The output messages, in order.
     pub fn into_messages(self) -> (Vec<Message>, BTreeSet<usize>, Vec<usize>) {
         let lead = self.lead();
