@@ -9,6 +9,12 @@
 //!    written now, or before a reused one came into use (`in_use_from`);
 //! 3. else keeps a block it may not remove or cannot judge, with
 //!    **`drop_block`** (the API then drops exactly the invalid blocks).
+//!
+//! With thinking off the API ignores every thinking block, so a kept turn
+//! of thinking alone would reach it empty, which it refuses (400: every
+//! message but a final assistant one needs content). Such a turn is
+//! **dropped** whole: it holds no call, so no result loses its pair, and
+//! the model reads the same conversation it would have read.
 
 use super::fit::Draft;
 use super::{AppliedEdit, Outcome};
@@ -45,8 +51,10 @@ pub(super) fn without_thinking(m: &Message, format: WireFormat) -> Option<Messag
 /// What [`unbind`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Unbound {
-    /// Assistant turns whose thinking blocks were removed.
+    /// Assistant turns whose thinking blocks were removed (dropped ones included).
     pub removed_turns: usize,
+    /// Turns of thinking alone dropped whole (thinking off).
+    pub dropped_turns: usize,
     /// Tokens their removal saved.
     pub saved: usize,
     /// Blocks kept although their prefix may have changed.
@@ -63,11 +71,26 @@ impl Unbound {
             cleared_input_tokens: self.saved,
         })
     }
+
+    /// The warning for the turns dropped whole, if any.
+    pub fn dropped_warning(&self) -> Option<String> {
+        (self.dropped_turns > 0).then(|| format!(
+            "dropped {} assistant turn(s) holding only thinking: with thinking off Anthropic ignores thinking blocks and refuses an empty turn",
+            self.dropped_turns
+        ))
+    }
+}
+
+/// A kept assistant turn the API would read as empty, with thinking off
+/// (`required` false): only thinking, and not the last message (a final
+/// assistant message may be empty).
+fn empty_without_thinking(m: &Message, required: bool, last: bool) -> bool {
+    !required && !last && m.has_thinking() && m.parts.iter().all(Part::is_thinking)
 }
 
 /// Marks an outcome that kept every message in place (cleared or cut texts
 /// at most): thinking after a change needs `drop_block`, or, without
-/// thinking on (`required`), goes (unless it is all its message holds).
+/// thinking on (`required`), goes; a turn of thinking alone then goes whole.
 pub(super) fn mark_in_place(
     outcome: &mut Outcome,
     cleared_from: Option<usize>,
@@ -84,13 +107,17 @@ pub(super) fn mark_in_place(
     else {
         return;
     };
+    let (pinned, last) = (t.pinned_len(), t.messages.len().saturating_sub(1));
+    let gone: Vec<usize> = (pinned..t.messages.len())
+        .filter(|&i| empty_without_thinking(&t.messages[i], required, i == last))
+        .collect();
+    // What follows a dropped turn saw another prefix too.
+    let from = gone.first().map_or(from, |&i| i.min(from));
     let mut out = Unbound::default();
-    for m in t
-        .messages
-        .iter_mut()
-        .skip(from + 1)
-        .filter(|m| m.has_thinking())
-    {
+    for (i, m) in t.messages.iter_mut().enumerate().skip(from + 1) {
+        if !m.has_thinking() || gone.binary_search(&i).is_ok() {
+            continue;
+        }
         let only_thinking = m.parts.iter().all(Part::is_thinking);
         match without_thinking(m, t.format).filter(|_| !required && !only_thinking) {
             Some(stripped) => {
@@ -101,8 +128,28 @@ pub(super) fn mark_in_place(
                 out.removed_turns += 1;
                 *m = stripped;
             }
+            // Thinking off, a final turn of thinking alone: valid as it is.
+            None if !required => {}
             None => out.drop_block = true,
         }
+    }
+    if !gone.is_empty() {
+        out.saved += gone
+            .iter()
+            .map(|&i| c.message(&t.messages[i]).tokens)
+            .sum::<usize>();
+        let mut i = 0;
+        t.messages.retain(|_| {
+            i += 1;
+            gone.binary_search(&(i - 1)).is_err()
+        });
+        outcome
+            .messages_truncated
+            .retain(|i| gone.binary_search(i).is_err());
+        out.removed_turns += gone.len();
+        out.dropped_turns = gone.len();
+        outcome.warnings.extend(out.dropped_warning());
+        outcome.messages_dropped.extend(gone);
     }
     outcome.thinking_drop_block = out.drop_block;
     outcome.tokens_after = outcome.tokens_after.saturating_sub(out.saved);
@@ -158,7 +205,8 @@ impl Provenance {
 }
 
 /// Removes the thinking of kept turns whose prefix is `New`; `final_index`
-/// (an active loop's final thinking) is kept when `required`.
+/// (an active loop's final thinking) is kept when `required`. Without
+/// thinking on, every block goes, and a turn of thinking alone goes whole.
 pub(super) fn unbind(
     draft: &mut Draft,
     format: WireFormat,
@@ -172,15 +220,21 @@ pub(super) fn unbind(
     if !format.binds_thinking() {
         return out;
     }
-    let before =
-        draft.pinned.len() + usize::from(draft.summary.is_some()) + draft.instructions.len();
-    let mut changes = Vec::new();
+    let positions = draft.tail_positions();
+    let last = draft.tail.len().saturating_sub(1);
+    let (mut changes, mut gone) = (Vec::new(), Vec::new());
     for (p, k) in draft.tail.iter_mut().enumerate() {
-        let prefix = prefix_of(before + p, k.index);
+        if empty_without_thinking(&k.message, required, p == last) {
+            out.saved += k.tokens;
+            gone.push(p);
+            continue;
+        }
+        let prefix = prefix_of(positions[p], k.index);
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
-        // Without thinking on, every block can go, a valid one too.
-        let valid_kept = prefix == Prefix::Same && (required || only_thinking);
-        if valid_kept || !k.message.has_thinking() {
+        // Without thinking on, every block can go, a valid one too (and a
+        // final turn of thinking alone stays as it is: it may be empty).
+        let valid_kept = prefix == Prefix::Same && required;
+        if valid_kept || !k.message.has_thinking() || (!required && only_thinking) {
             continue;
         }
         let unknown_kept = prefix == Prefix::Unknown && required;
@@ -202,6 +256,9 @@ pub(super) fn unbind(
     for (was, is) in changes {
         draft.adjust_tail(was, is);
     }
+    draft.drop_tail(&gone);
+    out.removed_turns += gone.len();
+    out.dropped_turns = gone.len();
     out
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
-use crate::thread::{Cut, Keep, Message, WireFormat, truncate_to};
+use crate::thread::{Cut, Keep, Message, Role, WireFormat, truncate_to};
 use crate::tokens::Counter;
 
 /// Character lengths tried, longest first, when cutting texts in the middle.
@@ -27,6 +27,9 @@ pub struct Draft {
     /// dropped to fit): kept after the summary, never cut.
     pub instructions: Vec<Kept>,
     instruction_tokens: usize,
+    /// The format takes instructions only after a user turn (Anthropic):
+    /// see `Draft::lead`.
+    pub instructions_follow_user: bool,
     /// A deque: dropping units from a `Vec`'s front would be quadratic.
     pub tail: VecDeque<Kept>,
     tail_tokens: usize,
@@ -43,6 +46,7 @@ impl Draft {
             summary: None,
             instructions: Vec::new(),
             instruction_tokens: 0,
+            instructions_follow_user: false,
             tail: tail.into(),
             tail_tokens,
             truncated: BTreeSet::new(),
@@ -124,15 +128,68 @@ impl Draft {
         true
     }
 
+    /// How many tail messages go before the span's instructions. None
+    /// where the instructions follow a user turn already (the summary, a
+    /// user message in Anthropic) or the format takes them anywhere. Else
+    /// (`truncate` writes no summary) the first kept message, a user turn:
+    /// Anthropic refuses a thread that opens with a system message, and
+    /// takes one only after a user turn. Instructions there still precede
+    /// every reply they governed; merging them into the top-level `system`
+    /// instead would change the prompt every later request starts with
+    /// (the provider's prompt cache) and make them govern from the start.
+    fn lead(&self) -> usize {
+        let before = self.summary.as_ref().map(|(m, _)| m).or(self.pinned.last());
+        let moved = self.instructions_follow_user
+            && !self.instructions.is_empty()
+            && before.is_none_or(|m| m.role != Role::User);
+        usize::from(
+            moved
+                && self
+                    .tail
+                    .front()
+                    .is_some_and(|k| k.message.role == Role::User),
+        )
+    }
+
+    /// The output position of each tail message.
+    pub fn tail_positions(&self) -> Vec<usize> {
+        let (lead, head) = (
+            self.lead(),
+            self.pinned.len() + usize::from(self.summary.is_some()),
+        );
+        (0..self.tail.len())
+            .map(|p| head + p + if p < lead { 0 } else { self.instructions.len() })
+            .collect()
+    }
+
+    /// Drops the tail messages at `positions` (ascending), reported dropped.
+    pub fn drop_tail(&mut self, positions: &[usize]) {
+        let (mut p, mut tokens, mut gone) = (0, 0, Vec::new());
+        self.tail.retain(|k| {
+            let dropped = positions.binary_search(&p).is_ok();
+            p += 1;
+            if dropped {
+                tokens += k.tokens;
+                gone.push(k.index);
+            }
+            !dropped
+        });
+        self.tail_tokens -= tokens;
+        for index in gone {
+            self.truncated.remove(&index);
+            self.dropped.push(index);
+        }
+    }
+
     /// The output messages, in order.
     pub fn into_messages(self) -> (Vec<Message>, BTreeSet<usize>, Vec<usize>) {
-        let messages = self
-            .pinned
-            .into_iter()
-            .chain(self.summary.map(|(m, _)| m))
-            .chain(self.instructions.into_iter().map(|k| k.message))
-            .chain(self.tail.into_iter().map(|k| k.message))
-            .collect();
+        let lead = self.lead();
+        let mut messages = self.pinned;
+        messages.extend(self.summary.map(|(m, _)| m));
+        let mut tail = self.tail.into_iter().map(|k| k.message);
+        messages.extend(tail.by_ref().take(lead));
+        messages.extend(self.instructions.into_iter().map(|k| k.message));
+        messages.extend(tail);
         (messages, self.truncated, self.dropped)
     }
 }

@@ -53,6 +53,13 @@ impl WireFormat {
         self == WireFormat::Anthropic
     }
 
+    /// Anthropic takes a system message inside `messages` only after a user
+    /// turn (the initial system prompt is the top-level `system`), so one
+    /// never opens a thread; Chat and Responses take instructions anywhere.
+    pub fn instructions_follow_user(self) -> bool {
+        self == WireFormat::Anthropic
+    }
+
     /// The JSON pointer of the thread's messages in a request body.
     pub fn items_pointer(self) -> &'static str {
         match self {

@@ -57,14 +57,18 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
             unanswered(&mut open, &mut errs, i);
         }
     }
-    // Calls still open here are trailing: valid. After any system
-    // messages, an Anthropic conversation opens with a user turn.
-    let first = thread.messages.iter().position(|m| m.role != Role::System);
+    // Calls still open here are trailing: valid. An Anthropic conversation
+    // opens with a user turn, a system message included: the API takes the
+    // initial system prompt only as the top-level `system`, and a
+    // mid-conversation one after a turn.
     if thread.format == WireFormat::Anthropic
-        && let Some(i) = first.filter(|&i| thread.messages[i].role != Role::User)
+        && thread
+            .messages
+            .first()
+            .is_some_and(|m| m.role != Role::User)
     {
         errs.push(FieldError::new(
-            format!("/messages/{i}/role"),
+            "/messages/0/role",
             "an Anthropic thread must start with a user message",
         ));
     }
@@ -120,19 +124,27 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::{FieldError, Thread, WireFormat, validate};
-    use crate::thread::{openai, wire};
+    use crate::thread::{anthropic, openai, wire};
 
     fn openai(messages: Value) -> Result<(), Vec<FieldError>> {
-        let messages = messages.as_array().unwrap().iter().map(Cow::Borrowed);
-        let (_, messages) = wire::parse_thread(
-            None,
-            openai::parse_system,
-            messages.collect(),
-            "messages",
-            openai::parse_message,
-        )?;
+        check(WireFormat::OpenAi, messages)
+    }
+
+    fn check(format: WireFormat, messages: Value) -> Result<(), Vec<FieldError>> {
+        let items = messages.as_array().unwrap().iter().map(Cow::Borrowed);
+        let (items, at) = (items.collect(), "messages");
+        let (_, messages) = match format {
+            WireFormat::Anthropic => wire::parse_thread(
+                None,
+                anthropic::parse_system,
+                items,
+                at,
+                anthropic::parse_message,
+            ),
+            _ => wire::parse_thread(None, openai::parse_system, items, at, openai::parse_message),
+        }?;
         validate(&Thread {
-            format: WireFormat::OpenAi,
+            format,
             system: None,
             messages,
             tools: Vec::new(),
@@ -141,6 +153,27 @@ mod tests {
 
     fn call(id: &str) -> Value {
         json!({"id": id, "type": "function", "function": {"name": "f", "arguments": "{}"}})
+    }
+
+    #[test]
+    fn an_anthropic_thread_never_opens_with_a_system_message() {
+        let errs = check(
+            WireFormat::Anthropic,
+            json!([
+                {"role": "system", "content": "reminder"},
+                {"role": "user", "content": "hi"}
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(errs[0].pointer, "/messages/0/role");
+        check(
+            WireFormat::Anthropic,
+            json!([
+                {"role": "user", "content": "hi"},
+                {"role": "system", "content": "reminder"}
+            ]),
+        )
+        .unwrap();
     }
 
     #[test]

@@ -25,7 +25,8 @@ impl Plan {
     }
 
     /// Moves the messages into a draft: the pinned prefix, the summary, the
-    /// span's instructions verbatim, the tail (the profile's rules applied).
+    /// span's instructions verbatim (in Anthropic always after a user turn:
+    /// see `Draft::lead`), the tail (the profile's rules applied).
     pub(super) fn draft(&mut self, summary: &mut Summary) -> Draft {
         let (pinned, start, cut, c) = (self.planner.pinned, self.start, self.cut, self.planner.c);
         let count = &self.planner.count;
@@ -53,6 +54,7 @@ impl Plan {
             })
             .collect();
         let mut draft = Draft::new(self.fixed, pinned_messages, tail);
+        draft.instructions_follow_user = self.planner.t.format.instructions_follow_user();
         draft.keep_instructions(instructions);
         if let Some(rules) = Rules::of(&self.planner.p) {
             draft.apply_rules(&rules, self.planner.t.format, &c);

@@ -38,10 +38,14 @@ impl Plan {
 
     fn assemble(mut self, written: Option<Written>) -> Result<Outcome, Error> {
         let mut summary = self.summary(written);
-        // Nothing dropped, nothing new, and it fits: the caller's thread as it was.
+        // Nothing dropped (instructions stay where they are), nothing new,
+        // and it fits: the caller's thread as it was.
         let kept_from = self.planner.pinned + usize::from(summary.reused);
+        let between = self.planner.t.messages.get(kept_from..self.cut);
+        let only_instructions =
+            summary.reused && between.is_some_and(|span| span.iter().all(Message::is_instruction));
         if summary.message.is_none()
-            && self.cut == kept_from
+            && (self.cut == kept_from || only_instructions)
             && self.planner.count.total <= self.budget
         {
             return Ok(self.unchanged());

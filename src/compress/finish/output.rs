@@ -89,12 +89,13 @@ impl Plan {
         }
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
-        if unbound.removed_turns > 0 {
+        let stripped = unbound.removed_turns - unbound.dropped_turns;
+        if stripped > 0 {
             self.planner.warnings.push(format!(
-                "removed the thinking of {} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix",
-                unbound.removed_turns
+                "removed the thinking of {stripped} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix"
             ));
         }
+        self.planner.warnings.extend(unbound.dropped_warning());
         let out = Thread {
             messages,
             ..self.planner.t

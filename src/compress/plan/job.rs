@@ -117,9 +117,13 @@ fn span<'t>(
 ) -> Option<(&'t [Message], Writer)> {
     let span = &t.messages[start..cut];
     let extends = previous.as_ref().is_some_and(|p| !p.in_thread);
+    // The summarizers never read instructions: after the caller's own
+    // summary message, a span of them alone adds nothing to it.
+    let reused = previous.as_ref().is_some_and(|p| p.in_thread);
+    let nothing = span.iter().all(Message::is_instruction) && reused;
     match decision {
         Decision::Write(_) if elsewhere => None,
-        Decision::Write(_) if span.is_empty() && !extends => None,
+        Decision::Write(_) if (span.is_empty() && !extends) || nothing => None,
         Decision::Write(w) => Some((span, w.clone())),
         Decision::Truncate => None,
     }

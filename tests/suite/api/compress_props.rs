@@ -1,6 +1,7 @@
 //! The compression properties, over random threads in every wire format
 //! (Chat Completions, Anthropic, Responses): parallel tool calls, pending
-//! calls, reasoning items, unicode, huge tool results.
+//! calls, reasoning items, unicode, huge tool results, mid-conversation
+//! system messages (reminders after a user turn, as Claude Code sends them).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};
@@ -12,7 +13,7 @@ use condense::cache::{Cache, CacheOptions};
 use condense::compress::{self, Compression, Compressor, Meter};
 use condense::policy::{OnUpstreamError, Profile, SummaryRole};
 use condense::summarize::{Strategy as Summarizer, SummaryService};
-use condense::thread::{self, RawThread, Thread, WireFormat};
+use condense::thread::{self, Message, RawThread, Role, Thread, WireFormat};
 use condense::tokens::{Encoders, ModelRegistry};
 
 use crate::support::block_on;
@@ -24,6 +25,9 @@ enum Unit {
     User(String),
     Assistant(String),
     Tools(Vec<String>),
+    /// A mid-conversation system message; only after a user turn (a user
+    /// message or tool results), where Anthropic takes one.
+    Reminder(String),
 }
 
 fn text() -> impl Strategy<Value = String> {
@@ -40,6 +44,7 @@ fn unit() -> impl Strategy<Value = Unit> {
         3 => text().prop_map(Unit::User),
         3 => text().prop_map(Unit::Assistant),
         2 => prop::collection::vec(text(), 1..4).prop_map(Unit::Tools),
+        1 => "[a-z ]{1,30}".prop_map(Unit::Reminder),
     ]
 }
 
@@ -56,6 +61,15 @@ fn build(units: &[Unit], pending: bool) -> (Vec<Value>, Vec<Value>, Vec<Value>) 
     let last = units.len() - 1;
     for (k, u) in units.iter().enumerate() {
         match u {
+            Unit::Reminder(t) => {
+                if anthropic.last().is_none_or(|m: &Value| m["role"] != "user") {
+                    continue;
+                }
+                let t = format!("REMINDER {t}");
+                openai.push(json!({"role": "system", "content": t}));
+                anthropic.push(json!({"role": "system", "content": t}));
+                responses.push(json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": t}]}));
+            }
             Unit::User(t) => {
                 openai.push(json!({"role": "user", "content": t}));
                 anthropic.push(json!({"role": "user", "content": t, "x": 1}));
@@ -121,7 +135,9 @@ struct Settings {
     max_summary: u64,
     window: u64,
     force: bool,
-    truncate: bool,
+    /// The strategies that replace a span and run offline (`llm` and
+    /// `hybrid` need an upstream; they place messages as `heuristic` does).
+    strategy: Summarizer,
 }
 
 fn settings() -> impl Strategy<Value = Settings> {
@@ -132,17 +148,22 @@ fn settings() -> impl Strategy<Value = Settings> {
         64u64..2000,
         3000u64..40_000,
         any::<bool>(),
-        prop::bool::weighted(0.2),
+        prop::sample::select(vec![
+            Summarizer::Heuristic,
+            Summarizer::Heuristic,
+            Summarizer::Truncate,
+            Summarizer::Auto,
+        ]),
     )
         .prop_map(
-            |(min_recent, n, k, max_summary, window, force, truncate)| Settings {
+            |(min_recent, n, k, max_summary, window, force, strategy)| Settings {
                 min_recent,
                 n,
                 k,
                 max_summary,
                 window,
                 force,
-                truncate,
+                strategy,
             },
         )
 }
@@ -165,19 +186,16 @@ fn profile(s: &Settings) -> Profile {
 fn run(t: &Thread, s: &Settings, force: bool) -> Result<compress::Outcome, compress::Error> {
     block_on(COMPRESSOR.run(Compression {
         model: Some("gpt-4o".into()),
-        strategy: if s.truncate {
-            Summarizer::Truncate
-        } else {
-            Summarizer::Heuristic
-        },
+        strategy: s.strategy,
         force,
         ..Compression::new(t.clone(), profile(s))
     }))
 }
 
 /// What holds of any compressed output: it passes the same validation as
-/// any input (7), opens with a user turn in Anthropic (3), keeps each
-/// reasoning item with the item after it, and fits the budget (5).
+/// any input (7), opens with a user turn in Anthropic (3) and has a system
+/// message there only after a user turn (or another system message), keeps
+/// each reasoning item with the item after it, and fits the budget (5).
 fn valid_and_fits(t: &Thread, out: &compress::Outcome, budget: usize) -> Result<(), TestCaseError> {
     let output = &out.thread.messages;
     let raws: Vec<Value> = output.iter().map(|m| m.raw.clone()).collect();
@@ -190,7 +208,14 @@ fn valid_and_fits(t: &Thread, out: &compress::Outcome, budget: usize) -> Result<
     });
     prop_assert!(reparsed.is_ok(), "invalid output: {:?}", reparsed.err());
     if t.format == WireFormat::Anthropic {
-        prop_assert_eq!(output[0].role, condense::thread::Role::User);
+        prop_assert_eq!(output[0].role, Role::User);
+        for (j, pair) in output.windows(2).enumerate() {
+            prop_assert!(
+                pair[1].role != Role::System || pair[0].role != Role::Assistant,
+                "message {} is a system message after an assistant turn",
+                j + 1
+            );
+        }
     }
     for (j, m) in output.iter().enumerate() {
         if m.raw["type"] == "reasoning" {
@@ -243,7 +268,8 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
     }
     valid_and_fits(t, &out, budget)?;
 
-    // 2 and 4: every input message is returned verbatim, summarized, or reported.
+    // 2 and 4: every input message is returned verbatim, summarized, or
+    // reported; instructions all verbatim and in order (never summarized).
     let truncated: BTreeSet<usize> = out.messages_truncated.iter().copied().collect();
     let dropped: BTreeSet<usize> = out.messages_dropped.iter().copied().collect();
     let summarized = out
@@ -251,24 +277,37 @@ fn check(t: &Thread, s: &Settings) -> Result<bool, TestCaseError> {
         .as_ref()
         .map_or(0..0, |s| s.first_message_idx..s.last_message_idx + 1);
     let has_summary = out.summary.is_some() as usize;
-    let tail = &output[pinned + has_summary..];
-    let tail_start = input.len() - tail.len();
-    for (j, m) in tail.iter().enumerate() {
-        let i = tail_start + j;
+    let after = &output[pinned + has_summary..];
+    let instructions = |ms: &[Message]| -> Vec<Message> {
+        ms.iter().filter(|m| m.is_instruction()).cloned().collect()
+    };
+    prop_assert_eq!(instructions(after), instructions(&input[pinned..]));
+    let kept: Vec<&Message> = after.iter().filter(|m| !m.is_instruction()).collect();
+    let others: Vec<usize> = (pinned..input.len())
+        .filter(|&i| !input[i].is_instruction())
+        .collect();
+    prop_assert!(kept.len() <= others.len(), "messages were added");
+    let (gone, tail) = others.split_at(others.len() - kept.len());
+    for (m, &i) in kept.iter().zip(tail) {
         prop_assert!(
-            truncated.contains(&i) || *m == input[i],
+            truncated.contains(&i) || **m == input[i],
             "message {i} changed without being reported"
         );
     }
-    for i in pinned..tail_start {
+    for &i in gone {
         prop_assert!(
             summarized.contains(&i) || dropped.contains(&i),
             "message {i} silently disappeared"
         );
     }
     if dropped.is_empty() {
+        // The verbatim tail, with the instructions just before it.
+        let mut tail_start = tail.first().copied().unwrap_or(input.len());
+        while tail_start > pinned && input[tail_start - 1].is_instruction() {
+            tail_start -= 1;
+        }
         prop_assert!(
-            tail.len() >= (s.min_recent as usize).min(input.len() - pinned),
+            input.len() - tail_start >= (s.min_recent as usize).min(input.len() - pinned),
             "fewer than min_recent kept"
         );
     }
@@ -329,6 +368,54 @@ fn compression_properties_hold_in_every_format() {
     assert!(done * 3 >= all, "only {done} of {all} cases compressed");
 }
 
+/// `truncate` drops a span holding a reminder: in Anthropic the reminder
+/// comes back right after the first kept user turn, never first (the API
+/// refuses a thread that opens with a system message); elsewhere it leads.
+#[test]
+fn a_truncated_reminder_follows_the_first_kept_user_turn() {
+    let units = vec![
+        Unit::Tools(vec!["x ".repeat(2000)]),
+        Unit::Reminder("run the tests".into()),
+        Unit::Assistant("ok".into()),
+        Unit::User("next".into()),
+        Unit::Assistant("sure".into()),
+    ];
+    let (openai, anthropic, _) = build(&units, false);
+    let system = json!("You are an agent.");
+    let s = Settings {
+        min_recent: 2,
+        n: 4,
+        k: 200,
+        max_summary: 500,
+        window: 40_000,
+        force: true,
+        strategy: Summarizer::Truncate,
+    };
+    let raws = |out: &compress::Outcome| -> Vec<Value> {
+        out.thread.messages.iter().map(|m| m.raw.clone()).collect()
+    };
+    let t = parse(WireFormat::Anthropic, &anthropic, Some(&system));
+    let out = run(&t, &s, true).unwrap();
+    let (n, reminder) = (anthropic.len(), anthropic[3].clone());
+    assert_eq!(reminder["role"], "system");
+    assert_eq!(
+        raws(&out),
+        [anthropic[n - 2].clone(), reminder, anthropic[n - 1].clone()]
+    );
+    assert_eq!(out.messages_dropped, [0, 1, 2, 4]);
+
+    let t = parse(WireFormat::OpenAi, &openai, None);
+    let out = run(&t, &s, true).unwrap();
+    let n = openai.len();
+    let kept = [
+        openai[0].clone(),
+        openai[4].clone(),
+        openai[n - 2].clone(),
+        openai[n - 1].clone(),
+    ];
+    assert_eq!(raws(&out), kept);
+}
+
 /// A compressor whose summaries go to a real SQLite cache in `dir`, as the
 /// service builds one for a `sqlite://` URL: continuity mode reads it.
 fn cached(dir: &std::path::Path) -> Compressor {
@@ -372,8 +459,12 @@ fn continuity_turns(stable: bool) {
         cases: 24,
         ..ProptestConfig::default()
     });
+    // Without reminders, as before they were generated: with them the
+    // forwarded prefix of a Chat or Responses thread can still change on a
+    // continued turn (a known gap, left for its own change).
+    let plain = unit().prop_filter("no reminders", |u| !matches!(u, Unit::Reminder(_)));
     let strategy = (
-        prop::collection::vec(unit(), 1..24),
+        prop::collection::vec(plain, 1..24),
         2usize..6,
         prop::bool::weighted(0.2),
         settings(),
@@ -382,7 +473,7 @@ fn continuity_turns(stable: bool) {
         .run(&strategy, |(units, step, pending, s)| {
             let s = Settings {
                 force: false,
-                truncate: false,
+                strategy: Summarizer::Heuristic,
                 ..s
             };
             let budget = (s.window - 500) as usize;
@@ -498,7 +589,7 @@ fn a_summary_of_the_same_span_is_continued() {
         max_summary: 152,
         window: 30663,
         force: false,
-        truncate: false,
+        strategy: Summarizer::Heuristic,
     };
     let dir = tempfile::tempdir().unwrap();
     let compressor = cached(dir.path());

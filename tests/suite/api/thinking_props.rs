@@ -5,6 +5,8 @@
 //! prefix check: a block whose prefix changed is either gone or covered by
 //! `thinking_drop_block`, and an active loop's final assistant message
 //! still starts with its thinking unless `drop_block` lets the API drop it.
+//! With thinking off the API ignores thinking, so no kept turn may be
+//! thinking alone (it would reach the API empty) and none needs `drop_block`.
 //! Mid-conversation system messages come out verbatim, in order.
 
 use std::sync::LazyLock;
@@ -29,6 +31,8 @@ enum Turn {
     Tool(String, usize),
     /// An assistant turn with thinking that answers in text.
     Answer(String),
+    /// An assistant turn of thinking alone.
+    Thought(String),
     System(String),
 }
 
@@ -37,6 +41,7 @@ fn turn() -> impl Strategy<Value = Turn> {
         2 => "[a-z ]{1,30}".prop_map(Turn::User),
         4 => ("[a-z ]{1,30}", 10usize..3000).prop_map(|(t, n)| Turn::Tool(t, n)),
         2 => "[a-z ]{1,30}".prop_map(Turn::Answer),
+        1 => "[a-z ]{1,30}".prop_map(Turn::Thought),
         1 => "[a-z ]{1,20}".prop_map(Turn::System),
     ]
 }
@@ -55,7 +60,7 @@ fn build(turns: &[Turn], active: bool) -> Vec<Value> {
         match t {
             Turn::User(s) => m.push(json!({"role": "user", "content": s})),
             Turn::System(s) => m.push(json!({"role": "system", "content": format!("SYSMARK {s}")})),
-            Turn::Tool(s, _) | Turn::Answer(s) => {
+            Turn::Tool(s, _) | Turn::Answer(s) | Turn::Thought(s) => {
                 if last_assistant {
                     m.push(json!({"role": "user", "content": "go on"}));
                 }
@@ -70,13 +75,32 @@ fn build(turns: &[Turn], active: bool) -> Vec<Value> {
                     m.push(json!({"role": "assistant", "content": content}));
                     m.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "x ".repeat(*n)}]}));
                 } else {
-                    content.push(json!({"type": "text", "text": s}));
+                    if let Turn::Answer(_) = t {
+                        content.push(json!({"type": "text", "text": s}));
+                    }
                     m.push(json!({"role": "assistant", "content": content}));
                 }
             }
         }
     }
     m
+}
+
+/// What the provider refuses with thinking off, when it ignores every
+/// thinking block: a message left empty that is not the last.
+fn empty_turns(messages: &[Value]) -> Result<(), String> {
+    let last = messages.len().saturating_sub(1);
+    for (i, m) in messages.iter().enumerate().take(last) {
+        let empty = m["content"]
+            .as_array()
+            .is_some_and(|blocks| blocks.iter().all(|b| b["type"] == "thinking"));
+        if empty {
+            return Err(format!(
+                "messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What the provider would refuse: `Err` names the first problem.
@@ -124,6 +148,7 @@ proptest! {
         strategy in prop::sample::select(vec![Summarizer::Heuristic, Summarizer::Truncate, Summarizer::ClearToolResults]),
         clear: bool,
         force: bool,
+        thinking in prop::bool::weighted(0.7),
     ) {
         let input = build(&turns, active);
         let profile = Profile {
@@ -138,6 +163,7 @@ proptest! {
         let req = Compression {
             strategy,
             force,
+            thinking_required: thinking,
             ..Compression::new(parse(&input), profile)
         };
         let out = match block_on(COMPRESSOR.run(req)) {
@@ -148,8 +174,14 @@ proptest! {
         };
         let messages: Vec<Value> = out.thread.messages.iter().map(|m| m.raw.clone()).collect();
         thread::validate(&parse(&messages)).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-        provider_accepts(&messages, out.thinking_drop_block, active)
-            .map_err(|e| TestCaseError::fail(format!("{e}; reason {:?}, edits {:?}", out.reason, out.applied_edits)))?;
+        let accepted = match thinking {
+            true => provider_accepts(&messages, out.thinking_drop_block, active),
+            false if out.thinking_drop_block => Err("thinking is off, yet drop_block is asked for".into()),
+            // The caller's own thread, unchanged, is the caller's to send.
+            false if !out.compressed => Ok(()),
+            false => empty_turns(&messages),
+        };
+        accepted.map_err(|e| TestCaseError::fail(format!("{e}; reason {:?}, edits {:?}", out.reason, out.applied_edits)))?;
         // Mid-conversation system messages: all of them, verbatim, in order.
         let systems = |ms: &[Value]| ms.iter().filter(|m| m["role"] == "system").cloned().collect::<Vec<_>>();
         prop_assert_eq!(systems(&messages), systems(&input));
@@ -245,4 +277,49 @@ fn an_active_loop_defers_until_the_window_needs_it() {
     let messages: Vec<Value> = out.thread.messages.iter().map(|m| m.raw.clone()).collect();
     assert!(provider_accepts(&messages, false, true).is_err());
     provider_accepts(&messages, true, true).unwrap();
+}
+
+/// With thinking off a kept turn of thinking alone is dropped whole (the
+/// API would read it as empty and refuse it), reported and warned of.
+#[test]
+fn thinking_off_drops_a_kept_turn_of_thinking_alone() {
+    let mut turns = tool_turns(6);
+    turns.push(Turn::User("next task".into()));
+    turns.push(Turn::Thought("on second thought".into()));
+    turns.push(Turn::User("and then".into()));
+    let input = build(&turns, false);
+    let at = input
+        .iter()
+        .position(|m| m["content"][0]["thinking"] == "on second thought")
+        .unwrap();
+    let profile = Profile {
+        max_messages_before_summary: 4,
+        // The tail from the user's next task on (`truncate` cuts at a user turn).
+        min_recent_messages: 3,
+        context_window: Some(200_000),
+        response_reserve: 500,
+        max_summary_tokens: 300,
+        ..Profile::default()
+    };
+    for strategy in [Summarizer::Heuristic, Summarizer::Truncate] {
+        let req = Compression {
+            strategy,
+            thinking_required: false,
+            ..Compression::new(parse(&input), profile.clone())
+        };
+        let out = block_on(COMPRESSOR.run(req)).unwrap();
+        assert!(out.compressed, "{strategy:?}: {:?}", out.reason);
+        assert!(out.messages_dropped.contains(&at), "{strategy:?}");
+        assert!(!out.thinking_drop_block, "{strategy:?}");
+        assert!(
+            out.warnings
+                .iter()
+                .any(|w| w.contains("holding only thinking")),
+            "{strategy:?}: {:?}",
+            out.warnings
+        );
+        let messages: Vec<Value> = out.thread.messages.iter().map(|m| m.raw.clone()).collect();
+        empty_turns(&messages).unwrap();
+        assert_eq!(messages.last(), input.last(), "{strategy:?}");
+    }
 }
