@@ -1,6 +1,7 @@
 //! A SQLite cache file that breaks does not break the process: the binary
 //! runs as its own process (a SIGBUS would take this test binary down with
-//! it), and its cache files are emptied and overwritten while it serves.
+//! it), and its cache files are emptied, overwritten or made immutable while
+//! it serves.
 //! Every answer is still a 200, the cache's failures are counted, and the
 //! process goes on serving. A second process on the same file is refused at
 //! start-up, in one line: the file is locked to the first (`src/cache/sqlite.rs`).
@@ -160,6 +161,77 @@ async fn a_damaged_cache_file_fails_cache_calls_not_the_process() {
         server.output()
     );
 
+    let health = reqwest::get(format!("{}/healthz", server.url()))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "still serving");
+}
+
+/// `chattr FLAG` on `files`: whether it took (it needs root, and a file
+/// system with the flag: ext4, xfs, btrfs).
+fn chattr(flag: &str, files: &[PathBuf]) -> bool {
+    std::process::Command::new("chattr")
+        .arg(flag)
+        .args(files)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Makes `files` mutable again however the test ends: the temp dir is
+/// deleted after it, and an immutable file cannot be.
+struct Mutable(Vec<PathBuf>);
+
+impl Drop for Mutable {
+    fn drop(&mut self) {
+        chattr("-i", &self.0);
+    }
+}
+
+#[tokio::test]
+async fn immutable_cache_files_fail_cache_calls_not_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cache.sqlite3");
+    let server = Process::start(&[], &env(&db), dir.path());
+    // A summary written, then served from the cache.
+    for _ in 0..2 {
+        let (status, answer) = compress(&server, 0).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    // Immutable, which root cannot write through either (chmod it can).
+    let files: Vec<PathBuf> = [db.clone(), beside(&db, "-wal"), beside(&db, "-shm")]
+        .into_iter()
+        .filter(|f| f.exists())
+        .collect();
+    // Written back first, as they are a while after the last write: the
+    // test does not wait on the kernel's writeback.
+    for f in &files {
+        std::fs::File::open(f).unwrap().sync_all().unwrap();
+    }
+    let _undo = Mutable(files.clone());
+    if !chattr("+i", &files) {
+        eprintln!(
+            "immutable_cache_files_fail_cache_calls_not_the_process: NOT EXERCISED, \
+             `chattr +i` needs root and a file system with the flag"
+        );
+        return;
+    }
+    let before = cache_errors(&server).await;
+    for n in 1..=3 {
+        let (status, answer) = compress(&server, n).await;
+        assert_eq!(status, 200, "immutable files: {answer}");
+        assert_eq!(answer["summary"]["cached"], false, "{answer}");
+        assert!(
+            answer["warnings"].to_string().contains(CACHE_DOWN),
+            "not cached, and says so: {answer}"
+        );
+    }
+    assert!(
+        cache_errors(&server).await > before,
+        "the cache's failures are counted; output:\n{}",
+        server.output()
+    );
     let health = reqwest::get(format!("{}/healthz", server.url()))
         .await
         .unwrap();
