@@ -33,6 +33,7 @@ mod recall;
 mod replicas;
 mod schemathesis;
 mod single_flight;
+mod sqlite_damage;
 mod summary_key;
 mod support;
 mod tls;
