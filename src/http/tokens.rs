@@ -49,7 +49,8 @@ pub struct MessageTokens {
     pub tokens: usize,
     /// A system or developer message (a summary condense wrote aside).
     /// Instructions are never summarized; pinned at the head of the thread,
-    /// or, mid-conversation, kept verbatim after the summary in their order.
+    /// or, mid-conversation, kept verbatim in their order after the summary
+    /// (for Anthropic, after a user turn: an answer never opens with one).
     pub instruction: bool,
 }
 

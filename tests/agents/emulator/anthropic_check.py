@@ -164,11 +164,26 @@ def check_thinking_first(body, messages, transformations):
             f"https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
 
 
+def check_content(body, messages):
+    """Every message has content but a final assistant one; with thinking off
+    the API ignores thinking blocks, so a turn of thinking alone has none."""
+    ignored = () if thinking_enabled(body) else ("thinking", "redacted_thinking")
+    for n, m in enumerate(messages):
+        if n == len(messages) - 1 and m.get("role") == "assistant":
+            continue
+        content = m.get("content")
+        kept = [b for b in blocks(m) if b.get("type") not in ignored] if isinstance(content, list) else content
+        if not kept:
+            raise Invalid(f"messages.{n}: all messages must have non-empty content except for the optional final "
+                          f"assistant message")
+
+
 def validate(headers, body):
     """(messages as the model sees them, input_transformations), or raises Invalid."""
     check_shape(body)
     messages = body["messages"]
     check_roles(headers, messages)
+    check_content(body, messages)
     check_tool_pairs(messages)
     messages, transformations = check_binding(headers, body)
     check_thinking_first(body, messages, transformations)

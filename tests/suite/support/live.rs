@@ -251,3 +251,20 @@ pub fn agent_clis(test: &str) -> Option<()> {
          python3; `.ci/run` and `./scripts/test.sh` do this; {SKIP_LIVE}=1 skips such tests"
     );
 }
+
+/// Whether a test may go on after trying to make files immutable (`made`:
+/// `chattr +i`, which needs root and a file system with the flag): `None`
+/// when it could not and the run opted out; panics with instructions when
+/// it could not otherwise.
+pub fn immutable(test: &str, made: bool) -> Option<()> {
+    if made {
+        return Some(());
+    }
+    if skipping(test, "`chattr +i`") {
+        return None;
+    }
+    panic!(
+        "{test} needs `chattr +i`: run the tests as root on a file system with the immutable \
+         flag (ext4, xfs, btrfs; CI's machine is one); {SKIP_LIVE}=1 skips such tests"
+    );
+}
