@@ -156,18 +156,6 @@ fn messages(body: &Bytes) -> Vec<Value> {
     v["messages"].as_array().unwrap().clone()
 }
 
-async fn scrape(client: &reqwest::Client, base: &str) -> prometheus::Scrape {
-    let text = client
-        .get(format!("{base}/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    prometheus::parse(&text)
-}
-
 /// Sum of `condense_precompute_jobs_total` over `outcomes`.
 fn jobs(s: &prometheus::Scrape, outcomes: &[&str]) -> f64 {
     outcomes
@@ -182,7 +170,7 @@ const ENDED: [&str; 4] = ["written", "found", "nothing", "failed"];
 /// a generous overall limit for a loaded machine).
 async fn idle(client: &reqwest::Client, base: &str) -> prometheus::Scrape {
     for _ in 0..12_000 {
-        let s = scrape(client, base).await;
+        let s = prometheus::scrape(client, base).await;
         if jobs(&s, &["started"]) == jobs(&s, &ENDED) {
             return s;
         }
@@ -314,7 +302,10 @@ async fn summaries_written_ahead_are_swapped_in_without_waiting_on_two_replicas(
     let due_turns = |s: &prometheus::Scrape, result| {
         s.value("condense_precompute_due_turns_total", &[("result", result)])
     };
-    let (sa, sb) = (scrape(&client, &a).await, scrape(&client, &b).await);
+    let (sa, sb) = (
+        prometheus::scrape(&client, &a).await,
+        prometheus::scrape(&client, &b).await,
+    );
     assert_eq!(due_turns(&sa, "used"), 2.0);
     for s in [&sa, &sb] {
         assert_eq!(due_turns(s, "waited") + due_turns(s, "pending"), 0.0);
@@ -443,6 +434,21 @@ async fn a_slow_or_failing_precompute_never_delays_or_fails_a_request() {
     );
 }
 
+/// Four turns of a conversation, then the fifth, on which a summary is
+/// started ahead (the `SHORT` profile); the history sent last.
+async fn started_ahead(client: &reqwest::Client, base: &str, seen: &Forwarded) -> Vec<Value> {
+    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
+    for i in 0..4 {
+        history.push(user(i));
+        turn(client, base, "default", &history, seen).await;
+        history.push(assistant(i));
+    }
+    history.push(user(4));
+    let (h, _) = turn(client, base, "default", &history, seen).await;
+    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    history
+}
+
 /// A summarizer that reads a call and then only waits: it says when the
 /// call arrived, and when its connection was closed (by the caller, since
 /// it never answers).
@@ -496,15 +502,7 @@ async fn shutdown_aborts_the_summaries_being_written_ahead() {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
-    for i in 0..4 {
-        history.push(user(i));
-        turn(&client, &base, "default", &history, &seen).await;
-        history.push(assistant(i));
-    }
-    history.push(user(4));
-    let (h, _) = turn(&client, &base, "default", &history, &seen).await;
-    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    started_ahead(&client, &base, &seen).await;
     arrived.notified().await;
     stop.send(()).unwrap();
     // Generous: the job would hold its call for ten minutes.
@@ -647,18 +645,9 @@ async fn a_restart_finds_the_stopped_jobs_claim_given_up() {
         .to_vec()
     };
     let client = reqwest::Client::new();
-    let mut history = vec![json!({"role": "system", "content": "You are a careful coding agent."})];
     let (upstream, arrived, _) = silent_summarizer().await;
     let mut first = process::Process::start(&[], &env(&upstream), &dir);
-    let base = first.url();
-    for i in 0..4 {
-        history.push(user(i));
-        turn(&client, &base, "default", &history, &seen).await;
-        history.push(assistant(i));
-    }
-    history.push(user(4));
-    let (h, _) = turn(&client, &base, "default", &history, &seen).await;
-    assert_eq!(header(&h, "x-condense-precompute"), Some("started"));
+    let history = started_ahead(&client, &first.url(), &seen).await;
     arrived.notified().await;
     first.terminate();
 

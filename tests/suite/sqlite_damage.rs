@@ -75,13 +75,8 @@ async fn compress(server: &Process, n: usize) -> (u16, Value) {
 
 /// `condense_cache_errors_total` for the SQLite backend, every operation.
 async fn cache_errors(server: &Process) -> f64 {
-    let text = reqwest::get(format!("{}/metrics", server.url()))
+    prometheus::scrape(&reqwest::Client::new(), &server.url())
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    prometheus::parse(&text)
         .matching("condense_cache_errors_total", &[("backend", "sqlite")])
         .map(|s| s.value)
         .sum()

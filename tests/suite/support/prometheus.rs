@@ -70,6 +70,19 @@ impl Scrape {
 }
 
 /// Parses an exposition; panics naming the line that is not the format.
+/// `GET {base}/metrics` of a server on a socket, parsed.
+pub async fn scrape(client: &reqwest::Client, base: &str) -> Scrape {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .expect("/metrics answers")
+        .text()
+        .await
+        .expect("a text body");
+    parse(&text)
+}
+
 pub fn parse(text: &str) -> Scrape {
     let mut scrape = Scrape::default();
     let mut help: BTreeMap<String, String> = BTreeMap::new();
