@@ -86,7 +86,7 @@ pub async fn admit(State(app): State<AppState>, mut req: Request, next: Next) ->
         return ApiError::OverBudget(app.memory.total()).into_response();
     };
     if access.shed() {
-        req = match arrived(&app, req).await {
+        req = match with_body(&app, req).await {
             Ok(req) => req,
             Err(e) => return e.into_response(),
         };
@@ -133,7 +133,7 @@ fn reserve(app: &AppState, shed: bool, req: &Request) -> Option<Ticket> {
 /// requests at work: a slow upload holds only the memory reserved for it
 /// (which the budget bounds), never a place another caller needs. A body
 /// over the limit is left to the body limit's 413, answered from the head.
-async fn arrived(app: &AppState, req: Request) -> Result<Request, ApiError> {
+async fn with_body(app: &AppState, req: Request) -> Result<Request, ApiError> {
     let limits = &app.config.limits;
     let declared = req.body().size_hint().exact();
     if declared == Some(0) || declared.is_some_and(|n| n > limits.body_limit as u64) {

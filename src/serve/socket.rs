@@ -132,7 +132,8 @@ const LINGER_MOST: std::time::Duration = std::time::Duration::from_secs(30);
 pub(super) async fn linger(stream: &TcpStream) {
     let _ = socket2::SockRef::from(stream).shutdown(std::net::Shutdown::Write);
     let most = tokio::time::Instant::now() + LINGER_MOST;
-    let mut buf = vec![0u8; 64 * 1024];
+    // Dropped as it comes: a small buffer, not a heap one per connection.
+    let mut buf = [0u8; 8 * 1024];
     loop {
         let pause = tokio::time::Instant::now() + LINGER_PAUSE;
         tokio::select! {
