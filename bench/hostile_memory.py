@@ -17,7 +17,18 @@ provider), then runs each case:
   /v1/chat/completions (the text is CJK, 3 bytes a character, so the thread
   stays under the character limit and is compressed, not refused);
 - proxy64 (not run by default): 64 concurrent 3.9 MB ones, more than the
-  places, so most are forwarded unchanged: what many mid-sized requests leave.
+  places, so most are forwarded unchanged: what many mid-sized requests leave;
+- proxy8 / proxy8x3: 8 concurrent 3 MB bodies of that shape with the provider
+  stalled, once and in three waves (the second and third find the heap the
+  first left);
+- scalars16: 16 concurrent /v1/compress bodies of ~990,000 small numbers in a
+  field condense keeps but does not count (the costliest values per byte),
+  waiting on a stalled upstream summarizer;
+- messages16: 16 concurrent /v1/compress bodies of 10,000 short messages
+  (the message limit), waiting on the stalled summarizer too.
+
+The stub also serves the summarizer (`CONDENSE_UPSTREAM_URL`); outside the
+stalled cases it answers at once (an empty choice: the heuristic stands in).
 
 The server's RSS is sampled from /proc/<pid>/status (VmRSS every 10 ms, and
 VmHWM, reset before each case through /proc/<pid>/clear_refs). "after" is
@@ -67,6 +78,35 @@ def worst_body(target_bytes, cjk, model=True):
     # The first parts one character longer, to come closer to the target.
     step = 3 if cjk else 1
     return make(lo, (target_bytes - len(make(lo))) // step * 5 // 6)
+
+
+def scalar_body(nonce, numbers=990_000):
+    """A thread whose one kept-but-uncounted field holds `numbers` numbers;
+    `nonce` makes its span its own (no single flight between requests)."""
+    digits = ",".join("7" for _ in range(numbers))
+    roles = ("user", "assistant")
+    messages = [{"role": roles[i % 2], "content": f"{nonce} turn {i}: what next?"} for i in range(41)]
+    messages[0]["metadata"] = "@NUMBERS@"
+    body = {"messages": messages, "model": "gpt-4o", "force": True, "summarizer": {"strategy": "llm"}}
+    return json.dumps(body).replace('"@NUMBERS@"', f"[{digits}]").encode()
+
+
+def text_body(nonce, n=39, chars=100_000):
+    """`n` long messages of plain text: the cheapest shape, bytes alone."""
+    roles = ("user", "assistant")
+    words = (f"word{nonce} " * (chars // 6))[:chars]
+    messages = [{"role": roles[i % 2], "content": f"{i} {words}"} for i in range(n)]
+    body = {"messages": messages, "model": "gpt-4o", "force": True, "summarizer": {"strategy": "llm"}}
+    return json.dumps(body).encode()
+
+
+def messages_body(nonce, n=10_000):
+    """`n` short messages, alternating user and assistant."""
+    roles = ("user", "assistant")
+    messages = [{"role": roles[i % 2], "content": f"{nonce}m{i}"} for i in range(n - 1)]
+    messages.append({"role": "user", "content": "go on"})
+    body = {"messages": messages, "model": "gpt-4o", "force": True, "summarizer": {"strategy": "llm"}}
+    return json.dumps(body).encode()
 
 
 # ---------------------------------------------------------------- stub provider
@@ -167,17 +207,34 @@ def post(port, path, body, headers, out, i):
         out[i] = type(e).__name__
 
 
-def run_case(port, pid, stall, path, body, n, hold):
-    """n concurrent posts; with `hold`, the provider stalls until all were received or refused."""
-    headers = {"content-type": "application/json", "authorization": "Bearer sk-test"}
-    stall.release.clear()
-    with stall.lock:
-        stall.received = 0
+def run_case(port, pid, stall, path, body, n, hold, waves=1):
+    """n concurrent posts, `waves` times; with `hold`, the provider stalls
+    until all of a wave were received or refused."""
     reset_hwm(pid)
     sampler = Sampler(pid)
     sampler.start()
+    codes = {}
+    for _ in range(waves):
+        for s in run_wave(port, stall, path, body, n, hold):
+            codes[s] = codes.get(s, 0) + 1
+    time.sleep(3.0)
+    sampler.stop.set()
+    sampler.join()
+    peak = max(sampler.peak, status(pid)["VmHWM"])
+    after = status(pid)["VmRSS"]
+    return peak, after, codes
+
+
+def run_wave(port, stall, path, body, n, hold):
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-test"}
+    stall.release.clear()
+    if not hold:
+        stall.release.set()
+    with stall.lock:
+        stall.received = 0
     out = [None] * n
-    threads = [threading.Thread(target=post, args=(port, path, body, headers, out, i)) for i in range(n)]
+    bodies = [body(i) if callable(body) else body for i in range(n)]
+    threads = [threading.Thread(target=post, args=(port, path, bodies[i], headers, out, i)) for i in range(n)]
     started = time.time()
     for t in threads:
         t.start()
@@ -187,21 +244,14 @@ def run_case(port, pid, stall, path, body, n, hold):
         while time.time() - started < 600:
             answered = sum(1 for s in out if s is not None)
             if stall.received + answered >= n:
+                print(f"  ({stall.received} at the provider, {answered} answered)", file=sys.stderr)
                 break
             time.sleep(0.05)
         time.sleep(1.0)
         stall.release.set()
     for t in threads:
         t.join()
-    time.sleep(3.0)
-    sampler.stop.set()
-    sampler.join()
-    peak = max(sampler.peak, status(pid)["VmHWM"])
-    after = status(pid)["VmRSS"]
-    codes = {}
-    for s in out:
-        codes[s] = codes.get(s, 0) + 1
-    return peak, after, codes
+    return out
 
 
 # ----------------------------------------------------------------------- main
@@ -227,8 +277,10 @@ def main():
 
     stall = Stall()
     stub = common.serve(stub_handler(stall))
-    env = {"CONDENSE_DATABASE_URL": "off",
-           "CONDENSE_PROXY_OPENAI_URL": f"http://127.0.0.1:{stub.server_address[1]}/v1"}
+    stub_url = f"http://127.0.0.1:{stub.server_address[1]}/v1"
+    env = {"CONDENSE_DATABASE_URL": "off", "CONDENSE_PROXY_OPENAI_URL": stub_url,
+           "CONDENSE_UPSTREAM_URL": stub_url, "CONDENSE_UPSTREAM_MODEL": "stub",
+           "CONDENSE_UPSTREAM_MAX_CONCURRENCY": "64"}
     env.update(kv.split("=", 1) for kv in args.env)
     server = common.Condense(args.condense, env, ready="/readyz")
     port = server.port
@@ -238,9 +290,13 @@ def main():
         limit = manifest_limit()
         compress_body = worst_body(6_500_000, cjk=False)
         proxy_body = worst_body(7_900_000, cjk=True)
+        proxy3 = worst_body(3_000_000, cjk=False)
         cases = {
             # One alone: a request's own cost, peak minus idle.
             "compress1": ("/v1/compress", compress_body, 1, False),
+            "scalars1": ("/v1/compress", scalar_body, 1, True),
+            "messages1": ("/v1/compress", messages_body, 1, True),
+            "text1": ("/v1/compress", text_body, 1, True),
             "proxy1": ("/v1/chat/completions", proxy_body, 1, True),
             "compress": ("/v1/compress", compress_body, 16, False),
             "proxy16": ("/v1/chat/completions", proxy_body, 16, True),
@@ -248,17 +304,24 @@ def main():
             # More than the places: most go through unchanged, each freeing
             # less than a large request; what they leave behind ("after").
             "proxy64": ("/v1/chat/completions", worst_body(3_900_000, cjk=True), 64, True),
+            "proxy8": ("/v1/chat/completions", proxy3, 8, True),
+            "proxy8x3": ("/v1/chat/completions", proxy3, 8, True, 3),
+            "scalars16": ("/v1/compress", scalar_body, 16, True),
+            "messages16": ("/v1/compress", messages_body, 16, True),
+            "text16": ("/v1/compress", text_body, 16, True),
         }
         print(f"idle RSS {idle / MIB:.0f} MiB; manifest limit {limit / MIB:.0f} MiB"
               + (f"; env {' '.join(args.env)}" if args.env else ""))
         print("| case | body | n | peak RSS | after | answers | peak ≤ limit |")
         print("|---|---|---|---|---|---|---|")
         for name in args.cases.split(","):
-            path, body, n, hold = cases[name]
-            peak, after, codes = run_case(port, server.pid, stall, path, body, n, hold)
+            path, body, n, hold, *waves = cases[name]
+            peak, after, codes = run_case(port, server.pid, stall, path, body, n, hold, *waves)
             answers = ", ".join(f"{k}: {v}" for k, v in sorted(codes.items(), key=str))
             ok = "yes" if limit is None or peak <= limit else "**no**"
-            print(f"| {name} | {len(body) / 1e6:.1f} MB | {n} | {peak / MIB:.0f} MiB | {after / MIB:.0f} MiB "
+            n = f"{waves[0]} × {n}" if waves else n
+            size = len(body(0) if callable(body) else body)
+            print(f"| {name} | {size / 1e6:.1f} MB | {n} | {peak / MIB:.0f} MiB | {after / MIB:.0f} MiB "
                   f"| {answers} | {ok} |", flush=True)
     finally:
         stall.release.set()

@@ -1,8 +1,8 @@
 //! Peak heap of one `/v1/compress` request, per byte of its body, for the
 //! worst shape the limits let through: one message of ~100,000 small text
-//! parts (each part is a JSON object, the costliest thing a body holds per
-//! byte). This is where `admission::memory::MODEL_BYTES_PER_BODY_BYTE` comes
-//! from; `bench/hostile_memory.py` checks the whole process against it.
+//! parts (each part is a JSON object), and where it goes: the parsed JSON,
+//! the thread model, the rest. Heap, not RSS: `admission::memory`'s factors
+//! are RSS, measured on the whole process by `bench/hostile_memory.py`.
 //!
 //! ```text
 //! cargo run --release --example peak_heap -- [BODY_MB] [TEXT]

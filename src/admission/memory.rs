@@ -1,20 +1,39 @@
-//! What a request costs in memory, for the budget: a body of many small JSON
-//! objects costs ~20 times its bytes once parsed. A request is admitted from
-//! its declared length only if its worst case is free, else 503 before its
-//! body is read. `deploy/deployment.yaml`'s memory limit comes from
-//! [`limit_for`]; factors measured by `examples/peak_heap.rs`.
+//! What a request costs in memory, for the budget: what its parsed form
+//! holds follows its body's shape (values, objects and arrays, messages) as
+//! well as its bytes: two bytes of `1,` take a whole `Value`. A request is
+//! admitted from its declared length only if what its bytes cost parsed is
+//! free, else 503 before its body is read; once the body is in, its
+//! reservation grows to what its shape costs ([`parsed_bytes`]).
+//! `deploy/deployment.yaml`'s memory limit comes from [`limit_for`]; the
+//! factors are RSS measured by `bench/hostile_memory.py`, per request with
+//! a dozen of one shape at work at once (the allocator's arenas make that
+//! dearer than one alone), with a margin.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Memory per body byte of a parsed and compressed request, at worst: the
-/// worst shape measured 15.6 bytes of heap (`examples/peak_heap.rs`) and
-/// 18 to 20 of RSS (`bench/hostile_memory.py`); 24 leaves a margin.
-pub const MODEL_BYTES_PER_BODY_BYTE: u64 = 24;
+use crate::thread::{MAX_JSON_NODES, MAX_JSON_VALUES, Shape};
+
+/// Per body byte: the text itself, parsed, modelled, hashed, summarized and
+/// answered (a body of long texts measured 8.2).
+pub const PER_BYTE: u64 = 12;
+
+/// Per message (an object in the thread's array): its model beside its
+/// JSON, its canonical form and memo entries (10,000 short messages
+/// measured some 700 more than their objects and values).
+pub const PER_MESSAGE: u64 = 1024;
+
+/// Per object or array: a map or vector beside its `Value` (570 measured on
+/// `/v1/compress`, 1,240 on the proxy, which holds its body twice).
+pub const PER_NODE: u64 = 1280;
+
+/// Per value in an object or array: its `Value` slot and its share of the
+/// vector's growth (990,000 small numbers measured 92).
+pub const PER_VALUE: u64 = 96;
 
 /// What any request holds besides its body (task, headers, buffers).
 pub const REQUEST_BASE_BYTES: u64 = 64 * 1024;
 
-/// A ticket that once held this much calls [`give_back`] when it ends.
+/// A reservation that shrinks, or ends, by this much calls [`give_back`].
 pub const GIVE_BACK_AFTER_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The RSS of an idle replica, rounded up from 80 MiB measured.
@@ -26,9 +45,31 @@ pub fn limit_for(budget: u64) -> u64 {
     IDLE_RSS_BYTES + budget + budget / 4
 }
 
-/// The worst a request holds while its body is parsed and compressed.
+/// What a parsed body of `body` bytes holds for its bytes (its shape adds
+/// to it): what must be free to admit it from its head.
 pub fn model_bytes(body: u64) -> u64 {
-    REQUEST_BASE_BYTES.saturating_add(body.saturating_mul(MODEL_BYTES_PER_BODY_BYTE))
+    REQUEST_BASE_BYTES.saturating_add(body.saturating_mul(PER_BYTE))
+}
+
+/// What a body of this shape holds once parsed and while it is compressed.
+pub fn parsed_bytes(shape: &Shape) -> u64 {
+    let cost = |n: u64, each: u64| n.saturating_mul(each);
+    model_bytes(shape.bytes)
+        .saturating_add(cost(shape.messages, PER_MESSAGE))
+        .saturating_add(cost(shape.nodes, PER_NODE))
+        .saturating_add(cost(shape.values, PER_VALUE))
+}
+
+/// The most a body within the limits can cost parsed: `body_limit` bytes
+/// holding as many objects, arrays and values as a body may.
+pub fn worst_parsed_bytes(body_limit: u64) -> u64 {
+    let (nodes, values) = (MAX_JSON_NODES as u64, MAX_JSON_VALUES as u64);
+    parsed_bytes(&Shape {
+        bytes: body_limit,
+        messages: nodes,
+        nodes,
+        values,
+    })
 }
 
 /// The worst a request holds while it only holds its body.
@@ -73,13 +114,24 @@ mod tests {
     const MIB: u64 = 1024 * 1024;
 
     #[test]
-    fn the_worst_case_is_a_function_of_the_body() {
+    fn the_cost_follows_the_shape_as_well_as_the_bytes() {
         assert_eq!(model_bytes(0), REQUEST_BASE_BYTES);
-        assert_eq!(
-            model_bytes(MIB),
-            REQUEST_BASE_BYTES + MODEL_BYTES_PER_BODY_BYTE * MIB
-        );
+        assert_eq!(model_bytes(MIB), REQUEST_BASE_BYTES + PER_BYTE * MIB);
         assert_eq!(body_bytes(MIB), REQUEST_BASE_BYTES + MIB);
         assert_eq!(model_bytes(u64::MAX), u64::MAX, "saturates");
+        // Two bytes a number: the values cost far more than the bytes.
+        let numbers = format!("[{}7]", "7,".repeat(999_999));
+        let shape = Shape::of(numbers.as_bytes());
+        assert_eq!((shape.nodes, shape.values), (1, 999_999));
+        assert!(parsed_bytes(&shape) > 30 * shape.bytes);
+        // Long texts cost little more than their bytes' factor.
+        let text = format!(
+            "{{\"messages\": [{{\"content\": \"{}\"}}]}}",
+            "w".repeat(MIB as usize)
+        );
+        let shape = Shape::of(text.as_bytes());
+        assert_eq!((shape.messages, shape.nodes), (1, 3));
+        assert!(parsed_bytes(&shape) < model_bytes(shape.bytes) + 8 * 1024);
+        assert!(worst_parsed_bytes(8 * MIB) > parsed_bytes(&shape));
     }
 }

@@ -45,7 +45,7 @@ impl MemoryBudget {
         Some(Ticket(Arc::new(Mutex::new(Holding {
             budget: self.clone(),
             permit,
-            most: bytes,
+            held: bytes,
             place: None,
             working: 0,
             keep: None,
@@ -160,8 +160,8 @@ struct Holding {
     budget: MemoryBudget,
     /// Its units of the budget (None: no budget, or nothing reserved).
     permit: Option<OwnedSemaphorePermit>,
-    /// The most it held, in bytes.
-    most: u64,
+    /// What it holds, in bytes (counted without a budget too: see [`memory::give_back`]).
+    held: u64,
     place: Option<Permit>,
     /// CPU tasks at work for it ([`Work`]).
     working: usize,
@@ -193,7 +193,7 @@ impl Ticket {
                 p.merge(more);
             }
         }
-        h.most = h.most.max(bytes);
+        h.held = h.held.max(bytes);
         true
     }
 
@@ -224,9 +224,16 @@ impl Ticket {
 }
 
 impl Holding {
+    /// Lets go of all but `keep`; memory freed by a large shrink (a parsed
+    /// body once compressed) goes back to the system now, not when the
+    /// request ends, which for a stalled provider may be minutes later.
     fn release(&mut self) {
         let Some(keep) = self.keep else { return };
         self.place = None;
+        if self.held.saturating_sub(keep) >= memory::GIVE_BACK_AFTER_BYTES {
+            memory::give_back();
+        }
+        self.held = self.held.min(keep);
         let keep = self.budget.units_of(keep) as usize;
         if let Some(p) = self.permit.as_mut() {
             drop(p.split(p.num_permits().saturating_sub(keep)));
@@ -236,7 +243,7 @@ impl Holding {
 
 impl Drop for Holding {
     fn drop(&mut self) {
-        if self.most >= memory::GIVE_BACK_AFTER_BYTES {
+        if self.held >= memory::GIVE_BACK_AFTER_BYTES {
             memory::give_back();
         }
     }

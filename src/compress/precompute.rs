@@ -20,7 +20,7 @@ use tokio::task::JoinSet;
 use super::continuity::Anchor;
 use super::plan::{self, Planned};
 use super::{Compression, Mode, Ready, Setup};
-use crate::admission::{MemoryBudget, memory};
+use crate::admission::MemoryBudget;
 use crate::cache::CacheError;
 use crate::summarize::{SummaryService, Writer, ahead, cpu};
 
@@ -127,7 +127,7 @@ impl Precomputer {
             metrics.precompute("skipped_busy");
             return Precompute::Skipped;
         };
-        let Some(ticket) = self.memory.try_reserve(memory::model_bytes(job.bytes)) else {
+        let Some(ticket) = self.memory.try_reserve(job.memory) else {
             metrics.precompute("skipped_memory");
             return Precompute::Skipped;
         };
@@ -158,8 +158,8 @@ pub(super) struct Job {
     pub anchor: Arc<Anchor>,
     /// The conversation since its last summary (see [`Anchor::since`]).
     pub name: String,
-    /// About how many bytes the thread takes (for the memory budget).
-    pub bytes: u64,
+    /// What it holds in memory, for the budget.
+    pub memory: u64,
 }
 
 /// The summary written ahead for the longest prefix of `anchor`'s history.

@@ -7,8 +7,10 @@ use super::meter::Meter;
 use super::plan::{self, Planned, Stage};
 use super::precompute::{Job, Precompute, Precomputer, ready};
 use super::{Compression, Error, Hashes, History, Mode, Outcome, Ready, Reason, Setup};
+use crate::admission::memory;
 use crate::metrics::Metrics;
 use crate::summarize::{Strategy, SummaryService, cpu};
+use crate::thread::Shape;
 use crate::tokens::{Encoders, ModelRegistry};
 
 /// Plans, has the summary written, finishes. Cheap to share (`Arc` inside).
@@ -126,13 +128,12 @@ impl Compressor {
         let Some(spare) = spare else {
             return self.write_and_finish(planned).await;
         };
-        let tokens = planned.tokens();
         let status = match planned.stage() {
             Stage::Quiet => None,
             Stage::Ahead { start } if ready_past.is_some_and(|cut| cut > start) => {
                 Some(Precompute::Ready)
             }
-            Stage::Ahead { start } => self.start(spare, start, tokens).await,
+            Stage::Ahead { start } => self.start(spare, start).await,
             Stage::Due { .. } if planned.adopts() => {
                 self.metrics().precompute_due("used");
                 Some(Precompute::Used)
@@ -142,7 +143,7 @@ impl Compressor {
                     .precompute_due(if held { "pending" } else { "waited" });
                 // Not fitting, the request writes it now: no job for it.
                 let started = match held {
-                    true => self.start(spare, start, tokens).await,
+                    true => self.start(spare, start).await,
                     false => None,
                 };
                 match started {
@@ -215,15 +216,16 @@ impl Compressor {
 
     /// Starts writing ahead the summary a due turn of this conversation
     /// would write now. None when there is nothing after `start`.
-    async fn start(&self, spare: Spare, start: usize, tokens: usize) -> Option<Precompute> {
+    async fn start(&self, spare: Spare, start: usize) -> Option<Precompute> {
         let name = spare.anchor.since(start)?.to_string();
+        // The job holds the request's thread, as parsed.
+        let memory = memory::parsed_bytes(&Shape::of_thread(&spare.req.thread));
         let job = Job {
             req: spare.req,
             setup: spare.setup,
             anchor: spare.anchor,
             name,
-            // About four bytes a token, as text.
-            bytes: tokens as u64 * 4,
+            memory,
         };
         Some(self.precomputer.start(self.summarizer.clone(), job).await)
     }

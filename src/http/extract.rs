@@ -16,7 +16,7 @@ use crate::config::LimitSettings;
 use crate::error::ApiError;
 use crate::guard::Caller;
 use crate::state::AppState;
-use crate::thread::{clip_quoted, echo, too_many_nodes};
+use crate::thread::{Shape, clip_quoted, echo};
 
 /// The gates' caller; none means they did not run: no permission (fail closed).
 impl<S: Sync> FromRequestParts<S> for Caller {
@@ -36,15 +36,16 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> 
         require_json(req.headers())?;
         let ticket = req.extensions().get::<Ticket>().cloned();
         let RawBody(bytes) = RawBody::from_request(req, state).await?;
-        // The gate reserved the body; parsing it takes up to the worst case.
+        // Bounded before parsing: a parsed node costs far more than its bytes.
+        let shape = Shape::of(&bytes);
+        if let Some(why) = shape.too_many() {
+            return Err(ApiError::TooManyNodes(why));
+        }
+        // The gate reserved the body; parsing it takes what its shape costs.
         if let Some(ticket) = ticket
-            && !ticket.try_grow_to(memory::model_bytes(bytes.len() as u64))
+            && !ticket.try_grow_to(memory::parsed_bytes(&shape))
         {
             return Err(ApiError::OverBudget(ticket.budget()));
-        }
-        // Bounded before parsing: a parsed node costs far more than its bytes.
-        if let Some(why) = too_many_nodes(&bytes) {
-            return Err(ApiError::TooManyNodes(why));
         }
         // A long thread takes milliseconds to parse: off the async workers,
         // its request's place and memory taken until it ends.

@@ -17,6 +17,7 @@ use crate::guard::{Bucket, Caller};
 use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW, Unchanged};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
+use crate::thread::Shape;
 
 super::access::routes! {
     Access::Proxy;
@@ -69,7 +70,7 @@ async fn proxy(
     let ticket = ticket.map(|t| t.0).unwrap_or_default();
     let prepared = if !ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0)) {
         Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED)
-    } else if !ticket.try_grow_to(memory::model_bytes(body.len() as u64)) {
+    } else if !ticket.try_grow_to(memory::parsed_bytes(&Shape::of(&body))) {
         Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET)
     } else {
         app.proxy.prepare(format, &options, body).await?

@@ -270,7 +270,7 @@ impl From<&'static str> for Unread {
 
 /// The body as JSON and its thread, or why condense does not read it.
 fn read(format: WireFormat, body: &[u8], limits: Limits) -> Result<(Value, Thread), Unread> {
-    if thread::too_many_nodes(body).is_some() {
+    if thread::Shape::of(body).too_many().is_some() {
         return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
     let json: Value = thread::compact::from_slice(body).map_err(|_| "the body is not JSON")?;

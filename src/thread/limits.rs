@@ -1,6 +1,8 @@
 //! Limits on what a request body may hold, so hostile input costs bounded
 //! memory and time: its JSON shape (before parsing) and its thread's size.
 
+use serde_json::Value;
+
 use crate::thread::{Thread, WireFormat};
 
 /// Most JSON objects and arrays a body may hold: bounds its parsed memory (about
@@ -10,43 +12,102 @@ pub const MAX_JSON_NODES: usize = 100_000;
 /// Most values (counted by their commas) a body may hold: 8 MB of `1,1,…` is 4 million.
 pub const MAX_JSON_VALUES: usize = 1_000_000;
 
-/// Why a body holds more than a request may, if it does.
-pub fn too_many_nodes(bytes: &[u8]) -> Option<String> {
-    let (nodes, values) = json_shape(bytes);
-    if nodes > MAX_JSON_NODES {
-        Some(format!(
-            "the body holds more than {MAX_JSON_NODES} JSON objects and arrays; send fewer parts (merge adjacent text parts)"
-        ))
-    } else if values > MAX_JSON_VALUES {
-        Some(format!(
-            "the body holds more than {MAX_JSON_VALUES} JSON values; send fewer"
-        ))
-    } else {
-        None
-    }
+/// What a JSON body holds, counted from its bytes before it is parsed (or
+/// from a parsed value): what its parsed form costs follows these, not its
+/// bytes alone (a number of two bytes takes a whole `Value`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    pub bytes: u64,
+    /// Objects in the top-level arrays (messages, items, tools).
+    pub messages: u64,
+    /// Objects and arrays.
+    pub nodes: u64,
+    /// Values in objects and arrays (counted by their commas).
+    pub values: u64,
 }
 
-/// Objects and arrays in `bytes`, and commas outside strings (for valid JSON).
-fn json_shape(bytes: &[u8]) -> (usize, usize) {
-    let (mut nodes, mut commas, mut in_string, mut escaped) = (0, 0, false, false);
-    for &b in bytes {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match b {
-                b'"' => in_string = true,
-                b'{' | b'[' => nodes += 1,
-                b',' => commas += 1,
-                _ => {}
+impl Shape {
+    /// The shape of `bytes`, for valid JSON: one pass, strings skipped.
+    pub fn of(bytes: &[u8]) -> Self {
+        let (mut nodes, mut commas, mut in_string, mut escaped) = (0, 0, false, false);
+        let (mut depth, mut messages) = (0u32, 0);
+        for &b in bytes {
+            if in_string {
+                match b {
+                    _ if escaped => escaped = false,
+                    b'\\' => escaped = true,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+            } else {
+                match b {
+                    b'"' => in_string = true,
+                    b'{' | b'[' => {
+                        nodes += 1;
+                        depth += 1;
+                        messages += u64::from(depth == 3 && b == b'{');
+                    }
+                    b'}' | b']' => depth = depth.saturating_sub(1),
+                    b',' => commas += 1,
+                    _ => {}
+                }
             }
         }
+        Self {
+            bytes: bytes.len() as u64,
+            messages,
+            nodes,
+            values: commas,
+        }
     }
-    (nodes, commas)
+
+    /// The shape of parsed values (what a thread held by a background job
+    /// costs), each a message when it is an object: their strings' bytes,
+    /// and a few for each other scalar.
+    pub fn of_values<'a>(values: impl IntoIterator<Item = &'a Value>) -> Self {
+        let mut shape = Self::default();
+        let mut stack: Vec<&Value> = values.into_iter().collect();
+        shape.messages = stack.iter().filter(|v| v.is_object()).count() as u64;
+        while let Some(v) = stack.pop() {
+            match v {
+                Value::Array(a) => {
+                    shape.nodes += 1;
+                    shape.values += a.len() as u64;
+                    stack.extend(a);
+                }
+                Value::Object(o) => {
+                    shape.nodes += 1;
+                    shape.values += o.len() as u64;
+                    shape.bytes += o.keys().map(|k| k.len() as u64 + 3).sum::<u64>();
+                    stack.extend(o.values());
+                }
+                Value::String(s) => shape.bytes += s.len() as u64 + 2,
+                _ => shape.bytes += 8,
+            }
+        }
+        shape
+    }
+
+    /// The shape of a parsed thread: its messages as sent, and its tools.
+    pub fn of_thread(t: &Thread) -> Self {
+        let messages = t.system.iter().chain(&t.messages).map(|m| &m.raw);
+        Self::of_values(messages.chain(&t.tools))
+    }
+
+    /// Why a body of this shape holds more than a request may, if it does.
+    pub fn too_many(&self) -> Option<String> {
+        if self.nodes > MAX_JSON_NODES as u64 {
+            Some(format!(
+                "the body holds more than {MAX_JSON_NODES} JSON objects and arrays; send fewer parts (merge adjacent text parts)"
+            ))
+        } else if self.values > MAX_JSON_VALUES as u64 {
+            Some(format!(
+                "the body holds more than {MAX_JSON_VALUES} JSON values; send fewer"
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 /// How much one thread may hold (0 lifts a limit): they bound a request's work.
@@ -121,7 +182,7 @@ impl Limits {
 
 #[cfg(test)]
 mod tests {
-    use super::{Limits, MAX_JSON_VALUES, json_shape, too_many_nodes};
+    use super::{Limits, MAX_JSON_VALUES, Shape};
     use crate::thread::{RawThread, WireFormat, parse};
     use serde_json::json;
 
@@ -192,14 +253,24 @@ mod tests {
 
     #[test]
     fn nodes_are_counted_outside_strings_only() {
+        let shape = |b: &[u8]| {
+            let s = Shape::of(b);
+            assert_eq!(s.bytes, b.len() as u64);
+            (s.messages, s.nodes, s.values)
+        };
         assert_eq!(
-            json_shape(br#"{"a": [1, {"b": "{[,\"]}"}], "c": []}"#),
-            (4, 2)
+            shape(br#"{"a": [1, {"b": "{[,\"]}"}], "c": []}"#),
+            (1, 4, 2)
         );
-        assert_eq!(json_shape(br#""{{{,""#), (0, 0));
-        assert_eq!(json_shape(br#"["\\", {}]"#), (2, 1));
+        assert_eq!(shape(br#""{{{,""#), (0, 0, 0));
+        assert_eq!(shape(br#"["\\", {}]"#), (0, 2, 1));
+        let thread = json!({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"}]}, {"role": "assistant", "content": "b"}]});
+        let bytes = serde_json::to_vec(&thread).unwrap();
+        assert_eq!(shape(&bytes), (2, 6, 4));
+        let parsed = Shape::of_values([&thread["messages"][0]]);
+        assert_eq!((parsed.messages, parsed.nodes, parsed.values), (1, 3, 5));
         let scalars = format!("{{\"x\": [{}1]}}", "1,".repeat(MAX_JSON_VALUES + 1));
-        assert!(too_many_nodes(scalars.as_bytes()).is_some());
-        assert!(too_many_nodes(br#"{"messages": []}"#).is_none());
+        assert!(Shape::of(scalars.as_bytes()).too_many().is_some());
+        assert!(Shape::of(br#"{"messages": []}"#).too_many().is_none());
     }
 }

@@ -22,7 +22,7 @@ use serde_json::Value;
 pub use clearing::{Clearing, clear};
 pub use echo::{Bounded, MAX_ERRORS, cap, clip_quoted, echo};
 pub use edit::{Cut, Keep, cut_to, text_message, thousands, truncate_to};
-pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, too_many_nodes};
+pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, Shape};
 pub use marker::{SummaryMarker, summary_header, summary_text};
 pub use parse::{OwnedThread, RawThread, parse, parse_owned};
 pub use validate::validate;

@@ -403,7 +403,7 @@ fn quantity(q: &str) -> u64 {
 /// the limit. A default changed on one side only turns this red.
 #[test]
 fn the_memory_limit_holds_the_budget() {
-    use condense::admission::memory::{IDLE_RSS_BYTES, limit_for, model_bytes};
+    use condense::admission::memory::{IDLE_RSS_BYTES, limit_for, worst_parsed_bytes};
 
     let docs = manifests();
     let c = by_kind(&docs, "Deployment")["spec"]["template"]["spec"]["containers"][0].clone();
@@ -429,9 +429,15 @@ fn the_memory_limit_holds_the_budget() {
 
     assert!(budget > 0, "the budget is on");
     assert!(
-        model_bytes(body_limit) <= budget,
-        "the largest body parsed ({} bytes) fits the budget ({budget})",
-        model_bytes(body_limit)
+        worst_parsed_bytes(body_limit) <= budget,
+        "the costliest body parsed ({} bytes) fits the budget ({budget})",
+        worst_parsed_bytes(body_limit)
+    );
+    let quoted = format!("{} MiB", worst_parsed_bytes(body_limit) >> 20);
+    let sizing = std::fs::read_to_string("docs/operations.md").unwrap();
+    assert!(
+        sizing.matches(&quoted).count() >= 2,
+        "docs/operations.md quotes the costliest body's reservation, {quoted}"
     );
     assert!(
         limit_for(budget) <= limit,

@@ -10,7 +10,8 @@ use crate::support::server;
 
 use std::time::Duration;
 
-use condense::admission::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes};
+use condense::admission::memory::{REQUEST_BASE_BYTES, body_bytes, model_bytes, parsed_bytes};
+use condense::thread::Shape;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
@@ -101,7 +102,7 @@ async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_e
     // An API request whose parsed body would not fit: refused from its head.
     // (It would fit in the whole budget less what a streamed answer holds
     // until its last byte is gone, so that it is admitted afterwards.)
-    let api = 16 * KIB;
+    let api = 48 * KIB;
     assert!(model_bytes(api) > free && model_bytes(api) <= BUDGET - 2 * REQUEST_BASE_BYTES);
     let (_s, answer) = head_only(&addr, "/v1/compress", api).await;
     assert_refused_for_memory("/v1/compress", &answer);
@@ -176,7 +177,7 @@ async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
     })
     .await;
     let addr = url.trim_start_matches("http://").to_string();
-    let length = 16 * KIB;
+    let length = 48 * KIB;
     assert!(
         3 * model_bytes(length) > BUDGET,
         "the worst cases do not fit together"
@@ -191,4 +192,60 @@ async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
     }
     let (_s, answer) = head_only(&addr, "/v1/compress", length).await;
     assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
+}
+
+/// What a body costs follows its shape, not its bytes alone: beside an
+/// upload that holds most of the budget, a body of short texts is answered
+/// and one of the same length holding ten thousand numbers (each a parsed
+/// `Value`) is refused once it is in, though its bytes alone would fit.
+#[tokio::test]
+async fn a_body_is_charged_for_its_shape_once_it_is_in() {
+    let url = server::serve(condense::Config {
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: BUDGET,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    let addr = url.trim_start_matches("http://").to_string();
+    let (_holder, answer) = head_only(&addr, "/v1/compress", 600 * KIB).await;
+    assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
+    let free = BUDGET - body_bytes(600 * KIB);
+
+    let numbers = format!("[{}7]", "7,".repeat(10_000));
+    let text = format!("\"{}w\"", "w ".repeat(10_000));
+    let body = |extra: &str| {
+        format!(
+            r#"{{"model": "gpt-4o", "messages": [{{"role": "user", "content": "hi", "extra": {extra}}}]}}"#
+        )
+    };
+    let (numbers, text) = (body(&numbers), body(&text));
+    assert_eq!(numbers.len(), text.len());
+    let bytes_alone = model_bytes(numbers.len() as u64);
+    let shaped = parsed_bytes(&Shape::of(numbers.as_bytes()));
+    assert!(
+        bytes_alone < free && shaped > free,
+        "{bytes_alone} {shaped} {free}"
+    );
+
+    for (body, admitted) in [(text, true), (numbers, false)] {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /v1/tokens HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await.unwrap();
+        s.write_all(body.as_bytes()).await.unwrap();
+        let answer = response(&mut s).await;
+        match admitted {
+            true => assert!(answer.starts_with("HTTP/1.1 200"), "{answer}"),
+            false => assert_refused_for_memory("the numbers", &answer),
+        }
+    }
 }

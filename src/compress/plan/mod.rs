@@ -29,14 +29,6 @@ pub(super) enum Planned {
 }
 
 impl Planned {
-    /// The thread's tokens, as given.
-    pub fn tokens(&self) -> usize {
-        match self {
-            Planned::Done(outcome, _) => outcome.tokens_before,
-            Planned::Pending(plan) => plan.planner.cleared.tokens_before,
-        }
-    }
-
     /// It takes a summary written ahead (the swap rule).
     pub fn adopts(&self) -> bool {
         matches!(self, Planned::Pending(plan) if plan.ready.is_some())
