@@ -46,7 +46,9 @@ pub struct ServerSettings {
     pub max_connections: usize,
 
     /// Most connections one client address may hold open (an IPv6 address
-    /// counts by its /64); past it a new one is answered 503 and closed. 0: no limit.
+    /// counts by its /64); past it a new one is answered 503 and closed. While
+    /// other addresses hold connections, an address also holds no more than
+    /// the cap has free, so a few hosts cannot fill it. 0: no limit.
     // A quarter of the cap: one address cannot take the rest, yet 20 local agents
     // (all 127.0.0.1, a few pooled connections each) stay well under it.
     #[arg(
@@ -166,11 +168,11 @@ pub struct LimitSettings {
     pub max_concurrency: usize,
 
     /// Bytes of memory the requests at work may hold at once; a request
-    /// whose worst case (from its `Content-Length`, see the README's
-    /// "Memory sizing") does not fit in what is free gets 503 `overloaded`
-    /// before its body is read; 0: no budget.
-    // From the shipped Deployment's 1 GiB limit (see `admission::memory::limit_for`, the
-    // README's "Memory sizing"): the idle process (96 MiB) + this + a quarter of this.
+    /// whose cost (from its `Content-Length`, then its body's shape: see
+    /// docs/operations.md, "Memory sizing") does not fit in what is free gets
+    /// 503 `overloaded`; 0: no budget.
+    // From the shipped Deployment's 1 GiB limit (see `admission::memory::limit_for`,
+    // docs/operations.md's "Memory sizing"): the idle process (96 MiB) + this + a quarter.
     #[arg(
         id = "limits.memory_budget_bytes",
         value_name = "BYTES",

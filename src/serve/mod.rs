@@ -54,7 +54,7 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         // Turned away, it gives its slot back at once.
-        let Some(counted) = peers.admit(peer.ip()) else {
+        let Some(counted) = peers.admit(peer.ip(), slots.available_permits()) else {
             turn_away(stream, peer);
             continue;
         };

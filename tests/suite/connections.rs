@@ -478,6 +478,31 @@ async fn slow_headers_from_one_address_never_stop_healthz_from_another() {
     }
 }
 
+/// Four hosts at their per-address cap of a quarter held the whole cap, and
+/// every other client waited in the accept queue for the 300 s header
+/// timeout. While others hold connections, a host now takes at most what is
+/// still free: the fourth and later find less, and a fifth host is served.
+#[tokio::test]
+async fn a_few_hosts_at_their_cap_never_fill_the_connection_cap() {
+    let addr = start({
+        let mut config = config(300, 300, 16);
+        config.server.max_connections_per_address = 4;
+        config
+    })
+    .await;
+    let mut silent = Vec::new();
+    for host in 2..=5 {
+        for _ in 0..4 {
+            // Turned-away ones are answered 503 and closed; kept all the same.
+            silent.push(connect_from([127, 0, 0, host], addr).await);
+        }
+    }
+    let mut other = connect_from([127, 0, 0, 9], addr).await;
+    other.write_all(HEALTHZ).await.unwrap();
+    let answer = response_within(&mut other, GENEROUS).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
 #[tokio::test]
 async fn the_probe_listener_answers_probes_when_the_main_one_is_full() {
     let app = condense::Application::build({
