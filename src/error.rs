@@ -63,6 +63,11 @@ pub enum ApiError {
     OverBudget(u64),
     #[error("{0}")]
     DoesNotFit(String),
+    /// Answered for hyper, which refuses such a head itself (`serve::head`).
+    #[error(
+        "the request head (request line and headers) is over the limit of {bytes} bytes or {fields} header fields"
+    )]
+    HeadTooLarge { bytes: usize, fields: usize },
     #[error("{0}")]
     StrategyUnavailable(String),
     #[error("no route for {0}")]
@@ -146,6 +151,7 @@ impl ApiError {
             E::Overloaded(_) | E::OverBudget(_) => K::Overloaded,
             E::Invalid(_) => K::Validation,
             E::DoesNotFit(_) => K::DoesNotFit,
+            E::HeadTooLarge { .. } => K::HeadTooLarge,
             E::StrategyUnavailable(_) => K::StrategyUnavailable,
             E::NotFound(_) => K::NotFound,
             E::MethodNotAllowed => K::MethodNotAllowed,
@@ -213,6 +219,8 @@ pub enum ProblemKind {
     UnsupportedMediaType,
     #[serde(rename = "urn:condense:problem:payload-too-large")]
     PayloadTooLarge,
+    #[serde(rename = "urn:condense:problem:head-too-large")]
+    HeadTooLarge,
     #[serde(rename = "urn:condense:problem:validation")]
     Validation,
     #[serde(rename = "urn:condense:problem:does-not-fit")]
@@ -252,6 +260,7 @@ impl ProblemKind {
             K::MalformedJson => S::BAD_REQUEST,
             K::UnsupportedMediaType => S::UNSUPPORTED_MEDIA_TYPE,
             K::PayloadTooLarge => S::PAYLOAD_TOO_LARGE,
+            K::HeadTooLarge => S::REQUEST_HEADER_FIELDS_TOO_LARGE,
             K::Validation | K::DoesNotFit | K::StrategyUnavailable => S::UNPROCESSABLE_ENTITY,
             K::NotFound => S::NOT_FOUND,
             K::MethodNotAllowed => S::METHOD_NOT_ALLOWED,
@@ -272,6 +281,7 @@ impl ProblemKind {
             K::MalformedJson => "Malformed JSON",
             K::UnsupportedMediaType => "Unsupported media type",
             K::PayloadTooLarge => "Payload too large",
+            K::HeadTooLarge => "Request head too large",
             K::Validation => "Invalid request",
             K::DoesNotFit => "Thread does not fit",
             K::StrategyUnavailable => "Strategy unavailable",
@@ -301,6 +311,7 @@ impl ProblemKind {
             K::MalformedJson => "malformed-json",
             K::UnsupportedMediaType => "unsupported-media-type",
             K::PayloadTooLarge => "payload-too-large",
+            K::HeadTooLarge => "head-too-large",
             K::Validation => "validation",
             K::DoesNotFit => "does-not-fit",
             K::StrategyUnavailable => "strategy-unavailable",
@@ -383,7 +394,7 @@ mod tests {
         let schema = serde_json::to_value(<ProblemKind as utoipa::PartialSchema>::schema())
             .expect("a schema is JSON");
         let urns = schema["enum"].as_array().expect("an enum of URNs");
-        assert_eq!(urns.len(), 17);
+        assert_eq!(urns.len(), 18);
         for urn in urns {
             let kind: ProblemKind = serde_json::from_value(urn.clone()).expect("a known URN");
             let slug = kind.slug();

@@ -95,6 +95,11 @@ impl Activity {
         [waiting, unread, left].into_iter().flatten().min()
     }
 
+    /// A request is in flight: its answer is not yet all written.
+    pub(super) fn in_flight(&self) -> bool {
+        self.lock().in_flight > 0
+    }
+
     /// A request is in flight and its client has not been seen to leave.
     pub(super) fn watching(&self) -> bool {
         let s = self.lock();

@@ -37,8 +37,12 @@ pub async fn serve(
     });
     // A client may half-close once its request is sent (RFC 9112 §9.6); then
     // the watchdog notices a client that leaves (`Activity::client_left`).
+    // A head over the limits is refused by hyper, in words of ours (`head`);
+    // hyper's own limit of header fields is `head::HEAD_FIELDS` (setting it
+    // would put every request's headers on the heap).
     let conn = hyper::server::conn::http1::Builder::new()
         .half_close(true)
+        .max_header_size(super::head::HEAD_BYTES)
         .serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
     let mut stopping = false;
@@ -47,7 +51,9 @@ pub async fn serve(
         tokio::select! {
             result = conn.as_mut() => {
                 match result {
+                    // The rest of a refused head is drained, so its answer is read.
                     Ok(()) => socket::linger(&stream).await,
+                    Err(e) if e.is_parse_too_large() => socket::linger(&stream).await,
                     Err(e) => tracing::debug!(error = %e, %peer, "connection ended with an error"),
                 }
                 break;

@@ -7,6 +7,7 @@ mod activity;
 mod conn;
 mod fds;
 mod guarded;
+mod head;
 mod peers;
 mod socket;
 
@@ -20,6 +21,7 @@ use tokio::sync::{Semaphore, watch};
 pub use activity::{EndWithClient, ServeOptions};
 pub use fds::{connection_budget, reserved_fds};
 pub use guarded::guarded;
+pub use head::{HEAD_BYTES, HEAD_FIELDS};
 use peers::Peers;
 
 /// Serves until `shutdown` completes, then lets each connection finish its

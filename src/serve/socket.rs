@@ -1,7 +1,7 @@
 //! A connection's socket, shared by hyper (through [`Watched`], which
-//! reports reads and stalled writes) and the watchdog's peek
-//! ([`client_left`]); driven through readiness, so neither takes the
-//! other's wake-up.
+//! reports reads and stalled writes, and answers for hyper a head it
+//! refuses: [`head`](super::head)) and the watchdog's peek ([`client_left`]);
+//! driven through readiness, so neither takes the other's wake-up.
 
 use std::io;
 use std::pin::Pin;
@@ -12,16 +12,23 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::activity::{Activity, Left};
+use super::head::{self, Replacement};
 
 /// The socket, reporting reads and stalled writes to [`Activity`].
 pub(super) struct Watched {
     inner: Arc<TcpStream>,
     activity: Arc<Activity>,
+    /// condense's answer to a head hyper refused, being written.
+    replacing: Option<Replacement>,
 }
 
 impl Watched {
     pub(super) fn new(inner: Arc<TcpStream>, activity: Arc<Activity>) -> Self {
-        Self { inner, activity }
+        Self {
+            inner,
+            activity,
+            replacing: None,
+        }
     }
 
     fn track<T>(&self, polled: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
@@ -29,17 +36,44 @@ impl Watched {
         polled
     }
 
-    fn write_with(
-        &self,
-        cx: &mut Context<'_>,
-        write: impl Fn(&TcpStream) -> io::Result<usize>,
-    ) -> Poll<io::Result<usize>> {
-        loop {
-            ready!(self.inner.poll_write_ready(cx))?;
-            match write(&self.inner) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                done => return Poll::Ready(done),
+    /// When `first` (what hyper writes first) is hyper's own refusal of a
+    /// head, writes condense's answer instead: then the bytes of hyper's it
+    /// stands for, else None.
+    fn replace(&mut self, cx: &mut Context<'_>, first: &[u8]) -> Poll<io::Result<Option<usize>>> {
+        if self.replacing.is_none() {
+            // With a request in flight, what hyper writes is its answer.
+            if !head::is_hyper_431(first) || self.activity.in_flight() {
+                return Poll::Ready(Ok(None));
             }
+            self.replacing = Some(head::replacement(first.len()));
+        }
+        let Some(r) = &mut self.replacing else {
+            return Poll::Ready(Ok(None));
+        };
+        while r.written < r.answer.len() {
+            let rest = &r.answer[r.written..];
+            match ready!(write_with(&self.inner, cx, |s| s.try_write(rest))) {
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Ok(n) => r.written += n,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        let stands_for = r.stands_for;
+        self.replacing = None;
+        Poll::Ready(Ok(Some(stands_for)))
+    }
+}
+
+fn write_with(
+    inner: &TcpStream,
+    cx: &mut Context<'_>,
+    write: impl Fn(&TcpStream) -> io::Result<usize>,
+) -> Poll<io::Result<usize>> {
+    loop {
+        ready!(inner.poll_write_ready(cx))?;
+        match write(inner) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            done => return Poll::Ready(done),
         }
     }
 }
@@ -73,8 +107,12 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let polled = self.write_with(cx, |s| s.try_write(buf));
-        self.track(polled)
+        let this = self.get_mut();
+        let polled = match this.replace(cx, buf) {
+            Poll::Ready(Ok(None)) => write_with(&this.inner, cx, |s| s.try_write(buf)),
+            other => other.map_ok(|n| n.unwrap_or_default()),
+        };
+        this.track(polled)
     }
 
     fn poll_write_vectored(
@@ -82,8 +120,13 @@ impl AsyncWrite for Watched {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let polled = self.write_with(cx, |s| s.try_write_vectored(bufs));
-        self.track(polled)
+        let this = self.get_mut();
+        let first = bufs.first().map_or(&[][..], |b| &b[..]);
+        let polled = match this.replace(cx, first) {
+            Poll::Ready(Ok(None)) => write_with(&this.inner, cx, |s| s.try_write_vectored(bufs)),
+            other => other.map_ok(|n| n.unwrap_or_default()),
+        };
+        this.track(polled)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -71,9 +71,16 @@ pub struct Encoders {
 
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
-/// Bytes tokenized by this process: the tests that keep compression linear read it.
+/// Bytes tokenized by this process, counted as they are done (a count that
+/// stops early tallies only what it read): the tests that keep compression
+/// linear and stop the work of a gone request read it.
 pub fn tokenized_bytes() -> u64 {
     TOKENIZED_BYTES.load(Ordering::Relaxed)
+}
+
+/// Adds `n` bytes to [`tokenized_bytes`].
+pub(super) fn tokenized(n: usize) {
+    TOKENIZED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
 }
 
 static GLOBAL: LazyLock<Encoders> =
@@ -104,12 +111,20 @@ impl Encoders {
         if text.is_empty() {
             return 0;
         }
-        TOKENIZED_BYTES.fetch_add(text.len() as u64, Ordering::Relaxed);
         match encoding {
             Encoding::O200kBase => super::pieces::count(bpe_openai::o200k_base(), 0, text),
             Encoding::Cl100kBase => super::pieces::count(bpe_openai::cl100k_base(), 1, text),
-            Encoding::P50kBase => self.p50k.encode_ordinary(text).len(),
-            Encoding::R50kBase => self.r50k.encode_ordinary(text).len(),
+            // Legacy encodings: one uninterrupted call per string.
+            Encoding::P50kBase | Encoding::R50kBase => {
+                let bpe = if encoding == Encoding::P50kBase {
+                    &self.p50k
+                } else {
+                    &self.r50k
+                };
+                let n = bpe.encode_ordinary(text).len();
+                tokenized(text.len());
+                n
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod cancel;
 mod count;
 mod encoding;
+mod long;
 mod memo;
 mod pieces;
 mod registry;

@@ -50,8 +50,11 @@ thread_local! {
     static LOCAL: RefCell<[Local; 2]> = RefCell::default();
 }
 
-/// Pieces counted between two looks at the cancellation flag.
+/// Pieces counted between two looks at the cancellation flag...
 const PIECES_PER_LOOK: usize = 4096;
+/// ...or bytes, whichever comes first (a piece longer than this looks
+/// inside itself: [`long`](super::long)).
+const BYTES_PER_LOOK: usize = super::long::CHUNK;
 
 /// `tokenizer.count(text)`, split by [`SPLIT`]`[slot]`, short pieces memoized.
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
@@ -60,15 +63,36 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
         let Local { memo, cache } = &mut locals[slot];
         let cache = cache.get_or_insert_with(|| split.create_cache());
         let (mut sum, mut last) = (0, 0);
-        for i in 0.. {
-            if i % PIECES_PER_LOOK == 0 && i > 0 && super::cancel::cancelled() {
-                break;
+        // Pieces and bytes since the last look, bytes not yet tallied.
+        let (mut pieces, mut bytes, mut untallied) = (0, 0, 0);
+        loop {
+            if pieces == PIECES_PER_LOOK || bytes >= BYTES_PER_LOOK {
+                super::encoding::tokenized(std::mem::take(&mut untallied));
+                if super::cancel::cancelled() {
+                    break;
+                }
+                (pieces, bytes) = (0, 0);
             }
             let Some(piece) = next(split, cache, text, &mut last) else {
                 break;
             };
-            sum += memoized(tokenizer, memo, piece.as_bytes());
+            let piece = piece.as_bytes();
+            if piece.len() > super::long::LONG {
+                super::encoding::tokenized(std::mem::take(&mut untallied));
+                let Some(n) =
+                    super::long::count(&tokenizer.bpe, piece, &mut super::encoding::tokenized)
+                else {
+                    break;
+                };
+                sum += n;
+                continue;
+            }
+            sum += memoized(tokenizer, memo, piece);
+            pieces += 1;
+            bytes += piece.len();
+            untallied += piece.len();
         }
+        super::encoding::tokenized(untallied);
         sum
     })
 }
@@ -126,6 +150,41 @@ mod tests {
         assert!(
             partial <= super::PIECES_PER_LOOK * 2,
             "{partial} of {whole}"
+        );
+    }
+
+    #[test]
+    fn long_pieces_among_short_ones_count_as_bpe_openai() {
+        let dashes = "-".repeat(100_000);
+        let text = format!(
+            "a {dashes} b {} c\n{}x",
+            "=".repeat(70_001),
+            " ".repeat(40_000)
+        );
+        for (slot, tokenizer) in [bpe_openai::o200k_base(), bpe_openai::cl100k_base()]
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(
+                super::count(tokenizer, slot, &text),
+                tokenizer.count(text.as_str())
+            );
+        }
+    }
+
+    #[test]
+    fn a_cancelled_count_stops_inside_one_long_piece() {
+        use std::sync::atomic::AtomicBool;
+        let tokenizer = bpe_openai::o200k_base();
+        let text = format!("x {}", "-".repeat(4_000_000));
+        let before = crate::tokens::tokenized_bytes();
+        let gone = std::sync::Arc::new(AtomicBool::new(true));
+        let partial = crate::tokens::cancel::scope(gone, || super::count(tokenizer, 0, &text));
+        // Other tests of this binary may count meanwhile, but not 4 MB.
+        let read = crate::tokens::tokenized_bytes() - before;
+        assert!(
+            partial < 100 && read < 1_000_000,
+            "{partial} tokens, {read} bytes"
         );
     }
 

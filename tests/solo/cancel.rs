@@ -36,11 +36,16 @@ fn request(body: &Value) -> Request<Body> {
         .unwrap()
 }
 
-/// Waits until no cancellable task is left on the blocking pool.
+/// Waits until no cancellable task is left on the blocking pool (a bound
+/// far past any count here: only a count that never ends reaches it).
 async fn drained() {
-    while cancel::running() > 0 {
+    for _ in 0..30_000 {
+        if cancel::running() == 0 {
+            return;
+        }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    panic!("the blocking pool did not drain in 10 minutes");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,5 +118,45 @@ fn assert_stopped(when: &str, before: u64, at_end: u64, size: u64) {
     assert!(
         after <= 8 * CHARS as u64,
         "{when}: {after} more bytes were tokenized ({done} of {size} before): the work did not stop"
+    );
+}
+
+/// One pre-tokenizer piece of millions of bytes (a run of `-`) is counted
+/// in windows that look at the flag: the 503 stops it too, not only the
+/// next message. Its bytes are tallied as they are counted, so what was
+/// tokenized after the request ended is at most a window or two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counting_one_huge_piece_stops_when_the_request_is_gone() {
+    let _process = crate::alone().await;
+    let app = condense::http::router(
+        AppState::new(Config {
+            limits: condense::config::LimitSettings {
+                request_timeout: std::time::Duration::from_secs(1),
+                max_total_chars: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .expect("state builds"),
+    );
+    // Under the default body limit (8 MiB); more than a second's work even
+    // in a release build (4 such pieces took 5.7 s of CPU).
+    let size = 3_990_000;
+    let body = json!({"messages": [{"role": "user", "content": "-".repeat(size)}]});
+    let before = tokenized_bytes();
+    let res = app.oneshot(request(&body)).await.unwrap();
+    let at_end = tokenized_bytes();
+    assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    drained().await;
+    let after = tokenized_bytes() - at_end;
+    let done = at_end - before;
+    assert!(
+        done < size as u64,
+        "the whole piece ({size} bytes) was counted before the request ended"
+    );
+    // A window is 16 KiB and its margin 1 KiB; two tasks' worth, with room.
+    assert!(
+        after <= 4 * 17 * 1024,
+        "{after} more bytes were tokenized after the 503 ({done} of {size} before): the count did not stop"
     );
 }

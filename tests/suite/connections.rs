@@ -213,6 +213,61 @@ async fn an_oversized_upload_is_refused_from_its_headers_with_no_100_continue() 
     }
 }
 
+/// A head over the limits (bytes, or header fields) gets condense's 431
+/// problem with a request id, not hyper's bare one: on a fresh connection
+/// and after a request served on it; a head within them is served.
+#[tokio::test]
+async fn a_head_over_the_limits_gets_a_431_problem_with_a_request_id() {
+    let addr = start(config(30, 30, 64)).await;
+    let (bytes, fields) = (condense::serve::HEAD_BYTES, condense::serve::HEAD_FIELDS);
+    let big = format!(
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nx-big: {}\r\n\r\n",
+        "a".repeat(bytes)
+    );
+    let many = format!(
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\n{}\r\n",
+        (0..fields)
+            .map(|i| format!("x-{i}: 1\r\n"))
+            .collect::<String>()
+    );
+    for (what, head, served_first) in [
+        ("bytes", &big, false),
+        ("fields", &many, false),
+        ("bytes after a request", &big, true),
+    ] {
+        let mut s = connect(addr).await;
+        if served_first {
+            s.write_all(HEALTHZ).await.unwrap();
+            assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
+        }
+        s.write_all(head.as_bytes()).await.unwrap();
+        let answer = response(&mut s).await;
+        let (top, body) = answer.split_once("\r\n\r\n").unwrap();
+        let top = top.to_ascii_lowercase();
+        assert!(top.starts_with("http/1.1 431 "), "{what}: {top}");
+        assert!(
+            top.contains("content-type: application/problem+json"),
+            "{what}: {top}"
+        );
+        assert!(top.contains("\r\nx-request-id: "), "{what}: {top}");
+        let problem: serde_json::Value = serde_json::from_str(body).expect("a JSON body");
+        assert_eq!(problem["type"], "urn:condense:problem:head-too-large");
+        assert_eq!(problem["status"], 431);
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains(&bytes.to_string()) && detail.contains(&fields.to_string()));
+        // The connection is closed after the answer.
+        closed_by_server(&mut s).await;
+    }
+    // Within the limits: served.
+    let mut s = connect(addr).await;
+    let within = format!(
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\nx-big: {}\r\n\r\n",
+        "a".repeat(bytes - 1024)
+    );
+    s.write_all(within.as_bytes()).await.unwrap();
+    assert!(response(&mut s).await.starts_with("HTTP/1.1 200"));
+}
+
 #[tokio::test]
 async fn a_body_within_the_limit_still_gets_100_continue() {
     let addr = start(config(30, 30, 64)).await;
