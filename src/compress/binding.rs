@@ -10,6 +10,13 @@
 //! 3. else keeps a block it may not remove or cannot judge, with
 //!    **`drop_block`** (the API then drops exactly the invalid blocks).
 //!
+//! What it cannot judge includes the caller's own blocks when it keeps no
+//! record of what earlier turns forwarded (continuity with no cache record:
+//! a new conversation, or one forgotten by a restart, an eviction or a
+//! profile change): they may be bound to a prefix condense rewrote then.
+//! A thread forwarded as it came (shadow mode, a fallback) is judged so too
+//! ([`carries_thinking`]); only a known history defers (rule 1).
+//!
 //! With thinking off the API ignores every thinking block, so a kept turn
 //! of thinking alone would reach it empty, which it refuses (400: every
 //! message but a final assistant one needs content). Such a turn is
@@ -37,6 +44,13 @@ pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
     let m = &t.messages[a];
     let leads = m.parts.first().is_some_and(Part::is_thinking);
     (m.role == Role::Assistant && m.tool_calls().next().is_some() && leads).then_some(a)
+}
+
+/// `t` carries thinking its provider binds to its prefix. Forwarded with no
+/// record of what earlier turns forwarded, it needs `drop_block` (thinking
+/// on): condense may have rewritten that prefix on a turn it forgot.
+pub fn carries_thinking(t: &Thread) -> bool {
+    t.format.binds_thinking() && t.messages.iter().any(Message::has_thinking)
 }
 
 /// `m` without its thinking blocks; None when it has none.
@@ -91,13 +105,15 @@ fn empty_without_thinking(m: &Message, required: bool, last: bool) -> bool {
 /// Marks an outcome that kept every message in place (cleared or cut texts
 /// at most): thinking after a change needs `drop_block`, or, without
 /// thinking on (`required`), goes; a turn of thinking alone then goes whole.
+/// With `unknown_history` any kept thinking needs `drop_block`.
 pub(super) fn mark_in_place(
     outcome: &mut Outcome,
     cleared_from: Option<usize>,
-    required: bool,
+    (required, unknown_history): (bool, bool),
     c: &Counter<'_>,
 ) {
     let t = &mut outcome.thread;
+    let unvouched = required && unknown_history && carries_thinking(t);
     let cut = outcome.messages_truncated.iter().copied().min();
     let Some(from) = cut
         .into_iter()
@@ -105,6 +121,7 @@ pub(super) fn mark_in_place(
         .min()
         .filter(|_| t.format.binds_thinking())
     else {
+        outcome.thinking_drop_block = unvouched;
         return;
     };
     let (pinned, last) = (t.pinned_len(), t.messages.len().saturating_sub(1));
@@ -151,7 +168,7 @@ pub(super) fn mark_in_place(
         outcome.warnings.extend(out.dropped_warning());
         outcome.messages_dropped.extend(gone);
     }
-    outcome.thinking_drop_block = out.drop_block;
+    outcome.thinking_drop_block = out.drop_block || unvouched;
     outcome.tokens_after = outcome.tokens_after.saturating_sub(out.saved);
     outcome.applied_edits.extend(out.edit());
 }
@@ -181,6 +198,9 @@ pub(super) struct Provenance {
     pub in_use_from: Option<usize>,
     /// The final thinking of that request, kept (with `drop_block`) then.
     pub first_final: Option<usize>,
+    /// No record of what earlier turns forwarded ([`carries_thinking`]):
+    /// the caller's own blocks are not vouched for either.
+    pub unknown_history: bool,
 }
 
 impl Provenance {
@@ -196,7 +216,7 @@ impl Provenance {
                 Prefix::New
             }
             _ if self.changed.is_some_and(|c| c < index) => Prefix::Unknown,
-            _ if !self.inserted && position == index => Prefix::Same,
+            _ if !self.inserted && position == index && !self.unknown_history => Prefix::Same,
             // Produced since: it saw this very prefix.
             _ if reused_from.is_some() && self.first_final != Some(index) => Prefix::Same,
             _ => Prefix::Unknown,
@@ -313,5 +333,21 @@ mod tests {
         assert_eq!(p.prefix(9, 9), Prefix::Unknown);
         // A message left out before it: its prefix is not the one it saw.
         assert_eq!(Provenance::default().prefix(4, 6), Prefix::Unknown);
+    }
+
+    #[test]
+    fn without_a_record_the_callers_own_thread_is_not_vouched_for() {
+        // A restart without the cache: condense may have rewritten it before.
+        let p = Provenance {
+            unknown_history: true,
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(5, 5), Prefix::Unknown);
+        let new = Provenance {
+            new_summary: true,
+            inserted: true,
+            ..p
+        };
+        assert_eq!(new.prefix(3, 40), Prefix::New);
     }
 }
