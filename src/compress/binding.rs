@@ -6,7 +6,8 @@
 //!    message starts with thinking, while the thread fits and what was
 //!    forwarded is known (clearing is never deferred);
 //! 2. **removes** ([`unbind`]) thinking of turns produced before a summary
-//!    written now, or before a reused one came into use (`in_use_from`);
+//!    written now, or before a reused one came into use (`in_use_from`),
+//!    the final one kept then with `drop_block` included ([`Prefix::Dropped`]);
 //! 3. else keeps a block it may not remove or cannot judge, with
 //!    **`drop_block`** (the API then drops exactly the invalid blocks).
 //!
@@ -183,6 +184,11 @@ pub(super) enum Prefix {
     /// A reused summary, a cut or a cleared text precedes it: valid only if
     /// it was produced after the same change.
     Unknown,
+    /// The final thinking of the request that first carried a reused
+    /// summary: kept then with `drop_block`, so the API dropped it if it was
+    /// stale, and what followed was produced without it. Removed, as the
+    /// model then read the thread; with `drop_block` in case it was valid.
+    Dropped,
 }
 
 /// What precedes the kept turns, to judge each one's thinking by.
@@ -209,22 +215,20 @@ impl Provenance {
         let reused_from = self.in_use_from.filter(|_| self.inserted);
         match () {
             _ if self.new_summary => Prefix::New,
+            // Kept with `drop_block` when the summary came into use.
+            _ if reused_from.is_some() && self.first_final == Some(index) => Prefix::Dropped,
             // Produced before the reused summary came into use: stale.
-            _ if reused_from.is_some_and(|from| index < from)
-                && self.first_final != Some(index) =>
-            {
-                Prefix::New
-            }
+            _ if reused_from.is_some_and(|from| index < from) => Prefix::New,
             _ if self.changed.is_some_and(|c| c < index) => Prefix::Unknown,
             _ if !self.inserted && position == index && !self.unknown_history => Prefix::Same,
             // Produced since: it saw this very prefix.
-            _ if reused_from.is_some() && self.first_final != Some(index) => Prefix::Same,
+            _ if reused_from.is_some() => Prefix::Same,
             _ => Prefix::Unknown,
         }
     }
 }
 
-/// Removes the thinking of kept turns whose prefix is `New`; `final_index`
+/// Removes the thinking of kept turns whose prefix is `New` or `Dropped`; `final_index`
 /// (an active loop's final thinking) is kept when `required`. Without
 /// thinking on, every block goes, and a turn of thinking alone goes whole.
 pub(super) fn unbind(
@@ -271,6 +275,7 @@ pub(super) fn unbind(
             k.message = stripped;
             k.tokens = tokens;
             out.removed_turns += 1;
+            out.drop_block |= required && prefix == Prefix::Dropped;
         }
     }
     for (was, is) in changes {
@@ -306,8 +311,9 @@ mod tests {
         };
         assert_eq!(p.prefix(5, 25), Prefix::Same);
         assert_eq!(p.prefix(4, 19), Prefix::New);
-        // The final thinking of the first request was kept with drop_block then.
-        assert_eq!(p.prefix(3, 18), Prefix::Unknown);
+        // The final thinking of the first request was kept with drop_block
+        // then: the API dropped it if stale, and later turns never saw it.
+        assert_eq!(p.prefix(3, 18), Prefix::Dropped);
         // Stale stays stale after a cut; a cut makes the newer ones unknown.
         let cut = Provenance {
             changed: Some(21),

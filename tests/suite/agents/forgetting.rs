@@ -173,7 +173,7 @@ async fn session(change: Change) -> Vec<String> {
     };
     let mut agent = Agent::new(true);
     let mut failed = Vec::new();
-    let mut summarized_before = false;
+    let (mut summarized_before, mut compressed_before) = (false, false);
     for step in 1..=STEPS + 1 {
         let changed = step >= CHANGE;
         let (base, headers): (&str, &[(&str, &str)]) = match change {
@@ -191,6 +191,18 @@ async fn session(change: Change) -> Vec<String> {
             break;
         }
         summarized_before |= !changed && answer.compressed;
+        let dropped = answer.body["input_transformations"]
+            .as_array()
+            .map_or(0, Vec::len);
+        // A turn that carries the summary the turn before carried: its
+        // thinking saw this very prefix (the block the API dropped then stays
+        // removed), so the model reads all of it.
+        if compressed_before && answer.compressed && step != CHANGE && dropped > 0 {
+            failed.push(format!(
+                "{change:?}, step {step}: {dropped} thinking block(s) dropped on a turn that carries the last turn's summary"
+            ));
+        }
+        compressed_before = answer.compressed;
         if step == CHANGE {
             // The history carried blocks bound to what condense forwarded
             // before: the API dropped them (or condense removed them).
