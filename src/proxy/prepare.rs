@@ -5,7 +5,7 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, thinking_on};
+use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, spliced, thinking_on};
 use super::{Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason, carries_thinking};
 use crate::summarize::{Fidelity, cpu};
@@ -180,15 +180,19 @@ fn unvouched(format: WireFormat, json: &Value, thread: &Thread) -> bool {
 
 /// `prepared` goes as it came (not compressed, shadow mode, a fallback).
 /// Its thinking may be bound to a prefix condense rewrote on a turn it does
-/// not remember, so `json` (Some when thinking is on and it carries blocks)
-/// is sent with the `drop_block` opt-out: the only change made to it.
+/// not remember, so when `json` is Some (thinking on, and it carries blocks)
+/// it goes with the `drop_block` opt-out: the only change made to it.
 async fn as_sent(mut prepared: Prepared, json: Option<Value>) -> Prepared {
     let Some(mut json) = json else {
         return prepared;
     };
-    let written = cpu(move || {
-        opt_into_drop_block(&mut json);
-        serde_json::to_vec(&json)
+    let body = prepared.body.clone();
+    let written = cpu(move || match spliced(&body) {
+        Some(bytes) => Ok(bytes),
+        None => {
+            opt_into_drop_block(&mut json);
+            serde_json::to_vec(&json)
+        }
     })
     .await;
     if let Ok(bytes) = written {
