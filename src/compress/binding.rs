@@ -6,9 +6,17 @@
 //!    message starts with thinking, while the thread fits and what was
 //!    forwarded is known (clearing is never deferred);
 //! 2. **removes** ([`unbind`]) thinking of turns produced before a summary
-//!    written now, or before a reused one came into use (`in_use_from`);
+//!    written now, or before a reused one came into use (`in_use_from`),
+//!    the final one kept then with `drop_block` included ([`Prefix::Dropped`]);
 //! 3. else keeps a block it may not remove or cannot judge, with
 //!    **`drop_block`** (the API then drops exactly the invalid blocks).
+//!
+//! What it cannot judge includes the caller's own blocks when it keeps no
+//! record of what earlier turns forwarded (continuity with no cache record:
+//! a new conversation, or one forgotten by a restart, an eviction or a
+//! profile change): they may be bound to a prefix condense rewrote then.
+//! A thread forwarded as it came (shadow mode, a fallback) is judged so too
+//! ([`carries_thinking`]); only a known history defers (rule 1).
 //!
 //! With thinking off the API ignores every thinking block, so a kept turn
 //! of thinking alone would reach it empty, which it refuses (400: every
@@ -37,6 +45,13 @@ pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
     let m = &t.messages[a];
     let leads = m.parts.first().is_some_and(Part::is_thinking);
     (m.role == Role::Assistant && m.tool_calls().next().is_some() && leads).then_some(a)
+}
+
+/// `t` carries thinking its provider binds to its prefix. Forwarded with no
+/// record of what earlier turns forwarded, it needs `drop_block` (thinking
+/// on): condense may have rewritten that prefix on a turn it forgot.
+pub fn carries_thinking(t: &Thread) -> bool {
+    t.format.binds_thinking() && t.messages.iter().any(Message::has_thinking)
 }
 
 /// `m` without its thinking blocks; None when it has none.
@@ -91,13 +106,15 @@ fn empty_without_thinking(m: &Message, required: bool, last: bool) -> bool {
 /// Marks an outcome that kept every message in place (cleared or cut texts
 /// at most): thinking after a change needs `drop_block`, or, without
 /// thinking on (`required`), goes; a turn of thinking alone then goes whole.
+/// With `unknown_history` any kept thinking needs `drop_block`.
 pub(super) fn mark_in_place(
     outcome: &mut Outcome,
     cleared_from: Option<usize>,
-    required: bool,
+    (required, unknown_history): (bool, bool),
     c: &Counter<'_>,
 ) {
     let t = &mut outcome.thread;
+    let unvouched = required && unknown_history && carries_thinking(t);
     let cut = outcome.messages_truncated.iter().copied().min();
     let Some(from) = cut
         .into_iter()
@@ -105,6 +122,7 @@ pub(super) fn mark_in_place(
         .min()
         .filter(|_| t.format.binds_thinking())
     else {
+        outcome.thinking_drop_block = unvouched;
         return;
     };
     let (pinned, last) = (t.pinned_len(), t.messages.len().saturating_sub(1));
@@ -151,7 +169,7 @@ pub(super) fn mark_in_place(
         outcome.warnings.extend(out.dropped_warning());
         outcome.messages_dropped.extend(gone);
     }
-    outcome.thinking_drop_block = out.drop_block;
+    outcome.thinking_drop_block = out.drop_block || unvouched;
     outcome.tokens_after = outcome.tokens_after.saturating_sub(out.saved);
     outcome.applied_edits.extend(out.edit());
 }
@@ -166,6 +184,11 @@ pub(super) enum Prefix {
     /// A reused summary, a cut or a cleared text precedes it: valid only if
     /// it was produced after the same change.
     Unknown,
+    /// The final thinking of the request that first carried a reused
+    /// summary: kept then with `drop_block`, so the API dropped it if it was
+    /// stale, and what followed was produced without it. Removed, as the
+    /// model then read the thread; with `drop_block` in case it was valid.
+    Dropped,
 }
 
 /// What precedes the kept turns, to judge each one's thinking by.
@@ -181,6 +204,9 @@ pub(super) struct Provenance {
     pub in_use_from: Option<usize>,
     /// The final thinking of that request, kept (with `drop_block`) then.
     pub first_final: Option<usize>,
+    /// No record of what earlier turns forwarded ([`carries_thinking`]):
+    /// the caller's own blocks are not vouched for either.
+    pub unknown_history: bool,
 }
 
 impl Provenance {
@@ -189,22 +215,20 @@ impl Provenance {
         let reused_from = self.in_use_from.filter(|_| self.inserted);
         match () {
             _ if self.new_summary => Prefix::New,
+            // Kept with `drop_block` when the summary came into use.
+            _ if reused_from.is_some() && self.first_final == Some(index) => Prefix::Dropped,
             // Produced before the reused summary came into use: stale.
-            _ if reused_from.is_some_and(|from| index < from)
-                && self.first_final != Some(index) =>
-            {
-                Prefix::New
-            }
+            _ if reused_from.is_some_and(|from| index < from) => Prefix::New,
             _ if self.changed.is_some_and(|c| c < index) => Prefix::Unknown,
-            _ if !self.inserted && position == index => Prefix::Same,
+            _ if !self.inserted && position == index && !self.unknown_history => Prefix::Same,
             // Produced since: it saw this very prefix.
-            _ if reused_from.is_some() && self.first_final != Some(index) => Prefix::Same,
+            _ if reused_from.is_some() => Prefix::Same,
             _ => Prefix::Unknown,
         }
     }
 }
 
-/// Removes the thinking of kept turns whose prefix is `New`; `final_index`
+/// Removes the thinking of kept turns whose prefix is `New` or `Dropped`; `final_index`
 /// (an active loop's final thinking) is kept when `required`. Without
 /// thinking on, every block goes, and a turn of thinking alone goes whole.
 pub(super) fn unbind(
@@ -251,6 +275,7 @@ pub(super) fn unbind(
             k.message = stripped;
             k.tokens = tokens;
             out.removed_turns += 1;
+            out.drop_block |= required && prefix == Prefix::Dropped;
         }
     }
     for (was, is) in changes {
@@ -286,8 +311,9 @@ mod tests {
         };
         assert_eq!(p.prefix(5, 25), Prefix::Same);
         assert_eq!(p.prefix(4, 19), Prefix::New);
-        // The final thinking of the first request was kept with drop_block then.
-        assert_eq!(p.prefix(3, 18), Prefix::Unknown);
+        // The final thinking of the first request was kept with drop_block
+        // then: the API dropped it if stale, and later turns never saw it.
+        assert_eq!(p.prefix(3, 18), Prefix::Dropped);
         // Stale stays stale after a cut; a cut makes the newer ones unknown.
         let cut = Provenance {
             changed: Some(21),
@@ -313,5 +339,21 @@ mod tests {
         assert_eq!(p.prefix(9, 9), Prefix::Unknown);
         // A message left out before it: its prefix is not the one it saw.
         assert_eq!(Provenance::default().prefix(4, 6), Prefix::Unknown);
+    }
+
+    #[test]
+    fn without_a_record_the_callers_own_thread_is_not_vouched_for() {
+        // A restart without the cache: condense may have rewritten it before.
+        let p = Provenance {
+            unknown_history: true,
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(5, 5), Prefix::Unknown);
+        let new = Provenance {
+            new_summary: true,
+            inserted: true,
+            ..p
+        };
+        assert_eq!(new.prefix(3, 40), Prefix::New);
     }
 }

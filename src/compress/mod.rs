@@ -28,6 +28,7 @@ use crate::thread::{FieldError, Thread};
 use crate::tokens::{Encoding, Method};
 use crate::upstream::UpstreamError;
 
+pub use binding::carries_thinking;
 pub use check::{GroupBy, keep_recent_iterations};
 pub use clear::AppliedEdit;
 pub use continuity::Carried;

@@ -245,7 +245,8 @@ impl Compressor {
                     req.prior = Some(prior);
                     History::Carried(in_use)
                 }
-                None => History::Known,
+                // A new conversation, or one forgotten: nothing says which.
+                None => History::Unrecorded,
             },
             Err(e) => {
                 tracing::warn!(error = %e, "summary cache unavailable for continuity");

@@ -22,16 +22,30 @@ pub(crate) struct Setup {
 }
 
 /// What this request knows of what earlier turns forwarded. Only a known
-/// history lets a due summary wait (the previous one is then what was sent).
+/// history lets a due summary wait in a tool loop, and vouches for the
+/// caller's own thinking (see [`binding`](super::binding)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum History {
-    /// Not continuity mode, or its cache holds no summary of this conversation.
+    /// Not continuity mode: the caller's thread is what it sends on.
     Known,
     /// Continuity found a summary of a prefix (the request's `prior`, kept
     /// even when nothing is due), and where it came into use.
     Carried(InUse),
+    /// Continuity mode, and the cache holds no summary of this conversation:
+    /// a new one, or one condense forgot (a restart without its cache, an
+    /// evicted row, another profile). Its thinking may be bound to a prefix
+    /// condense rewrote; a summary written ahead may still be held for.
+    Unrecorded,
     /// Continuity mode without a cache, or with one that failed.
     Unknown,
+}
+
+impl History {
+    /// Condense knows what earlier turns forwarded: a due summary may wait
+    /// to keep an active loop's final thinking valid.
+    pub(super) fn known(&self) -> bool {
+        matches!(self, History::Known | History::Carried(_))
+    }
 }
 
 /// The history's hashes ([`Anchor`]), under which the summaries a request

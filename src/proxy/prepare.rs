@@ -1,12 +1,13 @@
 //! The request on its way: its thread compressed when due (or, in shadow
-//! mode, only measured), every other field untouched.
+//! mode, only measured), every other field untouched but for Anthropic's
+//! `drop_block` opt-out where thinking may be stale.
 
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, thinking_on};
+use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, spliced, thinking_on};
 use super::{Proxy, ProxyError, Unchanged};
-use crate::compress::{Compression, Outcome, Precompute, Reason};
+use crate::compress::{Compression, Outcome, Precompute, Reason, carries_thinking};
 use crate::summarize::{Fidelity, cpu};
 use crate::thread::{self, Limits, RawThread, Thread, WireFormat};
 
@@ -80,20 +81,25 @@ impl Proxy {
         body: Bytes,
     ) -> Result<Prepared, ProxyError> {
         let shadow = options.shadow || self.config.shadow;
-        let Ok(profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
-            let note = "unknown x-condense-profile";
-            return Ok(Prepared::unchanged(body, Unchanged::UnknownProfile, note));
-        };
         let read = {
             let body = body.clone();
             let limits = self.config.limits;
-            cpu(move || read(format, &body, limits)).await
+            cpu(move || read(format, &body, limits))
         };
-        let (json, thread) = match read {
+        let Ok(profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
+            let note = "unknown x-condense-profile";
+            let unchanged = Prepared::unchanged(body, Unchanged::UnknownProfile, note);
+            // Under another profile, condense may have rewritten its history.
+            let read = read.await.ok();
+            let json = read.filter(|(json, t)| unvouched(format, json, t));
+            return Ok(as_sent(unchanged, json.map(|(json, _)| json)).await);
+        };
+        let (json, thread) = match read.await {
             Ok(read) => read,
             Err(Unread::TooLarge(detail)) => return Err(ProxyError::TooLarge(detail)),
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
+        let opt_out = unvouched(format, &json, &thread);
         let req = Compression {
             model: json
                 .get("model")
@@ -106,22 +112,27 @@ impl Proxy {
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
-        let out = match run.await {
-            Ok(Ok(out)) => out,
+        let (prepared, out) = match run.await {
+            Ok(Ok(out)) => {
+                let report = Report::of(&out, shadow);
+                (Prepared { body, report }, Some(out))
+            }
             Ok(Err(e)) => {
                 let (why, note) = Unchanged::of(&e);
-                return Ok(Prepared::unchanged(body, why, note));
+                (Prepared::unchanged(body, why, note), None)
             }
             Err(_) => {
                 let note = "compression took too long";
-                return Ok(Prepared::unchanged(body, Unchanged::Timeout, note));
+                (Prepared::unchanged(body, Unchanged::Timeout, note), None)
             }
         };
-        let report = Report::of(&out, shadow);
-        if !report.compressed {
-            return Ok(Prepared { body, report });
+        match out {
+            Some(out) if prepared.report.compressed => {
+                let Prepared { body, report } = prepared;
+                Ok(self.write(format, json, out, body, report).await)
+            }
+            _ => Ok(as_sent(prepared, opt_out.then_some(json)).await),
         }
-        Ok(self.write(format, json, out, body, report).await)
     }
 
     /// `json` with the compressed thread (or `original` if it cannot be written).
@@ -159,6 +170,36 @@ impl Proxy {
             report,
         }
     }
+}
+
+/// A body that goes as it came needs the `drop_block` opt-out: thinking
+/// on, and blocks condense cannot vouch for (`compress::binding`).
+fn unvouched(format: WireFormat, json: &Value, thread: &Thread) -> bool {
+    opts_in(format, json, carries_thinking(thread))
+}
+
+/// `prepared` goes as it came (not compressed, shadow mode, a fallback).
+/// Its thinking may be bound to a prefix condense rewrote on a turn it does
+/// not remember, so when `json` is Some (thinking on, and it carries blocks)
+/// it goes with the `drop_block` opt-out: the only change made to it.
+async fn as_sent(mut prepared: Prepared, json: Option<Value>) -> Prepared {
+    let Some(mut json) = json else {
+        return prepared;
+    };
+    let body = prepared.body.clone();
+    let written = cpu(move || match spliced(&body) {
+        Some(bytes) => Ok(bytes),
+        None => {
+            opt_into_drop_block(&mut json);
+            serde_json::to_vec(&json)
+        }
+    })
+    .await;
+    if let Ok(bytes) = written {
+        prepared.body = bytes.into();
+        prepared.report.drop_block = true;
+    }
+    prepared
 }
 
 impl Report {

@@ -35,6 +35,119 @@ pub(super) fn opt_into_drop_block(json: &mut Value) {
     }
 }
 
+/// What [`spliced`] puts first in the `thinking` object.
+const OPT_OUT: &[u8] = br#""block_binding":{"prefix_mismatch_behavior":"drop_block"}"#;
+
+/// `body` with the `drop_block` opt-out spliced into its top-level
+/// `thinking` object, every other byte as the client wrote it (numbers,
+/// spacing, key order), so a body that goes as it came changes in that
+/// alone. None when the object is not there as written (its key spelt with
+/// escapes) or already has a `block_binding`: the caller then writes the
+/// parsed JSON. `body` is valid JSON (it was parsed); the scan is one pass
+/// over it, without recursion. Hand-written: serde_json's `RawValue` would
+/// give the object's bytes, not a place in a body it did not write.
+pub(super) fn spliced(body: &[u8]) -> Option<Vec<u8>> {
+    let top = members(body, ws(body, 0))?;
+    // The last one is what a parser keeps.
+    let (_, open, _) = top.into_iter().rev().find(|(k, ..)| *k == b"thinking")?;
+    let inner = members(body, open)?;
+    if inner.iter().any(|(k, ..)| *k == b"block_binding") {
+        return None;
+    }
+    let at = open + 1;
+    let comma: &[u8] = if inner.is_empty() { b"" } else { b"," };
+    let mut out = Vec::with_capacity(body.len() + OPT_OUT.len() + 1);
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(OPT_OUT);
+    out.extend_from_slice(comma);
+    out.extend_from_slice(&body[at..]);
+    Some(out)
+}
+
+/// The members of the object opening at `open`: each key as written and
+/// where its value starts and ends.
+fn members(b: &[u8], open: usize) -> Option<Vec<(&[u8], usize, usize)>> {
+    (b.get(open) == Some(&b'{')).then_some(())?;
+    let mut out = Vec::new();
+    let mut i = ws(b, open + 1);
+    if b.get(i) == Some(&b'}') {
+        return Some(out);
+    }
+    loop {
+        let key_end = string_end(b, i)?;
+        let key = &b[i + 1..key_end - 1];
+        i = ws(b, key_end);
+        (b.get(i) == Some(&b':')).then_some(())?;
+        let start = ws(b, i + 1);
+        let end = value_end(b, start)?;
+        out.push((key, start, end));
+        i = ws(b, end);
+        match b.get(i)? {
+            b',' => i = ws(b, i + 1),
+            b'}' => return Some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The first byte at or after `i` that is not JSON whitespace.
+fn ws(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        i += 1;
+    }
+    i
+}
+
+/// Just past the string opening at `i`.
+fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    (b.get(i) == Some(&b'"')).then_some(())?;
+    let mut j = i + 1;
+    loop {
+        match b.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+}
+
+/// Just past the value starting at `i`.
+fn value_end(b: &[u8], i: usize) -> Option<usize> {
+    match b.get(i)? {
+        b'"' => string_end(b, i),
+        b'{' | b'[' => {
+            let (mut depth, mut j) = (0usize, i);
+            loop {
+                match b.get(j)? {
+                    b'"' => {
+                        j = string_end(b, j)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth = depth.checked_sub(1)?;
+                        if depth == 0 {
+                            return Some(j + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+        }
+        _ => {
+            let mut j = i;
+            while !matches!(
+                b.get(j),
+                None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            ) {
+                j += 1;
+            }
+            Some(j)
+        }
+    }
+}
+
 pub(super) fn removed_thinking(edits: &[AppliedEdit]) -> usize {
     edits
         .iter()
@@ -46,4 +159,52 @@ pub(super) fn removed_thinking(edits: &[AppliedEdit]) -> usize {
             _ => 0,
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::spliced;
+
+    #[test]
+    fn the_opt_out_is_spliced_in_and_every_other_byte_kept() {
+        let body = br#"{ "model": "m", "n": 123456789012345678901234567890,
+  "messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": "a \" { [", "signature": "s"}]}],
+  "thinking" : { "type": "adaptive" } }"#;
+        let out = spliced(body).unwrap();
+        let text = String::from_utf8(out.clone()).unwrap();
+        let original = String::from_utf8(body.to_vec()).unwrap();
+        let opt_out = r#""block_binding":{"prefix_mismatch_behavior":"drop_block"},"#;
+        assert_eq!(text.replacen(opt_out, "", 1), original);
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["thinking"],
+            json!({"block_binding": {"prefix_mismatch_behavior": "drop_block"}, "type": "adaptive"})
+        );
+        assert_eq!(v["messages"][0]["content"][0]["thinking"], "a \" { [");
+    }
+
+    #[test]
+    fn the_last_thinking_is_the_one_a_parser_keeps() {
+        let body = br#"{"thinking":{"type":"disabled"},"thinking":{}}"#;
+        let v: Value = serde_json::from_slice(&spliced(body).unwrap()).unwrap();
+        assert_eq!(
+            v["thinking"],
+            json!({"block_binding": {"prefix_mismatch_behavior": "drop_block"}})
+        );
+    }
+
+    #[test]
+    fn what_it_cannot_find_as_written_it_leaves_to_the_json_writer() {
+        for body in [
+            &br#"{"\u0074hinking":{"type":"adaptive"}}"#[..],
+            br#"{"thinking":{"type":"adaptive","block_binding":{}}}"#,
+            br#"{"thinking":"adaptive"}"#,
+            br#"{"model":"m"}"#,
+            br#"[]"#,
+        ] {
+            assert_eq!(spliced(body), None, "{}", String::from_utf8_lossy(body));
+        }
+    }
 }

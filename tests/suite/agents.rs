@@ -12,6 +12,7 @@
 //! written and condense's added latency per turn.
 use crate::support::{live, server};
 
+mod forgetting;
 mod harness;
 mod refusals;
 mod session;

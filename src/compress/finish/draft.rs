@@ -19,6 +19,7 @@ impl Plan {
         let provenance = Provenance {
             in_use_from,
             first_final: in_use_from.and_then(|from| binding::final_thinking(t, from)),
+            unknown_history: !self.planner.setup.history.known(),
             ..Provenance::default()
         };
         (provenance, binding::final_thinking(t, t.messages.len()))

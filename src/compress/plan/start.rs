@@ -89,8 +89,8 @@ impl Planner {
     pub(in crate::compress) fn left_as_is(self) -> (Outcome, clear::Cleared) {
         let (t, count, window) = (self.t, &self.count, self.setup.context_window);
         let mut outcome = rules::unchanged(t, count, window, self.warnings, &self.p, &self.c);
-        let required = self.ask.thinking_required;
-        binding::mark_in_place(&mut outcome, self.cleared.from, required, &self.c);
+        let thinking = (self.ask.thinking_required, !self.setup.history.known());
+        binding::mark_in_place(&mut outcome, self.cleared.from, thinking, &self.c);
         (outcome, self.cleared)
     }
 

@@ -33,12 +33,14 @@ impl Planner {
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
         let continued = matches!(self.setup.history, History::Carried(_)) && outside;
         let kept = outside.then_some(Reason::Continued);
-        // Waiting keeps the previous summary: only when what was forwarded is known.
+        // Waiting keeps the previous summary (or none): not without a cache.
         let fits = verdict.trigger != Some(Trigger::ContextWindow);
         let may_wait = verdict.trigger.is_some() && self.setup.history != History::Unknown;
         let force = self.ask.force;
-        // An active loop's final thinking would be invalidated (see `binding`).
+        // An active loop's final thinking would be invalidated (see `binding`):
+        // worth waiting for only when condense knows that block is valid now.
         let bound = may_wait
+            && self.setup.history.known()
             && self.ask.thinking_required
             && fits
             && !force

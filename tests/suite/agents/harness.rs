@@ -91,9 +91,9 @@ impl Drop for Provider {
 /// that summarizes every few turns of a session (a turn adds 2 messages
 /// with Claude Code, 3 items with Codex: reasoning, call, output), the
 /// turns between reusing the last summary. Claude Code's turns are all one
-/// active tool loop with thinking, where a summary waits until the thread
-/// no longer fits (docs/compression.md, "Preserved thinking"): a 40k window makes that
-/// happen several times in a session.
+/// active tool loop with thinking, where a summary after the first waits
+/// until the thread no longer fits (docs/compression.md, "Preserved
+/// thinking"): a 40k window makes that happen several times in a session.
 pub async fn condense(provider: &str, dir: &Path) -> String {
     let profiles = dir.join("profiles.toml");
     std::fs::write(

@@ -5,6 +5,8 @@
 //! answers with a thinking block signed over the prefix it saw (after any
 //! `drop_block` drops). No turn may be refused, and between two summaries the
 //! forwarded prefix stays byte-identical (the provider's prompt cache hits).
+//! Mid-session condense may forget the session (a restart without its cache,
+//! another profile) or be bypassed (shadow mode switched on).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::binding::{is_thinking, parse, prefix};
 use condense::cache::{Cache, CacheOptions};
-use condense::compress::{AppliedEdit, Compression, Compressor, Meter};
+use condense::compress::{AppliedEdit, Compression, Compressor, Meter, carries_thinking};
 use condense::policy::{ClearSettings, ClearTrigger, Profile};
 use condense::summarize::{Strategy as Summarizer, SummaryService};
 use condense::tokens::{Encoders, ModelRegistry};
@@ -92,20 +94,47 @@ struct Agent {
     /// The requests have thinking off: no block is required, and none may
     /// be forwarded stale (there is no `thinking` object to opt out in).
     thinking_off: bool,
+    /// From this turn on, condense forgets or is bypassed.
+    forget: Option<(usize, Forget)>,
+}
+
+/// How condense forgets a session, or is bypassed, mid-session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Forget {
+    /// A new compressor with an empty cache.
+    Restart,
+    /// Another profile (summaries are found under the one that wrote them).
+    Profile,
+    /// Shadow mode switched on.
+    Shadow,
 }
 
 /// One session through the proxy's steps: compress in continuity mode,
 /// forward (the compressed thread, or in shadow mode the thread as sent),
 /// record the carried summary once forwarded, let the provider check and
 /// answer. Returns the number of compressed turns forwarded.
-async fn session(profile: Profile, agent: &Agent) -> Result<usize, String> {
-    let dir = tempfile::tempdir().unwrap();
-    let c = compressor(&dir, agent.cache_off).await;
+async fn session(mut profile: Profile, agent: &Agent) -> Result<usize, String> {
+    let (dir, fresh) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut c = compressor(&dir, agent.cache_off).await;
     let task_every = agent.task_every;
     let mut history = vec![json!({"role": "user", "content": "start the task"})];
     let (mut compressed, mut last): (usize, Option<(String, Vec<Value>)>) = (0, None);
     for (k, size) in agent.sizes.iter().enumerate() {
+        let forgotten = agent.forget.filter(|(at, _)| k >= *at).map(|(_, f)| f);
+        if agent.forget.is_some_and(|(at, _)| k == at) {
+            last = None;
+            match forgotten {
+                Some(Forget::Restart) => c = compressor(&fresh, agent.cache_off).await,
+                Some(Forget::Profile) => {
+                    profile.max_messages_before_summary += 3;
+                    profile.min_recent_messages += 1;
+                }
+                _ => {}
+            }
+        }
         let t = parse(&history);
+        // The proxy's check of a body sent on as it came (`proxy::prepare`).
+        let unvouched = !agent.thinking_off && carries_thinking(&t);
         let out = c
             .run(Compression {
                 continuity: true,
@@ -115,9 +144,9 @@ async fn session(profile: Profile, agent: &Agent) -> Result<usize, String> {
             })
             .await
             .map_err(|e| format!("turn {k}: {e}"))?;
-        let shadow = k < agent.shadow_until;
+        let shadow = k < agent.shadow_until || forgotten == Some(Forget::Shadow);
         let (forward, drop_block) = match shadow || !out.compressed {
-            true => (history.clone(), false),
+            true => (history.clone(), unvouched),
             false => {
                 if let Some(carried) = &out.carried {
                     c.mark_carried(carried).await;
@@ -198,6 +227,7 @@ proptest! {
         clear in prop::bool::weighted(0.25),
         rules in prop::bool::weighted(0.25),
         thinking_off in prop::bool::weighted(0.25),
+        forget in prop::option::weighted(0.4, (6usize..12, prop::sample::select(vec![Forget::Restart, Forget::Profile, Forget::Shadow]))),
     ) {
         let profile = Profile {
             max_messages_before_summary: max_messages,
@@ -214,7 +244,10 @@ proptest! {
             max_tool_result_chars: rules.then_some(800),
             ..Profile::default()
         };
-        let agent = Agent { sizes, task_every, cache_off, shadow_until, reminders, thinking_off };
+        // With thinking off there is no opt-out: blocks condense forwards as
+        // they came (shadow mode, nothing due) are the client's (not promised).
+        let forget = forget.filter(|_| !thinking_off);
+        let agent = Agent { sizes, task_every, cache_off, shadow_until, reminders, thinking_off, forget };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let done = rt.block_on(session(profile, &agent));
         prop_assert!(done.is_ok(), "{}", done.unwrap_err());
@@ -260,4 +293,32 @@ async fn reminders_after_tool_results_keep_continuity() {
     };
     let compressed = session(profile, &agent).await.unwrap();
     assert!(compressed >= 5, "{compressed} of 12 turns compressed");
+}
+
+/// Once condense has summarized the session it forgets it (a restart
+/// without its cache, another profile) or is bypassed (shadow mode): the
+/// client's thinking is bound to what condense forwarded, yet no turn is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_condense_forgets_is_never_refused() {
+    let profile = Profile {
+        max_messages_before_summary: 6,
+        min_recent_messages: 4,
+        context_window: Some(200_000),
+        response_reserve: 500,
+        max_summary_tokens: 400,
+        ..Profile::default()
+    };
+    for forget in [Forget::Restart, Forget::Profile, Forget::Shadow] {
+        let agent = Agent {
+            sizes: vec![200; 20],
+            task_every: 4,
+            forget: Some((11, forget)),
+            ..Agent::default()
+        };
+        let compressed = session(profile.clone(), &agent)
+            .await
+            .unwrap_or_else(|e| panic!("{forget:?}: {e}"));
+        assert!(compressed >= 3, "{forget:?}: {compressed} turns compressed");
+    }
 }
