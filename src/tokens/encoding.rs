@@ -5,7 +5,6 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::LazyLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -69,20 +68,6 @@ pub struct Encoders {
     pub memo: Memo,
 }
 
-static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
-
-/// Bytes tokenized by this process, counted as they are done (a count that
-/// stops early tallies only what it read): the tests that keep compression
-/// linear and stop the work of a gone request read it.
-pub fn tokenized_bytes() -> u64 {
-    TOKENIZED_BYTES.load(Ordering::Relaxed)
-}
-
-/// Adds `n` bytes to [`tokenized_bytes`].
-pub(super) fn tokenized(n: usize) {
-    TOKENIZED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
-}
-
 static GLOBAL: LazyLock<Encoders> =
     LazyLock::new(|| Encoders::load().expect("the built-in rank tables parse"));
 
@@ -122,7 +107,7 @@ impl Encoders {
                     &self.r50k
                 };
                 let n = bpe.encode_ordinary(text).len();
-                tokenized(text.len());
+                super::pieces::tokenized(text.len());
                 n
             }
         }

@@ -14,7 +14,8 @@ pub use count::{
     Counter, MESSAGE_OVERHEAD, MessageCount, Method, NAME_OVERHEAD, REPLY_PRIMING, ThreadCount,
     approximations,
 };
-pub use encoding::{Encoders, Encoding, tokenized_bytes};
+pub use encoding::{Encoders, Encoding};
 pub use memo::Memo;
+pub use pieces::tokenized_bytes;
 pub use registry::{ModelRegistry, ModelSpec};
 pub use spec::CountSpec;

@@ -4,10 +4,25 @@
 
 use std::cell::RefCell;
 use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
+
+static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes tokenized by this process, counted as they are done (a count that
+/// stops early tallies only what it read): the tests that keep compression
+/// linear and stop the work of a gone request read it.
+pub fn tokenized_bytes() -> u64 {
+    TOKENIZED_BYTES.load(Ordering::Relaxed)
+}
+
+/// Adds `n` bytes to [`tokenized_bytes`].
+pub(super) fn tokenized(n: usize) {
+    TOKENIZED_BYTES.fetch_add(n as u64, Ordering::Relaxed);
+}
 
 /// Longer pieces are rare and cost more to key than to count again.
 const MAX_PIECE: usize = 15;
@@ -67,7 +82,7 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
         let (mut pieces, mut bytes, mut untallied) = (0, 0, 0);
         loop {
             if pieces == PIECES_PER_LOOK || bytes >= BYTES_PER_LOOK {
-                super::encoding::tokenized(std::mem::take(&mut untallied));
+                tokenized(std::mem::take(&mut untallied));
                 if super::cancel::cancelled() {
                     break;
                 }
@@ -78,10 +93,8 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
             };
             let piece = piece.as_bytes();
             if piece.len() > super::long::LONG {
-                super::encoding::tokenized(std::mem::take(&mut untallied));
-                let Some(n) =
-                    super::long::count(&tokenizer.bpe, piece, &mut super::encoding::tokenized)
-                else {
+                tokenized(std::mem::take(&mut untallied));
+                let Some(n) = super::long::count(&tokenizer.bpe, piece, &mut tokenized) else {
                     break;
                 };
                 sum += n;
@@ -92,7 +105,7 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
             bytes += piece.len();
             untallied += piece.len();
         }
-        super::encoding::tokenized(untallied);
+        tokenized(untallied);
         sum
     })
 }
