@@ -9,10 +9,14 @@
 //! ```
 //!
 //! `TEXT` is `ascii` (default) or `cjk` (3 bytes a character, so a body
-//! near the byte limit stays under the character limit). Counts every
-//! allocation with a wrapping global allocator: heap bytes live, not RSS
-//! (the allocator's own overhead and fragmentation come on top; the
-//! hostile bench measures those). Prints one JSON object.
+//! near the byte limit stays under the character limit), or `numbers`: one
+//! short message carrying a field condense keeps but does not count, an
+//! array of ~990,000 one-digit numbers (`BODY_MB` is then ignored). Counts
+//! every allocation with a wrapping global allocator: heap bytes live, not
+//! RSS (fragmentation comes on top; the hostile bench measures it). On glibc
+//! it also counts the allocator's chunks (`malloc_usable_size` + 8 bytes of
+//! header: 32 at least), what a small allocation really takes. Prints one
+//! JSON object.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,24 +32,48 @@ struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+static CHUNKS: AtomicUsize = AtomicUsize::new(0);
+static CHUNKS_PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// What the allocator took for `p`: its usable size and its header.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn chunk(p: *mut u8) -> usize {
+    // SAFETY: `p` is a live allocation of the system allocator.
+    unsafe { libc::malloc_usable_size(p.cast()) + 8 }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn chunk(_: *mut u8) -> usize {
+    0
+}
+
+fn took(p: *mut u8) {
+    let now = CHUNKS.fetch_add(chunk(p), Ordering::Relaxed) + chunk(p);
+    CHUNKS_PEAK.fetch_max(now, Ordering::Relaxed);
+}
 
 // SAFETY: forwards to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
+            took(p);
             let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
             PEAK.fetch_max(now, Ordering::Relaxed);
         }
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
+        CHUNKS.fetch_sub(chunk(p), Ordering::Relaxed);
         unsafe { System.dealloc(p, layout) };
         LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
     unsafe fn realloc(&self, p: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        let old = chunk(p);
         let q = unsafe { System.realloc(p, layout, new) };
         if !q.is_null() {
+            CHUNKS.fetch_sub(old, Ordering::Relaxed);
+            took(q);
             if new >= layout.size() {
                 let now =
                     LIVE.fetch_add(new - layout.size(), Ordering::Relaxed) + new - layout.size();
@@ -84,6 +112,18 @@ fn body(parts: usize, chars: usize, cjk: bool) -> Vec<u8> {
     .unwrap()
 }
 
+/// One short message with ~990,000 one-digit numbers in a field condense
+/// keeps but does not count: the most values the limits let through.
+fn numbers() -> Vec<u8> {
+    let n = condense::thread::MAX_JSON_VALUES - 10_000;
+    let digits: Vec<String> = (0..n).map(|i| (i % 10).to_string()).collect();
+    format!(
+        r#"{{"messages": [{{"role": "user", "content": "hi", "metadata": [{}]}}], "model": "gpt-4o", "force": true}}"#,
+        digits.join(",")
+    )
+    .into_bytes()
+}
+
 /// The worst-shape body of about `bytes` bytes.
 fn sized(bytes: usize, cjk: bool) -> Vec<u8> {
     // Within the node limit: the message, its array, the top object and
@@ -99,9 +139,13 @@ fn sized(bytes: usize, cjk: bool) -> Vec<u8> {
 async fn main() {
     let mut args = std::env::args().skip(1);
     let mb: f64 = args.next().map_or(6.5, |a| a.parse().expect("BODY_MB"));
-    let cjk = args.next().as_deref() == Some("cjk");
+    let text = args.next();
+    let cjk = text.as_deref() == Some("cjk");
     let app = condense::http::router(AppState::new(Config::default()).unwrap());
-    let bytes = sized((mb * 1e6) as usize, cjk);
+    let bytes = match text.as_deref() {
+        Some("numbers") => numbers(),
+        _ => sized((mb * 1e6) as usize, cjk),
+    };
     let n = bytes.len();
     let stages = stages(&bytes);
     let req = |b: Vec<u8>| {
@@ -114,6 +158,8 @@ async fn main() {
     let _ = app.clone().oneshot(req(sized(100_000, cjk))).await;
     let base = LIVE.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
+    let chunks_base = CHUNKS.load(Ordering::Relaxed);
+    CHUNKS_PEAK.store(chunks_base, Ordering::Relaxed);
     let res = app.clone().oneshot(req(bytes)).await.unwrap();
     let status = res.status().as_u16();
     let answer = res.into_body().collect().await.unwrap().to_bytes();
@@ -122,6 +168,7 @@ async fn main() {
         eprintln!("{}", String::from_utf8_lossy(&answer));
     }
     let peak = PEAK.load(Ordering::Relaxed) - base;
+    let chunks = CHUNKS_PEAK.load(Ordering::Relaxed) - chunks_base;
     println!(
         "{}",
         json!({
@@ -130,6 +177,8 @@ async fn main() {
             "answer_bytes": out,
             "peak_heap_bytes": peak,
             "peak_per_body_byte": ratio(peak, n),
+            "peak_chunk_bytes": chunks,
+            "peak_chunks_per_body_byte": ratio(chunks, n),
             "stages_live_per_body_byte": stages,
         })
     );
@@ -143,9 +192,13 @@ fn ratio(a: usize, b: usize) -> f64 {
 /// `Value` tree, and the thread model built from it.
 fn stages(bytes: &[u8]) -> serde_json::Value {
     let base = LIVE.load(Ordering::Relaxed);
+    let chunks_base = CHUNKS.load(Ordering::Relaxed);
     let live = || ratio(LIVE.load(Ordering::Relaxed) - base, bytes.len());
+    let started = std::time::Instant::now();
     let mut value = condense::thread::compact::from_slice(bytes).unwrap();
+    let parse_ms = started.elapsed().as_secs_f64() * 1e3;
     let tree = live();
+    let tree_chunks = ratio(CHUNKS.load(Ordering::Relaxed) - chunks_base, bytes.len());
     let messages = match value["messages"].take() {
         serde_json::Value::Array(m) => m,
         _ => unreachable!(),
@@ -158,5 +211,10 @@ fn stages(bytes: &[u8]) -> serde_json::Value {
     .unwrap();
     let model = live();
     drop(thread);
-    json!({"value_tree": tree, "thread_model": model})
+    json!({
+        "value_tree": tree,
+        "value_tree_chunks": tree_chunks,
+        "parse_ms": (parse_ms * 10.0).round() / 10.0,
+        "thread_model": model,
+    })
 }

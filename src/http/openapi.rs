@@ -182,7 +182,41 @@ fn flatten(schema: &mut Value) {
 
 /// The document as YAML, as `openapi.yaml` holds it.
 pub fn yaml() -> String {
-    serde_norway::to_string(document()).expect("a JSON value is YAML")
+    serde_norway::to_string(&Yaml(document())).expect("a JSON value is YAML")
+}
+
+/// A JSON value for a serializer other than serde_json's: with
+/// `arbitrary_precision` (numbers kept as written, `thread::compact`) a
+/// `Number` serializes as a private one-field struct that only serde_json
+/// reads back; here it goes as the integer or float it is.
+struct Yaml<'a>(&'a Value);
+
+impl serde::Serialize for Yaml<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap, SerializeSeq};
+        match self.0 {
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => s.serialize_u64(u),
+                (_, Some(i), _) => s.serialize_i64(i),
+                (_, _, Some(f)) => s.serialize_f64(f),
+                _ => Err(S::Error::custom(format!("{n} is past f64"))),
+            },
+            Value::Array(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                items
+                    .iter()
+                    .try_for_each(|v| seq.serialize_element(&Yaml(v)))?;
+                seq.end()
+            }
+            Value::Object(map) => {
+                let mut out = s.serialize_map(Some(map.len()))?;
+                map.iter()
+                    .try_for_each(|(k, v)| out.serialize_entry(k, &Yaml(v)))?;
+                out.end()
+            }
+            other => other.serialize(s),
+        }
+    }
 }
 
 #[cfg(test)]

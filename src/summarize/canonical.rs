@@ -233,6 +233,23 @@ mod tests {
         assert_eq!(canonical_json("not json"), "not json");
     }
 
+    #[test]
+    fn numbers_keep_their_text_in_the_form() {
+        // Integers and shortest-form floats read as they did when numbers
+        // were f64s: the cache keys of ordinary arguments did not change.
+        assert_eq!(
+            canonical_json(r#"{"b": [1, -2, 0.5, 2.25], "a": 18446744073709551615}"#),
+            r#"{"a":18446744073709551615,"b":[1,-2,0.5,2.25]}"#
+        );
+        // Two big integers an f64 would make one are two forms, not one key.
+        assert_ne!(
+            canonical_json("[123456789012345678901234567890]"),
+            canonical_json("[123456789012345678901234567891]")
+        );
+        // Kept as written: `1.10` and `1.1` are two forms (they were one).
+        assert_eq!(canonical_json("[1.10, 1e5]"), "[1.10,1e+5]");
+    }
+
     fn settings() -> KeySettings<'static> {
         KeySettings {
             writer: "heuristic",

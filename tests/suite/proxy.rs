@@ -782,3 +782,38 @@ async fn headers_cross_the_proxy_as_a_proxy_should() {
     assert!(!r.headers.contains_key("x-secret"));
     assert!(!r.headers.contains_key("connection"));
 }
+
+#[tokio::test]
+async fn a_rewritten_body_keeps_its_numbers_as_written() {
+    // Written as text: `json!` would make numbers of Rust literals. serde_json
+    // spells an exponent `e+5` (`1e5` goes `1e+5`, the same value); all else
+    // is byte for byte (issue 38).
+    let written = "[123456789012345678901234567890, -1e400, 1.10, 1e5, 0.1, -0, 7]";
+    let forwarded = "[123456789012345678901234567890,-1e+400,1.10,1e+5,0.1,-0,7]";
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let mut messages: Vec<String> = chat(60).iter().map(Value::to_string).collect();
+    messages.push(format!(
+        r#"{{"role": "user", "content": "the readings", "metadata": {{"n": {written}}}}}"#
+    ));
+    let body = format!(
+        r#"{{"model": "gpt-4o", "temperature": 0.70, "seed": 12345678901234567890123, "messages": [{}]}}"#,
+        messages.join(", ")
+    );
+    let req = Request::post("/v1/chat/completions")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let res = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["x-condense-compressed"], "true");
+    let (_, _, sent) = seen.0.lock().unwrap().last().cloned().expect("a request");
+    let sent = String::from_utf8(sent.to_vec()).unwrap();
+    for kept in [
+        r#""temperature":0.70"#,
+        r#""seed":12345678901234567890123"#,
+        &format!(r#""metadata":{{"n":{forwarded}}}"#),
+    ] {
+        assert!(sent.contains(kept), "{kept} in {sent}");
+    }
+}

@@ -23,6 +23,7 @@ mod iterations;
 mod limits;
 mod llm_e2e;
 mod metrics;
+mod numbers;
 mod playground;
 mod properties;
 mod responses;
