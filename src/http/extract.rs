@@ -73,8 +73,27 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match T::deserialize(&mut de).and_then(|parsed| de.end().map(|()| parsed)) {
         Ok(parsed) if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') => Ok(parsed),
+        // A number past f64 (`1e400`) where a field takes a float: a `Value`
+        // keeps it (as written, `thread::compact`), the field cannot.
+        Err(e) if e.to_string().starts_with("number out of range") => {
+            Err(out_of_range::<T>(bytes, e.to_string()))
+        }
         _ => explain(bytes),
     }
+}
+
+/// A number past f64 is valid JSON: a 400 that says where it is.
+fn out_of_range<T: DeserializeOwned>(bytes: &[u8], e: String) -> ApiError {
+    let at =
+        serde_path_to_error::deserialize::<_, T>(&mut serde_json::Deserializer::from_slice(bytes))
+            .err()
+            .map(|p| pointer(p.path()))
+            .unwrap_or_default();
+    ApiError::MalformedJson(if at.is_empty() {
+        e
+    } else {
+        format!("{at}: {e}")
+    })
 }
 
 /// Syntax first (400), then shape from a parsed `Value` (422 naming the field):
@@ -82,22 +101,11 @@ fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
         let e = e.to_string();
-        // A number past f64 (`1e400`) is valid JSON: say where it is.
-        let at = if e.starts_with("number out of range") {
-            serde_path_to_error::deserialize::<_, T>(&mut serde_json::Deserializer::from_slice(
-                bytes,
-            ))
-            .err()
-            .map(|p| pointer(p.path()))
-            .unwrap_or_default()
+        if e.starts_with("number out of range") {
+            out_of_range::<T>(bytes, e)
         } else {
-            String::new()
-        };
-        ApiError::MalformedJson(if at.is_empty() {
-            e
-        } else {
-            format!("{at}: {e}")
-        })
+            ApiError::MalformedJson(e)
+        }
     })?;
     if !value.is_object() {
         return Err(ApiError::field(
@@ -110,7 +118,21 @@ fn explain<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let pointer = pointer(e.path());
-        let message = plain(&clip_quoted(&e.into_inner().to_string()));
+        let mut message = e.into_inner().to_string();
+        // A `Value` keeps numbers as written (`thread::compact`): of one a
+        // typed field cannot take, it says only "invalid number". Read as a
+        // stream, the field says what it found (`floating point 1e23`).
+        if message == "invalid number"
+            && let Err(e) = serde_path_to_error::deserialize::<_, T>(
+                &mut serde_json::Deserializer::from_slice(bytes),
+            )
+            && self::pointer(e.path()) == pointer
+        {
+            let e = e.into_inner();
+            let at = format!(" at line {} column {}", e.line(), e.column());
+            message = e.to_string().trim_end_matches(&at).to_owned();
+        }
+        let message = plain(&clip_quoted(&message));
         // serde reports a missing field at its parent; point at the field.
         let pointer = match message
             .strip_prefix("missing field `")
