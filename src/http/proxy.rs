@@ -14,7 +14,7 @@ use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
 use crate::guard::{Bucket, Caller};
-use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW, Unchanged};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
 use crate::thread::Shape;
@@ -69,9 +69,9 @@ async fn proxy(
     // No ticket means the gates did not run: compressing holds nothing.
     let ticket = ticket.map(|t| t.0).unwrap_or_default();
     let prepared = if !ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0)) {
-        Prepared::unchanged(body, Unchanged::Overloaded, OVERLOADED)
+        Prepared::overloaded(format, body, OVERLOADED)
     } else if !ticket.try_grow_to(memory::parsed_bytes(&Shape::of(&body))) {
-        Prepared::unchanged(body, Unchanged::Overloaded, OVER_BUDGET)
+        Prepared::overloaded(format, body, OVER_BUDGET)
     } else {
         app.proxy.prepare(format, &options, body).await?
     };

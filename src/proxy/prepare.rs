@@ -5,7 +5,9 @@
 use axum::body::Bytes;
 use serde_json::Value;
 
-use super::thinking::{opt_into_drop_block, opts_in, removed_thinking, spliced, thinking_on};
+use super::thinking::{
+    opt_into_drop_block, opts_in, removed_thinking, spliced, thinking_on, unread_opted_out,
+};
 use super::{Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason, carries_thinking};
 use crate::summarize::{Fidelity, cpu};
@@ -58,6 +60,20 @@ pub struct Report {
 }
 
 impl Prepared {
+    /// The body forwarded unread, condense being overloaded. With Anthropic's
+    /// thinking on it goes with the `drop_block` opt-out (as [`as_sent`]
+    /// would), spliced in by one scan of its bytes.
+    pub fn overloaded(format: WireFormat, body: Bytes, note: &str) -> Self {
+        let opted = (format == WireFormat::Anthropic)
+            .then(|| unread_opted_out(&body))
+            .flatten();
+        let drop_block = opted.is_some();
+        let body = opted.map_or(body, Bytes::from);
+        let mut prepared = Self::unchanged(body, Unchanged::Overloaded, note);
+        prepared.report.drop_block = drop_block;
+        prepared
+    }
+
     /// The body as it came, and why it was not compressed.
     pub fn unchanged(body: Bytes, why: Unchanged, note: impl Into<String>) -> Self {
         Self {

@@ -64,6 +64,20 @@ pub(super) fn spliced(body: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A body forwarded unread (condense overloaded) whose Anthropic thinking
+/// is on as written, with the opt-out spliced in: unread, its history cannot
+/// be judged, and the opt-out drops only blocks bound to another prefix
+/// (say one condense rewrote on an earlier turn). None: thinking is not on,
+/// or not there as written.
+pub(super) fn unread_opted_out(body: &[u8]) -> Option<Vec<u8>> {
+    let top = members(body, ws(body, 0))?;
+    let (_, open, _) = top.into_iter().rev().find(|(k, ..)| *k == b"thinking")?;
+    let inner = members(body, open)?;
+    let (_, start, end) = inner.into_iter().rev().find(|(k, ..)| *k == b"type")?;
+    let on = matches!(&body[start..end], br#""enabled""# | br#""adaptive""#);
+    on.then(|| spliced(body))?
+}
+
 /// The members of the object opening at `open`: each key as written and
 /// where its value starts and ends.
 fn members(b: &[u8], open: usize) -> Option<Vec<(&[u8], usize, usize)>> {
@@ -165,7 +179,7 @@ pub(super) fn removed_thinking(edits: &[AppliedEdit]) -> usize {
 mod tests {
     use serde_json::{Value, json};
 
-    use super::spliced;
+    use super::{spliced, unread_opted_out};
 
     #[test]
     fn the_opt_out_is_spliced_in_and_every_other_byte_kept() {
@@ -205,6 +219,29 @@ mod tests {
             br#"[]"#,
         ] {
             assert_eq!(spliced(body), None, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn an_unread_body_is_opted_out_only_with_thinking_on() {
+        let on = br#"{"model": "m", "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": []}"#;
+        let out = unread_opted_out(on).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            v["thinking"]["block_binding"]["prefix_mismatch_behavior"],
+            "drop_block"
+        );
+        for off in [
+            &br#"{"thinking": {"type": "disabled"}, "messages": []}"#[..],
+            br#"{"messages": [{"role": "user", "content": "thinking"}]}"#,
+            b"not json",
+        ] {
+            assert_eq!(
+                unread_opted_out(off),
+                None,
+                "{}",
+                String::from_utf8_lossy(off)
+            );
         }
     }
 }
