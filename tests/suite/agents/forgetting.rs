@@ -53,8 +53,13 @@ async fn condense(provider: &str, dir: &Path) -> String {
             profiles_file: Some(profiles),
             ..Default::default()
         },
+        // Its own file, named: an unset URL would take `DATABASE_URL`, a
+        // database every test shares and a restart does not forget.
         cache: condense::config::CacheSettings {
-            path: dir.join("cache.sqlite3"),
+            database_url: Some(format!(
+                "sqlite://{}?mode=rwc",
+                dir.join("cache.sqlite3").display()
+            )),
             ..Default::default()
         },
         proxy: condense::config::ProxySettings {
