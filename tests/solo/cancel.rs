@@ -48,21 +48,26 @@ async fn drained() {
     panic!("the blocking pool did not drain in 10 minutes");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn counting_stops_when_the_request_is_gone() {
-    let _process = crate::alone().await;
-    let app = condense::http::router(
+/// The app with a 1 s request time limit and no limit on text (more than
+/// the default admits: the point is the work).
+fn timing_out() -> axum::Router {
+    condense::http::router(
         AppState::new(Config {
             limits: condense::config::LimitSettings {
                 request_timeout: std::time::Duration::from_secs(1),
-                // More text than the default limit admits: the point is the work.
                 max_total_chars: 0,
                 ..Default::default()
             },
             ..Default::default()
         })
         .expect("state builds"),
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counting_stops_when_the_request_is_gone() {
+    let _process = crate::alone().await;
+    let app = timing_out();
 
     // Timed out: 503, and the task stops soon after. The thread is far more
     // than a second's work, so the limit falls while it counts: of its 7.2 MB
@@ -128,17 +133,7 @@ fn assert_stopped(when: &str, before: u64, at_end: u64, size: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn counting_one_huge_piece_stops_when_the_request_is_gone() {
     let _process = crate::alone().await;
-    let app = condense::http::router(
-        AppState::new(Config {
-            limits: condense::config::LimitSettings {
-                request_timeout: std::time::Duration::from_secs(1),
-                max_total_chars: 0,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .expect("state builds"),
-    );
+    let app = timing_out();
     // Under the default body limit (8 MiB); more than a second's work even
     // in a release build (4 such pieces took 5.7 s of CPU).
     let size = 3_990_000;

@@ -44,6 +44,23 @@ async fn head_only(addr: &str, path: &str, length: u64) -> (TcpStream, String) {
     (s, answer)
 }
 
+/// A server with a memory budget of `bytes` and no cache; its address.
+async fn with_budget(bytes: u64) -> String {
+    let url = server::serve(condense::Config {
+        limits: condense::config::LimitSettings {
+            memory_budget_bytes: bytes,
+            ..Default::default()
+        },
+        cache: condense::config::CacheSettings {
+            database_url: Some("off".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    url.trim_start_matches("http://").to_string()
+}
+
 fn assert_refused_for_memory(what: &str, answer: &str) {
     assert!(answer.starts_with("HTTP/1.1 503"), "{what}: {answer}");
     assert!(!answer.contains("100 Continue"), "{what}: {answer}");
@@ -127,19 +144,7 @@ async fn a_request_that_does_not_fit_is_refused_from_its_head_until_the_holder_e
 
 #[tokio::test]
 async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413() {
-    let url = server::serve(condense::Config {
-        limits: condense::config::LimitSettings {
-            memory_budget_bytes: KIB,
-            ..Default::default()
-        },
-        cache: condense::config::CacheSettings {
-            database_url: Some("off".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await;
-    let addr = url.trim_start_matches("http://").to_string();
+    let addr = with_budget(KIB).await;
     // Every byte of the budget taken by one request that cannot fit...
     let (_held, answer) = head_only(&addr, "/v1/compress", 1_000_000).await;
     assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
@@ -164,19 +169,7 @@ async fn the_probes_are_never_refused_for_memory_and_a_body_too_large_is_a_413()
 /// a third, where reserving the worst case from the head would refuse it.
 #[tokio::test]
 async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
-    let url = server::serve(condense::Config {
-        limits: condense::config::LimitSettings {
-            memory_budget_bytes: BUDGET,
-            ..Default::default()
-        },
-        cache: condense::config::CacheSettings {
-            database_url: Some("off".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await;
-    let addr = url.trim_start_matches("http://").to_string();
+    let addr = with_budget(BUDGET).await;
     let length = 48 * KIB;
     assert!(
         3 * model_bytes(length) > BUDGET,
@@ -200,19 +193,7 @@ async fn a_trickled_upload_holds_its_body_not_its_worst_case() {
 /// `Value`) is refused once it is in, though its bytes alone would fit.
 #[tokio::test]
 async fn a_body_is_charged_for_its_shape_once_it_is_in() {
-    let url = server::serve(condense::Config {
-        limits: condense::config::LimitSettings {
-            memory_budget_bytes: BUDGET,
-            ..Default::default()
-        },
-        cache: condense::config::CacheSettings {
-            database_url: Some("off".into()),
-            ..Default::default()
-        },
-        ..Default::default()
-    })
-    .await;
-    let addr = url.trim_start_matches("http://").to_string();
+    let addr = with_budget(BUDGET).await;
     let (_holder, answer) = head_only(&addr, "/v1/compress", 600 * KIB).await;
     assert!(answer.starts_with("HTTP/1.1 100 Continue"), "{answer}");
     let free = BUDGET - body_bytes(600 * KIB);
