@@ -190,15 +190,11 @@ mod tests {
         use std::sync::atomic::AtomicBool;
         let tokenizer = bpe_openai::o200k_base();
         let text = format!("x {}", "-".repeat(4_000_000));
-        let before = crate::tokens::tokenized_bytes();
         let gone = std::sync::Arc::new(AtomicBool::new(true));
         let partial = crate::tokens::cancel::scope(gone, || super::count(tokenizer, 0, &text));
-        // Other tests of this binary may count meanwhile, but not 4 MB.
-        let read = crate::tokens::tokenized_bytes() - before;
-        assert!(
-            partial < 100 && read < 1_000_000,
-            "{partial} tokens, {read} bytes"
-        );
+        // Not the process-wide tally of bytes read: the other tests of this
+        // binary count megabytes beside it (`tests/solo/cancel.rs` reads it alone).
+        assert!(partial < 100, "{partial} tokens");
     }
 
     proptest! {
