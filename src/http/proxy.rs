@@ -68,12 +68,15 @@ async fn proxy(
     };
     // No ticket means the gates did not run: compressing holds nothing.
     let ticket = ticket.map(|t| t.0).unwrap_or_default();
-    let prepared = if !ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0)) {
-        Prepared::overloaded(format, body, OVERLOADED)
-    } else if !ticket.try_grow_to(memory::parsed_bytes(&Shape::of(&body))) {
-        Prepared::overloaded(format, body, OVER_BUDGET)
-    } else {
-        app.proxy.prepare(format, &options, body).await?
+    let entered = ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0));
+    // One pass over the body: what it is charged, and what bounds its reading.
+    let shape = entered.then(|| Shape::of(&body));
+    let prepared = match shape {
+        None => Prepared::overloaded(format, body, OVERLOADED),
+        Some(s) if !ticket.try_grow_to(memory::parsed_bytes(&s)) => {
+            Prepared::overloaded(format, body, OVER_BUDGET)
+        }
+        Some(s) => app.proxy.prepare(format, &options, body, s).await?,
     };
     // Until the provider answers, the request holds the body it forwards.
     ticket.done(memory::body_bytes(prepared.body.len() as u64));

@@ -11,7 +11,7 @@ use super::thinking::{
 use super::{Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason, carries_thinking};
 use crate::summarize::{Fidelity, cpu};
-use crate::thread::{self, Limits, RawThread, Thread, WireFormat};
+use crate::thread::{self, Limits, RawThread, Shape, Thread, WireFormat};
 
 /// Request: the profile (default: `default`).
 pub const PROFILE: &str = "x-condense-profile";
@@ -88,19 +88,21 @@ impl Prepared {
 }
 
 impl Proxy {
-    /// Compresses the thread of `body` when due. Fails only for a thread
-    /// over the limits; anything else forwards the body as it came, with a note.
+    /// Compresses the thread of `body` (of this `shape`) when due. Fails only
+    /// for a thread over the limits; anything else forwards the body as it
+    /// came, with a note.
     pub async fn prepare(
         &self,
         format: WireFormat,
         options: &Options,
         body: Bytes,
+        shape: Shape,
     ) -> Result<Prepared, ProxyError> {
         let shadow = options.shadow || self.config.shadow;
         let read = {
             let body = body.clone();
             let limits = self.config.limits;
-            cpu(move || read(format, &body, limits))
+            cpu(move || read(format, &body, shape, limits))
         };
         let Ok(profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
             let note = "unknown x-condense-profile";
@@ -326,8 +328,13 @@ impl From<&'static str> for Unread {
 }
 
 /// The body as JSON and its thread, or why condense does not read it.
-fn read(format: WireFormat, body: &[u8], limits: Limits) -> Result<(Value, Thread), Unread> {
-    if thread::Shape::of(body).too_many().is_some() {
+fn read(
+    format: WireFormat,
+    body: &[u8],
+    shape: Shape,
+    limits: Limits,
+) -> Result<(Value, Thread), Unread> {
+    if shape.too_many().is_some() {
         return Err("the body holds more JSON objects and arrays than condense reads".into());
     }
     let json: Value = thread::compact::from_slice(body).map_err(|_| "the body is not JSON")?;
