@@ -10,6 +10,8 @@ use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
 
+use super::split::{Pattern, piece};
+
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 /// Bytes tokenized by this process, counted as they are done (a count that
@@ -73,6 +75,24 @@ const BYTES_PER_LOOK: usize = super::long::CHUNK;
 
 /// `tokenizer.count(text)`, split by [`SPLIT`]`[slot]`, short pieces memoized.
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
+    count_as(tokenizer, slot, text, Way::default())
+}
+
+/// How [`count_as`] cuts and counts: production's way is the default; the
+/// others are for the benchmarks that tell where the time goes
+/// ([`probe`](super::probe)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Way {
+    /// Cut by the regex alone, as before the hand-written scan.
+    pub regex_only: bool,
+    /// Count every piece with the BPE, the memo unused.
+    pub no_memo: bool,
+    /// Count the pieces, not their tokens.
+    pub split_only: bool,
+}
+
+/// [`count`], cut and counted `way`.
+pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way: Way) -> usize {
     let split = &SPLIT[slot];
     LOCAL.with_borrow_mut(|locals| {
         let Local { memo, cache } = &mut locals[slot];
@@ -88,10 +108,19 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
                 }
                 (pieces, bytes) = (0, 0);
             }
-            let Some(piece) = next(split, cache, text, &mut last) else {
+            let piece = if way.regex_only {
+                next(split, cache, text, &mut last)
+            } else {
+                cut(slot, split, cache, text, &mut last)
+            };
+            let Some(piece) = piece else {
                 break;
             };
             let piece = piece.as_bytes();
+            if way.split_only {
+                sum += 1;
+                continue;
+            }
             if piece.len() > super::long::LONG {
                 tokenized(std::mem::take(&mut untallied));
                 let Some(n) = super::long::count(&tokenizer.bpe, piece, &mut tokenized) else {
@@ -100,7 +129,11 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
                 sum += n;
                 continue;
             }
-            sum += memoized(tokenizer, memo, piece);
+            sum += if way.no_memo {
+                tokenizer.bpe.count(piece)
+            } else {
+                memoized(tokenizer, memo, piece)
+            };
             pieces += 1;
             bytes += piece.len();
             untallied += piece.len();
@@ -108,6 +141,51 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
         tokenized(untallied);
         sum
     })
+}
+
+/// The hand-written pre-tokenizer's pattern for each slot of [`SPLIT`].
+const PATTERNS: [Pattern; 2] = [Pattern::O200k, Pattern::Cl100k];
+
+/// The piece of `text` from byte `last` on: cut by hand, or by the regex
+/// where the hand-written scan gives up (see [`split`](super::split)).
+#[inline]
+fn cut<'t>(
+    slot: usize,
+    split: &Regex,
+    cache: &mut Cache,
+    text: &'t str,
+    last: &mut usize,
+) -> Option<&'t str> {
+    let rest = &text.as_bytes()[*last..];
+    if rest.is_empty() {
+        return None;
+    }
+    match piece(PATTERNS[slot], rest) {
+        Some(n) => {
+            let start = *last;
+            *last += n;
+            Some(&text[start..*last])
+        }
+        None => next(split, cache, text, last),
+    }
+}
+
+/// `text` in pieces, cut as [`count`] cuts it (`by_hand`) or by the regex
+/// alone, the oracle of the hand-written scan.
+#[cfg(test)]
+pub(super) fn split_all(slot: usize, text: &str, by_hand: bool) -> Vec<&str> {
+    let split = &SPLIT[slot];
+    let mut cache = split.create_cache();
+    let (mut out, mut last) = (Vec::new(), 0);
+    while let Some(piece) = if by_hand {
+        cut(slot, split, &mut cache, text, &mut last)
+    } else {
+        next(split, &mut cache, text, &mut last)
+    } {
+        out.push(piece);
+    }
+    assert_eq!(last, text.len(), "{text:?} not cut whole");
+    out
 }
 
 /// The piece of `text` from byte `last` on, as `bpe-openai`'s `Splits` cuts it.
