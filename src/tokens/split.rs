@@ -104,7 +104,7 @@ fn letters(rest: &[u8], from: usize, lo: u8, hi: u8, fold: u8, mask: u8) -> Opti
     let mut i = from;
     while let Some(chunk) = rest.get(i..i + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        let outside = !in_range(word | ONES * u64::from(fold), lo, hi) & HIGH;
+        let outside = !in_range(word | (ONES * u64::from(fold)), lo, hi) & HIGH;
         if outside != 0 {
             i += outside.trailing_zeros() as usize / 8;
             return (rest[i] < 0x80).then_some(i);
@@ -282,7 +282,7 @@ mod tests {
                     // The byte among neighbours that carry no borrow or carry.
                     let mut bytes = [0xFFu8, 0x00, 0x7F, 0x80, b'a', b'Z', 0x20, 0x61];
                     bytes[at] = b;
-                    let word = u64::from_le_bytes(bytes) | super::ONES * u64::from(fold);
+                    let word = u64::from_le_bytes(bytes) | (super::ONES * u64::from(fold));
                     let got = super::in_range(word, lo, hi) >> (8 * at + 7) & 1 == 1;
                     assert_eq!(
                         got,
