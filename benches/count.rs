@@ -4,6 +4,11 @@
 //!   fixture thread (message texts, thinking, tool-call arguments, tool results),
 //!   one call per text as the service counts them (`pieces`), and once more with
 //!   all texts joined into one long string (`joined`).
+//! - `stage/*`: where a count's time goes, on the same texts: cutting into
+//!   pieces only (`split_by_regex`, `split_by_hand`), the count as it was
+//!   (`count_by_regex`: regex pieces, memo), as it is without the memo
+//!   (`count_no_memo`) and as it is (`count`), and `bpe-openai`'s own count
+//!   (`bpe_openai`, the library condense builds on).
 //! - `thread/*`: a whole request thread, large-04 in both wire formats: counting
 //!   an already parsed [`Thread`] (`count`), parsing the JSON value and counting
 //!   (`parse_count`), and the full path from JSON text (`json_parse_count`).
@@ -15,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use condense::thread::{self, Part, RawThread, Thread, WireFormat};
+use condense::tokens::probe::{self, Stage};
 use condense::tokens::{CountSpec, Encoders, Encoding, Method, ModelRegistry};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
@@ -107,6 +113,45 @@ fn bench_text(c: &mut Criterion, encoders: &Encoders) {
     group.finish();
 }
 
+fn bench_stage(c: &mut Criterion) {
+    let texts = corpus();
+    let bytes: usize = texts.iter().map(String::len).sum();
+    let mut group = c.benchmark_group("stage");
+    group.sampling_mode(SamplingMode::Flat);
+    group.throughput(Throughput::BytesDecimal(bytes as u64));
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        for (name, stage) in [
+            ("split_by_regex", Stage::SplitByRegex),
+            ("split_by_hand", Stage::SplitByHand),
+            ("count_by_regex", Stage::CountByRegex),
+            ("count_no_memo", Stage::CountNoMemo),
+            ("count", Stage::Count),
+        ] {
+            group.bench_function(format!("{encoding}/{name}"), |b| {
+                b.iter(|| {
+                    texts
+                        .iter()
+                        .map(|t| probe::run(encoding, std::hint::black_box(t), stage))
+                        .sum::<usize>()
+                })
+            });
+        }
+        let tokenizer = match encoding {
+            Encoding::O200kBase => bpe_openai::o200k_base(),
+            _ => bpe_openai::cl100k_base(),
+        };
+        group.bench_function(format!("{encoding}/bpe_openai"), |b| {
+            b.iter(|| {
+                texts
+                    .iter()
+                    .map(|t| tokenizer.count(std::hint::black_box(t.as_str())))
+                    .sum::<usize>()
+            })
+        });
+    }
+    group.finish();
+}
+
 fn bench_thread(c: &mut Criterion, encoders: &Encoders) {
     let registry = ModelRegistry::embedded();
     let mut group = c.benchmark_group("thread");
@@ -152,6 +197,7 @@ fn bench_thread(c: &mut Criterion, encoders: &Encoders) {
 
 fn benches(c: &mut Criterion) {
     let encoders = Encoders::load().expect("encoders load");
+    bench_stage(c);
     bench_text(c, &encoders);
     bench_thread(c, &encoders);
 }

@@ -6,9 +6,12 @@ mod encoding;
 mod long;
 mod memo;
 mod pieces;
+#[doc(hidden)]
+pub mod probe;
 mod registry;
 mod resident;
 mod spec;
+mod split;
 
 pub use count::{
     Counter, MESSAGE_OVERHEAD, MessageCount, Method, NAME_OVERHEAD, REPLY_PRIMING, ThreadCount,

@@ -1,6 +1,10 @@
 //! Counting a text by pieces, per thread: the pre-tokenizer's match cache
 //! and a memo of short pieces' counts (`bpe-openai` builds an encoder per
 //! piece, and words repeat). Exact: a count depends on the bytes alone.
+//!
+//! Pieces are cut by hand ([`split`](super::split)), the regex cutting only
+//! those the hand-written scan gives up on: the regex alone took about 80%
+//! of a count with a warm memo (`tokens::probe`'s measurement).
 
 use std::cell::RefCell;
 use std::sync::LazyLock;
@@ -9,6 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use regex_automata::meta::{Cache, Regex};
 use regex_automata::{Anchored, Input};
 use rustc_hash::FxHashMap;
+
+use super::split::{Pattern, piece};
 
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -29,16 +35,43 @@ const MAX_PIECE: usize = 15;
 /// Entries per thread and encoding; the map is cleared when full.
 const MAX_ENTRIES: usize = 1 << 14;
 
+/// A short piece: its first eight bytes, then the rest with its length in
+/// the last byte (one piece per key: the length tells where the bytes end).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct Key {
-    len: u8,
-    bytes: [u8; MAX_PIECE],
+struct Key([u8; 16]);
+
+impl Key {
+    /// Read as whole words, not copied byte by byte: a store of a variable
+    /// length read back as words stalls the hash that follows (a third of a
+    /// count's time, measured).
+    fn new(bytes: &[u8]) -> Self {
+        let n = bytes.len();
+        debug_assert!(n <= MAX_PIECE);
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight"));
+        let half = |at: usize| {
+            u64::from(u32::from_le_bytes(
+                bytes[at..at + 4].try_into().expect("four"),
+            ))
+        };
+        // Bytes past the eighth (past the fourth) are the top ones of the
+        // word (half) that ends the piece.
+        let (head, rest) = match n {
+            8.. => (word(0), (word(n - 8) >> 1) >> (8 * (16 - n) - 1)),
+            4.. => (half(0) | (half(n - 4) >> (8 * (8 - n))) << 32, 0),
+            _ => (bytes.iter().rev().fold(0, |k, &b| k << 8 | u64::from(b)), 0),
+        };
+        let mut key = [0; 16];
+        key[..8].copy_from_slice(&head.to_le_bytes());
+        key[8..].copy_from_slice(&(rest | (n as u64) << 56).to_le_bytes());
+        Self(key)
+    }
 }
 
 /// The o200k and cl100k pre-tokenizers (slots 0 and 1) as `bpe-openai` 0.3
 /// builds them, but with a match cache per thread (its own regex's pool is
 /// lock-free only for its first thread). The second pattern's last
-/// character is a look-ahead, given back (see [`next`]).
+/// character is a look-ahead, given back (see [`next`]). The oracle of
+/// the hand-written scan.
 static SPLIT: LazyLock<[Regex; 2]> = LazyLock::new(|| {
     let o200k = [
         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
@@ -73,6 +106,24 @@ const BYTES_PER_LOOK: usize = super::long::CHUNK;
 
 /// `tokenizer.count(text)`, split by [`SPLIT`]`[slot]`, short pieces memoized.
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
+    count_as(tokenizer, slot, text, Way::default())
+}
+
+/// How [`count_as`] cuts and counts: production's way is the default; the
+/// others are for the benchmarks that tell where the time goes
+/// ([`probe`](super::probe)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Way {
+    /// Cut by the regex alone, as before the hand-written scan.
+    pub regex_only: bool,
+    /// Count every piece with the BPE, the memo unused.
+    pub no_memo: bool,
+    /// Count the pieces, not their tokens.
+    pub split_only: bool,
+}
+
+/// [`count`], cut and counted `way`.
+pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way: Way) -> usize {
     let split = &SPLIT[slot];
     LOCAL.with_borrow_mut(|locals| {
         let Local { memo, cache } = &mut locals[slot];
@@ -88,10 +139,19 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
                 }
                 (pieces, bytes) = (0, 0);
             }
-            let Some(piece) = next(split, cache, text, &mut last) else {
+            let piece = if way.regex_only {
+                next(split, cache, text, &mut last)
+            } else {
+                cut(slot, split, cache, text, &mut last)
+            };
+            let Some(piece) = piece else {
                 break;
             };
             let piece = piece.as_bytes();
+            if way.split_only {
+                sum += 1;
+                continue;
+            }
             if piece.len() > super::long::LONG {
                 tokenized(std::mem::take(&mut untallied));
                 let Some(n) = super::long::count(&tokenizer.bpe, piece, &mut tokenized) else {
@@ -100,7 +160,11 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
                 sum += n;
                 continue;
             }
-            sum += memoized(tokenizer, memo, piece);
+            sum += if way.no_memo {
+                tokenizer.bpe.count(piece)
+            } else {
+                memoized(tokenizer, memo, piece)
+            };
             pieces += 1;
             bytes += piece.len();
             untallied += piece.len();
@@ -108,6 +172,51 @@ pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usiz
         tokenized(untallied);
         sum
     })
+}
+
+/// The hand-written pre-tokenizer's pattern for each slot of [`SPLIT`].
+const PATTERNS: [Pattern; 2] = [Pattern::O200k, Pattern::Cl100k];
+
+/// The piece of `text` from byte `last` on: cut by hand, or by the regex
+/// where the hand-written scan gives up (see [`split`](super::split)).
+#[inline]
+fn cut<'t>(
+    slot: usize,
+    split: &Regex,
+    cache: &mut Cache,
+    text: &'t str,
+    last: &mut usize,
+) -> Option<&'t str> {
+    let rest = &text.as_bytes()[*last..];
+    if rest.is_empty() {
+        return None;
+    }
+    match piece(PATTERNS[slot], rest) {
+        Some(n) => {
+            let start = *last;
+            *last += n;
+            Some(&text[start..*last])
+        }
+        None => next(split, cache, text, last),
+    }
+}
+
+/// `text` in pieces, cut as [`count`] cuts it (`by_hand`) or by the regex
+/// alone, the oracle of the hand-written scan.
+#[cfg(test)]
+pub(super) fn split_all(slot: usize, text: &str, by_hand: bool) -> Vec<&str> {
+    let split = &SPLIT[slot];
+    let mut cache = split.create_cache();
+    let (mut out, mut last) = (Vec::new(), 0);
+    while let Some(piece) = if by_hand {
+        cut(slot, split, &mut cache, text, &mut last)
+    } else {
+        next(split, &mut cache, text, &mut last)
+    } {
+        out.push(piece);
+    }
+    assert_eq!(last, text.len(), "{text:?} not cut whole");
+    out
 }
 
 /// The piece of `text` from byte `last` on, as `bpe-openai`'s `Splits` cuts it.
@@ -131,11 +240,7 @@ fn memoized(
     if bytes.len() > MAX_PIECE {
         return tokenizer.bpe.count(bytes);
     }
-    let mut key = Key {
-        len: bytes.len() as u8,
-        bytes: [0; MAX_PIECE],
-    };
-    key.bytes[..bytes.len()].copy_from_slice(bytes);
+    let key = Key::new(bytes);
     if let Some(&n) = memo.get(&key) {
         return n as usize;
     }
@@ -198,6 +303,22 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_key_is_its_piece(a in prop::collection::vec(any::<u8>(), 0..=super::MAX_PIECE),
+                              b in prop::collection::vec(any::<u8>(), 0..=super::MAX_PIECE)) {
+            prop_assert_eq!(super::Key::new(&a) == super::Key::new(&b), a == b);
+            // One byte changed, or one more: another key.
+            for i in 0..a.len() {
+                let mut c = a.clone();
+                c[i] ^= 1 << (i % 8);
+                prop_assert!(super::Key::new(&a) != super::Key::new(&c));
+            }
+            if a.len() < super::MAX_PIECE {
+                let longer = [a.as_slice(), &[0]].concat();
+                prop_assert!(super::Key::new(&a) != super::Key::new(&longer));
+            }
+        }
+
         #[test]
         fn memoized_pieces_count_as_bpe_openai(texts in prop::collection::vec(
             prop_oneof![".{0,40}", "[a-z ]{0,60}", "[ -~]{0,60}", "[-=*]{0,40}"], 1..20)) {
