@@ -91,7 +91,7 @@ async fn proxy(
         }
     }
     // Relayed chunk by chunk, never buffered whole.
-    out.body(Body::from_stream(response.bytes_stream()))
+    out.body(Body::from_stream(app.proxy.relay(format, response)))
         .map_err(|e| ApiError::Internal(e.into()))
 }
 

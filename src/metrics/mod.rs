@@ -3,6 +3,7 @@
 //! (tests) count apart. A leaf, so every layer may record; label values are
 //! never caller input, so the number of series stays bounded.
 
+mod provider;
 mod text;
 mod upstream;
 
@@ -101,6 +102,10 @@ families! {
         "Failed HTTP requests to the summarizer LLM or a counting endpoint, by upstream kind and error";
     upstream_duration: Timings = Family::new_with_constructor(latency), "upstream_request_duration_seconds",
         "Time of one HTTP request to the summarizer LLM or a counting endpoint, by upstream kind";
+    provider_tokens: Counters<2>, "provider_tokens",
+        "Tokens the provider billed for the proxy's answers, from its own usage, by provider and kind: input (at the full price), cache_read, cache_write, output";
+    provider_dropped: Counters<2>, "provider_dropped_items",
+        "Input items the provider said it dropped from proxied requests (input_transformations), by provider and reason (prefix_mismatch, or other)";
     upstream_tokens: Counters<2>, "upstream_tokens",
         "Tokens the summarizer LLM reported using, by upstream kind and type (prompt or completion)";
     proxied: Counters<2>, "proxy_forwarded_requests",

@@ -42,6 +42,10 @@ fn dropped(name: &HeaderName) -> bool {
         || matches!(
             n,
             "host" | "content-length" | "cookie" | "forwarded" | "x-real-ip"
+            // The answer comes back as it is sent, so its bill can be read
+            // on the way (`proxy::bill`); the client is sent the same bytes
+            // it would have decoded.
+                | "accept-encoding"
         )
         || n.starts_with("x-forwarded-")
         || n.starts_with("x-condense-")

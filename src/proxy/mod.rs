@@ -5,6 +5,7 @@
 //! forwards the request unchanged ([`Unchanged`]). The counting endpoints get
 //! the same preparation: a client must count what condense forwards.
 
+mod bill;
 mod headers;
 mod prepare;
 mod relay;

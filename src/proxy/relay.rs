@@ -65,6 +65,16 @@ impl Proxy {
         Ok(Forwarded { response, report })
     }
 
+    /// The answer's bytes for the client, as they come; its bill is read
+    /// on the way (`bill`), never holding a byte back.
+    pub fn relay(
+        &self,
+        format: WireFormat,
+        response: reqwest::Response,
+    ) -> impl futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send + 'static {
+        super::bill::metered(response, format, self.compressor.metrics().clone())
+    }
+
     /// Refuses, before any work, a request without credentials of its own
     /// that would spend the operator's key for a caller without `provider`.
     pub fn authorize(

@@ -27,6 +27,7 @@ mod playground;
 mod precompute;
 mod provider_count;
 mod proxy;
+mod proxy_bill;
 mod proxy_sdk;
 mod readiness;
 mod recall;

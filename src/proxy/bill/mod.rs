@@ -1,0 +1,237 @@
+//! What the provider billed for one answer, read off the answer as it is
+//! relayed: the `usage` of a JSON answer or of its SSE events, and the
+//! items the provider says it dropped (`input_transformations`).
+//!
+//! The client's bytes are never held back for it: [`Meter::feed`] sees
+//! each chunk after it was handed on and keeps only the bill, so a long
+//! answer costs no copy. What was read is recorded when the answer ends,
+//! however it ends: a client that leaves mid-stream was billed for its
+//! input all the same.
+
+mod scan;
+
+use axum::body::Bytes;
+use futures_util::{Stream, StreamExt};
+use reqwest::header::CONTENT_TYPE;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::metrics::Metrics;
+use crate::thread::WireFormat;
+use scan::Scan;
+
+/// The keys read: the bill and the dropped items.
+const WANTED: &[&str] = &["usage", "input_transformations"];
+
+/// A dropped-item reason other than these is counted as `other` (the
+/// metric's labels stay few whatever a provider writes).
+const REASONS: &[&str] = &["prefix_mismatch"];
+
+/// The provider's own numbers for one answer, in tokens.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Bill {
+    /// Input billed at the full price (not read from or written to the cache).
+    pub input: u64,
+    pub cache_read: u64,
+    /// Written to the cache for 5 minutes (Anthropic; OpenAI bills no writes).
+    pub cache_write_5m: u64,
+    /// Written to the cache for an hour (Anthropic's `ttl: "1h"`).
+    pub cache_write_1h: u64,
+    /// Output, reasoning included.
+    pub output: u64,
+    /// The part of `output` spent reasoning, where the provider says.
+    pub reasoning: u64,
+}
+
+/// Reads one answer's bill as its bytes go by.
+#[derive(Debug)]
+pub struct Meter {
+    format: WireFormat,
+    scan: Scan,
+    /// `Some` for an SSE stream: where the current line stands.
+    line: Option<Line>,
+    /// Every `usage` seen, merged field by field, the last value winning
+    /// (Anthropic's `message_delta` repeats what grew since `message_start`).
+    usage: Map<String, Value>,
+    /// Dropped items by reason (a name of [`REASONS`] or `other`).
+    pub dropped: Vec<(&'static str, u64)>,
+}
+
+/// An SSE line: its first bytes, until they tell whether it is `data:`.
+#[derive(Debug, Default)]
+struct Line {
+    head: Vec<u8>,
+    data: bool,
+}
+
+impl Meter {
+    /// `content_type`: the answer's; `text/event-stream` is read as SSE.
+    pub fn new(format: WireFormat, content_type: Option<&str>) -> Self {
+        let sse = content_type.is_some_and(|t| t.trim_start().starts_with("text/event-stream"));
+        Self {
+            format,
+            scan: Scan::new(WANTED),
+            line: sse.then(Line::default),
+            usage: Map::new(),
+            dropped: Vec::new(),
+        }
+    }
+
+    pub fn feed(&mut self, chunk: &[u8]) {
+        match &mut self.line {
+            None => self.scan.feed(chunk),
+            Some(line) => {
+                for &b in chunk {
+                    if b == b'\n' || b == b'\r' {
+                        // JSON never holds a raw line break: the event's data ends here.
+                        if line.data {
+                            self.scan.reset();
+                        }
+                        *line = Line::default();
+                    } else if line.data {
+                        self.scan.feed(&[b]);
+                    } else if line.head.len() < 5 {
+                        line.head.push(b);
+                        line.data = line.head == b"data:";
+                    }
+                }
+            }
+        }
+        for (key, bytes) in std::mem::take(&mut self.scan.found) {
+            let Ok(value) = serde_json::from_slice::<Value>(&bytes) else {
+                continue;
+            };
+            match (key, value) {
+                ("usage", Value::Object(fields)) => merge(&mut self.usage, fields),
+                ("input_transformations", Value::Array(items)) => self.dropped_items(&items),
+                _ => {}
+            }
+        }
+    }
+
+    fn dropped_items(&mut self, items: &[Value]) {
+        for item in items {
+            let reason = item.get("reason").and_then(Value::as_str).unwrap_or("");
+            let reason = REASONS
+                .iter()
+                .find(|r| **r == reason)
+                .copied()
+                .unwrap_or("other");
+            match self.dropped.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n += 1,
+                None => self.dropped.push((reason, 1)),
+            }
+        }
+    }
+
+    /// The bill, if the answer carried one.
+    pub fn bill(&self) -> Option<Bill> {
+        if self.usage.is_empty() {
+            return None;
+        }
+        let u = |path: &[&str]| {
+            let mut v = self.usage.get(path[0]);
+            for key in &path[1..] {
+                v = v.and_then(|v| v.get(key));
+            }
+            v.and_then(Value::as_u64).unwrap_or(0)
+        };
+        Some(match self.format {
+            WireFormat::Anthropic => {
+                let total_write = u(&["cache_creation_input_tokens"]);
+                let one_hour = u(&["cache_creation", "ephemeral_1h_input_tokens"]);
+                Bill {
+                    input: u(&["input_tokens"]),
+                    cache_read: u(&["cache_read_input_tokens"]),
+                    cache_write_5m: total_write.saturating_sub(one_hour),
+                    cache_write_1h: one_hour,
+                    output: u(&["output_tokens"]),
+                    reasoning: 0,
+                }
+            }
+            // OpenAI counts the cached part inside the input, and bills no writes.
+            WireFormat::OpenAi => {
+                let cached = u(&["prompt_tokens_details", "cached_tokens"]);
+                Bill {
+                    input: u(&["prompt_tokens"]).saturating_sub(cached),
+                    cache_read: cached,
+                    output: u(&["completion_tokens"]),
+                    reasoning: u(&["completion_tokens_details", "reasoning_tokens"]),
+                    ..Bill::default()
+                }
+            }
+            WireFormat::Responses => {
+                let cached = u(&["input_tokens_details", "cached_tokens"]);
+                Bill {
+                    input: u(&["input_tokens"]).saturating_sub(cached),
+                    cache_read: cached,
+                    output: u(&["output_tokens"]),
+                    reasoning: u(&["output_tokens_details", "reasoning_tokens"]),
+                    ..Bill::default()
+                }
+            }
+        })
+    }
+}
+
+/// The answer's bytes as they come, each chunk handed on as it arrives;
+/// the bill is recorded when the stream ends or is dropped (the client left).
+pub fn metered(
+    response: reqwest::Response,
+    format: WireFormat,
+    metrics: Metrics,
+) -> impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static {
+    let content_type = response.headers().get(CONTENT_TYPE);
+    let meter = Meter::new(format, content_type.and_then(|v| v.to_str().ok()));
+    let mut tap = Tap {
+        meter,
+        metrics,
+        provider: format.as_str(),
+    };
+    response.bytes_stream().map(move |chunk| {
+        if let Ok(bytes) = &chunk {
+            tap.meter.feed(bytes);
+        }
+        chunk
+    })
+}
+
+/// A meter that records what it read when it goes, however the answer ended.
+struct Tap {
+    meter: Meter,
+    metrics: Metrics,
+    provider: &'static str,
+}
+
+impl Drop for Tap {
+    fn drop(&mut self) {
+        if let Some(b) = self.meter.bill() {
+            let kinds = [
+                ("input", b.input),
+                ("cache_read", b.cache_read),
+                ("cache_write", b.cache_write_5m + b.cache_write_1h),
+                ("output", b.output),
+            ];
+            self.metrics.provider_billed(self.provider, kinds);
+        }
+        for &(reason, n) in &self.meter.dropped {
+            self.metrics.provider_dropped(self.provider, reason, n);
+        }
+    }
+}
+
+/// `from` into `into`, field by field; nested objects merged the same way.
+fn merge(into: &mut Map<String, Value>, from: Map<String, Value>) {
+    for (k, v) in from {
+        match (into.get_mut(&k), v) {
+            (Some(Value::Object(old)), Value::Object(new)) => merge(old, new),
+            (_, Value::Null) => {}
+            (_, v) => {
+                into.insert(k, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
