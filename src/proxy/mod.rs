@@ -6,6 +6,7 @@
 //! the same preparation: a client must count what condense forwards.
 
 mod bill;
+mod conversation;
 mod headers;
 mod prepare;
 mod relay;

@@ -57,6 +57,8 @@ pub struct Report {
     pub thinking_removed: usize,
     /// Opted into Anthropic's `drop_block` (needs its beta).
     pub drop_block: bool,
+    /// The conversation's name (`conversation::id`), once its thread was read.
+    pub conversation: Option<String>,
 }
 
 impl Prepared {
@@ -118,6 +120,7 @@ impl Proxy {
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
         let opt_out = unvouched(format, &json, &thread);
+        let conversation = Some(super::conversation::id(format, &json, &thread));
         let req = Compression {
             model: json
                 .get("model")
@@ -144,6 +147,8 @@ impl Proxy {
                 (Prepared::unchanged(body, Unchanged::Timeout, note), None)
             }
         };
+        let mut prepared = prepared;
+        prepared.report.conversation = conversation;
         match out {
             Some(out) if prepared.report.compressed => {
                 let Prepared { body, report } = prepared;
@@ -248,11 +253,12 @@ impl Report {
             note: None,
             thinking_removed: removed_thinking(&out.applied_edits),
             drop_block: false,
+            conversation: None,
         }
     }
 
     /// The `x-condense-*` headers, each name once (a `None` is not sent).
-    pub fn headers(&self) -> [(&'static str, Option<String>); 13] {
+    pub fn headers(&self) -> [(&'static str, Option<String>); 14] {
         let text = |v: Option<usize>| v.map(|n| n.to_string());
         let removed = self.tokens_before.zip(self.tokens_after);
         let thinking = (self.thinking_removed > 0 || self.drop_block).then(|| {
@@ -293,6 +299,7 @@ impl Report {
                 self.fidelity.as_ref().map(Fidelity::header),
             ),
             ("x-condense-thinking", thinking),
+            ("x-condense-conversation", self.conversation.clone()),
             ("x-condense-note", self.note.clone()),
         ]
     }

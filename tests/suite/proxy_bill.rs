@@ -171,3 +171,30 @@ async fn a_client_that_leaves_mid_stream_still_counts_what_was_billed() {
     // Only the start's output was read: 1 token, not the 15 never sent.
     assert_eq!(billed("output"), 1.0);
 }
+
+#[tokio::test]
+async fn every_turn_of_a_conversation_carries_its_name() {
+    let (url, _) = provider().await;
+    let app = condense(&url);
+    let turn = |messages: serde_json::Value, session: &str| {
+        json!({"model": "claude-x", "max_tokens": 64, "system": "be brief",
+               "metadata": {"user_id": session}, "messages": messages})
+    };
+    let first = json!([{"role": "user", "content": "hello"}]);
+    let second = json!([{"role": "user", "content": "hello"},
+                        {"role": "assistant", "content": "hi"},
+                        {"role": "user", "content": "go on"}]);
+    let mut names = Vec::new();
+    for (messages, session) in [(&first, "s1"), (&second, "s1"), (&first, "s2")] {
+        let res = post_json(&app, "/v1/messages", turn(messages.clone(), session)).await;
+        assert_eq!(res.status(), 200);
+        let name = res.headers()["x-condense-conversation"].to_str().unwrap();
+        assert!(
+            name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{name}"
+        );
+        names.push(name.to_string());
+    }
+    assert_eq!(names[0], names[1], "one session, one name");
+    assert_ne!(names[0], names[2], "another session, another name");
+}
