@@ -22,13 +22,73 @@ const INSTRUCTION: [&str; 17] = [
     "unchanged",
 ];
 
+/// Words that say something about a person: who they are to someone, what
+/// they like, plan, decided and why, what happened in their life. Each
+/// counts as a fact, so that what people state about themselves outweighs
+/// small talk when a summary must choose.
+const PERSONAL: [&str; 52] = [
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "sister",
+    "brother",
+    "wife",
+    "husband",
+    "partner",
+    "son",
+    "daughter",
+    "cousin",
+    "niece",
+    "nephew",
+    "aunt",
+    "uncle",
+    "grandmother",
+    "grandfather",
+    "friend",
+    "neighbour",
+    "neighbor",
+    "boss",
+    "roommate",
+    "colleague",
+    "kids",
+    "favourite",
+    "favorite",
+    "love",
+    "prefer",
+    "hate",
+    "allergic",
+    "plan",
+    "planning",
+    "trip",
+    "moving",
+    "moved",
+    "decided",
+    "because",
+    "reason",
+    "married",
+    "engaged",
+    "born",
+    "adopted",
+    "named",
+    "started",
+    "job",
+    "works",
+    "birthday",
+    "wedding",
+    "anniversary",
+    "graduated",
+];
+
 /// How many facts and instructions `text` holds ([`words`]).
 pub fn score(text: &str) -> u32 {
     words(text).map(|(_, t)| t).sum()
 }
 
 /// The words of `text` and their scores: 1 for a fact (a digit, a path or
-/// identifier character, a capital mid-word or mid-sentence), 2 for an instruction.
+/// identifier character, a capital mid-word or mid-sentence, a
+/// [`PERSONAL`] word), 2 for an instruction.
 pub(super) fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {
@@ -55,10 +115,13 @@ fn telling(raw: &str, sentence_start: bool) -> u32 {
         || bare.chars().skip(1).any(char::is_uppercase)
         || (!sentence_start && first.is_some_and(char::is_uppercase) && bare != "I")
             && !bare.starts_with("I'");
-    if INSTRUCTION.contains(&bare.to_ascii_lowercase().as_str()) {
+    let lower = bare.to_ascii_lowercase();
+    // "sister's" is about a sister.
+    let lower = lower.strip_suffix("'s").unwrap_or(&lower);
+    if INSTRUCTION.contains(&lower) {
         2
     } else {
-        u32::from(fact)
+        u32::from(fact || PERSONAL.contains(&lower))
     }
 }
 
@@ -87,6 +150,36 @@ fn inner(word: &str, c: char) -> bool {
             && b[i - 1].is_ascii_alphanumeric()
             && b[i + 1].is_ascii_alphanumeric()
     })
+}
+
+/// `text`'s sentences that hold a fact or an instruction, joined by a space;
+/// None when none does (then the whole text is all there is to keep).
+pub fn telling_sentences(text: &str) -> Option<String> {
+    let kept = told(sentences(text).map(str::trim), |_| true);
+    (!kept.is_empty()).then(|| kept.join(" "))
+}
+
+/// Of `sentences` those `also` allows, the ones that hold a fact or an
+/// instruction; an interjection ("Hi Caroline!", "Wait, Lisbon?") only when
+/// nothing else does: it greets or echoes, it tells nothing new.
+pub fn told<'a>(
+    sentences: impl Iterator<Item = &'a str>,
+    also: impl Fn(&str) -> bool,
+) -> Vec<&'a str> {
+    let told: Vec<&str> = sentences
+        .filter(|s| !s.is_empty() && score(s) > 0 && also(s))
+        .collect();
+    if told.iter().all(|s| interjection(s)) {
+        return told;
+    }
+    told.into_iter().filter(|s| !interjection(s)).collect()
+}
+
+/// A sentence of at most three words with nothing but words in it (no
+/// number, path or identifier).
+fn interjection(sentence: &str) -> bool {
+    sentence.split_whitespace().count() <= 3
+        && !sentence.contains(|c: char| c.is_ascii_digit() || "/\\_`:@=#$%".contains(c))
 }
 
 /// `text` cut after each sentence end (`.`, `!`, `?` before white space) and line end.
@@ -130,5 +223,28 @@ mod tests {
         assert_eq!(score("see src/a.rs and db-17 or foo_bar"), 3);
         assert_eq!(score("Never touch the config."), 2);
         assert_eq!(score("<shell>bash</shell> <cwd>/home/x</cwd>"), 1);
+        assert_eq!(score("My sister got engaged, I love it."), 3);
+    }
+
+    #[test]
+    fn telling_sentences_drop_small_talk() {
+        assert_eq!(
+            telling_sentences("Ugh, Mondays. I work at Tidewater Bank now. How are you?")
+                .as_deref(),
+            Some("I work at Tidewater Bank now.")
+        );
+        assert_eq!(telling_sentences("Haha, totally. How are you?"), None);
+        assert_eq!(
+            telling_sentences("Hi Caroline! Wait, Lisbon? I ran 12 km, my best.").as_deref(),
+            Some("I ran 12 km, my best.")
+        );
+        assert_eq!(
+            telling_sentences("Hi Caroline! Wait, 12 km?").as_deref(),
+            Some("Wait, 12 km?")
+        );
+        assert_eq!(
+            telling_sentences("Hi Caroline! How are you?").as_deref(),
+            Some("Hi Caroline!")
+        );
     }
 }
