@@ -81,14 +81,17 @@ const PERSONAL: [&str; 52] = [
     "graduated",
 ];
 
-/// How many facts and instructions `text` holds ([`words`]).
+/// How many facts and instructions `text` holds ([`words`]), a
+/// [`PERSONAL`] word counting as a fact: it tells which sentence is worth
+/// keeping, but a sentence cut short keeps its names and numbers before it.
 pub fn score(text: &str) -> u32 {
-    words(text).map(|(_, t)| t).sum()
+    let told = |(raw, t): (&str, u32)| if t == 0 && personal(raw) { 1 } else { t };
+    words(text).map(told).sum()
 }
 
 /// The words of `text` and their scores: 1 for a fact (a digit, a path or
-/// identifier character, a capital mid-word or mid-sentence, a
-/// [`PERSONAL`] word), 2 for an instruction.
+/// identifier character, a capital mid-word or mid-sentence), 2 for an
+/// instruction.
 pub(super) fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {
@@ -115,14 +118,18 @@ fn telling(raw: &str, sentence_start: bool) -> u32 {
         || bare.chars().skip(1).any(char::is_uppercase)
         || (!sentence_start && first.is_some_and(char::is_uppercase) && bare != "I")
             && !bare.starts_with("I'");
-    let lower = bare.to_ascii_lowercase();
-    // "sister's" is about a sister.
-    let lower = lower.strip_suffix("'s").unwrap_or(&lower);
-    if INSTRUCTION.contains(&lower) {
+    if INSTRUCTION.contains(&bare.to_ascii_lowercase().as_str()) {
         2
     } else {
-        u32::from(fact || PERSONAL.contains(&lower))
+        u32::from(fact)
     }
+}
+
+/// Whether `raw` is a [`PERSONAL`] word ("sister's" is about a sister).
+fn personal(raw: &str) -> bool {
+    let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+    let lower = word.to_ascii_lowercase();
+    PERSONAL.contains(&lower.strip_suffix("'s").unwrap_or(&lower))
 }
 
 /// `word` without `<tag>`s: `<cwd>/a/b</cwd>` is `/a/b`, `<shell>` nothing.
