@@ -298,6 +298,32 @@ mod tests {
     }
 
     #[test]
+    fn requests_over_their_cap_are_written_compactly() {
+        let mut s = Sections::default();
+        for r in [
+            "\"Fix the build. Thanks!\"",
+            "\"Hi Caroline! My sister Elena moved to Porto. How are you?\"",
+            "\"Haha, totally. My sister Elena moved to Porto.\"",
+            "\"ok\"",
+        ] {
+            s.requests.push(r);
+        }
+        s.apply(Caps {
+            requests: 2,
+            ..Caps::default()
+        });
+        // The task whole; the repeat gone; small talk left out.
+        assert_eq!(
+            s.requests.items,
+            [
+                "\"Fix the build. Thanks!\"",
+                "\"My sister Elena moved to Porto.\""
+            ]
+        );
+        assert_eq!(s.requests.more, 1);
+    }
+
+    #[test]
     fn foreign_text_is_kept_as_earlier_context() {
         let s = Sections::parse("The user wants X. We did Y.");
         assert_eq!(s.earlier.as_deref(), Some("The user wants X. We did Y."));

@@ -245,6 +245,14 @@ mod tests {
     }
 
     #[test]
+    fn a_stretch_of_small_talk_gives_its_slot_to_a_fact() {
+        let mut l = list(&["port 5433", "db-17 down", "x 42", "ok", "sure", "fine"]);
+        l.cap(2, false);
+        assert_eq!(l.items, ["db-17 down", "x 42"]);
+        assert_eq!(l.more, 4);
+    }
+
+    #[test]
     fn a_previous_summary_counts_for_what_it_stood_for() {
         // Two items kept of 100: the older half of the span.
         let mut older = list(&["old 1", "old 2"]);
