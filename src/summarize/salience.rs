@@ -22,13 +22,76 @@ const INSTRUCTION: [&str; 17] = [
     "unchanged",
 ];
 
-/// How many facts and instructions `text` holds ([`words`]).
+/// Words that say something about a person: who they are to someone, what
+/// they like, plan, decided and why, what happened in their life. Each
+/// counts as a fact, so that what people state about themselves outweighs
+/// small talk when a summary must choose.
+const PERSONAL: [&str; 52] = [
+    "mother",
+    "mom",
+    "mum",
+    "father",
+    "dad",
+    "sister",
+    "brother",
+    "wife",
+    "husband",
+    "partner",
+    "son",
+    "daughter",
+    "cousin",
+    "niece",
+    "nephew",
+    "aunt",
+    "uncle",
+    "grandmother",
+    "grandfather",
+    "friend",
+    "neighbour",
+    "neighbor",
+    "boss",
+    "roommate",
+    "colleague",
+    "kids",
+    "favourite",
+    "favorite",
+    "love",
+    "prefer",
+    "hate",
+    "allergic",
+    "plan",
+    "planning",
+    "trip",
+    "moving",
+    "moved",
+    "decided",
+    "because",
+    "reason",
+    "married",
+    "engaged",
+    "born",
+    "adopted",
+    "named",
+    "started",
+    "job",
+    "works",
+    "birthday",
+    "wedding",
+    "anniversary",
+    "graduated",
+];
+
+/// How many facts and instructions `text` holds ([`words`]), a
+/// [`PERSONAL`] word counting as a fact: it tells which sentence is worth
+/// keeping, but a sentence cut short keeps its names and numbers before it.
 pub fn score(text: &str) -> u32 {
-    words(text).map(|(_, t)| t).sum()
+    let told = |(raw, t): (&str, u32)| if t == 0 && personal(raw) { 1 } else { t };
+    words(text).map(told).sum()
 }
 
 /// The words of `text` and their scores: 1 for a fact (a digit, a path or
-/// identifier character, a capital mid-word or mid-sentence), 2 for an instruction.
+/// identifier character, a capital mid-word or mid-sentence), 2 for an
+/// instruction.
 pub(super) fn words(text: &str) -> impl Iterator<Item = (&str, u32)> {
     let mut sentence_start = true;
     text.split_whitespace().map(move |raw| {
@@ -62,6 +125,13 @@ fn telling(raw: &str, sentence_start: bool) -> u32 {
     }
 }
 
+/// Whether `raw` is a [`PERSONAL`] word ("sister's" is about a sister).
+fn personal(raw: &str) -> bool {
+    let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+    let lower = word.to_ascii_lowercase();
+    PERSONAL.contains(&lower.strip_suffix("'s").unwrap_or(&lower))
+}
+
 /// `word` without `<tag>`s: `<cwd>/a/b</cwd>` is `/a/b`, `<shell>` nothing.
 fn untagged(word: &str) -> &str {
     let mut w = word;
@@ -87,6 +157,36 @@ fn inner(word: &str, c: char) -> bool {
             && b[i - 1].is_ascii_alphanumeric()
             && b[i + 1].is_ascii_alphanumeric()
     })
+}
+
+/// `text`'s sentences that hold a fact or an instruction, joined by a space;
+/// None when none does (then the whole text is all there is to keep).
+pub fn telling_sentences(text: &str) -> Option<String> {
+    let kept = told(sentences(text).map(str::trim), |_| true);
+    (!kept.is_empty()).then(|| kept.join(" "))
+}
+
+/// Of `sentences` those `also` allows, the ones that hold a fact or an
+/// instruction; an interjection ("Hi Caroline!", "Wait, Lisbon?") only when
+/// nothing else does: it greets or echoes, it tells nothing new.
+pub fn told<'a>(
+    sentences: impl Iterator<Item = &'a str>,
+    also: impl Fn(&str) -> bool,
+) -> Vec<&'a str> {
+    let told: Vec<&str> = sentences
+        .filter(|s| !s.is_empty() && score(s) > 0 && also(s))
+        .collect();
+    if told.iter().all(|s| interjection(s)) {
+        return told;
+    }
+    told.into_iter().filter(|s| !interjection(s)).collect()
+}
+
+/// A sentence of at most three words with nothing but words in it (no
+/// number, path or identifier).
+fn interjection(sentence: &str) -> bool {
+    sentence.split_whitespace().count() <= 3
+        && !sentence.contains(|c: char| c.is_ascii_digit() || "/\\_`:@=#$%".contains(c))
 }
 
 /// `text` cut after each sentence end (`.`, `!`, `?` before white space) and line end.
@@ -130,5 +230,28 @@ mod tests {
         assert_eq!(score("see src/a.rs and db-17 or foo_bar"), 3);
         assert_eq!(score("Never touch the config."), 2);
         assert_eq!(score("<shell>bash</shell> <cwd>/home/x</cwd>"), 1);
+        assert_eq!(score("My sister got engaged, I love it."), 3);
+    }
+
+    #[test]
+    fn telling_sentences_drop_small_talk() {
+        assert_eq!(
+            telling_sentences("Ugh, Mondays. I work at Tidewater Bank now. How are you?")
+                .as_deref(),
+            Some("I work at Tidewater Bank now.")
+        );
+        assert_eq!(telling_sentences("Haha, totally. How are you?"), None);
+        assert_eq!(
+            telling_sentences("Hi Caroline! Wait, Lisbon? I ran 12 km, my best.").as_deref(),
+            Some("I ran 12 km, my best.")
+        );
+        assert_eq!(
+            telling_sentences("Hi Caroline! Wait, 12 km?").as_deref(),
+            Some("Wait, 12 km?")
+        );
+        assert_eq!(
+            telling_sentences("Hi Caroline! How are you?").as_deref(),
+            Some("Hi Caroline!")
+        );
     }
 }

@@ -9,6 +9,7 @@ mod text;
 pub use list::{List, Tally};
 
 use super::fit::{How, Size, fit};
+use super::salience::telling_sentences;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
@@ -57,12 +58,12 @@ pub struct Caps {
 impl Default for Caps {
     fn default() -> Self {
         Self {
-            requests: 40,
-            stated: 40,
+            requests: 60,
+            stated: 60,
             files: 150,
             commands: 40,
             errors: 30,
-            decisions: 12,
+            decisions: 24,
             also: 60,
             text: 300,
         }
@@ -127,14 +128,33 @@ impl Caps {
     }
 }
 
+/// The quote of a quoted item (`"…"`, `(system) "…"`): the text before it and
+/// its inside; None when `item` is not quoted.
+fn quoted(item: &str) -> Option<(&str, &str)> {
+    match item.find('"') {
+        Some(open) if item.len() > open + 1 && item.ends_with('"') => {
+            Some((&item[..=open], &item[open + 1..item.len() - 1]))
+        }
+        _ => None,
+    }
+}
+
+/// A quoted item with only its telling sentences inside the quotes (all of
+/// it when none tells anything).
+fn compact_quoted(item: &str) -> String {
+    match quoted(item).and_then(|(lead, inner)| Some((lead, telling_sentences(inner)?))) {
+        Some((lead, told)) => format!("{lead}{told}\""),
+        None => item.to_string(),
+    }
+}
+
 /// A quoted item (`"…"`, `(system) "…"`) condensed inside its quotes.
 fn condense_quoted(item: &str, max: usize) -> String {
     if item.chars().count() <= max {
         return item.to_string();
     }
-    match item.find('"') {
-        Some(open) if item.len() > open + 1 && item.ends_with('"') => {
-            let (lead, inner) = (&item[..=open], &item[open + 1..item.len() - 1]);
+    match quoted(item) {
+        Some((lead, inner)) => {
             format!(
                 "{lead}{}\"",
                 fit(
@@ -175,6 +195,11 @@ impl Sections {
 
     /// Applies `caps` to every list and text.
     pub fn apply(&mut self, caps: Caps) {
+        // More requests than fit: each is written compactly, its sentences
+        // of small talk left out, so that more of them fit.
+        if self.requests.items.len() > caps.requests {
+            self.requests.compact(compact_quoted);
+        }
         self.requests.cap(caps.requests, true);
         self.stated.cap(caps.stated, false);
         self.files.cap(caps.files, false);
@@ -270,6 +295,32 @@ mod tests {
             [("read_file".to_string(), 5), ("grep".to_string(), 1)]
         );
         assert_eq!(m.state.as_deref(), Some("Tests pass now.\nNext: docs."));
+    }
+
+    #[test]
+    fn requests_over_their_cap_are_written_compactly() {
+        let mut s = Sections::default();
+        for r in [
+            "\"Fix the build. Thanks!\"",
+            "\"Hi Caroline! My sister Elena moved to Porto. How are you?\"",
+            "\"Haha, totally. My sister Elena moved to Porto.\"",
+            "\"ok\"",
+        ] {
+            s.requests.push(r);
+        }
+        s.apply(Caps {
+            requests: 2,
+            ..Caps::default()
+        });
+        // The task whole; the repeat gone; small talk left out.
+        assert_eq!(
+            s.requests.items,
+            [
+                "\"Fix the build. Thanks!\"",
+                "\"My sister Elena moved to Porto.\""
+            ]
+        );
+        assert_eq!(s.requests.more, 1);
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! quotes. The thresholds sit a margin below what the heuristic reaches, so
 //! a change that loses coverage fails here.
 
+mod answers;
 mod conversation;
 mod measure;
+mod people;
 
 use conversation::conversation;
 use measure::{Recall, fixture_span, injection, opens, summarize, tokens};

@@ -56,6 +56,29 @@ impl List {
         }
     }
 
+    /// Each item but the first (the task) rewritten by `short`; an item that
+    /// then says what an earlier one says goes.
+    pub fn compact(&mut self, short: impl Fn(&str) -> String) {
+        let mut said = HashSet::new();
+        let (mut i, mut gone_older) = (0, 0);
+        let old = self.older.map_or(0, |(old, _)| old);
+        self.items.retain_mut(|item| {
+            if i > 0 {
+                *item = short(item);
+            }
+            i += 1;
+            let new = said.insert(item.clone());
+            gone_older += usize::from(!new && i <= old);
+            new
+        });
+        if let Some((old, _)) = &mut self.older {
+            *old -= gone_older;
+        }
+        if !self.commands.is_empty() {
+            self.reindex();
+        }
+    }
+
     /// Keeps `cap` items (and the first, the task, when `keep_first`): the
     /// most telling ([`score`]) of each of `cap` equal stretches of the span,
     /// an older summary's items weighted by what they stood for.
@@ -95,7 +118,16 @@ impl List {
                 *slot = Some(i);
             }
         }
-        for i in best.into_iter().flatten() {
+        // A stretch of small talk only gives its slot to the rest: a fact
+        // said elsewhere is worth more than the filler of its stretch.
+        let best: Vec<usize> = best.into_iter().flatten().collect();
+        let scored = (0..n).filter(|&i| !keep[i] && scores[i] > 0).count();
+        let mut spare = scored - best.iter().filter(|&&i| scores[i] > 0).count();
+        for i in best {
+            if scores[i] == 0 && spare > 0 {
+                spare -= 1;
+                continue;
+            }
             keep[i] = true;
             left -= 1;
         }
@@ -210,6 +242,14 @@ mod tests {
         let mut l = list(&["task", "a", "b", "c", "d", "e", "f"]);
         l.cap(3, true);
         assert_eq!(l.items, ["task", "c", "f"]);
+    }
+
+    #[test]
+    fn a_stretch_of_small_talk_gives_its_slot_to_a_fact() {
+        let mut l = list(&["port 5433", "db-17 down", "x 42", "ok", "sure", "fine"]);
+        l.cap(2, false);
+        assert_eq!(l.items, ["db-17 down", "x 42"]);
+        assert_eq!(l.more, 4);
     }
 
     #[test]

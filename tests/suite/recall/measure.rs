@@ -191,3 +191,31 @@ pub fn fixture_span(name: &str) -> (Vec<Value>, Vec<(String, f64)>) {
     }
     (span, planted)
 }
+
+/// The heuristic summary of `messages` in at most `limit` tokens, as the
+/// compressor writes and repairs it (the service: extracted, written,
+/// checked against its anchors, the missing ones appended within the limit).
+pub fn repaired(messages: &[Value], limit: usize) -> String {
+    let t = thread::parse(RawThread {
+        messages,
+        ..Default::default()
+    })
+    .expect("a valid thread");
+    let models = ModelRegistry::embedded();
+    let counter =
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
+    let settings = SummarySettings {
+        prior: None,
+        limit,
+        writer: Writer::Heuristic,
+        instructions: None,
+        counter,
+        fallback: true,
+    };
+    let req = SummaryRequest::new(&t.messages, settings);
+    static SERVICE: LazyLock<SummaryService> =
+        LazyLock::new(|| SummaryService::new(None, Cache::Off));
+    block_on(SERVICE.write(&req))
+        .expect("no upstream to fail")
+        .content
+}
