@@ -185,6 +185,10 @@ impl Limits {
         for m in thread.system.iter().chain(&thread.messages) {
             m.parts.iter().for_each(|p| p.texts(&mut texts));
         }
+        // Bytes bound characters from above: most threads need no count.
+        if texts.iter().map(|t| t.len()).sum::<usize>() <= self.max_chars {
+            return Ok(());
+        }
         let chars = texts.iter().map(|t| t.chars().count()).sum();
         self.check_chars(thread.format.items_pointer(), chars)
     }
