@@ -142,7 +142,6 @@ def main():
         venv = peers.litellm_venv()
         litellm, lurl = peers.start_litellm(venv, work)
     try:
-        targets = {"cold": 5, "turns": 20, "short": None}
         for scenario, (mode, path) in files.items():
             ours_url = counting.base + "/v1/tokens"
             peers.wrk(ours_url, mode, path, 2, 8)
@@ -152,7 +151,7 @@ def main():
                 peers.wrk(lurl, mode, path, 2, 8)
                 peer = peers.wrk(lurl, mode, path, args.duration, 8)
             ratio = ours["rps"] / peer["rps"] if peer else None
-            target = targets[scenario]
+            target = peers.TARGETS[scenario]
             extra = {"cold": " and p99 < 100 ms", "turns": " and p50 < 10 ms", "short": ""}[scenario]
             met = None
             if target and ratio:

@@ -265,3 +265,70 @@ async fn text_and_messages_together_or_neither_is_an_error() {
         ["/messages"]
     );
 }
+
+/// The per-message memo (a resent history is counted from it) answers
+/// what a cold count answers: a message with one byte changed is counted
+/// again, not taken for the one it resembles. The cold reference is the
+/// bare text's count (never memoized) plus the cookbook's framing.
+#[tokio::test]
+async fn a_warm_memo_counts_what_a_cold_count_does_a_changed_byte_included() {
+    let app = app();
+    let sent = thread("large-04.openai");
+    let (at, role, longest) = sent["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        // A plain message: a string content, no name, no calls (a tool
+        // message's framing differs).
+        .filter(|(_, m)| {
+            m["role"] != "tool" && m.get("name").is_none() && m.get("tool_calls").is_none()
+        })
+        .filter_map(|(i, m)| Some((i, m["role"].clone(), m["content"].as_str()?.to_owned())))
+        .max_by_key(|(_, _, c)| c.len())
+        .unwrap();
+    let middle = longest.len() / 2;
+    let j = middle
+        + longest[middle..]
+            .find(|c: char| c.is_ascii_lowercase())
+            .unwrap();
+    let mut text = longest.clone();
+    text.replace_range(j..=j, if &text[j..=j] == "a" { "b" } else { "a" });
+    let mut changed = sent.clone();
+    changed["messages"][at]["content"] = json!(text);
+    let bare = |text: Value| {
+        let (app, model) = (app.clone(), sent["model"].clone());
+        async move {
+            let body = json!({"text": text, "model": model});
+            let r = post(&app, "/v1/tokens", &body).await.json();
+            r["total_tokens"].as_u64().unwrap()
+        }
+    };
+    // MESSAGE_OVERHEAD (3) + the role + the content.
+    let framed = 3 + bare(role).await;
+
+    let first = post(&app, "/v1/tokens", &sent).await.json();
+    let warm = post(&app, "/v1/tokens", &sent).await.json();
+    assert_eq!(warm, first);
+    assert_eq!(
+        warm["messages"][at]["tokens"],
+        framed + bare(json!(longest)).await
+    );
+    let resent = post(&app, "/v1/tokens", &changed).await.json();
+    sum_rule(&resent);
+    assert_eq!(
+        resent["messages"][at]["tokens"],
+        framed + bare(json!(text)).await
+    );
+    for (i, (a, b)) in warm["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(resent["messages"].as_array().unwrap())
+        .enumerate()
+    {
+        if i != at {
+            assert_eq!(a, b, "message {i}");
+        }
+    }
+}
