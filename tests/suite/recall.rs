@@ -10,6 +10,7 @@
 
 mod conversation;
 mod measure;
+mod rounds;
 
 use conversation::conversation;
 use measure::{Recall, fixture_span, injection, opens, summarize, tokens};
