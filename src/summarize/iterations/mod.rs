@@ -30,7 +30,7 @@ pub struct IterationSummary {
     /// Only on the rolling entry (`Earlier iterations A–B`, first in the
     /// list): the first iteration it folds. When an entry per iteration does
     /// not fit the bound, the oldest are folded into it (their requests,
-    /// failing commands and errors kept longest), never left out.
+    /// error lines and decisions kept longest), never left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub first_iteration: Option<u64>,
