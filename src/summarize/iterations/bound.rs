@@ -23,8 +23,8 @@ pub(super) const ROUNDS: usize = 20;
 /// Fewest tokens an entry of a list written afresh is cut to.
 const MIN_SHARE: usize = 40;
 
-/// Tokens an appended entry's content is given in the reserve: a request, an error.
-const APPENDED: usize = 24;
+/// Tokens an appended entry's content is given in the reserve, at its least.
+const APPENDED: usize = MIN_APPENDED;
 
 /// Fewest tokens an entry appended to a list is cut to.
 const MIN_APPENDED: usize = 16;
