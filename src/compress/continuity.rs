@@ -105,11 +105,14 @@ impl Anchor {
         if gap.is_some_and(|g| g.iter().all(|&i| i)) {
             covered = written;
         }
+        // The header counts the messages it replaced, not the instructions
+        // kept verbatim after it (the entry's count is where it ends).
+        let replaced = self.instruction.iter().take(covered).filter(|&&i| !i);
         let prior = PriorSummary {
             last_message_idx: self.pinned + covered - 1,
             content: Some(entry.content),
             token_count: None,
-            messages_summarized: Some(entry.messages_summarized.max(0) as u64),
+            messages_summarized: Some(replaced.count() as u64),
             created_at: None,
         };
         boundary.then_some((prior, in_use))

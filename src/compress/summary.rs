@@ -15,7 +15,9 @@ pub struct SummaryObject {
     /// The summary text (without the `[Context Summary - ...]` header of its
     /// message).
     pub content: String,
-    /// Messages it stands for, those of the summaries it extends included.
+    /// Messages it replaced, those of the summaries it extends included
+    /// (instructions in its span, kept verbatim after it, are not counted);
+    /// the `N` of its message's `[Context Summary - N previous messages]`.
     pub messages_summarized: usize,
     /// First index of the request's `messages` it covers (the first after
     /// the pinned prefix).

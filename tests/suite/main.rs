@@ -35,6 +35,7 @@ mod replicas;
 mod schemathesis;
 mod single_flight;
 mod sqlite_damage;
+mod summary_header;
 mod summary_key;
 mod support;
 mod tls;

@@ -12,6 +12,7 @@ mod answers;
 mod conversation;
 mod measure;
 mod people;
+mod rounds;
 
 use conversation::conversation;
 use measure::{Recall, fixture_span, injection, opens, summarize, tokens};

@@ -63,11 +63,13 @@ impl Plan {
     /// and the message that stands for the span.
     fn summary(&mut self, written: Option<Written>) -> Summary {
         let (pinned, start, cut, c) = (self.planner.pinned, self.start, self.cut, self.planner.c);
+        // The messages it replaces: instructions in the span come back verbatim after it.
+        let replaced = replaced(&self.planner.t.messages[start..cut]);
         let covered = self
             .previous
             .as_ref()
             .map_or(0, |s| s.messages_summarized)
-            .saturating_add(cut - start);
+            .saturating_add(replaced);
         let written = match self.decision {
             Decision::Truncate => None,
             Decision::Write(_) => written,
@@ -107,4 +109,10 @@ impl Plan {
         );
         self.planner.left_as_is().0
     }
+}
+
+/// How many of `span`'s messages a summary of it replaces: all but its
+/// instructions, which come back verbatim after the summary.
+fn replaced(span: &[Message]) -> usize {
+    span.iter().filter(|m| !m.is_instruction()).count()
 }

@@ -143,9 +143,16 @@ fn previous_summary(
         )])
     })?;
     let last = prior.last_message_idx.max(pinned.saturating_sub(1));
-    let covered = prior
-        .messages_summarized
-        .map_or((last + 1).saturating_sub(pinned), |n| n as usize);
+    // Unsaid, it replaced every message it covers but the instructions.
+    let covered = prior.messages_summarized.map_or_else(
+        || {
+            let end = (last + 1).min(t.messages.len());
+            t.messages.get(pinned..end).map_or(0, |span| {
+                span.iter().filter(|m| !m.is_instruction()).count()
+            })
+        },
+        |n| n as usize,
+    );
     Ok(Some(Previous {
         last,
         content,

@@ -1,11 +1,12 @@
 //! The injection under the summary's limit: every old iteration stays, as
 //! its own entry or folded into the rolling entry ([`fold`](super::fold)).
-//! New entries (each cut to an eighth of the room) are appended byte for
-//! byte, so a provider's prompt cache keeps hitting; only past the limit is
-//! the list re-folded, leaving a quarter of the room free for next rounds.
+//! A list written afresh, or re-folded, leaves room for [`ROUNDS`] more
+//! rounds; new entries are then appended byte for byte, each cut to a
+//! share of the room left free, so a provider's prompt cache keeps hitting.
+//! Only past the limit is the list re-folded.
 
 use super::entry::Entry;
-use super::fold::{self, Fragment};
+use super::fold::{self, Fold, Fragment};
 use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
@@ -15,8 +16,21 @@ pub(in crate::summarize) const HEADER: &str = "Earlier iterations:";
 /// The rolling entry's label.
 pub(super) const ROLLING: &str = "Earlier iterations ";
 
-/// Fewest tokens a new iteration's entry is cut to.
+/// Rounds of one new iteration each that a list leaves room for, appended
+/// byte for byte before a re-fold.
+pub(super) const ROUNDS: usize = 20;
+
+/// Fewest tokens an entry of a list written afresh is cut to.
 const MIN_SHARE: usize = 40;
+
+/// Tokens an appended entry's content is given in the reserve, at its least.
+const APPENDED: usize = MIN_APPENDED;
+
+/// Fewest tokens an entry appended to a list is cut to.
+const MIN_APPENDED: usize = 16;
+
+/// Tokens of an entry's line besides its content (`- Iteration 1234: `, the newline).
+const LINE: usize = 8;
 
 /// The rolling entry: iterations `first` to `last`, folded.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,6 +38,12 @@ pub(super) struct Rolling {
     pub first: u64,
     pub last: u64,
     pub text: String,
+}
+
+/// Tokens a list written afresh leaves free of `room`: [`ROUNDS`] appended
+/// entries, at least a quarter and at most half of it.
+fn reserve(room: usize) -> usize {
+    (room / 4).max((room / 2).min(ROUNDS * (APPENDED + LINE)))
 }
 
 /// `head` (a previous plain summary, at most a quarter of `limit`), then the
@@ -44,33 +64,80 @@ pub(super) fn injection(
         render(head.as_deref(), left_out, rolling, lines)
     };
     let room = limit.saturating_sub(count(&list(None, &[])));
-    // Each entry cut to its share; a re-fold reads the whole text instead.
+    let reserve = reserve(room);
+    // Each new entry cut to its share; a re-fold reads the whole text instead.
     let full: Vec<String> = entries.iter().map(Entry::full).collect();
-    let cap = (room / 8).max(MIN_SHARE);
+    let written: Vec<(u64, String)> = entries
+        .iter()
+        .zip(&full)
+        .filter(|(e, _)| !e.is_new())
+        .map(|(e, whole)| (e.iteration, whole.clone()))
+        .collect();
+    // Appended to a list: a `ROUNDS`th of the room it leaves free, so that
+    // many rounds append (each takes a twentieth of what is left: they never
+    // add up to it, but for the least entry); afresh: the list's share.
+    let appends = rolling.is_some() || !written.is_empty();
+    let afresh = (room / 8).max(MIN_SHARE);
+    let fill = room.saturating_sub(reserve);
+    let cap = match appends {
+        true => {
+            let free = limit.saturating_sub(count(&list(rolling, &written)));
+            (free / ROUNDS)
+                .saturating_sub(LINE)
+                .clamp(MIN_APPENDED, afresh)
+        }
+        // A few iterations share what the list may fill.
+        false => (fill / entries.len().max(1)).max(afresh),
+    };
     let lines: Vec<(u64, String)> = entries
         .iter()
         .zip(&full)
-        .map(|(e, whole)| (e.iteration, e.fitted(whole, cap, c)))
+        .map(|(e, whole)| match e.is_new() {
+            true => (e.iteration, e.fitted(whole, cap, c)),
+            false => (e.iteration, whole.clone()),
+        })
         .collect();
     let text = list(rolling, &lines);
-    if count(&text) <= limit {
+    let fits = match appends {
+        true => limit,
+        false => limit.saturating_sub(reserve),
+    };
+    if count(&text) <= fits {
         return text;
     }
-    // Re-folded: the newest entries within a quarter of the room stay.
-    let (keep, kept) = newest(&lines, room / 4, c);
-    let folded = entries.len() - keep;
+    // Re-folded into the room less the reserve: the newest entries within a
+    // quarter of it stay, fewer when the rolling entry needs their room to
+    // keep its requests, error lines, decisions and failing commands.
+    let lines: Vec<(u64, String)> = entries
+        .iter()
+        .zip(lines)
+        .map(|(e, (it, line))| match e.is_new() {
+            true => (it, line),
+            false => (it, e.fitted(&line, afresh, c)),
+        })
+        .collect();
     let mut frags: Vec<Fragment> = rolling
         .map(|r| fold::fragments(&r.text, r.first))
         .unwrap_or_default();
-    frags.extend(
-        entries[..folded]
-            .iter()
-            .zip(&full)
-            .map(|(e, whole)| Fragment {
-                iteration: e.iteration,
-                text: whole.clone(),
-            }),
-    );
+    let before = frags.len();
+    frags.extend(entries.iter().zip(&full).map(|(e, whole)| Fragment {
+        iteration: e.iteration,
+        text: whole.clone(),
+    }));
+    let label = count("- Earlier iterations 0000000000–0000000000: \n");
+    let sizes: Vec<usize> = lines
+        .iter()
+        .map(|(it, l)| count(&format!("- Iteration {it}: {l}\n")))
+        .collect();
+    let kept = |keep: usize| -> usize { sizes[sizes.len() - keep..].iter().sum() };
+    let mut keep = newest(&sizes, fill / 4);
+    let all = Fold::new(&frags, c);
+    let need = |keep: usize| all.first(before + entries.len() - keep, fold::ONCE);
+    while keep > 1 && kept(keep) + label + need(keep) > fill {
+        keep -= 1;
+    }
+    let folded = entries.len() - keep;
+    frags.truncate(before + folded);
     let first = rolling
         .map(|r| r.first)
         .or(entries.first().map(|e| e.iteration));
@@ -78,14 +145,14 @@ pub(super) fn injection(
         0 => rolling.map(|r| r.last),
         n => Some(entries[n - 1].iteration),
     };
-    // A quarter of the room stays free for the next rounds, unless that
-    // would leave a folded iteration's text out entirely.
-    let taken = kept + count("- Earlier iterations 0000000000–0000000000: \n");
-    let three_quarters = (room * 3 / 4).saturating_sub(taken);
-    let mut rolling_room = match fold::rolling(&frags, three_quarters, c).1 {
-        true => room.saturating_sub(taken),
-        false => three_quarters,
-    };
+    // The reserve stays free unless that would cost a request, an error
+    // line, a decision or a failing command that the whole room holds.
+    let fold = Fold::new(&frags, c);
+    let taken = kept(keep) + label;
+    let mut rolling_room = fill
+        .saturating_sub(taken)
+        .max(fold.at(fold::ONCE))
+        .min(room.saturating_sub(taken));
     // Tokens of parts do not add up to the whole's: any excess is taken off
     // the rolling entry, and tried again.
     let mut text = String::new();
@@ -93,7 +160,7 @@ pub(super) fn injection(
         let entry = first.zip(last).map(|(first, last)| Rolling {
             first,
             last,
-            text: fold::rolling(&frags, rolling_room, c).0,
+            text: fold.text(rolling_room).0,
         });
         text = list(entry.as_ref(), &lines[folded..]);
         let n = count(&text);
@@ -106,18 +173,17 @@ pub(super) fn injection(
     fit(&text, Size::Tokens(limit, &count), How::End)
 }
 
-/// How many of the newest `lines` fit `share` tokens (at least one), and their tokens.
-fn newest(lines: &[(u64, String)], share: usize, c: &Counter<'_>) -> (usize, usize) {
+/// How many of the newest lines (of `sizes` tokens) fit `share` tokens (at least one).
+fn newest(sizes: &[usize], share: usize) -> usize {
     let (mut keep, mut kept) = (0, 0);
-    for (it, l) in lines.iter().rev() {
-        let n = c.text(&format!("- Iteration {it}: {l}\n")).tokens;
+    for &n in sizes.iter().rev() {
         if keep > 0 && kept + n > share {
             break;
         }
         keep += 1;
         kept += n;
     }
-    (keep, kept)
+    keep
 }
 
 fn render(
@@ -162,7 +228,16 @@ mod tests {
         CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global())
     }
 
+    /// A new entry (of the span being summarized).
     fn entry(iteration: u64, words: usize) -> Entry {
+        Entry {
+            anchors: Some(Default::default()),
+            ..written(iteration, words)
+        }
+    }
+
+    /// An entry of a previous injection.
+    fn written(iteration: u64, words: usize) -> Entry {
         Entry::written(iteration, format!("{}.", vec!["word"; words].join(" ")))
     }
 
@@ -179,13 +254,14 @@ mod tests {
     }
 
     #[test]
-    fn a_long_new_entry_is_cut_to_an_eighth_of_the_room() {
+    fn a_long_new_entry_is_cut_to_its_share() {
         let c = counter();
+        // 800 tokens leave about 400 free; the two entries share the rest.
         let entries = [entry(1, 5), entry(2, 2000)];
         let text = injection(None, 0, None, &entries, 800, &c);
-        assert!(c.text(&text).tokens <= 800, "{text}");
+        assert!(c.text(&text).tokens <= 420, "{text}");
         let two = text.split("- Iteration 2: ").nth(1).unwrap();
-        assert!(c.text(two).tokens <= 100, "{two}");
+        assert!(c.text(two).tokens <= 200, "{two}");
         assert!(two.ends_with('…'), "{two}");
     }
 

@@ -40,6 +40,11 @@ impl Entry {
         }
     }
 
+    /// An entry of the span being summarized (not a previous injection's).
+    pub fn is_new(&self) -> bool {
+        self.anchors.is_some()
+    }
+
     /// The whole entry, its repair included, on one line.
     pub fn full(&self) -> String {
         let text = join(self.parts.iter().map(Piece::full));

@@ -29,15 +29,20 @@ impl Facts {
             }
         }
         sections.commands = others;
-        // A decision that is also the last word is said once (capped first: linear).
+        // A decision that is also the last word is said once, as a decision:
+        // those are kept longer when the entry is folded (capped first: linear).
         sections
             .decisions
             .cap(Caps::default().decisions.saturating_mul(4), false);
-        if let Some(state) = &sections.state {
-            sections
-                .decisions
-                .items
-                .retain(|d| !state.contains(d.as_str()));
+        if let Some(state) = sections.state.take() {
+            let mut rest = state;
+            for d in &sections.decisions.items {
+                if let Some(at) = rest.find(d.as_str()) {
+                    rest.replace_range(at..at + d.len(), " ");
+                }
+            }
+            let rest = one_line(&rest);
+            sections.state = (!rest.is_empty()).then_some(rest);
         }
         let silent = !span.iter().any(|m| {
             m.parts.iter().any(|p| match p {
@@ -159,6 +164,23 @@ mod tests {
         assert!(text.ends_with("It ended with: Split done."), "{text}");
         assert!(!text.contains("no output"), "{text}");
         assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn a_decision_in_the_last_word_is_said_as_a_decision() {
+        let f = Facts::of(&messages(vec![
+            json!({"role": "user", "content": "Go."}),
+            json!({"role": "assistant", "content": "I chose to return a typed error enum instead of strings. The change compiles."}),
+        ]));
+        let text = f.full();
+        assert!(
+            text.contains("Decisions: I chose to return a typed error enum instead of strings."),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("It ended with: The change compiles."),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The rolling entry (`Earlier iterations A–B: …`): the oldest iterations
 //! folded into one run of fragments, `[N] <what iteration N said>`, rather
 //! than dropped. Too long, they are shrunk one rule at a time, spread over
-//! the range; requests, failing commands and errors go last ([`render`]).
+//! the range; user requests, error lines and decisions go last, whole until
+//! only clipping them fits ([`render`]), which a closing [`NOTE`] then says.
 
 use std::collections::HashSet;
 
@@ -11,23 +12,33 @@ use crate::tokens::Counter;
 
 /// Openings of the facts' sentences, by rank: kept last, longer, the first to
 /// go (`asked ` is a shrunk fragment's request).
-const FIRST: [&str; 4] = [
+const FIRST: [&str; 5] = [
     "The user asked ",
     "asked ",
-    "Failing commands: ",
     "Errors: ",
+    "Decisions: ",
+    "Failing commands: ",
 ];
 const SECOND: [&str; 2] = ["Commands run: ", MENTIONED];
-const THIRD: [&str; 5] = [
+const THIRD: [&str; 4] = [
     "The agent used ",
     "Files: ",
-    "Decisions: ",
     "It ended with: ",
     "It produced no output",
 ];
 
+/// The last level that keeps failing commands, each said once.
+pub(super) const ONCE: usize = 2;
+/// The last level at which every request, error line and decision is whole.
+pub(super) const WHOLE: usize = 3;
+/// The level at which requests are clipped (to 60 characters).
+const CLIPPED: usize = 5;
 /// How far a fragment is shrunk: 0 is its whole text, `GONE` none of it.
 const GONE: usize = 6;
+
+/// Closes a rolling text whose requests are clipped: the bound cannot hold them whole.
+pub(super) const NOTE: &str =
+    "(Some requests here are clipped: the size bound does not hold them whole.)";
 
 /// One folded iteration in the rolling text.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +49,8 @@ pub(super) struct Fragment {
 
 /// The fragments of a rolling text (text before the first label is `first`'s).
 pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
+    let text = text.trim();
+    let text = text.strip_suffix(NOTE).unwrap_or(text).trim_end();
     let mut starts: Vec<(usize, usize, u64)> = Vec::new();
     let bytes = text.as_bytes();
     let mut i = 0;
@@ -78,55 +91,110 @@ pub(super) fn fragments(text: &str, first: u64) -> Vec<Fragment> {
     out
 }
 
-/// The rolling text of `frags` in `room` tokens, and whether some fragment was left out.
-pub(super) fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
-    // Items a newer fragment says again: once is enough when shrunk.
-    let mut said: HashSet<&str> = HashSet::new();
-    let mut again: Vec<HashSet<&str>> = vec![HashSet::new(); frags.len()];
-    for (f, frag) in frags.iter().enumerate().rev() {
-        let items: Vec<&str> = sentences(&frag.text)
-            .into_iter()
-            .filter(|(rank, _)| *rank == 0)
-            .flat_map(|(_, s)| items(s).1)
+/// Folded fragments, rendered at every level once, to be fitted to a room.
+pub(super) struct Fold {
+    rendered: Vec<[String; GONE + 1]>,
+    /// Tokens of each fragment at each level, and one for the space between.
+    sizes: Vec<[usize; GONE + 1]>,
+    note: usize,
+}
+
+impl Fold {
+    pub fn new(frags: &[Fragment], c: &Counter<'_>) -> Fold {
+        // Items a newer fragment says again: once is enough when shrunk.
+        let mut said: HashSet<&str> = HashSet::new();
+        let mut again: Vec<HashSet<&str>> = vec![HashSet::new(); frags.len()];
+        for (f, frag) in frags.iter().enumerate().rev() {
+            let items: Vec<&str> = sentences(&frag.text)
+                .into_iter()
+                .filter(|(rank, _)| *rank == 0)
+                .flat_map(|(_, s)| items(s).1)
+                .collect();
+            for item in &items {
+                if said.contains(item) {
+                    again[f].insert(item);
+                }
+            }
+            said.extend(items);
+        }
+        let rendered: Vec<[String; GONE + 1]> = frags
+            .iter()
+            .zip(&again)
+            .map(|(f, again)| std::array::from_fn(|level| render(f, level, again)))
             .collect();
-        for item in &items {
-            if said.contains(item) {
-                again[f].insert(item);
-            }
-        }
-        said.extend(items);
-    }
-    let rendered: Vec<[String; GONE + 1]> = frags
-        .iter()
-        .zip(&again)
-        .map(|(f, again)| std::array::from_fn(|level| render(f, level, again)))
-        .collect();
-    // Tokens of each fragment at each level, and one for the space between.
-    let size = |s: &String| match s.is_empty() {
-        true => 0,
-        false => c.text(s).tokens + 1,
-    };
-    let sizes: Vec<[usize; GONE + 1]> = rendered.iter().map(|r| r.each_ref().map(size)).collect();
-    let mut level = vec![0; frags.len()];
-    let mut total: usize = sizes.iter().map(|s| s[0]).sum();
-    let order = spread(frags.len());
-    'rules: for l in 1..=GONE {
-        for &f in &order {
-            if total <= room {
-                break 'rules;
-            }
-            total = total - sizes[f][level[f]] + sizes[f][l];
-            level[f] = l;
+        let size = |s: &String| match s.is_empty() {
+            true => 0,
+            false => c.text(s).tokens + 1,
+        };
+        let sizes = rendered.iter().map(|r| r.each_ref().map(size)).collect();
+        Fold {
+            rendered,
+            sizes,
+            note: c.text(NOTE).tokens + 1,
         }
     }
-    let kept: Vec<&str> = rendered
-        .iter()
-        .zip(&level)
-        .map(|(r, &l)| r[l].as_str())
-        .filter(|s| !s.is_empty())
-        .collect();
-    let bare = level.iter().any(|&l| l >= GONE);
-    (kept.join(" "), bare)
+
+    /// Tokens the fragments take with every one at `level` (a room that
+    /// holds them keeps each fragment at `level` or below).
+    pub fn at(&self, level: usize) -> usize {
+        self.first(self.sizes.len(), level)
+    }
+
+    /// [`Fold::at`] of the first `n` fragments only.
+    pub fn first(&self, n: usize, level: usize) -> usize {
+        self.sizes.iter().take(n).map(|s| s[level.min(GONE)]).sum()
+    }
+
+    /// The rolling text in `room` tokens, and the most any fragment was shrunk.
+    pub fn text(&self, room: usize) -> (String, usize) {
+        let level = self.levels(room);
+        let most = level.iter().copied().max().unwrap_or(0);
+        // A clipped request is said, in the note's room.
+        let (level, most) = match most >= CLIPPED {
+            true => {
+                let level = self.levels(room.saturating_sub(self.note));
+                let most = level.iter().copied().max().unwrap_or(0);
+                (level, most)
+            }
+            false => (level, most),
+        };
+        let mut kept: Vec<&str> = self
+            .rendered
+            .iter()
+            .zip(&level)
+            .map(|(r, &l)| r[l].as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if most >= CLIPPED && room >= self.note {
+            kept.push(NOTE);
+        }
+        (kept.join(" "), most)
+    }
+
+    /// Each fragment's level: the rules applied in turn, each spread over the range.
+    fn levels(&self, room: usize) -> Vec<usize> {
+        let sizes = &self.sizes;
+        let mut level = vec![0; sizes.len()];
+        let mut total: usize = sizes.iter().map(|s| s[0]).sum();
+        let order = spread(sizes.len());
+        'rules: for l in 1..=GONE {
+            for &f in &order {
+                if total <= room {
+                    break 'rules;
+                }
+                total = total - sizes[f][level[f]] + sizes[f][l];
+                level[f] = l;
+            }
+        }
+        level
+    }
+}
+
+/// The rolling text of `frags` in `room` tokens, and whether some fragment was left out.
+#[cfg(test)]
+fn rolling(frags: &[Fragment], room: usize, c: &Counter<'_>) -> (String, bool) {
+    let (text, most) = Fold::new(frags, c).text(room);
+    (text, most >= GONE)
 }
 
 /// `0..n` bit-reversed (oldest, middle, quarters, …): a rule takes evenly from the range.
@@ -140,10 +208,11 @@ fn spread(n: usize) -> Vec<usize> {
     order
 }
 
-/// `[N] text` shrunk to `level`: 1 keeps requests, failing commands,
-/// errors, commands and a model's sentences; 2 only the first three, each
-/// said once (`again`: items a newer fragment says); 3 and 4 clip them to
-/// 160 and 60 characters; 5 keeps the requests; `GONE` nothing.
+/// `[N] text` shrunk to `level`: 1 keeps requests, errors, decisions,
+/// failing commands, commands and a model's sentences; 2 only the first
+/// four, each said once (`again`: items a newer fragment says); 3 drops the
+/// failing commands ([`WHOLE`]); 4 keeps the requests, whole; [`CLIPPED`]
+/// clips them to 60 characters; `GONE` nothing.
 fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
     let text = match level {
         0 => f.text.clone(),
@@ -160,13 +229,13 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
             .filter_map(|(_, s)| {
                 let (opening, items) = items(s);
                 let asked = opening == FIRST[0] || opening == FIRST[1];
-                if level == GONE - 1 && !asked {
+                let failing = opening == FIRST[4];
+                if (level > WHOLE && !asked) || (level == WHOLE && failing) {
                     return None;
                 }
-                let opening = if level == GONE - 1 { "asked " } else { opening };
+                let opening = if level > WHOLE { "asked " } else { opening };
                 let max = match level {
-                    3 => 160,
-                    4.. => 60,
+                    CLIPPED.. => 60,
                     _ => usize::MAX,
                 };
                 let items: Vec<String> = items
@@ -235,7 +304,7 @@ mod tests {
         CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global())
     }
 
-    const FACTS: &str = "The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. The agent used shell ×2. Commands run: `ls`. Files: src/main.rs. It ended with: Done.";
+    const FACTS: &str = "The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. The agent used shell ×2. Commands run: `ls`. Files: src/main.rs. Decisions: I'll keep the linker flags rather than pin the toolchain. It ended with: Done.";
 
     #[test]
     fn fragments_read_back_as_written() {
@@ -257,7 +326,7 @@ mod tests {
     }
 
     #[test]
-    fn the_requests_failing_commands_and_errors_go_last() {
+    fn the_requests_errors_and_decisions_go_last() {
         let none = HashSet::new();
         let f = Fragment {
             iteration: 4,
@@ -266,19 +335,31 @@ mod tests {
         assert_eq!(render(&f, 0, &none), format!("[4] {FACTS}"));
         assert_eq!(
             render(&f, 1, &none),
-            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Commands run: `ls`."
+            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Commands run: `ls`. Decisions: I'll keep the linker flags rather than pin the toolchain."
         );
         assert_eq!(
             render(&f, 2, &none),
-            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed."
+            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Decisions: I'll keep the linker flags rather than pin the toolchain."
         );
-        assert!(render(&f, 4, &none).contains("Errors: error: linker failed."));
-        assert_eq!(render(&f, 5, &none), "[4] asked \"Fix the build.\".");
+        assert_eq!(
+            render(&f, WHOLE, &none),
+            "[4] The user asked \"Fix the build.\". Errors: error: linker failed. Decisions: I'll keep the linker flags rather than pin the toolchain."
+        );
+        assert_eq!(
+            render(&f, WHOLE + 1, &none),
+            "[4] asked \"Fix the build.\"."
+        );
         let again = HashSet::from(["`cargo build` (exit status 1)"]);
         assert_eq!(
             render(&f, 2, &again),
-            "[4] The user asked \"Fix the build.\". Errors: error: linker failed."
+            "[4] The user asked \"Fix the build.\". Errors: error: linker failed. Decisions: I'll keep the linker flags rather than pin the toolchain."
         );
+        let long = Fragment {
+            iteration: 5,
+            text: format!("The user asked \"{}\".", "Port it. ".repeat(20).trim()),
+        };
+        assert!(render(&long, WHOLE + 1, &none).ends_with("Port it.\"."));
+        assert!(render(&long, CLIPPED, &none).ends_with("…."));
         assert_eq!(render(&f, GONE, &none), "");
         let story = Fragment {
             iteration: 5,
@@ -286,6 +367,28 @@ mod tests {
         };
         assert_eq!(render(&story, 1, &none), "[5] The agent fixed the linker.");
         assert_eq!(render(&story, 2, &none), "");
+    }
+
+    #[test]
+    fn clipped_requests_are_said_and_read_back() {
+        let c = counter();
+        let frags: Vec<Fragment> = (1..=30)
+            .map(|i| Fragment {
+                iteration: i,
+                text: format!("The user asked \"Fix bug {i} {}\".", "now ".repeat(30)),
+            })
+            .collect();
+        let fold = Fold::new(&frags, &c);
+        assert!(fold.at(WHOLE) > fold.at(CLIPPED));
+        let (text, most) = fold.text(fold.at(CLIPPED) + 40);
+        assert_eq!(most, CLIPPED, "{text}");
+        assert!(text.ends_with(NOTE), "{text}");
+        assert!(c.text(&text).tokens <= fold.at(CLIPPED) + 40, "{text}");
+        let back = fragments(&text, 1);
+        assert_eq!(back.len(), 30);
+        assert!(!back[29].text.contains(NOTE));
+        let (text, most) = fold.text(fold.at(WHOLE));
+        assert!(most <= WHOLE && !text.contains(NOTE), "{text}");
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub struct IterationSummary {
     /// Only on the rolling entry (`Earlier iterations A–B`, first in the
     /// list): the first iteration it folds. When an entry per iteration does
     /// not fit the bound, the oldest are folded into it (their requests,
-    /// failing commands and errors kept longest), never left out.
+    /// error lines and decisions kept longest), never left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(nullable = false)]
     pub first_iteration: Option<u64>,
@@ -255,6 +255,43 @@ mod tests {
         assert_eq!(s[0].iteration, 7);
         assert_eq!(s[0].content, "[1] Asked a. [7] Asked b.");
         assert_eq!((s[1].iteration, s[1].first_iteration), (8, None));
+    }
+
+    /// A new entry of `words` words.
+    fn entry(iteration: u64, words: usize) -> Entry {
+        Entry {
+            iteration,
+            parts: vec![Piece::Text(format!("{}.", vec!["word"; words].join(" ")))],
+            anchors: Some(Default::default()),
+        }
+    }
+
+    #[test]
+    fn a_list_leaves_room_for_twenty_rounds() {
+        let models = crate::tokens::ModelRegistry::embedded();
+        let c = crate::tokens::CountSpec::resolve(
+            &models,
+            "gpt-4o",
+            None,
+            None,
+            crate::tokens::Method::Bpe,
+        )
+        .counter(crate::tokens::Encoders::global());
+        // Forty entries of 60 words fit 3,000 tokens but fill them: the
+        // first list is folded to leave room. (Under about 1,300 tokens,
+        // half the room holds fewer rounds of the least appended entry.)
+        for (limit, n) in [(3000, 40), (2000, 12), (2000, 200)] {
+            let new: Vec<Entry> = (1..=n).map(|i| entry(i, 60)).collect();
+            let mut text = extended(Parts::default(), new, limit, &c);
+            let first = c.text(&text).tokens;
+            assert!(first <= limit * 3 / 4, "{limit}: {first} tokens: {text}");
+            for round in 1..=bound::ROUNDS as u64 {
+                let next = extended(split(&text), vec![entry(n + round, 60)], limit, &c);
+                assert!(!refolded(&text, &next), "{limit}: round {round}: {next}");
+                assert!(c.text(&next).tokens <= limit);
+                text = next;
+            }
+        }
     }
 
     #[test]

@@ -233,7 +233,8 @@ async fn um_agent_coder_rounds_extend_the_previous_injection() {
     let mut previous = out["context_injection"].as_str().unwrap().to_string();
     assert!(!refold(&out), "{}", out["warnings"]);
     let (mut appended, mut refolds) = (0, 0);
-    for round in 0..12 {
+    // Enough rounds to reach the bound: a list leaves room for 20 (issue 36).
+    for round in 0..30 {
         let next = 4 + round;
         let mut messages = out["messages"].as_array().unwrap().clone();
         messages.extend(iteration(next));

@@ -1,0 +1,307 @@
+//! Issue 36: summaries extended round after round, as an agent's loop
+//! extends them. Per iteration (an iteration per assistant turn): the
+//! injection of each round starts with the previous one, byte for byte,
+//! over 20 rounds on every example thread, and on large-04 the rolling
+//! entry keeps every user request, error line and decision whole. Plain:
+//! the same rounds stay in the bound and keep the previous items.
+//!
+//! `cargo test --test suite recall::rounds -- --nocapture` prints the figures.
+
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+
+use condense::cache::Cache;
+use condense::summarize::{
+    SummaryRequest, SummaryService, SummarySettings, Writer, canonical, heuristic,
+    injection_refolded,
+};
+use condense::thread::{self, RawThread};
+use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
+
+use super::FIXTURES;
+use super::measure::{LIMIT, tokens};
+use crate::support::block_on;
+
+/// Rounds after the first.
+const ROUNDS: usize = 20;
+/// Iterations kept verbatim (the issue's medium-03 measure).
+const KEEP: usize = 5;
+
+/// A thread's messages but the system prompt.
+fn messages(name: &str) -> Vec<Value> {
+    let path = format!("{}/data/threads/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("fixture readable");
+    let thread: Value = serde_json::from_str(&text).expect("fixture is JSON");
+    thread["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .cloned()
+        .collect()
+}
+
+/// An iteration per assistant message: the messages before it (since the
+/// previous one's tool results) open it, its tool results close it. Each
+/// message's iteration, from 1.
+fn per_assistant_turn(messages: &[Value]) -> Vec<u64> {
+    let mut it = 0;
+    let mut opened = false;
+    messages
+        .iter()
+        .map(|m| {
+            if !opened && !results(m) {
+                it += 1;
+                opened = true;
+            }
+            if m["role"] == "assistant" {
+                opened = false;
+            }
+            it.max(1)
+        })
+        .collect()
+}
+
+/// Whether `m` only carries tool results (OpenAI `tool`, Anthropic blocks).
+fn results(m: &Value) -> bool {
+    let blocks = m["content"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty() && c.iter().all(|b| b["type"] == "tool_result"));
+    m["role"] == "tool" || (m["role"] == "user" && blocks)
+}
+
+/// The messages of iterations `from..=to` of `messages` (cycled, iterations
+/// numbered on), and their iterations.
+fn iterations(messages: &[Value], from: u64, to: u64) -> (Vec<Value>, Vec<u64>) {
+    let its = per_assistant_turn(messages);
+    let n = *its.last().unwrap();
+    let mut out = (Vec::new(), Vec::new());
+    for pass in 0.. {
+        let base = pass * n;
+        if base >= to {
+            break;
+        }
+        for (m, &i) in messages.iter().zip(&its) {
+            if (from..=to).contains(&(base + i)) {
+                out.0.push(m.clone());
+                out.1.push(base + i);
+            }
+        }
+    }
+    out
+}
+
+/// The per-iteration injection (heuristic, o200k, `limit` tokens) of
+/// `messages`, message `i` in iteration `its[i]`, extending `prior`, as the
+/// compressor writes it.
+fn injection(messages: &[Value], its: &[u64], prior: Option<&str>, limit: usize) -> String {
+    let span = parsed(messages);
+    let models = ModelRegistry::embedded();
+    let counter =
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
+    let settings = SummarySettings {
+        prior: prior.map(str::to_string),
+        limit,
+        writer: Writer::Heuristic,
+        instructions: None,
+        counter,
+        fallback: true,
+    };
+    let req = SummaryRequest::by_iteration(&span, its, settings);
+    static SERVICE: LazyLock<SummaryService> =
+        LazyLock::new(|| SummaryService::new(None, Cache::Off));
+    block_on(SERVICE.write(&req))
+        .expect("no upstream to fail")
+        .content
+}
+
+/// `messages` parsed; one that opens with the agent's turn (an Anthropic
+/// thread must open with the user's) is read after a user turn, left out.
+fn parsed(messages: &[Value]) -> Vec<condense::thread::Message> {
+    let parse = |messages: &[Value]| {
+        thread::parse(RawThread {
+            messages,
+            ..Default::default()
+        })
+    };
+    match parse(messages) {
+        Ok(t) => t.messages,
+        Err(_) => {
+            let mut after = vec![json!({"role": "user", "content": "(earlier turns)"})];
+            after.extend_from_slice(messages);
+            let t = parse(&after).expect("a valid thread");
+            t.messages[1..].to_vec()
+        }
+    }
+}
+
+/// The plain heuristic summary of `messages` extending `prior`, as the
+/// compressor writes it (canonical span, o200k count).
+fn plain(messages: &[Value], prior: Option<&str>) -> String {
+    heuristic(&canonical(&parsed(messages)), prior, LIMIT, tokens)
+}
+
+/// One text of the thread (a string, or its text blocks), on one line.
+fn text(m: &Value) -> String {
+    let text = match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => String::new(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Issue 36: on large-04 with an iteration per assistant turn, its 132 old
+/// iterations under 2,000 tokens keep every user request, error line and
+/// decision of theirs whole (before: 11 of 20 requests, 4 of 9 errors, 1
+/// of 5 decisions, requests clipped to 60 characters in the rolling entry).
+#[test]
+fn large_04_keeps_every_request_error_line_and_decision_whole() {
+    let facts: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{}/tests/fixtures/facts/large-04.facts.json",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for name in ["large-04.openai", "large-04.anthropic"] {
+        let all = messages(name);
+        let (old, its) = iterations(&all, 1, 132);
+        let injection = injection(&old, &its, None, LIMIT);
+        let one_line = injection.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(tokens(&injection) <= LIMIT);
+        // The user's requests, read from the thread.
+        let mut requests: Vec<String> = old
+            .iter()
+            .filter(|m| m["role"] == "user" && !results(m))
+            .map(text)
+            .filter(|t| !t.is_empty())
+            .collect();
+        requests.sort();
+        requests.dedup();
+        // The planted error lines and decisions the old iterations say.
+        let said = serde_json::to_string(&old).unwrap();
+        let planted = |kind: &str| -> Vec<String> {
+            facts[kind]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap().to_string())
+                .filter(|f| {
+                    let quoted = serde_json::to_string(f).unwrap();
+                    said.contains(&quoted[1..quoted.len() - 1])
+                })
+                .collect()
+        };
+        let (errors, decisions) = (planted("errors"), planted("decisions"));
+        let lost = |items: &[String]| -> Vec<String> {
+            items
+                .iter()
+                .filter(|i| !one_line.contains(i.as_str()))
+                .cloned()
+                .collect()
+        };
+        println!(
+            "{name}: {} tokens; requests {}/{}, error lines {}/{}, decisions {}/{}",
+            tokens(&injection),
+            requests.len() - lost(&requests).len(),
+            requests.len(),
+            errors.len() - lost(&errors).len(),
+            errors.len(),
+            decisions.len() - lost(&decisions).len(),
+            decisions.len()
+        );
+        assert_eq!(
+            (requests.len(), errors.len(), decisions.len()),
+            (20, 9, 5),
+            "{name}: the facts are said in the old iterations"
+        );
+        assert!(
+            lost(&requests).is_empty(),
+            "{name}: {:?}\n{injection}",
+            lost(&requests)
+        );
+        assert!(
+            lost(&errors).is_empty(),
+            "{name}: {:?}\n{injection}",
+            lost(&errors)
+        );
+        assert!(
+            lost(&decisions).is_empty(),
+            "{name}: {:?}\n{injection}",
+            lost(&decisions)
+        );
+        assert!(injection.contains("- Earlier iterations 1–"), "{injection}");
+    }
+}
+
+/// Issue 36: from the first round on, a per-iteration injection leaves
+/// room, so the next 20 rounds (an iteration each, as an agent's loop
+/// compresses) each extend the previous injection byte for byte, on every
+/// example thread (cycled where it has fewer iterations).
+#[test]
+fn per_iteration_rounds_extend_byte_for_byte() {
+    for name in FIXTURES {
+        let all = messages(name);
+        let n = *per_assistant_turn(&all).last().unwrap();
+        let old = n.saturating_sub(KEEP as u64).max(1);
+        let (span, its) = iterations(&all, 1, old);
+        let mut previous = injection(&span, &its, None, LIMIT);
+        let first = tokens(&previous);
+        for round in 1..=ROUNDS as u64 {
+            let (span, its) = iterations(&all, old + round, old + round);
+            let next = injection(&span, &its, Some(&previous), LIMIT);
+            assert!(tokens(&next) <= LIMIT, "{name}, round {round}");
+            assert!(
+                next.starts_with(&previous) && !injection_refolded(&previous, &next),
+                "{name}, round {round}: re-folded\n{previous}\n----\n{next}"
+            );
+            previous = next;
+        }
+        println!(
+            "{name}: {n} iterations, {old} old: first round {first} tokens, after {ROUNDS} rounds {}",
+            tokens(&previous)
+        );
+    }
+}
+
+/// Plain mode, the same rounds: the heuristic merges each round into the
+/// previous summary's sections (an item joins its section), so a round's
+/// summary does not start with the previous one (a message of its own, the
+/// provider's cache misses from it on); what holds is that it stays in the
+/// bound and never drops an item the previous summary kept (large-04 fills
+/// its bound on the first round: newer items are counted as left out).
+#[test]
+fn plain_rounds_keep_the_previous_items() {
+    for name in FIXTURES {
+        let all = messages(name);
+        let n = *per_assistant_turn(&all).last().unwrap();
+        let old = n.saturating_sub(KEEP as u64).max(1);
+        let (span, _) = iterations(&all, 1, old);
+        let mut previous = plain(&span, None);
+        let first = tokens(&previous);
+        let (mut prefix, mut lost) = (0, 0);
+        for round in 1..=ROUNDS as u64 {
+            let (span, _) = iterations(&all, old + round, old + round);
+            let next = plain(&span, Some(&previous));
+            assert!(tokens(&next) <= LIMIT, "{name}, round {round}");
+            prefix += usize::from(next.starts_with(previous.trim_end()));
+            lost += previous
+                .lines()
+                .filter(|l| l.starts_with("- ") && !l.starts_with("- (") && !next.contains(*l))
+                .count();
+            previous = next;
+        }
+        println!(
+            "{name}, plain: first round {first} tokens, after {ROUNDS} rounds {}; starts with the previous {prefix}/{ROUNDS}; items lost {lost}",
+            tokens(&previous)
+        );
+        assert_eq!(lost, 0, "{name}");
+    }
+}
