@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::thread::{MediaKind, Message, Part, Role, ToolResult};
 
 /// Bumped whenever the canonical form, the hashed settings or a summarizer's output change.
-pub const KEY_VERSION: &str = "condense-summary-v7";
+pub const KEY_VERSION: &str = "condense-summary-v8";
 
 /// `span` in canonical form (see the module docs).
 pub fn canonical(span: &[Message]) -> Vec<Message> {
