@@ -22,11 +22,26 @@ pub struct PriorSummary {
 }
 
 impl PriorSummary {
+    /// The messages it replaced: as it said, else every message of
+    /// `thread` it covers after the pinned prefix but the instructions
+    /// (kept verbatim after a summary, so not replaced by it). The `N` of
+    /// its header, for the verdict and compression alike.
+    pub fn replaced(&self, thread: &Thread) -> usize {
+        self.messages_summarized.map_or_else(
+            || {
+                let pinned = thread.pinned_len();
+                let end = (self.last_message_idx + 1).min(thread.messages.len());
+                thread.messages.get(pinned..end).map_or(0, |span| {
+                    span.iter().filter(|m| !m.is_instruction()).count()
+                })
+            },
+            |n| n as usize,
+        )
+    }
+
     /// What the summary costs as a message in the next request.
-    fn tokens(&self, counter: &Counter<'_>) -> u64 {
-        let covered = self
-            .messages_summarized
-            .map_or(self.last_message_idx + 1, |n| n as usize);
+    fn tokens(&self, counter: &Counter<'_>, thread: &Thread) -> u64 {
+        let covered = self.replaced(thread);
         match (&self.content, self.token_count) {
             (Some(text), _) => summary_message_tokens(counter, covered, text),
             // Without the text, its reported size plus the header and a user message's framing.
@@ -74,10 +89,8 @@ pub fn verdict(
         (None, Some(p)) => (
             Some(p.last_message_idx),
             Some(LastSummary {
-                messages_summarized: p
-                    .messages_summarized
-                    .unwrap_or(((p.last_message_idx + 1).saturating_sub(pinned)) as u64),
-                tokens: p.tokens(counter),
+                messages_summarized: p.replaced(thread) as u64,
+                tokens: p.tokens(counter, thread),
                 created_at: p.created_at.clone(),
             }),
         ),

@@ -90,3 +90,27 @@ async fn the_header_counts_the_messages_the_summary_replaced() {
         assert_eq!(header(&next, field), n + span - 2, "{format}: {next}");
     }
 }
+
+/// A summary object sent back without its count: `/v1/verdict` and
+/// `/v1/compress` both take it to have replaced what it covers but the
+/// instructions (the verdict counted them before).
+#[tokio::test]
+async fn a_summary_without_its_count_replaced_all_but_the_instructions() {
+    let app = app();
+    let (mut body, _) = body("openai");
+    // Messages 0..=24 summarized, 9 and 20 among them instructions.
+    let summary = json!({"content": "Earlier: the tests were fixed.", "last_message_idx": 24});
+    body["summary"] = summary;
+    let mut verdict = body.clone();
+    verdict.as_object_mut().unwrap().remove("force");
+    let r = post(&app, "/v1/verdict", &verdict).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["last_summary"]["messages_summarized"], 23);
+    let r = post(&app, "/v1/compress", &body).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    // The new summary extends it: its own span after message 24, plus 23.
+    let s = &out["summary"];
+    let span = s["last_message_idx"].as_u64().unwrap() - 24;
+    assert_eq!(header(&out, "messages") as u64, 23 + span, "{out}");
+}

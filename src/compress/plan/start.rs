@@ -136,6 +136,7 @@ fn previous_summary(
     let Some(prior) = prior else {
         return Ok(None);
     };
+    let covered = prior.replaced(t);
     let content = prior.content.ok_or_else(|| {
         Error::Invalid(vec![FieldError::new(
             "/summary/content",
@@ -143,16 +144,6 @@ fn previous_summary(
         )])
     })?;
     let last = prior.last_message_idx.max(pinned.saturating_sub(1));
-    // Unsaid, it replaced every message it covers but the instructions.
-    let covered = prior.messages_summarized.map_or_else(
-        || {
-            let end = (last + 1).min(t.messages.len());
-            t.messages.get(pinned..end).map_or(0, |span| {
-                span.iter().filter(|m| !m.is_instruction()).count()
-            })
-        },
-        |n| n as usize,
-    );
     Ok(Some(Previous {
         last,
         content,
