@@ -5,6 +5,7 @@ mod count;
 mod encoding;
 mod long;
 mod memo;
+mod merge;
 mod pieces;
 #[doc(hidden)]
 pub mod probe;

@@ -1,6 +1,6 @@
 //! Counting a text by pieces, per thread: the pre-tokenizer's match cache
-//! and a memo of short pieces' counts (`bpe-openai` builds an encoder per
-//! piece, and words repeat). Exact: a count depends on the bytes alone.
+//! and a memo of short pieces' counts (words repeat), each new piece merged
+//! by [`merge`](super::merge). Exact: a count depends on the bytes alone.
 //!
 //! Pieces are cut by hand ([`split`](super::split)), the regex cutting only
 //! those the hand-written scan gives up on: the regex alone took about 80%
@@ -120,11 +120,21 @@ pub struct Way {
     pub no_memo: bool,
     /// Count the pieces, not their tokens.
     pub split_only: bool,
+    /// Count a piece with `bpe-openai`'s merge, as before [`merge`](super::merge).
+    pub library_merge: bool,
 }
 
 /// [`count`], cut and counted `way`.
 pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way: Way) -> usize {
     let split = &SPLIT[slot];
+    let ranks = &super::merge::RANKS[slot];
+    let merge = |piece: &[u8]| {
+        if way.library_merge {
+            tokenizer.bpe.count(piece)
+        } else {
+            ranks.count(piece)
+        }
+    };
     LOCAL.with_borrow_mut(|locals| {
         let Local { memo, cache } = &mut locals[slot];
         let cache = cache.get_or_insert_with(|| split.create_cache());
@@ -161,9 +171,9 @@ pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way:
                 continue;
             }
             sum += if way.no_memo {
-                tokenizer.bpe.count(piece)
+                merge(piece)
             } else {
-                memoized(tokenizer, memo, piece)
+                memoized(memo, piece, merge)
             };
             pieces += 1;
             bytes += piece.len();
@@ -232,19 +242,15 @@ fn next<'t>(split: &Regex, cache: &mut Cache, text: &'t str, last: &mut usize) -
     Some(&text[start..end])
 }
 
-fn memoized(
-    tokenizer: &bpe_openai::Tokenizer,
-    memo: &mut FxHashMap<Key, u32>,
-    bytes: &[u8],
-) -> usize {
+fn memoized(memo: &mut FxHashMap<Key, u32>, bytes: &[u8], merge: impl Fn(&[u8]) -> usize) -> usize {
     if bytes.len() > MAX_PIECE {
-        return tokenizer.bpe.count(bytes);
+        return merge(bytes);
     }
     let key = Key::new(bytes);
     if let Some(&n) = memo.get(&key) {
         return n as usize;
     }
-    let n = tokenizer.bpe.count(bytes);
+    let n = merge(bytes);
     if memo.len() >= MAX_ENTRIES {
         memo.clear();
     }
