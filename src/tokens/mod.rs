@@ -9,6 +9,7 @@ mod merge;
 mod pieces;
 #[doc(hidden)]
 pub mod probe;
+mod regex_split;
 mod registry;
 mod resident;
 mod spec;
