@@ -15,7 +15,8 @@ to equal. MB are 10^6 bytes.
 
 With --rust (the JSON that `count_corpus` prints), the token totals of both
 sides must be identical for every encoding, or the script exits 1; then it
-prints a table of MB/s and the ratio condense / tiktoken.
+prints a table of MB/s and the ratio condense / tiktoken, and condense's cold
+figure (its piece memo unused) beside `bpe-openai`'s own count (median MB/s).
 
 tiktoken must find its rank files offline: set TIKTOKEN_CACHE_DIR to a folder
 holding them under the sha1 of their download URL (bench/run.sh prepares it).
@@ -111,6 +112,7 @@ def compare(rust: dict, py: dict) -> bool:
     header = (
         f"{'encoding':<12} {'tokens':>9} {'condense MB/s':>14} {'tiktoken MB/s':>14} {'ratio':>7}"
         f"   {'best-pass MB/s: condense':>24} {'tiktoken':>9} {'ratio':>7}"
+        f"   {'cold':>6} {'bpe-openai':>10} {'cold/bpe-openai':>15}"
     )
     print(header)
     print("-" * len(header))
@@ -127,6 +129,8 @@ def compare(rust: dict, py: dict) -> bool:
             f"{p['encoding']:<12} {p['tokens']:>9} {r['mb_per_s']:>14.2f} "
             f"{p['mb_per_s']:>14.2f} {ratio:>6.2f}x   {r_best:>24.2f} {p_best:>9.2f} "
             f"{r_best / p_best:>6.2f}x"
+            f"   {r.get('cold_mb_per_s', 0):>6.2f} {r.get('bpe_openai_mb_per_s', 0):>10.2f} "
+            f"{r.get('cold_mb_per_s', 0) / (r.get('bpe_openai_mb_per_s') or 1):>14.2f}x"
         )
         if r["tokens"] != p["tokens"]:
             print(

@@ -6,8 +6,10 @@
 //!   all texts joined into one long string (`joined`).
 //! - `stage/*`: where a count's time goes, on the same texts: cutting into
 //!   pieces only (`split_by_regex`, `split_by_hand`), the count as it was
-//!   (`count_by_regex`: regex pieces, memo), as it is without the memo
-//!   (`count_no_memo`) and as it is (`count`), and `bpe-openai`'s own count
+//!   (`count_by_regex`: regex pieces, memo), with `bpe-openai`'s merge
+//!   (`count_library_merge`, and `count_no_memo_library_merge`: every piece
+//!   merged, a cold memo), as it is without the memo (`count_no_memo`) and
+//!   as it is (`count`), and `bpe-openai`'s own count
 //!   (`bpe_openai`, the library condense builds on).
 //! - `thread/*`: a whole request thread, large-04 in both wire formats: counting
 //!   an already parsed [`Thread`] (`count`), parsing the JSON value and counting
@@ -124,6 +126,11 @@ fn bench_stage(c: &mut Criterion) {
             ("split_by_regex", Stage::SplitByRegex),
             ("split_by_hand", Stage::SplitByHand),
             ("count_by_regex", Stage::CountByRegex),
+            ("count_library_merge", Stage::CountLibraryMerge),
+            (
+                "count_no_memo_library_merge",
+                Stage::CountNoMemoLibraryMerge,
+            ),
             ("count_no_memo", Stage::CountNoMemo),
             ("count", Stage::Count),
         ] {

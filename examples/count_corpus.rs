@@ -11,13 +11,17 @@
 //! writes it as a JSON array of strings so the Python side counts exactly the
 //! same texts. Each text is counted with one `Encoders::count` call; a pass
 //! counts all of them; the reported time is the median of N passes after one
-//! warm-up pass. Prints one JSON object on stdout; MB are 10^6 bytes.
+//! warm-up pass. The same is timed with the piece memo unused (`cold`: every
+//! piece merged), with `bpe-openai`'s own count (the library condense
+//! builds on), and as condense counted before its own merge (`before`,
+//! `before_cold`: pieces merged by `bpe-openai`). Prints one JSON object on stdout; MB are 10^6 bytes.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
 use condense::thread::{self, Part, RawThread, WireFormat};
+use condense::tokens::probe::{self, Stage};
 use condense::tokens::{Encoders, Encoding};
 use serde_json::{Value, json};
 
@@ -105,12 +109,12 @@ fn main() -> anyhow::Result<()> {
     }
 
     let encoders = Encoders::load()?;
-    let mut results = Vec::new();
-    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+    // Timed passes of `count` over every text: the median and the fastest.
+    let time = |count: &dyn Fn(&str) -> usize| -> (usize, f64, f64) {
         let pass = || -> usize {
             texts
                 .iter()
-                .map(|t| encoders.count(encoding, std::hint::black_box(t)))
+                .map(|t| count(std::hint::black_box(t.as_str())))
                 .sum()
         };
         let tokens = pass(); // warm-up, and the total to check against tiktoken
@@ -124,13 +128,38 @@ fn main() -> anyhow::Result<()> {
             })
             .collect();
         secs.sort_by(f64::total_cmp);
-        let median = secs[secs.len() / 2];
+        (tokens, secs[secs.len() / 2], secs[0])
+    };
+    let mut results = Vec::new();
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let (tokens, median, min) = time(&|t| encoders.count(encoding, t));
+        // A cold memo at its coldest (every piece merged) and the library
+        // condense builds on, in the same run.
+        let (cold_tokens, cold, _) = time(&|t| probe::run(encoding, t, Stage::CountNoMemo));
+        let library = match encoding {
+            Encoding::O200kBase => bpe_openai::o200k_base(),
+            _ => bpe_openai::cl100k_base(),
+        };
+        let (library_tokens, library_median, _) = time(&|t| library.count(t));
+        // As before the merge of `tokens::merge` (each piece merged by
+        // bpe-openai), warm and cold.
+        let (_, before, _) = time(&|t| probe::run(encoding, t, Stage::CountLibraryMerge));
+        let (_, before_cold, _) =
+            time(&|t| probe::run(encoding, t, Stage::CountNoMemoLibraryMerge));
+        anyhow::ensure!(
+            cold_tokens == tokens && library_tokens == tokens,
+            "{encoding}: {tokens} tokens, {cold_tokens} cold, {library_tokens} by bpe-openai"
+        );
         results.push(json!({
             "encoding": encoding.as_str(),
             "tokens": tokens,
             "seconds_median": median,
-            "seconds_min": secs[0],
+            "seconds_min": min,
             "mb_per_s": bytes as f64 / median / 1e6,
+            "cold_mb_per_s": bytes as f64 / cold / 1e6,
+            "bpe_openai_mb_per_s": bytes as f64 / library_median / 1e6,
+            "before_mb_per_s": bytes as f64 / before / 1e6,
+            "before_cold_mb_per_s": bytes as f64 / before_cold / 1e6,
         }));
     }
 

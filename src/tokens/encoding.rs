@@ -1,5 +1,7 @@
-//! The BPE encodings, built once: `bpe-openai` (linear where tiktoken is
-//! quadratic) for o200k/cl100k, `tiktoken-rs` for the legacy p50k/r50k.
+//! The BPE encodings, built once: `bpe-openai`'s tables (linear where
+//! tiktoken is quadratic) and our own rank table and merge
+//! ([`merge`](super::merge)) for o200k/cl100k, `tiktoken-rs` for the
+//! legacy p50k/r50k.
 //! Special-token text such as `<|endoftext|>` counts as ordinary text.
 
 use std::fmt;
@@ -82,6 +84,7 @@ impl Encoders {
         // Force the lazily built bpe-openai tables now rather than on the first request.
         bpe_openai::o200k_base().count("warm up");
         bpe_openai::cl100k_base().count("warm up");
+        std::sync::LazyLock::force(&super::merge::RANKS);
         let encoders = Self {
             p50k: tiktoken_rs::p50k_base()?,
             r50k: tiktoken_rs::r50k_base()?,

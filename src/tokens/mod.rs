@@ -5,9 +5,11 @@ mod count;
 mod encoding;
 mod long;
 mod memo;
+mod merge;
 mod pieces;
 #[doc(hidden)]
 pub mod probe;
+mod regex_split;
 mod registry;
 mod resident;
 mod spec;

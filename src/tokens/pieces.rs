@@ -1,20 +1,19 @@
 //! Counting a text by pieces, per thread: the pre-tokenizer's match cache
-//! and a memo of short pieces' counts (`bpe-openai` builds an encoder per
-//! piece, and words repeat). Exact: a count depends on the bytes alone.
+//! and a memo of short pieces' counts (words repeat), each new piece merged
+//! by [`merge`](super::merge). Exact: a count depends on the bytes alone.
 //!
 //! Pieces are cut by hand ([`split`](super::split)), the regex cutting only
 //! those the hand-written scan gives up on: the regex alone took about 80%
 //! of a count with a warm memo (`tokens::probe`'s measurement).
 
 use std::cell::RefCell;
-use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use regex_automata::meta::{Cache, Regex};
-use regex_automata::{Anchored, Input};
+use regex_automata::meta::Cache;
 use rustc_hash::FxHashMap;
 
-use super::split::{Pattern, piece};
+use super::regex_split::{SPLIT, next};
+use super::split::cut;
 
 static TOKENIZED_BYTES: AtomicU64 = AtomicU64::new(0);
 
@@ -67,26 +66,6 @@ impl Key {
     }
 }
 
-/// The o200k and cl100k pre-tokenizers (slots 0 and 1) as `bpe-openai` 0.3
-/// builds them, but with a match cache per thread (its own regex's pool is
-/// lock-free only for its first thread). The second pattern's last
-/// character is a look-ahead, given back (see [`next`]). The oracle of
-/// the hand-written scan.
-static SPLIT: LazyLock<[Regex; 2]> = LazyLock::new(|| {
-    let o200k = [
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-        "\\p{N}{1,3}",
-        " ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*",
-        "\\s*[\\r\\n]+",
-        "\\s+$",
-    ]
-    .join("|");
-    let cl100k = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+$";
-    [o200k.as_str(), cl100k]
-        .map(|first| Regex::new_many(&[first, "\\s+\\s", "\\s+"]).expect("valid pre-tokenizer"))
-});
-
 /// What a thread keeps per encoding.
 #[derive(Default)]
 struct Local {
@@ -104,7 +83,8 @@ const PIECES_PER_LOOK: usize = 4096;
 /// inside itself: [`long`](super::long)).
 const BYTES_PER_LOOK: usize = super::long::CHUNK;
 
-/// `tokenizer.count(text)`, split by [`SPLIT`]`[slot]`, short pieces memoized.
+/// `tokenizer.count(text)`, cut as `bpe-openai` cuts it (by hand, else by
+/// [`SPLIT`]`[slot]`), short pieces memoized.
 pub fn count(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str) -> usize {
     count_as(tokenizer, slot, text, Way::default())
 }
@@ -120,11 +100,21 @@ pub struct Way {
     pub no_memo: bool,
     /// Count the pieces, not their tokens.
     pub split_only: bool,
+    /// Count a piece with `bpe-openai`'s merge, as before [`merge`](super::merge).
+    pub library_merge: bool,
 }
 
 /// [`count`], cut and counted `way`.
 pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way: Way) -> usize {
     let split = &SPLIT[slot];
+    let ranks = &super::merge::RANKS[slot];
+    let merge = |piece: &[u8]| {
+        if way.library_merge {
+            tokenizer.bpe.count(piece)
+        } else {
+            ranks.count(piece)
+        }
+    };
     LOCAL.with_borrow_mut(|locals| {
         let Local { memo, cache } = &mut locals[slot];
         let cache = cache.get_or_insert_with(|| split.create_cache());
@@ -161,9 +151,9 @@ pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way:
                 continue;
             }
             sum += if way.no_memo {
-                tokenizer.bpe.count(piece)
+                merge(piece)
             } else {
-                memoized(tokenizer, memo, piece)
+                memoized(memo, piece, merge)
             };
             pieces += 1;
             bytes += piece.len();
@@ -174,77 +164,15 @@ pub fn count_as(tokenizer: &bpe_openai::Tokenizer, slot: usize, text: &str, way:
     })
 }
 
-/// The hand-written pre-tokenizer's pattern for each slot of [`SPLIT`].
-const PATTERNS: [Pattern; 2] = [Pattern::O200k, Pattern::Cl100k];
-
-/// The piece of `text` from byte `last` on: cut by hand, or by the regex
-/// where the hand-written scan gives up (see [`split`](super::split)).
-#[inline]
-fn cut<'t>(
-    slot: usize,
-    split: &Regex,
-    cache: &mut Cache,
-    text: &'t str,
-    last: &mut usize,
-) -> Option<&'t str> {
-    let rest = &text.as_bytes()[*last..];
-    if rest.is_empty() {
-        return None;
-    }
-    match piece(PATTERNS[slot], rest) {
-        Some(n) => {
-            let start = *last;
-            *last += n;
-            Some(&text[start..*last])
-        }
-        None => next(split, cache, text, last),
-    }
-}
-
-/// `text` in pieces, cut as [`count`] cuts it (`by_hand`) or by the regex
-/// alone, the oracle of the hand-written scan.
-#[cfg(test)]
-pub(super) fn split_all(slot: usize, text: &str, by_hand: bool) -> Vec<&str> {
-    let split = &SPLIT[slot];
-    let mut cache = split.create_cache();
-    let (mut out, mut last) = (Vec::new(), 0);
-    while let Some(piece) = if by_hand {
-        cut(slot, split, &mut cache, text, &mut last)
-    } else {
-        next(split, &mut cache, text, &mut last)
-    } {
-        out.push(piece);
-    }
-    assert_eq!(last, text.len(), "{text:?} not cut whole");
-    out
-}
-
-/// The piece of `text` from byte `last` on, as `bpe-openai`'s `Splits` cuts it.
-fn next<'t>(split: &Regex, cache: &mut Cache, text: &'t str, last: &mut usize) -> Option<&'t str> {
-    let input = Input::new(&text[*last..]).anchored(Anchored::Yes);
-    let m = split.search_with(cache, &input)?;
-    let start = *last;
-    let mut end = start + m.range().end;
-    if m.pattern().as_usize() == 1 {
-        end -= text[start..end].chars().next_back()?.len_utf8();
-    }
-    *last = end;
-    Some(&text[start..end])
-}
-
-fn memoized(
-    tokenizer: &bpe_openai::Tokenizer,
-    memo: &mut FxHashMap<Key, u32>,
-    bytes: &[u8],
-) -> usize {
+fn memoized(memo: &mut FxHashMap<Key, u32>, bytes: &[u8], merge: impl Fn(&[u8]) -> usize) -> usize {
     if bytes.len() > MAX_PIECE {
-        return tokenizer.bpe.count(bytes);
+        return merge(bytes);
     }
     let key = Key::new(bytes);
     if let Some(&n) = memo.get(&key) {
         return n as usize;
     }
-    let n = tokenizer.bpe.count(bytes);
+    let n = merge(bytes);
     if memo.len() >= MAX_ENTRIES {
         memo.clear();
     }

@@ -12,6 +12,12 @@
 //! the regex cuts that one piece, so the pieces are the regex's on every
 //! text. A differential test holds the two together.
 
+use regex_automata::meta::{Cache, Regex};
+
+#[cfg(test)]
+use super::regex_split::SPLIT;
+use super::regex_split::next;
+
 /// Which of the two patterns to follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -198,13 +204,58 @@ pub fn piece(pattern: Pattern, rest: &[u8]) -> Option<usize> {
     None
 }
 
+/// The hand-written pre-tokenizer's pattern for each slot of [`SPLIT`].
+const PATTERNS: [Pattern; 2] = [Pattern::O200k, Pattern::Cl100k];
+
+/// The piece of `text` from byte `last` on: cut by hand, or by the regex
+/// where the hand-written scan gives up (see the module's doc).
+#[inline]
+pub(super) fn cut<'t>(
+    slot: usize,
+    split: &Regex,
+    cache: &mut Cache,
+    text: &'t str,
+    last: &mut usize,
+) -> Option<&'t str> {
+    let rest = &text.as_bytes()[*last..];
+    if rest.is_empty() {
+        return None;
+    }
+    match piece(PATTERNS[slot], rest) {
+        Some(n) => {
+            let start = *last;
+            *last += n;
+            Some(&text[start..*last])
+        }
+        None => next(split, cache, text, last),
+    }
+}
+
+/// `text` in pieces, cut as [`pieces`](super::pieces) cuts it (`by_hand`) or by the regex
+/// alone, the oracle of the hand-written scan.
+#[cfg(test)]
+pub(super) fn split_all(slot: usize, text: &str, by_hand: bool) -> Vec<&str> {
+    let split = &SPLIT[slot];
+    let mut cache = split.create_cache();
+    let (mut out, mut last) = (Vec::new(), 0);
+    while let Some(piece) = if by_hand {
+        cut(slot, split, &mut cache, text, &mut last)
+    } else {
+        next(split, &mut cache, text, &mut last)
+    } {
+        out.push(piece);
+    }
+    assert_eq!(last, text.len(), "{text:?} not cut whole");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Pattern, piece};
     use proptest::prelude::*;
 
     fn pieces(slot: usize, text: &str, by_hand: bool) -> Vec<&str> {
-        crate::tokens::pieces::split_all(slot, text, by_hand)
+        super::split_all(slot, text, by_hand)
     }
 
     fn same_pieces(text: &str) -> Result<(), TestCaseError> {

@@ -14,6 +14,7 @@ mod compress_props;
 mod designs;
 mod designs_compress;
 mod designs_iterations;
+mod differential;
 mod fidelity;
 mod fidelity_llm;
 mod golden;
