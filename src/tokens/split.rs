@@ -1,5 +1,5 @@
 //! The o200k and cl100k pre-tokenizers written out by hand for ASCII text,
-//! the regex (in `pieces.rs`, which calls this) taking over for any piece whose
+//! the regex (`regex_split.rs`) taking over for any piece whose
 //! extent depends on a non-ASCII character's class.
 //!
 //! Exact by construction: the piece at a position is the one the anchored,

@@ -8,15 +8,14 @@
 //! Python tiktoken is a live part: missing, the test fails and says how to
 //! provide it, unless `CONDENSE_TEST_SKIP_LIVE=1` (then a visible SKIPPED).
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use condense::tokens::{Encoders, Encoding};
 use serde_json::{Value, json};
 
 use crate::support::common::{app, post};
-use crate::support::live::SKIP_LIVE;
+use crate::support::live;
 
 /// Cases per run: a few seconds of a debug build.
 const CASES: usize = 3000;
@@ -24,39 +23,6 @@ const CASES: usize = 3000;
 const SEED: u64 = 37;
 /// The ones also sent through `/v1/tokens`, as a client sends them.
 const OVER_HTTP: usize = 100;
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"))
-}
-
-/// The Python with tiktoken (`target/venv`, as the golden file's script
-/// uses it), or None when the run opted out. Panics with instructions.
-fn tiktoken_python(test: &str) -> Option<PathBuf> {
-    let python = target_dir().join("venv/bin/python");
-    let found = Command::new(&python)
-        .args(["-c", "import tiktoken"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(python);
-    }
-    if std::env::var(SKIP_LIVE).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true")) {
-        // Not eprintln!: the harness captures that for passing tests.
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: needs Python tiktoken ({SKIP_LIVE}=1 is set)"
-        );
-        return None;
-    }
-    panic!(
-        "{test} needs Python tiktoken in {}: `python3 -m venv target/venv && \
-         target/venv/bin/python -m pip install -r tests/fixtures/golden/requirements.txt`; \
-         {SKIP_LIVE}=1 skips such tests",
-        python.display()
-    );
-}
 
 /// The cases with tiktoken's counts, one JSON object a line.
 fn cases(python: &Path) -> Vec<Value> {
@@ -70,7 +36,7 @@ fn cases(python: &Path) -> Vec<Value> {
             "--seed",
             &SEED.to_string(),
         ]);
-    let cache = target_dir().join("tiktoken-cache");
+    let cache = live::target_dir().join("tiktoken-cache");
     if std::env::var_os("TIKTOKEN_CACHE_DIR").is_none() && cache.is_dir() {
         command.env("TIKTOKEN_CACHE_DIR", cache);
     }
@@ -89,7 +55,7 @@ fn cases(python: &Path) -> Vec<Value> {
 
 #[tokio::test]
 async fn random_texts_count_as_python_tiktoken_does() {
-    let Some(python) = tiktoken_python("random_texts_count_as_python_tiktoken_does") else {
+    let Some(python) = live::tiktoken("random_texts_count_as_python_tiktoken_does") else {
         return;
     };
     let cases = cases(&python);

@@ -62,6 +62,37 @@ pub fn postgres_tls_root(test: &str) -> Option<String> {
     }
 }
 
+/// The build's target directory, where `scripts/setup.sh` puts the Python
+/// tools (`venv/`) and tiktoken's rank files (`tiktoken-cache/`).
+pub fn target_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        std::path::PathBuf::from,
+    )
+}
+
+/// The Python that has tiktoken (`target/venv`, which `scripts/setup.sh`
+/// fills and the golden file's script uses), or `None` when the run opted
+/// out. Panics with instructions when it is missing.
+pub fn tiktoken(test: &str) -> Option<std::path::PathBuf> {
+    let python = target_dir().join("venv/bin/python");
+    if skipping(test, "Python tiktoken") {
+        return None;
+    }
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import tiktoken"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        found,
+        "{test} needs Python tiktoken in {}: `python3 -m venv target/venv && \
+         target/venv/bin/python -m pip install -r tests/fixtures/golden/requirements.txt` \
+         (or `./scripts/test.sh`, which does it); {SKIP_LIVE}=1 skips such tests",
+        python.display()
+    );
+    Some(python)
+}
+
 /// Base URL of the local OpenAI-compatible LLM (`…/v1`), or `None` when the
 /// run opted out. Panics with instructions when it is missing.
 pub fn llm(test: &str) -> Option<String> {
