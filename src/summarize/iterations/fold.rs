@@ -27,14 +27,30 @@ const THIRD: [&str; 4] = [
     "It produced no output",
 ];
 
+/// Sentences of items, and what joins their items: an item a newer
+/// fragment says again is said once when shrunk (decisions are sentences).
+const LISTS: [(&str, &str); 8] = [
+    ("The user asked ", "; "),
+    ("asked ", "; "),
+    ("Errors: ", "; "),
+    ("Decisions: ", " "),
+    ("Failing commands: ", "; "),
+    ("Commands run: ", "; "),
+    ("Files: ", ", "),
+    (MENTIONED, "; "),
+];
+
+/// The level that drops the paths (`Files: `), the anchors' largest kind
+/// but the longest to write: after the filler, before the commands.
+const NO_FILES: usize = 2;
 /// The last level that keeps failing commands, each said once.
-pub(super) const ONCE: usize = 2;
+pub(super) const ONCE: usize = 3;
 /// The last level at which every request, error line and decision is whole.
-pub(super) const WHOLE: usize = 3;
+pub(super) const WHOLE: usize = 4;
 /// The level at which requests are clipped (to 60 characters).
-const CLIPPED: usize = 5;
+const CLIPPED: usize = 6;
 /// How far a fragment is shrunk: 0 is its whole text, `GONE` none of it.
-const GONE: usize = 6;
+const GONE: usize = 7;
 
 /// Closes a rolling text whose requests are clipped: the bound cannot hold them whole.
 pub(super) const NOTE: &str =
@@ -107,8 +123,8 @@ impl Fold {
         for (f, frag) in frags.iter().enumerate().rev() {
             let items: Vec<&str> = sentences(&frag.text)
                 .into_iter()
-                .filter(|(rank, _)| *rank == 0)
-                .flat_map(|(_, s)| items(s).1)
+                .filter_map(|(_, s)| items(s))
+                .flat_map(|(_, _, items)| items)
                 .collect();
             for item in &items {
                 if said.contains(item) {
@@ -208,43 +224,19 @@ fn spread(n: usize) -> Vec<usize> {
     order
 }
 
-/// `[N] text` shrunk to `level`: 1 keeps requests, errors, decisions,
-/// failing commands, commands and a model's sentences; 2 only the first
-/// four, each said once (`again`: items a newer fragment says); 3 drops the
-/// failing commands ([`WHOLE`]); 4 keeps the requests, whole; [`CLIPPED`]
-/// clips them to 60 characters; `GONE` nothing.
+/// `[N] text` shrunk to `level`: 1 drops the filler (tools, the last
+/// word) and says each listed item once (`again`: items a newer fragment
+/// says); [`NO_FILES`] drops the paths; [`ONCE`] keeps only requests,
+/// errors, decisions and failing commands; [`WHOLE`] drops the failing
+/// commands; 5 keeps the requests, whole; [`CLIPPED`] clips them to 60
+/// characters; `GONE` nothing.
 fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
     let text = match level {
         0 => f.text.clone(),
         GONE.. => String::new(),
-        1 => sentences(&f.text)
-            .into_iter()
-            .filter(|(rank, _)| *rank <= 1)
-            .map(|(_, s)| s)
-            .collect::<Vec<_>>()
-            .join(" "),
         _ => sentences(&f.text)
             .into_iter()
-            .filter(|(rank, _)| *rank == 0)
-            .filter_map(|(_, s)| {
-                let (opening, items) = items(s);
-                let asked = opening == FIRST[0] || opening == FIRST[1];
-                let failing = opening == FIRST[4];
-                if (level > WHOLE && !asked) || (level == WHOLE && failing) {
-                    return None;
-                }
-                let opening = if level > WHOLE { "asked " } else { opening };
-                let max = match level {
-                    CLIPPED.. => 60,
-                    _ => usize::MAX,
-                };
-                let items: Vec<String> = items
-                    .into_iter()
-                    .filter(|i| !again.contains(i))
-                    .map(|i| fit(i, Size::Chars(max), How::End))
-                    .collect();
-                (!items.is_empty()).then(|| format!("{opening}{}.", items.join("; ")))
-            })
+            .filter_map(|(rank, s)| shrunk(rank, s, level, again))
             .collect::<Vec<_>>()
             .join(" "),
     };
@@ -252,6 +244,42 @@ fn render(f: &Fragment, level: usize, again: &HashSet<&str>) -> String {
         return text;
     }
     format!("[{}] {text}", f.iteration)
+}
+
+/// Sentence `s` (of `rank`) at `level` (1 or more), if that level keeps it.
+fn shrunk(rank: u8, s: &str, level: usize, again: &HashSet<&str>) -> Option<String> {
+    let keep = match level {
+        1 => rank <= 1 || s.starts_with("Files: "),
+        NO_FILES => rank <= 1,
+        _ => rank == 0,
+    };
+    if !keep {
+        return None;
+    }
+    let Some((opening, sep, items)) = items(s) else {
+        return Some(s.to_string());
+    };
+    let asked = opening == FIRST[0] || opening == FIRST[1];
+    let failing = opening == FIRST[4];
+    if (level > WHOLE && !asked) || (level == WHOLE && failing) {
+        return None;
+    }
+    let opening = if level > WHOLE { "asked " } else { opening };
+    let max = match level {
+        CLIPPED.. => 60,
+        _ => usize::MAX,
+    };
+    let items: Vec<String> = items
+        .into_iter()
+        .filter(|i| !again.contains(i))
+        .map(|i| fit(i, Size::Chars(max), How::End))
+        .collect();
+    match (items.is_empty(), sep) {
+        (true, _) => None,
+        // Decisions are sentences, each with its full stop.
+        (false, " ") => Some(format!("{opening}{}", items.join(sep))),
+        (false, _) => Some(format!("{opening}{}.", items.join(sep))),
+    }
 }
 
 /// A fragment's sentences and their rank (0 kept longest; a model's are 1).
@@ -280,18 +308,20 @@ fn sentences(text: &str) -> Vec<(u8, &str)> {
         .collect()
 }
 
-/// A facts sentence (`Errors: a; b.`) as its opening and its items.
-fn items(sentence: &str) -> (&str, Vec<&str>) {
-    let opening = FIRST
-        .iter()
-        .find(|p| sentence.starts_with(*p))
-        .copied()
-        .unwrap_or("");
-    let body = sentence[opening.len()..].trim_end_matches('.');
-    (
+/// A sentence of items (`Errors: a; b.`, see [`LISTS`]) as its opening,
+/// what joins its items, and its items.
+fn items(sentence: &str) -> Option<(&'static str, &'static str, Vec<&str>)> {
+    let &(opening, sep) = LISTS.iter().find(|(o, _)| sentence.starts_with(o))?;
+    let body = &sentence[opening.len()..];
+    let items = match sep {
+        " " => body.split_inclusive(". ").map(str::trim).collect(),
+        _ => body.trim_end_matches('.').split(sep).collect::<Vec<_>>(),
+    };
+    Some((
         opening,
-        body.split("; ").filter(|i| !i.is_empty()).collect(),
-    )
+        sep,
+        items.into_iter().filter(|i| !i.is_empty()).collect(),
+    ))
 }
 
 #[cfg(test)]
@@ -335,10 +365,14 @@ mod tests {
         assert_eq!(render(&f, 0, &none), format!("[4] {FACTS}"));
         assert_eq!(
             render(&f, 1, &none),
+            "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Commands run: `ls`. Files: src/main.rs. Decisions: I'll keep the linker flags rather than pin the toolchain."
+        );
+        assert_eq!(
+            render(&f, NO_FILES, &none),
             "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Commands run: `ls`. Decisions: I'll keep the linker flags rather than pin the toolchain."
         );
         assert_eq!(
-            render(&f, 2, &none),
+            render(&f, ONCE, &none),
             "[4] The user asked \"Fix the build.\". Failing commands: `cargo build` (exit status 1). Errors: error: linker failed. Decisions: I'll keep the linker flags rather than pin the toolchain."
         );
         assert_eq!(
@@ -349,10 +383,19 @@ mod tests {
             render(&f, WHOLE + 1, &none),
             "[4] asked \"Fix the build.\"."
         );
-        let again = HashSet::from(["`cargo build` (exit status 1)"]);
+        let again = HashSet::from([
+            "`cargo build` (exit status 1)",
+            "src/main.rs",
+            "I'll keep the linker flags rather than pin the toolchain.",
+        ]);
         assert_eq!(
-            render(&f, 2, &again),
-            "[4] The user asked \"Fix the build.\". Errors: error: linker failed. Decisions: I'll keep the linker flags rather than pin the toolchain."
+            render(&f, ONCE, &again),
+            "[4] The user asked \"Fix the build.\". Errors: error: linker failed."
+        );
+        // Said by a newer fragment, an item is said once from the first rule on.
+        assert_eq!(
+            render(&f, 1, &again),
+            "[4] The user asked \"Fix the build.\". Errors: error: linker failed. Commands run: `ls`."
         );
         let long = Fragment {
             iteration: 5,
@@ -366,7 +409,11 @@ mod tests {
             text: "The agent fixed the linker.".into(),
         };
         assert_eq!(render(&story, 1, &none), "[5] The agent fixed the linker.");
-        assert_eq!(render(&story, 2, &none), "");
+        assert_eq!(
+            render(&story, NO_FILES, &none),
+            "[5] The agent fixed the linker."
+        );
+        assert_eq!(render(&story, ONCE, &none), "");
     }
 
     #[test]
@@ -407,7 +454,13 @@ mod tests {
         let frags: Vec<Fragment> = (1..=30)
             .map(|i| Fragment {
                 iteration: i,
-                text: FACTS.replace("Fix the build.", &format!("Fix bug {i}.")),
+                // Items of their own: none is said again by a newer one.
+                text: FACTS
+                    .replace("Fix the build.", &format!("Fix bug {i}."))
+                    .replace("linker", &format!("linker{i}"))
+                    .replace("`ls`", &format!("`ls {i}`"))
+                    .replace("cargo build", &format!("cargo build {i}"))
+                    .replace("main.rs", &format!("main{i}.rs")),
             })
             .collect();
         let whole = rolling(&frags, usize::MAX, &c).0;
