@@ -83,16 +83,18 @@ async fn per_iteration_summaries_carry_a_receipt_and_still_read_back() {
         m["metadata"] = json!({"iteration": if i + 6 < n { 1 } else { 2 }});
     }
     let body = json!({"messages": messages, "model": "gpt-4o", "force": true,
-        "group_by": "iteration", "keep_recent_iterations": 1, "config": {"max_summary_tokens": 1500}});
+        "group_by": "iteration", "keep_recent_iterations": 1, "config": {"max_summary_tokens": 400}});
     let r = post(&crate::support::common::app(), "/v1/compress", &body).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let out = r.json();
     let f = receipt(&out);
     assert_eq!(f, retaken(&messages, &out));
     assert_eq!(out["summaries"][0]["iteration"], 1, "{}", out["summaries"]);
-    // One iteration of ~100 messages in an eighth of the room: its facts
-    // are cut, and its entry names what the cut lost (no list appended to
-    // the injection, which must extend byte for byte).
+    // One iteration of ~100 messages in a 400-token bound (a list of few
+    // iterations gives each more than an eighth of the room; 1,500 tokens
+    // now hold all of its facts): its facts are cut, and its entry names
+    // what the cut lost (no list appended to the injection, which must
+    // extend byte for byte).
     let injection = out["context_injection"].as_str().unwrap();
     assert!(!injection.contains(ALSO), "{injection}");
     assert!(f.added > 0, "{f:?}");
