@@ -24,8 +24,9 @@ pub struct Conversation {
     pub turn_starts: Vec<usize>,
 }
 
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
+/// xorshift64*: deterministic and dependency-free (the people
+/// conversations draw with it too).
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -34,10 +35,13 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
+    pub(super) fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    pub(super) fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
         xs[self.below(xs.len())]
     }
 }

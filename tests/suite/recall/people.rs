@@ -12,6 +12,8 @@
 
 use serde_json::{Value, json};
 
+use super::conversation::Rng;
+
 /// A question about the conversation: its exact answer, and the messages
 /// that say it (the statement and any echo of it).
 #[derive(Debug, Clone)]
@@ -27,27 +29,6 @@ pub struct Question {
 pub struct People {
     pub messages: Vec<Value>,
     pub questions: Vec<Question>,
-}
-
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
 }
 
 const SPEAKERS: [(&str, &str); 4] = [
