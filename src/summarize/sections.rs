@@ -40,6 +40,9 @@ const ERRORS: &str = "Errors seen";
 const DECISIONS: &str = "Decisions";
 const ALSO: &str = "Also in the span";
 const STATE: &str = "Latest state";
+/// Opens what an extension appended (the same sections, what the span since
+/// said); read back into the sections before it.
+pub(super) const SINCE: &str = "Since then";
 
 /// Per-section caps; the heuristic scales them down to fit a token budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,6 +172,42 @@ fn condense_quoted(item: &str, max: usize) -> String {
 }
 
 impl Sections {
+    /// Whether nothing is said.
+    pub fn is_empty(&self) -> bool {
+        *self == Sections::default()
+    }
+
+    /// `self` (newer) without the items `older` says already: what an
+    /// addendum to `older` needs to say.
+    pub fn without(self, older: &Sections) -> Sections {
+        let new = |l: List, old: &List| {
+            let mut out = List::default();
+            l.items
+                .into_iter()
+                .filter(|i| !old.items.contains(i))
+                .for_each(|i| out.push(i));
+            out.more = l.more;
+            out
+        };
+        Sections {
+            earlier: self.earlier.filter(|e| older.earlier.as_ref() != Some(e)),
+            requests: new(self.requests, &older.requests),
+            tools: self.tools,
+            files: new(self.files, &older.files),
+            commands: new(self.commands, &older.commands),
+            errors: new(self.errors, &older.errors),
+            stated: new(self.stated, &older.stated),
+            decisions: new(self.decisions, &older.decisions),
+            also: new(self.also, &older.also),
+            other: self
+                .other
+                .into_iter()
+                .filter(|o| !older.other.contains(o))
+                .collect(),
+            state: self.state.filter(|s| older.state.as_ref() != Some(s)),
+        }
+    }
+
     /// `self` (older) extended with `newer`.
     pub fn merge(mut self, newer: Sections) -> Sections {
         self.earlier = self.earlier.or(newer.earlier);

@@ -7,8 +7,8 @@
 use std::fmt::Write;
 
 use super::{
-    ALSO, COMMANDS, DECISIONS, EARLIER, ERRORS, FILES, List, REQUESTS, STATE, STATED, Sections,
-    TOOLS,
+    ALSO, COMMANDS, DECISIONS, EARLIER, ERRORS, FILES, List, REQUESTS, SINCE, STATE, STATED,
+    Sections, TOOLS,
 };
 
 fn write_item(out: &mut String, item: &str) {
@@ -108,6 +108,10 @@ impl Sections {
         }
         for (heading, lines) in sections {
             let title = heading.trim();
+            // An addendum's sections read on into the ones before it.
+            if title == SINCE {
+                continue;
+            }
             let lists = [
                 EARLIER, REQUESTS, STATED, TOOLS, FILES, COMMANDS, ERRORS, DECISIONS, ALSO,
             ];
@@ -115,7 +119,13 @@ impl Sections {
                 let unescaped = lines.iter().map(|l| l.strip_prefix('\\').unwrap_or(l));
                 let block = unescaped.collect::<Vec<_>>().join("\n");
                 match title {
-                    STATE => s.state = Some(block.trim().to_string()).filter(|t| !t.is_empty()),
+                    STATE => {
+                        let state = Some(block.trim().to_string()).filter(|t| !t.is_empty());
+                        // An addendum's state: the older one stays as a statement.
+                        if let Some(old) = state.and_then(|t| s.state.replace(t)) {
+                            s.stated.push(old);
+                        }
+                    }
                     _ => s.other.push((heading.to_string(), block)),
                 }
                 continue;
