@@ -197,7 +197,11 @@ fn parts(content: &str) -> (String, Vec<String>, String) {
 
 /// The line range of the [`ALSO`] section, to the next heading or list.
 fn section(lines: &[&str]) -> Option<(usize, usize)> {
-    let start = lines.iter().position(|l| l.trim() == ALSO)?;
+    let since = lines
+        .iter()
+        .rposition(|l| l.trim() == "### Since then")
+        .unwrap_or(0);
+    let start = since + lines[since..].iter().position(|l| l.trim() == ALSO)?;
     let end = lines[start + 1..]
         .iter()
         .position(|l| l.starts_with("### ") || l.trim() == ITERATIONS)

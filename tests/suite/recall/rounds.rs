@@ -14,8 +14,7 @@ use serde_json::{Value, json};
 
 use condense::cache::Cache;
 use condense::summarize::{
-    SummaryRequest, SummaryService, SummarySettings, Writer, canonical, heuristic,
-    injection_refolded,
+    SummaryRequest, SummaryService, SummarySettings, Writer, injection_refolded,
 };
 use condense::thread::{self, RawThread};
 use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
@@ -139,8 +138,28 @@ fn parsed(messages: &[Value]) -> Vec<condense::thread::Message> {
 
 /// The plain heuristic summary of `messages` extending `prior`, as the
 /// compressor writes it (canonical span, o200k count).
+/// The plain heuristic summary of `messages` extending `prior`, as the
+/// compressor has it written (through the service: repaired, its receipt
+/// taken), so the rounds test what production sends.
 fn plain(messages: &[Value], prior: Option<&str>) -> String {
-    heuristic(&canonical(&parsed(messages)), prior, LIMIT, tokens)
+    let span = parsed(messages);
+    let models = ModelRegistry::embedded();
+    let counter =
+        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
+    let settings = SummarySettings {
+        prior: prior.map(str::to_string),
+        limit: LIMIT,
+        writer: Writer::Heuristic,
+        instructions: None,
+        counter,
+        fallback: true,
+    };
+    let req = SummaryRequest::new(&span, settings);
+    static SERVICE: LazyLock<SummaryService> =
+        LazyLock::new(|| SummaryService::new(None, Cache::Off));
+    block_on(SERVICE.write(&req))
+        .expect("no upstream to fail")
+        .content
 }
 
 /// One text of the thread (a string, or its text blocks), on one line.
