@@ -14,14 +14,18 @@ use super::harness::Cli;
 const SUMMARY: &str = "[Context Summary - ";
 /// The profile's `min_recent_messages` (`harness::condense`).
 const RECENT: usize = 4;
-/// Headers that belong to one hop (or the relay's own tag), not the client.
-const HOP: [&str; 6] = [
+/// Headers that belong to one hop (or the relay's own tag), not the client,
+/// and the one condense leaves behind on purpose.
+const HOP: [&str; 7] = [
     "host",
     "content-length",
     "connection",
     "keep-alive",
     "transfer-encoding",
     "x-relay-id",
+    // condense asks for the answer as it is sent, to read its bill on the
+    // way (docs/proxy.md, "The provider's bill").
+    "accept-encoding",
 ];
 
 /// One request: as the client sent it and as the provider received it.
