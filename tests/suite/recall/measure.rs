@@ -52,18 +52,34 @@ pub fn injection(messages: &[Value], first: u64, prior: Option<&str>) -> String 
             it.max(first)
         })
         .collect();
+    written(&t.messages, Some(&its), prior, LIMIT)
+}
+
+/// The heuristic summary (o200k, `limit` tokens) of `span` extending
+/// `prior`, as the compressor has it written: through the service,
+/// repaired, its receipt taken; per iteration when `its` gives each
+/// message's iteration.
+pub fn written(
+    span: &[condense::thread::Message],
+    its: Option<&[u64]>,
+    prior: Option<&str>,
+    limit: usize,
+) -> String {
     let models = ModelRegistry::embedded();
     let counter =
         CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
     let settings = SummarySettings {
         prior: prior.map(str::to_string),
-        limit: LIMIT,
+        limit,
         writer: Writer::Heuristic,
         instructions: None,
         counter,
         fallback: true,
     };
-    let req = SummaryRequest::by_iteration(&t.messages, &its, settings);
+    let req = match its {
+        Some(its) => SummaryRequest::by_iteration(span, its, settings),
+        None => SummaryRequest::new(span, settings),
+    };
     static SERVICE: LazyLock<SummaryService> =
         LazyLock::new(|| SummaryService::new(None, Cache::Off));
     block_on(SERVICE.write(&req))

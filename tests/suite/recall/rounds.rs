@@ -8,20 +8,13 @@
 //!
 //! `cargo test --test suite recall::rounds -- --nocapture` prints the figures.
 
-use std::sync::LazyLock;
-
 use serde_json::{Value, json};
 
-use condense::cache::Cache;
-use condense::summarize::{
-    SummaryRequest, SummaryService, SummarySettings, Writer, injection_refolded,
-};
+use condense::summarize::injection_refolded;
 use condense::thread::{self, RawThread};
-use condense::tokens::{CountSpec, Encoders, Method, ModelRegistry};
 
 use super::FIXTURES;
-use super::measure::{LIMIT, tokens};
-use crate::support::block_on;
+use super::measure::{LIMIT, tokens, written};
 
 /// Rounds after the first.
 const ROUNDS: usize = 20;
@@ -96,24 +89,7 @@ fn iterations(messages: &[Value], from: u64, to: u64) -> (Vec<Value>, Vec<u64>) 
 /// `messages`, message `i` in iteration `its[i]`, extending `prior`, as the
 /// compressor writes it.
 fn injection(messages: &[Value], its: &[u64], prior: Option<&str>, limit: usize) -> String {
-    let span = parsed(messages);
-    let models = ModelRegistry::embedded();
-    let counter =
-        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
-    let settings = SummarySettings {
-        prior: prior.map(str::to_string),
-        limit,
-        writer: Writer::Heuristic,
-        instructions: None,
-        counter,
-        fallback: true,
-    };
-    let req = SummaryRequest::by_iteration(&span, its, settings);
-    static SERVICE: LazyLock<SummaryService> =
-        LazyLock::new(|| SummaryService::new(None, Cache::Off));
-    block_on(SERVICE.write(&req))
-        .expect("no upstream to fail")
-        .content
+    written(&parsed(messages), Some(its), prior, limit)
 }
 
 /// `messages` parsed; one that opens with the agent's turn (an Anthropic
@@ -142,24 +118,7 @@ fn parsed(messages: &[Value]) -> Vec<condense::thread::Message> {
 /// compressor has it written (through the service: repaired, its receipt
 /// taken), so the rounds test what production sends.
 fn plain(messages: &[Value], prior: Option<&str>) -> String {
-    let span = parsed(messages);
-    let models = ModelRegistry::embedded();
-    let counter =
-        CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
-    let settings = SummarySettings {
-        prior: prior.map(str::to_string),
-        limit: LIMIT,
-        writer: Writer::Heuristic,
-        instructions: None,
-        counter,
-        fallback: true,
-    };
-    let req = SummaryRequest::new(&span, settings);
-    static SERVICE: LazyLock<SummaryService> =
-        LazyLock::new(|| SummaryService::new(None, Cache::Off));
-    block_on(SERVICE.write(&req))
-        .expect("no upstream to fail")
-        .content
+    written(&parsed(messages), None, prior, LIMIT)
 }
 
 /// One text of the thread (a string, or its text blocks), on one line.
