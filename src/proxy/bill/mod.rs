@@ -149,24 +149,21 @@ impl Meter {
                     reasoning: 0,
                 }
             }
-            // OpenAI counts the cached part inside the input, and bills no writes.
-            WireFormat::OpenAi => {
-                let cached = u(&["prompt_tokens_details", "cached_tokens"]);
+            // OpenAI counts the cached part inside the input, and bills no
+            // writes; Chat and Responses name the same fields apart.
+            WireFormat::OpenAi | WireFormat::Responses => {
+                let (input, output) = match self.format {
+                    WireFormat::OpenAi => ("prompt_tokens", "completion_tokens"),
+                    _ => ("input_tokens", "output_tokens"),
+                };
+                let (input_details, output_details) =
+                    (format!("{input}_details"), format!("{output}_details"));
+                let cached = u(&[&input_details, "cached_tokens"]);
                 Bill {
-                    input: u(&["prompt_tokens"]).saturating_sub(cached),
+                    input: u(&[input]).saturating_sub(cached),
                     cache_read: cached,
-                    output: u(&["completion_tokens"]),
-                    reasoning: u(&["completion_tokens_details", "reasoning_tokens"]),
-                    ..Bill::default()
-                }
-            }
-            WireFormat::Responses => {
-                let cached = u(&["input_tokens_details", "cached_tokens"]);
-                Bill {
-                    input: u(&["input_tokens"]).saturating_sub(cached),
-                    cache_read: cached,
-                    output: u(&["output_tokens"]),
-                    reasoning: u(&["output_tokens_details", "reasoning_tokens"]),
+                    output: u(&[output]),
+                    reasoning: u(&[&output_details, "reasoning_tokens"]),
                     ..Bill::default()
                 }
             }
