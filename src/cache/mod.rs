@@ -3,11 +3,13 @@
 //! hash of its span, so a longer thread can reuse it. PostgreSQL or SQLite
 //! through one set of statements ([`Store`]). Single flight uses a claim table,
 //! not advisory locks: it works in both databases and holds no session open
-//! while an LLM call runs.
+//! while an LLM call runs. The proxy's ledger (what each turn was billed)
+//! lives beside the summaries, pruned as they are ([`Turn`]).
 
 mod claim;
 mod error;
 mod health;
+mod ledger;
 mod postgres;
 mod prune;
 mod sqlite;
@@ -20,6 +22,7 @@ use crate::redact::redact_url;
 pub use claim::{ClaimGuard, settle};
 pub use error::CacheError;
 pub use health::{CacheHealth, HealthCheck, Status as HealthStatus};
+pub use ledger::{Bill, Previous, Recorded, Turn, without_condense};
 pub use postgres::PgCache;
 pub use prune::spawn_pruner;
 pub use sqlite::SqliteCache;
@@ -202,6 +205,8 @@ impl Cache {
         mark_in_use(key: &str, in_use_from: i64) -> () = Ok(());
         claim_active(key: &str) -> bool = Ok(false);
         prune(ttl: Duration, max_rows: u64) -> u64 = Ok(0);
+        append_turn(turn: &Turn) -> () = Ok(());
+        turns(conversation: &str) -> Vec<Recorded> = Ok(Vec::new());
         ping() -> () = Ok(());
         migrate() -> () = Ok(());
     }

@@ -30,6 +30,14 @@ impl Dialect for Postgres {
         format!("make_interval(secs => {p})")
     }
 
+    fn age_secs(col: &str) -> String {
+        format!("CAST(EXTRACT(EPOCH FROM (now() - {col})) AS DOUBLE PRECISION)")
+    }
+
+    fn rfc3339(col: &str) -> String {
+        format!("to_char({col} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+    }
+
     fn migrator() -> &'static Migrator {
         &MIGRATOR
     }

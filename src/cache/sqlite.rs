@@ -37,6 +37,14 @@ impl Dialect for Sqlite {
         format!("CAST({p} * 1000 AS INTEGER)")
     }
 
+    fn age_secs(col: &str) -> String {
+        format!("CAST(({} - {col}) AS REAL) / 1000.0", Self::NOW)
+    }
+
+    fn rfc3339(col: &str) -> String {
+        format!("strftime('%Y-%m-%dT%H:%M:%fZ', {col} / 1000.0, 'unixepoch')")
+    }
+
     fn migrator() -> &'static Migrator {
         &MIGRATOR
     }

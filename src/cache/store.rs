@@ -25,6 +25,10 @@ pub trait Dialect: Database {
     const PRUNE_LOCK: &'static str;
     /// The duration bound as parameter `p` (seconds), to add to [`Self::NOW`].
     fn secs(p: &str) -> String;
+    /// Seconds (a float) from the time in column `col` to [`Self::NOW`].
+    fn age_secs(col: &str) -> String;
+    /// The time in column `col` as RFC 3339 text, UTC, to the millisecond.
+    fn rfc3339(col: &str) -> String;
     fn migrator() -> &'static Migrator;
     fn rows_affected(done: Self::QueryResult) -> u64;
 }
@@ -33,7 +37,7 @@ const COLUMNS: &str = "key, prefix_hash, span_len, content, messages_summarized,
                        token_count, strategy, model, created_at, in_use_from, fidelity";
 
 /// Seconds, at most 100 years: a huge TTL cannot overflow the database's arithmetic.
-fn secs(d: Duration) -> f64 {
+pub(super) fn secs(d: Duration) -> f64 {
     d.as_secs_f64().min(100.0 * 365.0 * 24.0 * 3600.0)
 }
 
@@ -88,7 +92,7 @@ where
     }
 
     /// Runs `op` once the schema is in place, within the call deadline.
-    async fn call<T>(
+    pub(super) async fn call<T>(
         &self,
         op: impl Future<Output = Result<T, sqlx::Error>>,
     ) -> Result<T, CacheError> {
@@ -264,7 +268,8 @@ where
         Ok(self.call(q.fetch_optional(&self.pool)).await?.is_some())
     }
 
-    /// Deletes expired rows and claims and the least recently hit beyond `max_rows`.
+    /// Deletes expired rows and claims and the least recently hit beyond
+    /// `max_rows`; the ledger's turns the same way (the oldest go first).
     pub async fn prune(&self, ttl: Duration, max_rows: u64) -> Result<u64, CacheError> {
         let (now, ttl_secs, all) = (DB::NOW, DB::secs("$1"), DB::NO_LIMIT);
         let expired = format!("DELETE FROM summary_cache WHERE stored_at <= {now} - {ttl_secs}");
@@ -273,6 +278,11 @@ where
              ORDER BY last_hit_at DESC, key DESC LIMIT {all} OFFSET $1)"
         );
         let claims = format!("DELETE FROM summary_claims WHERE expires_at <= {now}");
+        let turns_expired = format!("DELETE FROM ledger WHERE at <= {now} - {ttl_secs}");
+        let turns_evicted = format!(
+            "DELETE FROM ledger WHERE id IN (SELECT id FROM ledger \
+             ORDER BY id DESC LIMIT {all} OFFSET $1)"
+        );
         self.call(async {
             let mut tx = self.pool.begin().await?;
             let ours = sqlx::query(DB::PRUNE_LOCK).fetch_optional(&mut *tx).await?;
@@ -288,8 +298,16 @@ where
                 .execute(&mut *tx)
                 .await?;
             let claims = sqlx::query(&claims).execute(&mut *tx).await?;
+            let turns_expired = sqlx::query(&turns_expired)
+                .bind(secs(ttl))
+                .execute(&mut *tx)
+                .await?;
+            let turns_evicted = sqlx::query(&turns_evicted)
+                .bind(i64::try_from(max_rows).unwrap_or(i64::MAX))
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
-            Ok([expired, evicted, claims]
+            Ok([expired, evicted, claims, turns_expired, turns_evicted]
                 .into_iter()
                 .map(DB::rows_affected)
                 .sum())
