@@ -4,6 +4,7 @@
 mod access;
 mod catalog;
 mod compress;
+mod conversations;
 mod extract;
 mod guard;
 mod health;

@@ -61,6 +61,12 @@ async fn served() -> Json<&'static Value> {
     super::tokens::TokensResponse,
     crate::summarize::Usage,
     super::verdict::VerdictResponse,
+    // The proxy's ledger (issue 34).
+    crate::cache::Bill,
+    crate::proxy::Difference,
+    crate::proxy::Ledger,
+    crate::proxy::LedgerTotals,
+    crate::proxy::LedgerTurn,
     // The requests of the counts, the verdict and the compression (t33-d3).
     super::compress::CompressRequest,
     super::compress::SummarizerInput,

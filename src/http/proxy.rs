@@ -91,7 +91,8 @@ async fn proxy(
         }
     }
     // Relayed chunk by chunk, never buffered whole.
-    out.body(Body::from_stream(app.proxy.relay(format, response)))
+    let relayed = app.proxy.relay(&call, &report, response);
+    out.body(Body::from_stream(relayed))
         .map_err(|e| ApiError::Internal(e.into()))
 }
 

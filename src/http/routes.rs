@@ -17,13 +17,14 @@ use crate::thread::echo;
 type Group = (&'static [Route], fn() -> Router<AppState>);
 
 /// Every module that serves routes.
-const GROUPS: [Group; 9] = [
+const GROUPS: [Group; 10] = [
     (super::health::ROUTES, super::health::router),
     (super::scrape::ROUTES, super::scrape::router),
     (super::tokens::ROUTES, super::tokens::router),
     (super::verdict::ROUTES, super::verdict::router),
     (super::compress::ROUTES, super::compress::router),
     (super::catalog::ROUTES, super::catalog::router),
+    (super::conversations::ROUTES, super::conversations::router),
     (super::openapi::ROUTES, super::openapi::router),
     (super::playground::ROUTES, super::playground::router),
     (super::proxy::ROUTES, super::proxy::router),

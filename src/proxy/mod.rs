@@ -21,6 +21,7 @@ use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
 use crate::upstream::{ProviderUrls, Secret};
 
+pub use bill::{Difference, Ledger, LedgerTotals, LedgerTurn};
 pub use headers::{PROVIDER_REQUEST_ID, to_client};
 pub use prepare::{Options, PROFILE, Prepared, Report, SHADOW, report_names};
 pub use relay::{Call, Forwarded};

@@ -3,8 +3,10 @@
 
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
+use super::bill::{Bill, Entry};
 use super::thinking::DROP_BLOCK_BETA;
 use super::{Endpoint, Prepared, Proxy, ProxyError, Report, headers};
+use crate::cache::Turn;
 use crate::thread::WireFormat;
 
 /// One request on its way to the provider, as the handler read it.
@@ -66,13 +68,34 @@ impl Proxy {
     }
 
     /// The answer's bytes for the client, as they come; its bill is read
-    /// on the way (`bill`), never holding a byte back.
+    /// on the way (`bill`), never holding a byte back, and written to the
+    /// conversation's ledger once the answer is over.
     pub fn relay(
         &self,
-        format: WireFormat,
+        call: &Call,
+        report: &Report,
         response: reqwest::Response,
     ) -> impl futures_util::Stream<Item = reqwest::Result<axum::body::Bytes>> + Send + 'static {
-        super::bill::metered(response, format, self.compressor.metrics().clone())
+        let format = call.endpoint.format();
+        let entry =
+            route(call.endpoint)
+                .zip(report.conversation.clone())
+                .map(|(route, conversation)| Entry {
+                    cache: self.compressor.summarizer().cache().clone(),
+                    turn: Turn {
+                        conversation,
+                        route,
+                        provider: format.as_str(),
+                        model: None,
+                        sent_tokens: report.tokens_before.map(|n| n as u64),
+                        forwarded_tokens: report.tokens_after.map(|n| n as u64),
+                        bill: Bill::default(),
+                        dropped_items: 0,
+                        summary_call_tokens: report.summary_call_tokens,
+                    },
+                });
+        let metrics = self.compressor.metrics().clone();
+        super::bill::metered(response, format, metrics, entry)
     }
 
     /// Refuses, before any work, a request without credentials of its own
@@ -136,6 +159,17 @@ fn brings_credentials(format: WireFormat, headers: &HeaderMap) -> bool {
 
 const ANTHROPIC_KEY: &str = "x-api-key";
 const AZURE_KEY: &str = "api-key";
+
+/// The route a turn of the ledger was called on; the counting endpoints
+/// bill nothing and are not turns.
+fn route(endpoint: Endpoint) -> Option<&'static str> {
+    match endpoint {
+        Endpoint::ChatCompletions => Some("/v1/chat/completions"),
+        Endpoint::Responses => Some("/v1/responses"),
+        Endpoint::Messages => Some("/v1/messages"),
+        Endpoint::ResponsesInputTokens | Endpoint::MessagesCountTokens => None,
+    }
+}
 
 /// Base URL, the endpoint's path, the client's query string.
 fn url(base: &str, call: &Call) -> String {

@@ -28,6 +28,7 @@ mod precompute;
 mod provider_count;
 mod proxy;
 mod proxy_bill;
+mod proxy_ledger;
 mod proxy_sdk;
 mod readiness;
 mod recall;

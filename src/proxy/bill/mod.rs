@@ -8,40 +8,28 @@
 //! however it ends: a client that leaves mid-stream was billed for its
 //! input all the same.
 
+mod ledger;
 mod scan;
 
 use axum::body::Bytes;
 use futures_util::{Stream, StreamExt};
 use reqwest::header::CONTENT_TYPE;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::cache::{Cache, Turn};
 use crate::metrics::Metrics;
 use crate::thread::WireFormat;
 use scan::Scan;
 
-/// The keys read: the bill and the dropped items.
-const WANTED: &[&str] = &["usage", "input_transformations"];
+pub use crate::cache::Bill;
+pub use ledger::{Difference, Ledger, LedgerTotals, LedgerTurn};
+
+/// The keys read: the bill, the dropped items, and the model that billed.
+const WANTED: &[&str] = &["usage", "input_transformations", "model"];
 
 /// A dropped-item reason other than these is counted as `other` (the
 /// metric's labels stay few whatever a provider writes).
 const REASONS: &[&str] = &["prefix_mismatch"];
-
-/// The provider's own numbers for one answer, in tokens.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Bill {
-    /// Input billed at the full price (not read from or written to the cache).
-    pub input: u64,
-    pub cache_read: u64,
-    /// Written to the cache for 5 minutes (Anthropic; OpenAI bills no writes).
-    pub cache_write_5m: u64,
-    /// Written to the cache for an hour (Anthropic's `ttl: "1h"`).
-    pub cache_write_1h: u64,
-    /// Output, reasoning included.
-    pub output: u64,
-    /// The part of `output` spent reasoning, where the provider says.
-    pub reasoning: u64,
-}
 
 /// Reads one answer's bill as its bytes go by.
 #[derive(Debug)]
@@ -55,6 +43,8 @@ pub struct Meter {
     usage: Map<String, Value>,
     /// Dropped items by reason (a name of [`REASONS`] or `other`).
     pub dropped: Vec<(&'static str, u64)>,
+    /// The model, as the answer names it (the last named).
+    pub model: Option<String>,
 }
 
 /// An SSE line: its first bytes, until they tell whether it is `data:`.
@@ -74,6 +64,7 @@ impl Meter {
             line: sse.then(Line::default),
             usage: Map::new(),
             dropped: Vec::new(),
+            model: None,
         }
     }
 
@@ -104,6 +95,7 @@ impl Meter {
             match (key, value) {
                 ("usage", Value::Object(fields)) => merge(&mut self.usage, fields),
                 ("input_transformations", Value::Array(items)) => self.dropped_items(&items),
+                ("model", Value::String(model)) => self.model = Some(model),
                 _ => {}
             }
         }
@@ -171,12 +163,22 @@ impl Meter {
     }
 }
 
+/// Where a billed turn is written: the ledger, and the turn as condense
+/// knows it before the answer (its bill, model and dropped items are the
+/// answer's).
+pub struct Entry {
+    pub cache: Cache,
+    pub turn: Turn,
+}
+
 /// The answer's bytes as they come, each chunk handed on as it arrives;
-/// the bill is recorded when the stream ends or is dropped (the client left).
+/// the bill is recorded when the stream ends or is dropped (the client
+/// left), and with `entry`, written to the ledger.
 pub fn metered(
     response: reqwest::Response,
     format: WireFormat,
     metrics: Metrics,
+    entry: Option<Entry>,
 ) -> impl Stream<Item = reqwest::Result<Bytes>> + Send + 'static {
     let content_type = response.headers().get(CONTENT_TYPE);
     let meter = Meter::new(format, content_type.and_then(|v| v.to_str().ok()));
@@ -184,6 +186,7 @@ pub fn metered(
         meter,
         metrics,
         provider: format.as_str(),
+        entry,
     };
     response.bytes_stream().map(move |chunk| {
         if let Ok(bytes) = &chunk {
@@ -198,11 +201,16 @@ struct Tap {
     meter: Meter,
     metrics: Metrics,
     provider: &'static str,
+    entry: Option<Entry>,
 }
 
 impl Drop for Tap {
     fn drop(&mut self) {
-        if let Some(b) = self.meter.bill() {
+        let bill = self.meter.bill();
+        if let (Some(bill), Some(entry)) = (bill, self.entry.take()) {
+            self.write(bill, entry);
+        }
+        if let Some(b) = bill {
             let kinds = [
                 ("input", b.input),
                 ("cache_read", b.cache_read),
@@ -214,6 +222,26 @@ impl Drop for Tap {
         for &(reason, n) in &self.meter.dropped {
             self.metrics.provider_dropped(self.provider, reason, n);
         }
+    }
+}
+
+impl Tap {
+    /// Writes the billed turn in a task of its own: the client's answer is
+    /// over and waits for nothing; a failure is logged and counted.
+    fn write(&self, bill: Bill, Entry { cache, mut turn }: Entry) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        turn.bill = bill;
+        turn.model = self.meter.model.clone();
+        turn.dropped_items = self.meter.dropped.iter().map(|(_, n)| n).sum();
+        let metrics = self.metrics.clone();
+        runtime.spawn(async move {
+            if let Err(e) = cache.append_turn(&turn).await {
+                tracing::warn!(backend = cache.backend(), error = %e, "the ledger could not record a turn");
+                metrics.cache_error(cache.backend(), "ledger");
+            }
+        });
     }
 }
 

@@ -54,6 +54,8 @@ struct Capture {
     depth: usize,
     bytes: Vec<u8>,
     too_long: bool,
+    /// A string (the model's name), which its closing quote ends.
+    string: bool,
 }
 
 impl Scan {
@@ -112,6 +114,9 @@ impl Scan {
                     self.string = Str::Outside;
                     if is_key {
                         self.key_read();
+                    } else if self.capture.as_ref().is_some_and(|c| c.string) {
+                        // A taken string ends with its closing quote.
+                        self.taken();
                     }
                 }
                 _ => {}
@@ -168,28 +173,34 @@ impl Scan {
         };
     }
 
-    /// A value's first byte: a wanted key's object or array is taken.
+    /// A value's first byte: a wanted key's object, array or string is taken.
     fn value_starts(&mut self, b: u8) {
         let Some(key) = self.pending.take() else {
             return;
         };
-        if matches!(b, b'{' | b'[') && self.capture.is_none() {
+        if matches!(b, b'{' | b'[' | b'"') && self.capture.is_none() {
             self.capture = Some(Capture {
                 key,
                 depth: self.depth,
                 bytes: vec![b],
                 too_long: false,
+                string: b == b'"',
             });
         }
     }
 
-    /// A `,` or a closing bracket: a taken value (always an object or an
-    /// array) ends with the bracket that brings the depth back to its own.
+    /// A `,` or a closing bracket: a taken object or array ends with the
+    /// bracket that brings the depth back to its own.
     fn value_ends(&mut self) {
         self.pending = None;
-        if self.capture.as_ref().is_some_and(|c| self.depth <= c.depth)
-            && let Some(c) = self.capture.take().filter(|c| !c.too_long)
-        {
+        if self.capture.as_ref().is_some_and(|c| self.depth <= c.depth) {
+            self.taken();
+        }
+    }
+
+    /// The value under way is whole: found, unless it grew too long.
+    fn taken(&mut self) {
+        if let Some(c) = self.capture.take().filter(|c| !c.too_long) {
             self.found.push((c.key, c.bytes));
         }
     }

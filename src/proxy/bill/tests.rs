@@ -44,12 +44,13 @@ fn read(format: WireFormat, content_type: Option<&str>, chunks: &[&[u8]]) -> Met
 fn an_anthropic_stream_bills_its_start_and_its_last_delta() {
     let meter = read(WireFormat::Anthropic, SSE, &[ANTHROPIC_STREAM.as_bytes()]);
     assert_eq!(meter.bill(), Some(ANTHROPIC_STREAM_BILL));
+    assert_eq!(meter.model.as_deref(), Some("claude-x"));
 }
 
 #[test]
 fn an_anthropic_answer_without_the_lifetime_split_writes_for_five_minutes() {
     // The bill first: a tool's input or a text naming `usage` after it must not overwrite it.
-    let body = r#"{"id":"msg_2","type":"message","usage":{"input_tokens":12,"cache_creation_input_tokens":40,"cache_read_input_tokens":0,"output_tokens":6},"content":[{"type":"tool_use","id":"t","name":"n","input":{"usage":{"input_tokens":7}}},{"type":"text","text":"the \"usage\": {\"input_tokens\": 8} is mine"}]}"#;
+    let body = r#"{"id":"msg_2","type":"message","usage":{"input_tokens":12,"cache_creation_input_tokens":40,"cache_read_input_tokens":0,"output_tokens":6},"content":[{"type":"tool_use","id":"t","name":"n","input":{"usage":{"input_tokens":7},"model":"tool's"}},{"type":"text","text":"the \"usage\": {\"input_tokens\": 8} is mine"}],"model":"claude-\"y\""}"#;
     let meter = read(WireFormat::Anthropic, JSON, &[body.as_bytes()]);
     let bill = Bill {
         input: 12,
@@ -58,6 +59,8 @@ fn an_anthropic_answer_without_the_lifetime_split_writes_for_five_minutes() {
         ..Bill::default()
     };
     assert_eq!(meter.bill(), Some(bill));
+    // The answer's model, not one a tool's input names.
+    assert_eq!(meter.model.as_deref(), Some("claude-\"y\""));
 }
 
 #[test]
@@ -146,5 +149,6 @@ proptest! {
         chunks.push(&bytes[at..]);
         let meter = read(WireFormat::Anthropic, SSE, &chunks);
         prop_assert_eq!(meter.bill(), Some(ANTHROPIC_STREAM_BILL));
+        prop_assert_eq!(meter.model.as_deref(), Some("claude-x"));
     }
 }
