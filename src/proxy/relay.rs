@@ -88,7 +88,12 @@ impl Proxy {
                         provider: format.as_str(),
                         model: None,
                         sent_tokens: report.tokens_before.map(|n| n as u64),
-                        forwarded_tokens: report.tokens_after.map(|n| n as u64),
+                        // Shadow mode counts what it would have sent, and sends the thread.
+                        forwarded_tokens: match report.compressed {
+                            true => report.tokens_after,
+                            false => report.tokens_before,
+                        }
+                        .map(|n| n as u64),
                         bill: Bill::default(),
                         dropped_items: 0,
                         summary_call_tokens: report.summary_call_tokens,

@@ -314,3 +314,79 @@ async fn an_unknown_conversation_is_404_a_malformed_id_422_and_no_cache_501() {
         "{p}"
     );
 }
+
+fn a_turn(conversation: &str, output: u64) -> condense::cache::Turn {
+    condense::cache::Turn {
+        conversation: conversation.to_string(),
+        route: "/v1/messages",
+        provider: "anthropic",
+        model: None,
+        sent_tokens: Some(100),
+        forwarded_tokens: Some(100),
+        bill: condense::cache::Bill {
+            input: 100,
+            output,
+            ..Default::default()
+        },
+        dropped_items: 0,
+        summary_call_tokens: None,
+    }
+}
+
+/// The ledger is pruned with the summaries: past the row cap the oldest
+/// turns go first, and past the TTL every turn.
+async fn the_ledger_is_pruned_like_the_summaries(cache: Cache) {
+    let (a, b) = ("a".repeat(32), "b".repeat(32));
+    for (id, output) in [(&a, 1), (&a, 2), (&b, 3)] {
+        cache.append_turn(&a_turn(id, output)).await.unwrap();
+    }
+    let outputs = |turns: Vec<condense::cache::Recorded>| -> Vec<u64> {
+        turns.iter().map(|t| t.turn.bill.output).collect()
+    };
+    assert_eq!(outputs(cache.turns(&a).await.unwrap()), [1, 2]);
+    let year = Duration::from_secs(365 * 24 * 3600);
+    assert_eq!(cache.prune(year, 2).await.unwrap(), 1);
+    assert_eq!(outputs(cache.turns(&a).await.unwrap()), [2]);
+    assert_eq!(outputs(cache.turns(&b).await.unwrap()), [3]);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(cache.prune(Duration::from_millis(1), 100).await.unwrap(), 2);
+    assert!(cache.turns(&b).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_the_ledger_is_pruned_like_the_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::connect(&sqlite_url(&dir), CacheOptions::default()).await;
+    the_ledger_is_pruned_like_the_summaries(cache.unwrap()).await;
+}
+
+#[tokio::test]
+async fn postgres_the_ledger_is_pruned_like_the_summaries() {
+    let Some(db) = live::new_database("proxy_ledger::postgres_pruned").await else {
+        return;
+    };
+    let cache = Cache::connect(&db.url(), CacheOptions::default()).await;
+    the_ledger_is_pruned_like_the_summaries(cache.unwrap()).await;
+}
+
+/// A database that cannot be reached costs the turn, never the answer:
+/// the client gets the provider's answer, and the failure is counted.
+#[tokio::test]
+async fn a_ledger_that_cannot_be_written_leaves_the_answer_alone() {
+    let (url, bills) = provider().await;
+    let port = crate::support::process::unused_port();
+    let app = condense(&url, &format!("postgres://condense@127.0.0.1:{port}/none")).await;
+    let reply = turn(&app, &short()[0]).await;
+    assert_eq!(reply.json()["content"][0]["text"], "Done.");
+    assert_eq!(bills.lock().unwrap().len(), 1);
+    let failed = "condense_cache_errors_total";
+    for _ in 0..250 {
+        let metrics = get(&app, "/metrics").await.text();
+        let s = crate::support::prometheus::parse(&metrics);
+        if s.value(failed, &[("backend", "postgres"), ("operation", "ledger")]) == 1.0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the ledger's failure was never counted");
+}
