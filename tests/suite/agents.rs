@@ -14,6 +14,7 @@ use crate::support::{live, server};
 
 mod forgetting;
 mod harness;
+mod ledger;
 mod refusals;
 mod session;
 
@@ -75,6 +76,21 @@ async fn through_condense(cli: Cli) {
         "condense: no two consecutive turns carried the same summary (continuity never held)",
     );
     report(&test, &control, &through);
+    // The scripted Messages API bills by the prompt cache's rules; the
+    // Responses one (`emulator/responses.py`) does not log its bills yet.
+    if cli == Cli::ClaudeCode {
+        let totals = ledger::check(&through, &condense, &mut checks).await;
+        let _ = writeln!(
+            std::io::stderr(),
+            "{test}: ledger of {} turns in {} conversations: billed {:?}, without condense {:?}, \
+             summarizer tokens {}",
+            totals.turns,
+            totals.conversations,
+            totals.billed,
+            totals.without,
+            totals.summary_call_tokens,
+        );
+    }
     assert!(
         checks.0.is_empty(),
         "{} failed {} checks:\n- {}",

@@ -1,12 +1,13 @@
 """The scripted provider's `POST /v1/messages` and `/v1/messages/count_tokens`:
 validated (anthropic_check), then answered as Anthropic streams: message_start,
 ping, content blocks (thinking with thinking_delta + signature_delta, tool_use
-with input_json_delta, text), message_delta with usage, message_stop."""
+with input_json_delta, text), message_delta with usage, message_stop. The usage follows Anthropic's prompt
+caching rules (anthropic_cache)."""
 
 import json
 import uuid
 
-from . import binding, script, sse
+from . import anthropic_cache, binding, script, sse
 from .anthropic_check import Invalid, blocks, thinking_enabled, validate
 
 
@@ -77,8 +78,7 @@ def stream_events(message, content):
         out.append(sse.event("content_block_stop", {"type": "content_block_stop", "index": i}))
     out.append(sse.event("message_delta", {
         "type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"input_tokens": usage["input_tokens"], "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0, "output_tokens": usage["output_tokens"]}}))
+        "usage": dict(usage)}))
     out.append(sse.event("message_stop", {"type": "message_stop"}))
     return out
 
@@ -93,12 +93,13 @@ def messages(handler, body, entry):
     content, stop = plan(body, kept)
     message = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
                "model": body.get("model"), "content": content, "stop_reason": stop, "stop_sequence": None,
-               "usage": {"input_tokens": estimate_tokens(kept), "cache_creation_input_tokens": 0,
-                         "cache_read_input_tokens": 0, "output_tokens": estimate_tokens(content)}}
+               "usage": dict(anthropic_cache.bill(body), output_tokens=estimate_tokens(content))}
     if transformations:
         message["input_transformations"] = transformations
         entry["input_transformations"] = transformations
     entry["answer"] = content
+    # What was billed, as the ledger reads it (the prompt cache's rules: anthropic_cache).
+    entry["usage"] = message["usage"]
     if body.get("stream"):
         return 200, stream_events(message, content), True
     return 200, [json.dumps(message).encode()], False
