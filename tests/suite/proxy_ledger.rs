@@ -390,3 +390,71 @@ async fn a_ledger_that_cannot_be_written_leaves_the_answer_alone() {
     }
     panic!("the ledger's failure was never counted");
 }
+
+/// OpenAI's APIs count the cached part inside the input, name their fields
+/// apart, and bill reasoning inside the output: the ledger has them as
+/// billed, each under its route.
+#[tokio::test]
+async fn openai_turns_are_billed_as_chat_and_responses_say() {
+    let usage = |input: &str, output: &str| {
+        json!({input: 2006, output: 300, format!("{input}_details"): {"cached_tokens": 1920},
+               format!("{output}_details"): {"reasoning_tokens": 256}})
+    };
+    let chat = json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-2024-08-06",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                     "finish_reason": "stop"}],
+        "usage": usage("prompt_tokens", "completion_tokens")});
+    let responses = json!({"id": "resp_1", "object": "response", "model": "gpt-5-2025",
+        "status": "completed", "output": [], "usage": usage("input_tokens", "output_tokens")});
+    let app = Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(move || async move { axum::Json(chat) }),
+        )
+        .route(
+            "/v1/responses",
+            post(move || async move { axum::Json(responses) }),
+        );
+    let url = server::serve_router(app).await;
+    let config = condense::Config {
+        proxy: condense::config::ProxySettings {
+            openai_url: Some(format!("{url}/v1")),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::connect(&sqlite_url(&dir), CacheOptions::default()).await;
+    let state = condense::AppState::with_cache(config, cache.unwrap()).unwrap();
+    let app = condense::http::router(state);
+    let billed = json!({"input": 86, "cache_read": 1920, "cache_write_5m": 0,
+                        "cache_write_1h": 0, "output": 300, "reasoning": 256});
+    for (route, provider, model, body) in [
+        (
+            "/v1/chat/completions",
+            "openai",
+            "gpt-4o-2024-08-06",
+            json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}),
+        ),
+        (
+            "/v1/responses",
+            "responses",
+            "gpt-5-2025",
+            json!({"model": "gpt-5", "input": [{"role": "user", "content": "hi"}]}),
+        ),
+    ] {
+        let reply = crate::support::common::post(&app, route, &body).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let id = reply.headers["x-condense-conversation"].to_str().unwrap();
+        let ledger = ledger(&app, id, 1).await;
+        let t = &ledger["turns"][0];
+        assert_eq!(
+            (&t["route"], &t["provider"], &t["model"]),
+            (&json!(route), &json!(provider), &json!(model))
+        );
+        assert_eq!(t["billed"], billed, "{route}");
+        // Nothing before it: no cached prefix without condense either.
+        assert_eq!(t["without_condense"]["cache_read"], 0, "{route}");
+        assert_eq!(t["without_condense"]["input"], 2006, "{route}");
+    }
+}
