@@ -6,7 +6,8 @@
 //! each chunk after it was handed on and keeps only the bill, so a long
 //! answer costs no copy. What was read is recorded when the answer ends,
 //! however it ends: a client that leaves mid-stream was billed for its
-//! input all the same.
+//! input all the same. A billed turn goes to its conversation's ledger
+//! (`cache::Turn`), which [`Ledger`] reads back.
 
 mod ledger;
 mod scan;
