@@ -82,12 +82,13 @@ async fn through_condense(cli: Cli) {
         let totals = ledger::check(&through, &condense, &mut checks).await;
         let _ = writeln!(
             std::io::stderr(),
-            "{test}: ledger of {} turns in {} conversations: billed {:?}, without condense {:?}, \
-             summarizer tokens {}",
+            "{test}: ledger of {} turns in {} conversations: billed {:?}, without condense {:?} \
+             (the control was billed {:?}), summarizer tokens {}",
             totals.turns,
             totals.conversations,
             totals.billed,
             totals.without,
+            ledger::billed_by_provider(&control),
             totals.summary_call_tokens,
         );
     }

@@ -47,6 +47,24 @@ fn billed(usage: &Value) -> Value {
     })
 }
 
+/// What the provider billed a session by kind, from its own log: for the
+/// control (the client straight to the provider), the measure of the
+/// ledger's `without_condense` model.
+pub fn billed_by_provider(session: &Session) -> BTreeMap<&'static str, i64> {
+    let mut sums = BTreeMap::new();
+    let usages = session
+        .entries
+        .iter()
+        .filter(|e| e["kind"] == "provider" && e["usage"].is_object());
+    for usage in usages {
+        let bill = billed(&usage["usage"]);
+        for kind in KINDS {
+            *sums.entry(kind).or_default() += bill[kind].as_i64().unwrap_or(0);
+        }
+    }
+    sums
+}
+
 /// Checks each conversation's ledger on `condense` against the provider's
 /// bills of `through`, and sums it.
 pub async fn check(through: &Session, condense: &str, checks: &mut Checks) -> Totals {
