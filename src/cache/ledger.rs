@@ -56,6 +56,8 @@ pub struct Turn {
     pub dropped_items: u64,
     /// The summarizer's tokens on this turn (None: no summary in play).
     pub summary_call_tokens: Option<u64>,
+    /// Why condense compressed the thread (`cold_cache`); None: sent as it came.
+    pub reason: Option<String>,
 }
 
 /// A turn as read back: when it was written, and its counterfactual.
@@ -161,6 +163,7 @@ pub struct Row {
     reasoning: i64,
     dropped_items: i64,
     summary_call_tokens: Option<i64>,
+    reason: Option<String>,
     cf_input: i64,
     cf_cache_read: i64,
     cf_cache_write_5m: i64,
@@ -169,7 +172,7 @@ pub struct Row {
 
 const ROW: &str = "route, provider, model, sent_tokens, forwarded_tokens, input, cache_read, \
                    cache_write_5m, cache_write_1h, output, reasoning, dropped_items, \
-                   summary_call_tokens, cf_input, cf_cache_read, cf_cache_write_5m, \
+                   summary_call_tokens, reason, cf_input, cf_cache_read, cf_cache_write_5m, \
                    cf_cache_write_1h";
 
 fn n(v: u64) -> i64 {
@@ -210,6 +213,7 @@ impl Row {
                 },
                 dropped_items: u(self.dropped_items),
                 summary_call_tokens: self.summary_call_tokens.map(u),
+                reason: self.reason,
             },
             without_condense: Bill {
                 input: u(self.cf_input),
@@ -241,15 +245,10 @@ where
     /// from the conversation's last turn (one connection, two statements:
     /// a conversation's turns come one after another).
     pub async fn append_turn(&self, turn: &Turn) -> Result<(), CacheError> {
-        let last = format!(
-            "SELECT {} AS age_secs, cf_input + cf_cache_read + cf_cache_write_5m \
-                 + cf_cache_write_1h AS client_tokens \
-             FROM ledger WHERE conversation = $1 ORDER BY id DESC LIMIT 1",
-            DB::age_secs("at")
-        );
+        let last = last_turn::<DB>();
         let insert = format!(
             "INSERT INTO ledger (conversation, at, {ROW}) VALUES ($1, {}, $2, $3, $4, $5, $6, \
-                 $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+                 $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
             DB::NOW
         );
         let opt = |v: Option<u64>| v.map(n);
@@ -275,6 +274,7 @@ where
                 .bind(n(b.reasoning))
                 .bind(n(turn.dropped_items))
                 .bind(opt(turn.summary_call_tokens))
+                .bind(turn.reason.as_deref())
                 .bind(n(cf.input))
                 .bind(n(cf.cache_read))
                 .bind(n(cf.cache_write_5m))
@@ -284,6 +284,15 @@ where
                 .map(|_| ())
         })
         .await
+    }
+
+    /// Seconds since `conversation`'s latest turn was written, by the
+    /// database's clock (so every replica reads one clock); None without one.
+    pub async fn idle_secs(&self, conversation: &str) -> Result<Option<f64>, CacheError> {
+        let sql = last_turn::<DB>();
+        let q = sqlx::query_as::<_, Previous>(&sql).bind(conversation);
+        let last = self.call(q.fetch_optional(&self.pool)).await?;
+        Ok(last.map(|p| p.age_secs))
     }
 
     /// The unexpired turns of `conversation`, oldest first.
@@ -303,6 +312,16 @@ where
     }
 }
 
+/// The latest turn of the conversation bound as `$1`, as [`Previous`].
+fn last_turn<DB: Dialect>() -> String {
+    format!(
+        "SELECT {} AS age_secs, cf_input + cf_cache_read + cf_cache_write_5m \
+             + cf_cache_write_1h AS client_tokens \
+         FROM ledger WHERE conversation = $1 ORDER BY id DESC LIMIT 1",
+        DB::age_secs("at")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,6 +337,7 @@ mod tests {
             bill,
             dropped_items: 0,
             summary_call_tokens: None,
+            reason: None,
         }
     }
 

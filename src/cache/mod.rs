@@ -207,6 +207,7 @@ impl Cache {
         prune(ttl: Duration, max_rows: u64) -> u64 = Ok(0);
         append_turn(turn: &Turn) -> () = Ok(());
         turns(conversation: &str) -> Vec<Recorded> = Ok(Vec::new());
+        idle_secs(conversation: &str) -> Option<f64> = Ok(None);
         ping() -> () = Ok(());
         migrate() -> () = Ok(());
     }

@@ -47,6 +47,8 @@ pub enum Reason {
     Tokens,
     ContextWindow,
     Iterations,
+    /// The provider's cache was cold, and a summary due soon (`cold_cache`).
+    ColdCache,
     Forced,
     /// Nothing was due, but per-message truncation rules cut messages.
     Rules,
@@ -63,6 +65,24 @@ impl From<Trigger> for Reason {
             Trigger::Tokens => Reason::Tokens,
             Trigger::ContextWindow => Reason::ContextWindow,
             Trigger::Iterations => Reason::Iterations,
+            Trigger::ColdCache => Reason::ColdCache,
+        }
+    }
+}
+
+impl Reason {
+    /// As the API writes it (`cold_cache`), for the ledger.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Messages => "messages",
+            Reason::Tokens => "tokens",
+            Reason::ContextWindow => "context_window",
+            Reason::Iterations => "iterations",
+            Reason::ColdCache => "cold_cache",
+            Reason::Forced => "forced",
+            Reason::Rules => "rules",
+            Reason::Continued => "continued",
+            Reason::ToolResultsCleared => "tool_results_cleared",
         }
     }
 }
@@ -102,6 +122,9 @@ pub struct Compression {
     pub thinking_required: bool,
     /// Write the due turn's summary ahead, in the background ([`precompute`]).
     pub precompute: bool,
+    /// Since the conversation's last forwarded request, where known (the
+    /// proxy's ledger): past `provider_cache_ttl`, its cache is cold.
+    pub idle: Option<std::time::Duration>,
 }
 
 impl Compression {
@@ -124,6 +147,7 @@ impl Compression {
             upstream_allowed: true,
             thinking_required: true,
             precompute: false,
+            idle: None,
         }
     }
 }

@@ -12,7 +12,6 @@ use clap::{Parser, ValueEnum};
 
 mod access;
 mod cache;
-pub mod duration;
 pub mod load;
 mod providers;
 mod server;
@@ -20,6 +19,8 @@ pub mod show;
 mod upstream;
 pub mod validate;
 
+/// Lives with the profiles, the lowest layer that reads a duration (`provider_cache_ttl`).
+pub use crate::policy::duration;
 pub use access::{AccessSettings, ModelSettings};
 pub use cache::CacheSettings;
 pub use providers::{CountSettings, ProxySettings};

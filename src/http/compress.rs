@@ -84,6 +84,15 @@ super::input::thread_request! {
         /// `llm` or `hybrid` and `group_by` is not set.
         #[serde(default)]
         pub precompute: bool,
+        /// Seconds since this conversation's previous request to the
+        /// provider, by the caller's own clock (condense keeps none for
+        /// this stateless endpoint). Past the profile's
+        /// `provider_cache_ttl`, the provider's cache is cold: a summary
+        /// past `precompute_at` of the way to its trigger is written now
+        /// (`reason: cold_cache`; docs/compression.md, "A cold cache").
+        /// Absent: the cache is taken as warm.
+        #[schema(minimum = 0)]
+        pub idle_seconds: Option<u64>,
     }
 }
 
@@ -309,6 +318,7 @@ fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Re
         upstream_allowed,
         thinking_required: true,
         precompute: req.precompute,
+        idle: req.idle_seconds.map(std::time::Duration::from_secs),
     })
 }
 

@@ -1,6 +1,7 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
 mod clear;
+pub mod duration;
 mod overlay;
 mod prior;
 mod profile;

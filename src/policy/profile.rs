@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::clear::{ClearOverrides, ClearSettings};
+use super::duration::Period;
 use super::overlay::{Overlay, replaced, settings};
 use crate::thread::FieldError;
 use crate::tokens::CountSpec;
@@ -88,9 +89,23 @@ settings! {
     /// LLM. 0 turns it off. It shapes no summary: changing it changes no
     /// cache key (`compress::precompute`).
     precompute_at: f64 = 0.8, 0 .. 1;
+    /// How long the provider keeps a prompt cached (`0s`: the cold-cache
+    /// rule is off). A conversation idle longer than this since its last
+    /// forwarded request (the proxy's ledger) has a cold cache: the
+    /// provider writes its whole prefix again, so a summary past
+    /// `precompute_at` of the way to its trigger is written on that turn
+    /// (trigger `cold_cache`). The proxy takes an hour where the request's
+    /// `cache_control` asks for `ttl: "1h"`. It shapes no summary.
+    provider_cache_ttl: Period = Period::CACHE_TTL;
 }
 
-replaced!(SummaryRole, OnUpstreamError, TruncateKeep, CountSource);
+replaced!(
+    SummaryRole,
+    OnUpstreamError,
+    TruncateKeep,
+    CountSource,
+    Period
+);
 
 impl Overlay for Option<ClearSettings> {
     type Over = ClearOverrides;
@@ -137,12 +152,14 @@ pub enum SummaryRole {
 }
 
 impl Profile {
-    /// The profile as JSON without `precompute_at`, which shapes no summary:
-    /// a continuity key's seed, so moving precompute finds the same summaries.
+    /// The profile as JSON without `precompute_at` and `provider_cache_ttl`,
+    /// which shape no summary: a continuity key's seed, so moving precompute
+    /// (or the proxy's hour-long cache) finds the same summaries.
     pub fn shaping_json(&self) -> String {
         let mut v = serde_json::to_value(self).unwrap_or_default();
         if let Some(map) = v.as_object_mut() {
             map.remove("precompute_at");
+            map.remove("provider_cache_ttl");
         }
         v.to_string()
     }
@@ -194,10 +211,12 @@ mod tests {
         let on = Profile::default();
         let off = Profile {
             precompute_at: 0.0,
+            provider_cache_ttl: Period::HOUR,
             ..Profile::default()
         };
         assert_eq!(on.shaping_json(), off.shaping_json());
         assert!(!on.shaping_json().contains("precompute_at"));
+        assert!(!on.shaping_json().contains("provider_cache_ttl"));
         // Every other setting still does.
         let other = Profile {
             min_recent_messages: 7,

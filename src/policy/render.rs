@@ -74,6 +74,10 @@ pub fn render_text(v: &Verdict) -> String {
             v.iterations_since_summary,
             v.iterations_threshold.unwrap_or_default()
         ),
+        Some(Trigger::ColdCache) => format!(
+            "Summarization is due: the provider's cache is cold, and the thread is {:.0}% of the way to its next summary.",
+            v.progress() * 100.0
+        ),
         Some(Trigger::ContextWindow) => format!(
             "Summarization is due: {} tokens do not fit the context window ({} over).",
             thousands(v.total_tokens),

@@ -1,6 +1,7 @@
 //! The verdict: should this thread be summarized now, and the numbers behind it.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -125,7 +126,15 @@ impl Trigger {
             Trigger::Tokens => "tokens",
             Trigger::ContextWindow => "context_window",
             Trigger::Iterations => "iterations",
+            Trigger::ColdCache => "cold_cache",
         }
+    }
+
+    /// A summary it calls for costs no extra cache write, so no gate on
+    /// churn or payback holds it back: over the window it must be written;
+    /// on a cold cache the provider writes the whole prefix again anyway.
+    pub fn pays_at_once(self) -> bool {
+        matches!(self, Trigger::ContextWindow | Trigger::ColdCache)
     }
 }
 
@@ -141,6 +150,9 @@ pub enum Trigger {
     ContextWindow,
     /// `max_iterations_before_summary` agent iterations since the last summary.
     Iterations,
+    /// Idle past `provider_cache_ttl`, the provider's cache is cold, and the
+    /// thread has come `precompute_at` of the way to its nearest trigger.
+    ColdCache,
 }
 
 /// What would actually be sent, measured.
@@ -159,6 +171,9 @@ pub struct Assessment {
     pub gain_tokens: u64,
     /// What can be compressed at all: the summary and every message after it.
     pub compressible_tokens: u64,
+    /// Since the conversation's last forwarded request, where known (the
+    /// proxy's ledger): past `provider_cache_ttl`, the cache is cold.
+    pub idle: Option<Duration>,
 }
 
 /// Measures a thread after its last summary; the messages the summary covers
@@ -194,6 +209,7 @@ pub fn assess(
         iterations_since_summary: iterations.len() as u64,
         total_tokens: (kept + other) as u64 + summary_tokens,
         exact: count.exact,
+        idle: None,
     }
 }
 
@@ -263,18 +279,31 @@ pub struct Verdict {
 /// Applies the rules, in this order:
 /// 1. over the window (minus the reply reserve): `context_window`, always;
 /// 2. fewer than `min_recent_messages + 4` since the summary: nothing is due;
-/// 3. `messages_since_summary >= N`: `messages`;
-/// 4. `total_tokens >= K`: `tokens`;
-/// 5. `iterations_since_summary >= max_iterations_before_summary` (when set): `iterations`.
+/// 3. idle past `provider_cache_ttl` and at least `precompute_at` of the way
+///    to the nearest of N, K and iterations (both non-zero): `cold_cache`;
+/// 4. `messages_since_summary >= N`: `messages`;
+/// 5. `total_tokens >= K`: `tokens`;
+/// 6. `iterations_since_summary >= max_iterations_before_summary` (when set): `iterations`.
 pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict {
     let budget = context_window.saturating_sub(profile.response_reserve);
     let n = profile.max_messages_before_summary;
     let k = profile.max_tokens_before_summary;
     let its = profile.max_iterations_before_summary;
+    let messages_percent = percent(a.messages_since_summary, n);
+    let tokens_percent = percent(a.total_tokens, k);
+    let iterations_percent = its.map(|m| percent(a.iterations_since_summary, m));
+    // On a cold cache the provider writes the whole prefix again anyway: the
+    // one turn a summary due soon costs no extra cache write.
+    let ttl = profile.provider_cache_ttl.0;
+    let cold = !ttl.is_zero() && a.idle.is_some_and(|idle| idle > ttl);
+    let soon = profile.precompute_at > 0.0
+        && nearest(messages_percent, tokens_percent, iterations_percent) >= profile.precompute_at;
     let trigger = if a.total_tokens > budget {
         Some(Trigger::ContextWindow)
     } else if a.messages_since_summary < profile.min_recent_messages + 4 {
         None
+    } else if cold && soon {
+        Some(Trigger::ColdCache)
     } else if a.messages_since_summary >= n {
         Some(Trigger::Messages)
     } else if a.total_tokens >= k {
@@ -288,7 +317,7 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     // prefix (a K below the pinned prefix fires every turn) writes nothing.
     let gain = profile.min_summary_gain;
     let held_back = trigger
-        .filter(|t| *t != Trigger::ContextWindow)
+        .filter(|t| !t.pays_at_once())
         .filter(|_| gain > 0.0 && (a.gain_tokens as f64) < gain * a.compressible_tokens as f64)
         .map(|t| {
             format!(
@@ -307,15 +336,15 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
         trigger,
         messages_since_summary: a.messages_since_summary,
         messages_threshold: n,
-        messages_percent: percent(a.messages_since_summary, n),
+        messages_percent,
         total_tokens: a.total_tokens,
         tokens_threshold: k,
-        tokens_percent: percent(a.total_tokens, k),
+        tokens_percent,
         context_window,
         available_tokens: budget as i64 - a.total_tokens as i64,
         iterations_since_summary: a.iterations_since_summary,
         iterations_threshold: its,
-        iterations_percent: its.map(|m| percent(a.iterations_since_summary, m)),
+        iterations_percent,
         exact: a.exact,
         last_summary: None,
     }
@@ -341,11 +370,31 @@ pub fn with_provider_total(
         exact: whole_thread.is_none(),
         gain_tokens: v.gain_tokens,
         compressible_tokens: v.compressible_tokens,
+        // Stateless: the verdict of a count knows no clock.
+        idle: None,
     };
     Verdict {
         last_summary: v.last_summary.clone(),
         ..decide(profile, a, v.context_window)
     }
+}
+
+impl Verdict {
+    /// How far the thread has come to its nearest trigger (messages, tokens
+    /// or iterations; 1.0 is due): precompute and the cold-cache rule start
+    /// at `precompute_at` of it.
+    pub fn progress(&self) -> f64 {
+        nearest(
+            self.messages_percent,
+            self.tokens_percent,
+            self.iterations_percent,
+        )
+    }
+}
+
+/// The largest of the percentages, as a share.
+fn nearest(messages: f64, tokens: f64, iterations: Option<f64>) -> f64 {
+    messages.max(tokens).max(iterations.unwrap_or(0.0)) / 100.0
 }
 
 /// `used / threshold` in percent, one decimal.
@@ -374,9 +423,54 @@ mod tests {
                 exact: true,
                 gain_tokens: total,
                 compressible_tokens: total,
+                idle: None,
             },
             2000,
         )
+    }
+
+    #[test]
+    fn a_cold_cache_writes_a_summary_due_soon_that_no_gate_holds_back() {
+        let p = Profile {
+            max_messages_before_summary: 30,
+            max_tokens_before_summary: 1000,
+            min_recent_messages: 6,
+            min_summary_gain: 0.9,
+            ..Profile::default()
+        };
+        let assessed = |since: u64, idle: u64| Assessment {
+            messages_since_summary: since,
+            iterations_since_summary: 0,
+            total_tokens: 10,
+            exact: true,
+            gain_tokens: 1,
+            compressible_tokens: 10,
+            idle: Some(Duration::from_secs(idle)),
+        };
+        let at = |since: u64, idle: u64| decide(&p, assessed(since, idle), 2000);
+        // 24 of 30 messages is 0.8 of the way: due soon.
+        assert_eq!(at(24, 301).trigger, Some(Trigger::ColdCache));
+        assert!(at(24, 301).should_summarize && at(24, 301).held_back.is_none());
+        // Warm, or not due soon: nothing.
+        assert_eq!(at(24, 300).trigger, None);
+        assert_eq!(at(23, 3600).trigger, None);
+        // Due anyway on a cold turn: the gain gate does not hold it back.
+        assert_eq!(at(30, 301).trigger, Some(Trigger::ColdCache));
+        assert!(at(30, 299).held_back.is_some());
+        // `0s`, or precompute off, turns the rule off.
+        let ttl_zero = Profile {
+            provider_cache_ttl: super::super::duration::Period(Duration::ZERO),
+            ..p.clone()
+        };
+        assert_eq!(decide(&ttl_zero, assessed(24, 3600), 2000).trigger, None);
+        let no_precompute = Profile {
+            precompute_at: 0.0,
+            ..p.clone()
+        };
+        assert_eq!(
+            decide(&no_precompute, assessed(24, 3600), 2000).trigger,
+            None
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 mod bill;
 mod conversation;
 mod headers;
+mod idle;
 mod prepare;
 mod relay;
 mod thinking;

@@ -59,6 +59,9 @@ pub struct Report {
     pub drop_block: bool,
     /// The conversation's name (`conversation::id`), once its thread was read.
     pub conversation: Option<String>,
+    /// Why the thread was compressed (`cold_cache`), for the ledger; None
+    /// when it goes as it came.
+    pub reason: Option<Reason>,
 }
 
 impl Prepared {
@@ -106,7 +109,7 @@ impl Proxy {
             let limits = self.config.limits;
             cpu(move || read(format, &body, shape, limits))
         };
-        let Ok(profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
+        let Ok(mut profile) = self.profiles.resolve(options.profile.as_deref(), None) else {
             let note = "unknown x-condense-profile";
             let unchanged = Prepared::unchanged(body, Unchanged::UnknownProfile, note);
             // Under another profile, condense may have rewritten its history.
@@ -120,7 +123,10 @@ impl Proxy {
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
         let opt_out = unvouched(format, &json, &thread);
-        let conversation = Some(super::conversation::id(format, &json, &thread));
+        let conversation = super::conversation::id(format, &json, &thread);
+        super::idle::lifetime(format, &json, &mut profile);
+        let idle = self.idle(&conversation, &profile).await;
+        let conversation = Some(conversation);
         let req = Compression {
             model: json
                 .get("model")
@@ -130,6 +136,7 @@ impl Proxy {
             upstream_allowed: options.upstream_allowed,
             thinking_required: thinking_on(&json),
             precompute: true,
+            idle,
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
@@ -254,6 +261,7 @@ impl Report {
             thinking_removed: removed_thinking(&out.applied_edits),
             drop_block: false,
             conversation: None,
+            reason: out.reason.filter(|_| out.compressed && !shadow),
         }
     }
 

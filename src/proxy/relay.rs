@@ -97,6 +97,7 @@ impl Proxy {
                         bill: Bill::default(),
                         dropped_items: 0,
                         summary_call_tokens: report.summary_call_tokens,
+                        reason: report.reason.map(|r| r.as_str().to_string()),
                     },
                 });
         let metrics = self.compressor.metrics().clone();

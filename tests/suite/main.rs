@@ -12,6 +12,7 @@
 mod agents;
 mod api;
 mod cache;
+mod cold_cache;
 mod config;
 mod connections;
 mod container;

@@ -25,7 +25,7 @@ type Bills = Arc<Mutex<Vec<Value>>>;
 /// prompt of a token per 4 bytes, the previous prompt read from the cache,
 /// 3 tokens after the last breakpoint, the rest written for 5 minutes. A
 /// streamed request gets its bill in `message_start` and `message_delta`.
-async fn provider() -> (String, Bills) {
+pub(crate) async fn provider() -> (String, Bills) {
     let bills: Bills = Arc::default();
     let last = Arc::new(Mutex::new(None::<u64>));
     let seen = bills.clone();
@@ -90,7 +90,7 @@ async fn condense(provider: &str, cache_url: &str) -> Router {
     condense::http::router(state)
 }
 
-async fn turn(app: &Router, body: &Value) -> Reply {
+pub(crate) async fn turn(app: &Router, body: &Value) -> Reply {
     let req = Request::post("/v1/messages")
         .header(header::CONTENT_TYPE, "application/json")
         .header("anthropic-version", "2023-06-01")
@@ -114,7 +114,7 @@ fn header_n(reply: &Reply, name: &str) -> Value {
 
 /// The ledger once it holds `turns` turns: each is written just after its
 /// answer ends, in a task of its own.
-async fn ledger(app: &Router, id: &str, turns: usize) -> Value {
+pub(crate) async fn ledger(app: &Router, id: &str, turns: usize) -> Value {
     for _ in 0..250 {
         let reply = get(app, &format!("/v1/conversations/{id}")).await;
         if reply.status == 200 && reply.json()["turns"].as_array().unwrap().len() == turns {
@@ -168,7 +168,7 @@ async fn session(cache_url: &str, bodies: &[Value]) -> Value {
     ledger
 }
 
-fn user(text: &str) -> Value {
+pub(crate) fn user(text: &str) -> Value {
     json!({"role": "user", "content": [{"type": "text", "text": text,
                                          "cache_control": {"type": "ephemeral"}}]})
 }
@@ -261,7 +261,7 @@ async fn compressed_turns_are_set_against_the_clients_thread(cache_url: &str) {
     assert_eq!(d["output"], 0);
 }
 
-fn sqlite_url(dir: &tempfile::TempDir) -> String {
+pub(crate) fn sqlite_url(dir: &tempfile::TempDir) -> String {
     format!("sqlite://{}", dir.path().join("cache.db").display())
 }
 
@@ -330,6 +330,7 @@ fn a_turn(conversation: &str, output: u64) -> condense::cache::Turn {
         },
         dropped_items: 0,
         summary_call_tokens: None,
+        reason: None,
     }
 }
 

@@ -98,6 +98,8 @@ pub(super) struct Ask {
     upstream_allowed: bool,
     /// An active loop's final thinking must stay (see [`binding`]).
     pub thinking_required: bool,
+    /// Since the conversation's last forwarded request, where known.
+    pub idle: Option<std::time::Duration>,
 }
 
 /// The cleared thread and everything the steps read.

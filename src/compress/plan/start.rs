@@ -30,6 +30,7 @@ impl Planner {
                 .map_or(Grouping::Messages, Grouping::Iterations),
             upstream_allowed: req.upstream_allowed,
             thinking_required: req.thinking_required,
+            idle: req.idle,
         };
         let c = setup.counter;
         let warnings = std::mem::take(&mut setup.warnings);

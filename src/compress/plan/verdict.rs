@@ -26,6 +26,7 @@ impl Planner {
         let recent = p.min_recent_messages as usize;
         let last = prior.previous.as_ref().map(|s| s.last);
         let mut assessed = policy::assess(t, count, last, 0, recent);
+        assessed.idle = self.ask.idle;
         assessed.total_tokens += prior.summary_tokens as u64;
         assessed.compressible_tokens += prior.summary_tokens as u64;
         let verdict = policy::decide(p, assessed, self.setup.context_window);
@@ -49,8 +50,15 @@ impl Planner {
             self.warnings.push(DEFERRED.into());
         }
         let forced = force || matches!(self.setup.mode, Mode::Ahead { .. });
-        let hold =
-            may_wait && !bound && matches!(self.setup.mode, Mode::Hold { .. }) && fits && !force;
+        // A cold cache's summary comes now, written or swapped in: waiting
+        // for the one written ahead would put it on a warm turn.
+        let cold = verdict.trigger == Some(Trigger::ColdCache);
+        let hold = may_wait
+            && !bound
+            && !cold
+            && matches!(self.setup.mode, Mode::Hold { .. })
+            && fits
+            && !force;
         let stage = stage(&self.p, &verdict, prior.start, bound, forced);
         let reason = verdict
             .trigger
@@ -70,15 +78,7 @@ impl Planner {
 /// Where the thread stands for precompute. `bound`: deferred in a tool
 /// loop; `forced`: compressed now whatever the verdict.
 fn stage(p: &Profile, v: &policy::Verdict, start: usize, bound: bool, forced: bool) -> Stage {
-    let progress = [
-        Some(v.messages_percent),
-        Some(v.tokens_percent),
-        v.iterations_percent,
-    ]
-    .into_iter()
-    .flatten()
-    .fold(0.0, f64::max)
-        / 100.0;
+    let progress = v.progress();
     match () {
         _ if forced || p.precompute_at <= 0.0 => Stage::Quiet,
         _ if bound => Stage::Ahead { start },

@@ -34,6 +34,10 @@ pub struct LedgerTurn {
     /// The summarizer's tokens on this turn (0: a summary from the cache;
     /// null: no summary in play).
     pub summary_call_tokens: Option<u64>,
+    /// Why condense compressed the thread: the compression's `reason`
+    /// (`cold_cache`, `messages`, `continued`...); null when it went as sent.
+    #[schema(example = "cold_cache")]
+    pub reason: Option<String>,
 }
 
 /// Billed with condense minus without, kind by kind: negative is saved.
@@ -91,6 +95,7 @@ impl Ledger {
                 without_condense: r.without_condense,
                 dropped_items: r.turn.dropped_items,
                 summary_call_tokens: r.turn.summary_call_tokens,
+                reason: r.turn.reason,
             })
             .collect();
         let billed = sum(turns.iter().map(|t| &t.billed));

@@ -1,8 +1,38 @@
 //! The one syntax of every duration setting: a whole number and a unit
 //! (`500ms`, `30s`, `5m`, `2h`, `30d`). Not `humantime`'s, which also reads
-//! `1month` and compound forms: one small grammar is easier to bound.
+//! `1month` and compound forms: one small grammar is easier to bound. It
+//! lives with the profiles, the lowest layer that reads one (a profile's
+//! `provider_cache_ttl`); the configuration re-exports it.
 
 use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A duration setting of a profile, written as [`parse`] reads it (`5m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, utoipa::ToSchema)]
+#[schema(value_type = String, example = "5m")]
+pub struct Period(pub Duration);
+
+impl Period {
+    /// The provider's default prompt-cache lifetime (Anthropic's 5 minutes;
+    /// OpenAI keeps a prefix 5 to 10 minutes).
+    pub const CACHE_TTL: Period = Period(Duration::from_secs(300));
+    /// Anthropic's `ttl: "1h"`.
+    pub const HOUR: Period = Period(Duration::from_secs(3600));
+}
+
+impl Serialize for Period {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Period {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        parse(&text).map(Period).map_err(serde::de::Error::custom)
+    }
+}
 
 const UNITS: [(&str, u64); 5] = [
     ("ms", 1),
