@@ -25,6 +25,9 @@ pub const RATELIMIT_RESET: HeaderName = HeaderName::from_static("ratelimit-reset
 pub enum ApiError {
     #[error("the body is not valid JSON: {0}")]
     MalformedJson(String),
+    /// A path parameter that cannot name anything: its name, and why.
+    #[error("`{0}` in the path: {1}")]
+    MalformedPath(&'static str, &'static str),
     #[error("{0}")]
     UnsupportedMediaType(String),
     /// Answered with `Accept-Encoding: identity` (RFC 7694).
@@ -141,6 +144,7 @@ impl ApiError {
         use ProblemKind as K;
         match self {
             E::MalformedJson(_) => K::MalformedJson,
+            E::MalformedPath(..) => K::MalformedPath,
             E::UnsupportedMediaType(_) | E::UnsupportedEncoding(_) => K::UnsupportedMediaType,
             E::PayloadTooLarge { .. } | E::TooManyNodes(_) | E::ThreadTooLarge(_) => {
                 K::PayloadTooLarge
@@ -215,6 +219,8 @@ pub struct Problem {
 pub enum ProblemKind {
     #[serde(rename = "urn:condense:problem:malformed-json")]
     MalformedJson,
+    #[serde(rename = "urn:condense:problem:malformed-path")]
+    MalformedPath,
     #[serde(rename = "urn:condense:problem:unsupported-media-type")]
     UnsupportedMediaType,
     #[serde(rename = "urn:condense:problem:payload-too-large")]
@@ -257,7 +263,7 @@ impl ProblemKind {
         use ProblemKind as K;
         use StatusCode as S;
         match self {
-            K::MalformedJson => S::BAD_REQUEST,
+            K::MalformedJson | K::MalformedPath => S::BAD_REQUEST,
             K::UnsupportedMediaType => S::UNSUPPORTED_MEDIA_TYPE,
             K::PayloadTooLarge => S::PAYLOAD_TOO_LARGE,
             K::HeadTooLarge => S::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -279,6 +285,7 @@ impl ProblemKind {
         use ProblemKind as K;
         match self {
             K::MalformedJson => "Malformed JSON",
+            K::MalformedPath => "Malformed path parameter",
             K::UnsupportedMediaType => "Unsupported media type",
             K::PayloadTooLarge => "Payload too large",
             K::HeadTooLarge => "Request head too large",
@@ -309,6 +316,7 @@ impl ProblemKind {
         use ProblemKind as K;
         match self {
             K::MalformedJson => "malformed-json",
+            K::MalformedPath => "malformed-path",
             K::UnsupportedMediaType => "unsupported-media-type",
             K::PayloadTooLarge => "payload-too-large",
             K::HeadTooLarge => "head-too-large",
@@ -394,7 +402,7 @@ mod tests {
         let schema = serde_json::to_value(<ProblemKind as utoipa::PartialSchema>::schema())
             .expect("a schema is JSON");
         let urns = schema["enum"].as_array().expect("an enum of URNs");
-        assert_eq!(urns.len(), 18);
+        assert_eq!(urns.len(), 19);
         for urn in urns {
             let kind: ProblemKind = serde_json::from_value(urn.clone()).expect("a known URN");
             let slug = kind.slug();

@@ -22,8 +22,8 @@ fn well_formed(id: &str) -> bool {
 
 async fn ledger(State(app): State<AppState>, Path(id): Path<String>) -> Result<Json<Ledger>> {
     if !well_formed(&id) {
-        return Err(ApiError::field(
-            "",
+        return Err(ApiError::MalformedPath(
+            "id",
             "a conversation id is 32 lowercase hex digits, as `x-condense-conversation` gives it",
         ));
     }

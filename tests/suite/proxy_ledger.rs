@@ -294,13 +294,22 @@ async fn postgres_a_compressed_session_is_set_against_the_clients_thread() {
 }
 
 #[tokio::test]
-async fn an_unknown_conversation_is_404_a_malformed_id_422_and_no_cache_501() {
+async fn an_unknown_conversation_is_404_a_malformed_id_400_and_no_cache_501() {
     let dir = tempfile::tempdir().unwrap();
     let app = condense("http://127.0.0.1:9", &sqlite_url(&dir)).await;
     let unknown = get(&app, "/v1/conversations/0123456789abcdef0123456789abcdef").await;
     unknown.problem(404);
-    let malformed = get(&app, "/v1/conversations/not-a-conversation").await;
-    assert_eq!(malformed.pointers(), [""]);
+    let malformed = get(&app, "/v1/conversations/not-a-conversation")
+        .await
+        .problem(400);
+    assert_eq!(malformed["type"], "urn:condense:problem:malformed-path");
+    assert!(
+        malformed["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("`id` in the path"),
+        "{malformed}"
+    );
     // Without a cache nothing is kept: the ledger is off, and says so.
     let off = crate::support::common::app();
     let p = get(&off, "/v1/conversations/0123456789abcdef0123456789abcdef")
