@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A duration setting of a profile, written as [`parse`] reads it (`5m`).
+/// A duration setting of a profile: a whole number and a unit (`ms`, `s`,
+/// `m`, `h`, `d`), as `5m`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, utoipa::ToSchema)]
 #[schema(value_type = String, example = "5m")]
 pub struct Period(pub Duration);

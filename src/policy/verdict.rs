@@ -435,6 +435,7 @@ mod tests {
             max_messages_before_summary: 30,
             max_tokens_before_summary: 1000,
             min_recent_messages: 6,
+            response_reserve: 100,
             min_summary_gain: 0.9,
             ..Profile::default()
         };
