@@ -443,3 +443,37 @@ async fn anthropic_threads_start_with_a_user_turn_in_and_out() {
         "config": {"context_window": 300, "response_reserve": 0, "min_recent_messages": 2}})).await;
     assert_eq!(r.problem(422)["type"], "urn:condense:problem:does-not-fit");
 }
+
+/// A client with its own clock says how long it was idle: past the
+/// profile's `provider_cache_ttl`, a thread due soon is summarized now.
+#[tokio::test]
+async fn idle_past_the_cache_lifetime_a_summary_due_soon_is_written_now() {
+    let app = app();
+    // 25 of N = 30 messages: past `precompute_at` 0.8, not due.
+    let body = |idle: Option<u64>| {
+        let mut b = json!({"messages": chat(25), "config": {"provider_cache_ttl": "5m"}});
+        if let Some(s) = idle {
+            b["idle_seconds"] = json!(s);
+        }
+        b
+    };
+    for (idle, compressed) in [(None, false), (Some(300), false), (Some(301), true)] {
+        let out = compress(&app, &body(idle)).await;
+        assert_eq!(out["compressed"], compressed, "idle {idle:?}");
+        if compressed {
+            assert_eq!(out["reason"], "cold_cache");
+        }
+    }
+    // Not yet near its trigger: left alone however cold.
+    let far = json!({"messages": chat(15), "idle_seconds": 86_400});
+    assert_eq!(compress(&app, &far).await["compressed"], false);
+    // `0s` turns the rule off.
+    let mut off = body(Some(86_400));
+    off["config"]["provider_cache_ttl"] = json!("0s");
+    assert_eq!(compress(&app, &off).await["compressed"], false);
+    // A duration needs its unit.
+    let mut bad = body(None);
+    bad["config"]["provider_cache_ttl"] = json!("300");
+    let r = post(&app, "/v1/compress", &bad).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+}
