@@ -636,6 +636,52 @@ async function start() {
   }
 }
 
+// ------------------------------------------------------------- ledger
+
+/** Every input token of a bill, however billed. */
+const inputOf = (b) => b.input + b.cache_read + b.cache_write_5m + b.cache_write_1h;
+
+/** A proxied conversation's ledger (`GET /v1/conversations/{id}`), read only. */
+async function showLedger() {
+  const slot = $('error-conversation');
+  slot.hidden = true;
+  slot.textContent = '';
+  const view = $('ledger-view');
+  view.replaceChildren();
+  let ledger;
+  try {
+    ledger = await api('GET', `/v1/conversations/${encodeURIComponent($('conversation').value.trim())}`);
+  } catch (e) {
+    if (e instanceof Problem && e.problem.status === 401) return askForKey(e.problem);
+    const p = e instanceof Problem ? e.problem : { title: 'Error', detail: e.message };
+    slot.append(el('span', { text: `${p.title || 'Error'} (${p.status}): ${p.detail || ''}` }));
+    slot.hidden = false;
+    return;
+  }
+  const columns = ['When', 'Route', 'Sent', 'Forwarded', 'Input billed', 'Input without condense', 'Output', 'Why compressed'];
+  const head = el('tr', {}, ...columns.map((text) => el('th', { scope: 'col', text })));
+  const rows = ledger.turns.map((t, i) => el('tr', { 'data-turn': i },
+    el('td', { text: t.at }),
+    el('td', { text: t.route }),
+    el('td', { class: 'num', text: fmt(t.sent_tokens ?? '–') }),
+    el('td', { class: 'num', text: fmt(t.forwarded_tokens ?? '–') }),
+    el('td', { class: 'num', text: fmt(inputOf(t.billed)) }),
+    el('td', { class: 'num', text: fmt(inputOf(t.without_condense)) }),
+    el('td', { class: 'num', text: fmt(t.billed.output) }),
+    el('td', { text: t.reason || '–' })));
+  const { totals } = ledger;
+  const d = totals.difference.input_total;
+  view.append(
+    el('div', { class: 'scroll' }, el('table', { id: 'ledger-table', class: 'ledger' },
+      el('thead', {}, head), el('tbody', {}, ...rows))),
+    el('p', {},
+      `${fmt(totals.turns)} turns: input `, num('l-billed', inputOf(totals.billed)),
+      ' billed, ', num('l-without', inputOf(totals.without_condense)),
+      ' without condense (', num('l-difference', d),
+      d < 0 ? ' saved); summarizer ' : '); summarizer ',
+      num('l-summary', totals.summary_call_tokens), ' tokens.'));
+}
+
 async function init() {
   buildOverrides();
   $('input').addEventListener('submit', (e) => {
@@ -652,6 +698,11 @@ async function init() {
     if (!e.dataTransfer.files.length) return;
     e.preventDefault();
     loadFile(e.dataTransfer.files[0]);
+  });
+  $('ledger-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    takeKey();
+    showLedger();
   });
   if (apiKey()) $('api-key').value = apiKey();
   await start();

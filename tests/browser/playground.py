@@ -5,9 +5,11 @@ Every number the page renders is checked against the API's own answer for the
 same input, asked here independently (the request is built from the fixture
 and the page's documented defaults, not read back from the page).
 
-Usage: playground.py BASE_URL OUT_DIR [DEGRADED_BASE_URL [KEYED_BASE_URL API_KEY]]
+Usage: playground.py BASE_URL OUT_DIR [DEGRADED_BASE_URL [KEYED_BASE_URL API_KEY
+[LEDGER_BASE_URL CONVERSATION]]]
 (DEGRADED: a condense whose upstream LLM is down, to see a degraded summary;
-KEYED: a condense that needs API_KEY, to see the page ask for it)
+KEYED: a condense that needs API_KEY, to see the page ask for it; LEDGER: a
+condense with a summary cache whose ledger holds CONVERSATION's turns)
 Prints one JSON object (the page weight, the screenshots) and exits 0, or
 fails with an AssertionError that says what differed.
 """
@@ -31,6 +33,8 @@ BASE = sys.argv[1].rstrip("/")
 OUT = pathlib.Path(sys.argv[2])
 DEGRADED = sys.argv[3].rstrip("/") if len(sys.argv) > 3 else None
 KEYED, KEY = (sys.argv[4].rstrip("/"), sys.argv[5]) if len(sys.argv) > 5 else (None, None)
+LEDGER, CONVERSATION = (sys.argv[6].rstrip("/"), sys.argv[7]) if len(sys.argv) > 7 else (None, None)
+INPUT_KINDS = ["input", "cache_read", "cache_write_5m", "cache_write_1h"]
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "data" / "threads"
 # Generous: a loaded 2-core CI machine; nothing here measures time.
 WAIT = 300
@@ -418,6 +422,56 @@ def main():
         opened = FIXTURES / "small-01.anthropic.json"
         assert settle(driver, lambda: driver.find_element(By.ID, "file").send_keys(str(opened))) == "done"
         check_against_api(driver, "small-01.anthropic")
+
+        # The ledger view: without a summary cache there is none, as the API says (501).
+        driver.find_element(By.ID, "conversation").send_keys("0" * 32)
+        driver.find_element(By.ID, "show-ledger").click()
+        WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "error-conversation").is_displayed())
+        assert "(501)" in driver.find_element(By.ID, "error-conversation").text
+        assert severe(driver, allowed=["status of 501"]) == [], severe(driver)
+
+        if LEDGER:
+            # A conversation's turns, as the API answers them; a malformed id refused (400).
+            driver.get(LEDGER + "/playground")
+            WebDriverWait(driver, WAIT).until(
+                lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "done"
+            )
+            conversation = driver.find_element(By.ID, "conversation")
+            conversation.send_keys("not-a-conversation")
+            driver.find_element(By.ID, "show-ledger").click()
+            WebDriverWait(driver, WAIT).until(lambda d: d.find_element(By.ID, "error-conversation").is_displayed())
+            assert "(400)" in driver.find_element(By.ID, "error-conversation").text
+            conversation.clear()
+            conversation.send_keys(CONVERSATION)
+            driver.find_element(By.ID, "show-ledger").click()
+            WebDriverWait(driver, WAIT).until(lambda d: d.find_elements(By.ID, "ledger-table"))
+            assert not driver.find_element(By.ID, "error-conversation").is_displayed()
+            status, ledger = api("GET", f"/v1/conversations/{CONVERSATION}", base=LEDGER)
+            assert status == 200, ledger
+            rows = driver.find_elements(By.CSS_SELECTOR, "#ledger-table tbody tr")
+            assert len(rows) == len(ledger["turns"]), (len(rows), ledger)
+            count = lambda text: int(text.replace(",", ""))
+            for row, turn in zip(rows, ledger["turns"]):
+                cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+                assert cells[0] == turn["at"] and cells[1] == turn["route"], (cells, turn)
+                assert count(cells[2]) == turn["sent_tokens"] and count(cells[3]) == turn["forwarded_tokens"]
+                assert count(cells[4]) == sum(turn["billed"][k] for k in INPUT_KINDS), (cells, turn)
+                assert count(cells[5]) == sum(turn["without_condense"][k] for k in INPUT_KINDS), (cells, turn)
+                assert count(cells[6]) == turn["billed"]["output"]
+                assert cells[7] == (turn["reason"] or "–"), (cells, turn)
+            totals = ledger["totals"]
+            assert number(driver, "l-billed") == sum(totals["billed"][k] for k in INPUT_KINDS)
+            assert number(driver, "l-without") == sum(totals["without_condense"][k] for k in INPUT_KINDS)
+            assert number(driver, "l-difference") == totals["difference"]["input_total"]
+            assert number(driver, "l-summary") == totals["summary_call_tokens"]
+            driver.execute_script("document.getElementById('ledger').scrollIntoView()")
+            shots.append(str(OUT / "ledger.png"))
+            driver.save_screenshot(shots[-1])
+            assert severe(driver, allowed=["status of 400"]) == [], severe(driver)
+            driver.get(BASE + "/playground?example=small-01.anthropic")
+            WebDriverWait(driver, WAIT).until(
+                lambda d: d.find_element(By.ID, "status").get_attribute("data-state") == "done"
+            )
 
         if DEGRADED:
             # The upstream LLM is down: the page says the summary is degraded, with the API's warnings.

@@ -39,6 +39,42 @@ async fn the_page_shows_what_the_api_answers() {
     })
     .await;
 
+    // A fourth with a summary cache, whose ledger holds two turns of one conversation.
+    let dir = tempfile::tempdir().unwrap();
+    let cache_url = format!("sqlite://{}", dir.path().join("cache.db").display());
+    let ledgered = server::serve(condense::Config {
+        cache: condense::config::CacheSettings {
+            database_url: Some(cache_url.clone()),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .await;
+    const CONVERSATION: &str = "0123456789abcdef0123456789abcdef";
+    let cache = condense::cache::Cache::connect(&cache_url, Default::default())
+        .await
+        .expect("the cache opens");
+    for (sent, forwarded, reason) in [(9_000, 9_000, None), (12_000, 2_500, Some("cold_cache"))] {
+        let turn = condense::cache::Turn {
+            conversation: CONVERSATION.into(),
+            route: "/v1/messages",
+            provider: "anthropic",
+            model: Some("claude-scripted".into()),
+            sent_tokens: Some(sent),
+            forwarded_tokens: Some(forwarded),
+            bill: condense::cache::Bill {
+                input: 3,
+                cache_write_5m: forwarded + 100,
+                output: 40,
+                ..Default::default()
+            },
+            dropped_items: 0,
+            summary_call_tokens: reason.map(|_| 0),
+            reason: reason.map(str::to_string),
+        };
+        cache.append_turn(&turn).await.expect("a turn is written");
+    }
+
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("playground");
     let run = tokio::task::spawn_blocking(move || {
@@ -49,6 +85,8 @@ async fn the_page_shows_what_the_api_answers() {
             .arg(&degraded)
             .arg(&keyed)
             .arg(KEY)
+            .arg(&ledgered)
+            .arg(CONVERSATION)
             .output()
             .expect("python3 runs")
     })
