@@ -240,7 +240,9 @@ fn valid_and_fits(t: &Thread, out: &compress::Outcome, budget: usize) -> Result<
 /// preceded (`compress::binding`).
 fn unpaired(m: &Message, input: &Message) -> bool {
     let mut raw = input.raw.clone();
-    raw.as_object_mut().map(|o| o.shift_remove("id"));
+    if let Some(o) = raw.as_object_mut() {
+        o.shift_remove("id");
+    }
     input.raw.get("id").is_some() && m.raw == raw && m.parts == input.parts
 }
 

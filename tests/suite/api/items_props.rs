@@ -182,7 +182,9 @@ fn bytes(v: &Value) -> String {
 /// `v` without its `id`.
 fn without_id(v: &Value) -> Value {
     let mut v = v.clone();
-    v.as_object_mut().map(|o| o.shift_remove("id"));
+    if let Some(o) = v.as_object_mut() {
+        o.shift_remove("id");
+    }
     v
 }
 
