@@ -52,7 +52,10 @@ impl Turn<'_> {
     pub fn removed(&self) -> usize {
         let thinking = self.condense("x-condense-thinking").unwrap_or_default();
         let n = thinking.strip_prefix("removed=").unwrap_or_default();
-        n.split(';').next().and_then(|n| n.parse().ok()).unwrap_or(0)
+        n.split(';')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
     }
     /// Milliseconds from the relay forwarding to the provider receiving.
     pub fn added_ms(&self) -> Option<f64> {
