@@ -89,12 +89,10 @@ impl Plan {
         }
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
-        let stripped = unbound.removed_turns - unbound.dropped_turns;
-        if stripped > 0 {
-            self.planner.warnings.push(format!(
-                "removed the thinking of {stripped} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix"
-            ));
-        }
+        let format = self.planner.t.format;
+        self.planner
+            .warnings
+            .extend(unbound.removed_warning(format));
         self.planner.warnings.extend(unbound.dropped_warning());
         let out = Thread {
             messages,
