@@ -689,6 +689,40 @@ def summarize(recs):
     return s
 
 
+def worst_length(recs, base):
+    """The session length (truncated after each turn) where `recs` costs the
+    most more than `none` did over the same turns: (turn, dollars, percent);
+    turn None when no length costs more (a difference under a millionth of a
+    dollar is rounding)."""
+    worst, spent, spent_none = (None, 0.0, 0.0), 0.0, 0.0
+    for r, b in zip(recs, base):
+        spent += r["cost"] + r["summarizer_cost"]
+        spent_none += b["cost"] + b["summarizer_cost"]
+        diff = spent - spent_none
+        rel = diff / spent_none * 100 if spent_none else 0.0
+        if diff > 1e-6 and (worst[0] is None or rel > worst[2]):
+            worst = (r["turn"], diff, rel)
+    return worst
+
+
+def print_lengths(fmt, model, sessions, modes, results):
+    """Per session and mode: the whole session vs `none`, and its worst length."""
+    print(f"\n{fmt} ({model}): every session length (the session truncated after each turn) vs none")
+    print("| session | mode | turns | whole session vs none | worst length: turn | its difference $ | vs none |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name in sessions:
+        base = results[(fmt, name, "none")]
+        spent_none = sum(b["cost"] + b["summarizer_cost"] for b in base)
+        for mode in modes:
+            recs = results[(fmt, name, mode)]
+            if mode == "none" or not recs:
+                continue
+            spent = sum(r["cost"] + r["summarizer_cost"] for r in recs)
+            turn, diff, rel = worst_length(recs, base)
+            where = "never dearer | | " if turn is None else f"{turn} | {diff:+.4f} | {rel:+.1f}%"
+            print(f"| {name} | {mode} | {len(recs)} | {(spent / spent_none - 1) * 100:+.1f}% | {where} |")
+
+
 def kt(n):
     return f"{n / 1000:,.1f}k"
 
@@ -789,6 +823,13 @@ def report(args, fmts, sessions, modes, results):
         base_tot = next((r[2] for r in rows if r[0] == "**total**" and r[1] == "none"), None)
         rows = [(a, b, c, base_tot if a == "**total**" else d) for a, b, c, d in rows]
         print_table(f"{fmt} ({model})", rows)
+        print_lengths(fmt, model, sessions, modes, results)
+        for name in sessions:
+            turn, diff, rel = worst_length(results.get((fmt, name, "default")) or [], results[(fmt, name, "none")])
+            if results.get((fmt, name, "default")):
+                verdicts.append(f"{fmt} {name}: default " + ("costs no more than none at every session length"
+                                if turn is None else f"LOSES at some length: after turn {turn}, "
+                                f"{diff:+.4f} dollars ({rel:+.1f}%) vs none"))
     print()
     for v in verdicts:
         print(v)

@@ -2,6 +2,7 @@
 
 mod clear;
 mod overlay;
+mod payback;
 mod prior;
 mod profile;
 mod profiles;
