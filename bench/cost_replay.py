@@ -43,8 +43,9 @@ Modes, each against a fresh condense (its own empty summary cache):
   precompute  through condense, a profile with `precompute_at = 0.8` (shown
               as unavailable when this condense rejects the field);
   every-turn  through condense, `max_messages_before_summary = 1`,
-              `min_summary_gain = 0`: a new summary whenever anything is due
-              (from min_recent_messages + 4 messages on).
+              `min_summary_gain = 0`, `max_payback_turns = 1000000`: a new
+              summary whenever anything is due and it makes the prompt
+              smaller (from min_recent_messages + 4 messages on).
 
 The recording provider (a threaded http.server in this process) answers each
 request at once with a short assistant text and `usage`, records the body
@@ -108,9 +109,13 @@ message differs from the previous turn's), the summarizer's dollars,
 condense's added latency per turn (client round trip minus the provider's
 own time, p50/p99; `none` shows the floor, the direct hop), and turns over
 the model's window (`none` past the window: the provider would refuse
-those; priced as if it had not). Then the issue's bar for the default
+those; priced as if it had not). Then every session length: per
+session and mode, the session truncated after each of its turns, and the
+length where it costs the most more than `none` over the same turns (the
+turn, the dollars, the percent; "never dearer" when no length does: a
+session may end on any turn). Then the issue's bars for the default
 profile: cheaper than `none` on every session longer than the window, at
-most 5% dearer on the others.
+most 5% dearer on the others; and no session length dearer than `none`.
 """
 
 import argparse
@@ -148,7 +153,8 @@ MODES = ["none", "default", "precompute", "every-turn"]
 PROFILES = {
     "default": None,
     "precompute": "[profiles.precompute]\nprecompute_at = 0.8\n",
-    "every-turn": "[profiles.every-turn]\nmax_messages_before_summary = 1\nmin_summary_gain = 0\n",
+    "every-turn": "[profiles.every-turn]\nmax_messages_before_summary = 1\nmin_summary_gain = 0\n"
+                  "max_payback_turns = 1000000\n",
 }
 SUMMARY_MARK = "[Context Summary"
 

@@ -10,7 +10,7 @@
 //! are not counted: the verdict does not know which writer, or which
 //! model's prices, the summary will get.
 
-use super::verdict::Assessment;
+use super::assess::Assessment;
 use crate::tokens::CachePrices;
 
 /// A prompt shorter than this is not cached by either provider (Anthropic's
@@ -23,7 +23,9 @@ pub(super) struct Payback {
     /// What the summary rewrites, as what can be compressed (P - Q).
     pub before: u64,
     /// Its estimated size after the summary (P' - Q): the newest messages
-    /// kept and the summary, at most `max_summary_tokens`.
+    /// kept and the summary, at its writer's bound: at most
+    /// `max_summary_tokens`, and at most the previous summary and half the
+    /// new span (the heuristic's own bound; an LLM is asked for no more).
     pub after: u64,
     /// X: the summary's turn's extra cost.
     pub extra: f64,
@@ -41,9 +43,9 @@ impl Payback {
             false => cache,
         };
         let before = a.compressible_tokens;
-        let span = a.gain_tokens + a.summary_tokens;
-        let kept = before.saturating_sub(span);
-        let after = kept + max_summary.min(span);
+        let kept = before.saturating_sub(a.gain_tokens + a.summary_tokens);
+        let summary = max_summary.min(a.summary_tokens + a.gain_tokens / 2);
+        let after = kept + summary;
         Self {
             before,
             after,
@@ -135,6 +137,17 @@ mod tests {
         let p = Payback::estimate(&a, 2_000, ANTHROPIC);
         assert_eq!(p.turns(), None);
         assert!(!p.pays_within(1_000_000));
+    }
+
+    #[test]
+    fn a_small_span_is_counted_at_half_its_size() {
+        // 4,000 tokens, 1,000 kept: the summary is at most 1,500, not 2,000.
+        let p = Payback::estimate(&due(4_000, 1_000), 2_000, GPT_4O);
+        assert_eq!(p.after, 2_500);
+        // An extension: the previous summary's 600 tokens and half the rest.
+        let mut a = due(4_000, 1_000);
+        (a.summary_tokens, a.gain_tokens) = (600, 2_400);
+        assert_eq!(Payback::estimate(&a, 2_000, GPT_4O).after, 2_800);
     }
 
     #[test]

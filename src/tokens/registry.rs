@@ -27,14 +27,16 @@ pub struct ModelSpec {
     #[schema(required = true, exclusive_minimum = 0, maximum = 10)]
     pub calibration: f64,
     /// A cached input token's price (a prompt-cache read), as a multiple of
-    /// the input price; absent: the family's ([`CachePrices::of_family`]).
+    /// the input price; absent: the family's (anthropic 0.1, openai 0.5,
+    /// any other 1: no cache).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(exclusive_minimum = 0, maximum = 10)]
+    #[schema(nullable = false, exclusive_minimum = 0, maximum = 10)]
     pub cache_read: Option<f64>,
     /// A token written into the prompt cache, as a multiple of the input
-    /// price (Anthropic's 5-minute cache: 1.25); absent: the family's.
+    /// price; absent: the family's (anthropic 1.25, the 5-minute cache; any
+    /// other 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(exclusive_minimum = 0, maximum = 10)]
+    #[schema(nullable = false, exclusive_minimum = 0, maximum = 10)]
     pub cache_write: Option<f64>,
 }
 
