@@ -179,6 +179,11 @@ fn profile(s: &Settings) -> Profile {
         summary_role: SummaryRole::User,
         llm_min_tokens: 4000,
         on_upstream_error: OnUpstreamError::Fallback,
+        // A summary whenever one is due and makes the prompt smaller, as
+        // before the payback rule: held back under gpt-4o's cache prices,
+        // too few of these short threads would be summarized (and
+        // continued) for the properties to say much.
+        max_payback_turns: 1_000_000,
         ..Profile::default()
     }
 }
