@@ -241,7 +241,6 @@ impl Sections {
         }
         self.requests.cap(caps.requests, true);
         self.stated.cap(caps.stated, false);
-        self.files.cap(caps.files, false);
         self.commands.cap(caps.commands, false);
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
@@ -269,6 +268,20 @@ impl Sections {
             .state
             .as_deref()
             .map(|s| fit(s, Size::Chars(caps.text * 2), How::Telling));
+        // A path a kept request, command, error or statement says is not
+        // listed again: its room goes to one said nowhere else.
+        let said: Vec<&String> = [
+            &self.requests,
+            &self.commands,
+            &self.errors,
+            &self.stated,
+            &self.decisions,
+        ]
+        .into_iter()
+        .flat_map(|l| &l.items)
+        .collect();
+        self.files.retain(|f| !said.iter().any(|i| i.contains(f)));
+        self.files.cap(caps.files, false);
         self.earlier = self
             .earlier
             .as_deref()

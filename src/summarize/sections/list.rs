@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::salience::score;
+use super::super::salience::item_score;
 
 /// A list in first-seen order, without duplicates, counting what caps left out.
 #[derive(Debug, Clone, Default)]
@@ -79,8 +79,27 @@ impl List {
         }
     }
 
+    /// Keeps the items `keep` holds to (neither left out nor counted:
+    /// another part of the summary says them).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        let old = self.older.map_or(0, |(old, _)| old);
+        let (mut i, mut gone_older) = (0, 0);
+        self.items.retain(|item| {
+            i += 1;
+            let kept = keep(item);
+            gone_older += usize::from(!kept && i <= old);
+            kept
+        });
+        if let Some((old, _)) = &mut self.older {
+            *old -= gone_older;
+        }
+        if !self.commands.is_empty() {
+            self.reindex();
+        }
+    }
+
     /// Keeps `cap` items (and the first, the task, when `keep_first`): the
-    /// most telling ([`score`]) of each of `cap` equal stretches of the span,
+    /// most telling ([`item_score`]) of each of `cap` equal stretches of the span,
     /// an older summary's items weighted by what they stood for.
     pub fn cap(&mut self, cap: usize, keep_first: bool) {
         let n = self.items.len();
@@ -93,7 +112,7 @@ impl List {
             keep[0] = true;
             left -= 1;
         }
-        let scores: Vec<u32> = self.items.iter().map(|i| score(i)).collect();
+        let scores: Vec<u32> = self.items.iter().map(|i| item_score(i)).collect();
         let (old, stands_for) = self.older.unwrap_or((0, 0));
         let old = old.min(n);
         let stands_for = stands_for.max(old) as f64;
