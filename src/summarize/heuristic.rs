@@ -64,8 +64,9 @@ pub fn heuristic(
     )
 }
 
-/// Whether `text` is in the heuristic's format (its sections parse back).
-fn heuristic_text(text: &str) -> bool {
+/// Whether `text` is in the heuristic's format (its sections parse back):
+/// an extension appends to it.
+pub(super) fn appends(text: &str) -> bool {
     text.trim_start().starts_with("### ")
 }
 
@@ -78,7 +79,7 @@ fn fitted(
     most: usize,
     count: impl Fn(&str) -> usize,
 ) -> String {
-    if let Some(prior) = prior.filter(|p| heuristic_text(p)) {
+    if let Some(prior) = prior.filter(|p| appends(p)) {
         let new = extracted.clone().without(&Sections::parse(prior));
         let appended = match new.is_empty() {
             // Nothing new: the previous summary as it is.
@@ -99,6 +100,11 @@ fn fitted(
 /// a small bound.
 pub(super) fn afresh(limit: usize) -> usize {
     limit - (ROUNDS * (MIN_ADDENDUM + 1)).min(limit / 8)
+}
+
+/// Whether `content` extends a previous summary (it ends with an addendum).
+pub(super) fn extended(content: &str) -> bool {
+    content.contains(&format!("\n### {SINCE}\n"))
 }
 
 /// Tokens `content` (as the heuristic wrote it in `limit`) may take once

@@ -25,8 +25,7 @@ use serde::{Deserialize, Serialize};
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, shrink};
 pub use iterations::{
-    IterationSummary, refit as refit_injection, refolded as injection_refolded,
-    summaries as iteration_summaries,
+    IterationSummary, refit as refit_injection, summaries as iteration_summaries,
 };
 pub use receipt::ALSO;
 pub use request::{
@@ -36,6 +35,16 @@ pub use service::SummaryService;
 pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 
 pub(crate) use crate::tokens::cancel::cpu;
+
+/// Whether `content`, written to extend `prior`, re-folded it: where its
+/// writer appends (an injection's list, the heuristic's sections), it does
+/// not start with `prior` byte for byte, so a provider's prompt cache
+/// misses from there. An LLM's or a hybrid's summary is rewritten each time.
+pub fn refolded(prior: &str, content: &str) -> bool {
+    let appends = |t: &str| heuristic::appends(t) && !t.contains(hybrid::NARRATIVE);
+    let sections = appends(prior) && appends(content);
+    (iterations::lists(prior) || sections) && !content.starts_with(prior.trim_end())
+}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
