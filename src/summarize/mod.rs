@@ -14,6 +14,7 @@ mod iterations;
 pub mod llm;
 mod pattern;
 pub mod receipt;
+mod refold;
 mod request;
 mod salience;
 mod sections;
@@ -28,6 +29,7 @@ pub use iterations::{
     IterationSummary, refit as refit_injection, summaries as iteration_summaries,
 };
 pub use receipt::ALSO;
+pub use refold::refolded;
 pub use request::{
     AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };
@@ -35,16 +37,6 @@ pub use service::SummaryService;
 pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 
 pub(crate) use crate::tokens::cancel::cpu;
-
-/// Whether `content`, written to extend `prior`, re-folded it: where its
-/// writer appends (an injection's list, the heuristic's sections), it does
-/// not start with `prior` byte for byte, so a provider's prompt cache
-/// misses from there. An LLM's or a hybrid's summary is rewritten each time.
-pub fn refolded(prior: &str, content: &str) -> bool {
-    let appends = |t: &str| heuristic::appends(t) && !t.contains(hybrid::NARRATIVE);
-    let sections = appends(prior) && appends(content);
-    (iterations::lists(prior) || sections) && !content.starts_with(prior.trim_end())
-}
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]

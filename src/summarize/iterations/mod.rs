@@ -227,6 +227,7 @@ fn rolling_entry(rest: &str) -> Option<Rolling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summarize::refolded;
 
     #[test]
     fn groups_are_runs() {
