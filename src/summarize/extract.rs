@@ -179,7 +179,7 @@ fn scan(s: &mut Sections, text: &str, output: bool) {
     lines.dedup();
     for line in lines {
         for c in path.captures_iter(text[line].trim()) {
-            s.files.push(&c[1]);
+            s.files.push_seen(&c[1]);
         }
     }
 }

@@ -3,9 +3,11 @@
 //! then` (the same sections, only what the previous summary does not say),
 //! so each round's summary starts with the previous one byte for byte and a
 //! provider's prompt cache keeps hitting (issue 36), each addendum in a
-//! [`ROUNDS`]th of the room left. Only when the bound has no room left, or
+//! [`ROUNDS`]th of the room left. A summary written afresh leaves room for
+//! that many addenda ([`afresh`]). Only when the bound has no room left, or
 //! the new span says more than half the bound holds, are the sections
-//! merged and re-fitted (a re-fold), as before.
+//! merged and re-fitted (a re-fold, leaving the same room), and the answer
+//! says so ([`refolded`](super::refolded)).
 
 use super::extract::extract;
 use super::fit::{How, Size, fit, span_tokens};
@@ -100,11 +102,6 @@ fn fitted(
 /// a small bound.
 pub(super) fn afresh(limit: usize) -> usize {
     limit - (ROUNDS * (MIN_ADDENDUM + 1)).min(limit / 8)
-}
-
-/// Whether `content` extends a previous summary (it ends with an addendum).
-pub(super) fn extended(content: &str) -> bool {
-    content.contains(&format!("\n### {SINCE}\n"))
 }
 
 /// Tokens `content` (as the heuristic wrote it in `limit`) may take once

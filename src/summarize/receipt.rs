@@ -13,7 +13,7 @@ use super::heuristic;
 use super::hybrid::NARRATIVE;
 use super::iterations::HEADER as ITERATIONS;
 use super::sections::{Caps, Sections};
-use super::{Fidelity, Strategy, SummaryRequest, Writer};
+use super::{Fidelity, SummaryRequest, Writer};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -62,7 +62,7 @@ pub(super) async fn repaired(
                 // In the room the heuristic left: the next rounds' stays free.
                 let room =
                     heuristic::repair_bound(&content, req.settings.limit, |s| c.text(s).tokens);
-                repair_heuristic(&content, &anchors, limit.min(room), &c)
+                repair(&content, &anchors, limit.min(room), &c)
             }
             _ => repair_written(&content, &anchors, limit, &c),
         }
@@ -144,35 +144,6 @@ pub fn repair(
         skipped += 1;
     }
     (content.to_string(), check(anchors, content))
-}
-
-/// The heuristic's summary repaired: when the missing lines do not fit
-/// beside it, a summary written afresh is re-fitted by its own rules into
-/// less (by at most a sixteenth of the limit) if that holds more; an
-/// extended one keeps its bytes (the prompt cache).
-fn repair_heuristic(
-    content: &str,
-    anchors: &Anchors,
-    limit: usize,
-    c: &Counter<'_>,
-) -> (String, Fidelity) {
-    let (text, f) = repair(content, anchors, limit, c);
-    if f.missing == 0 || heuristic::extended(content) {
-        return (text, f);
-    }
-    let whole = Forms::of(content);
-    let need = lines(anchors.items.iter().filter(|a| !whole.holds(a)), c)
-        + c.text(&format!("\n\n{ALSO}\n")).tokens;
-    let room = limit.saturating_sub(need).max(limit - limit / 16);
-    if room >= c.text(content).tokens {
-        return (text, f);
-    }
-    let shrunk = heuristic::shrink(content, Strategy::Heuristic, room, c);
-    let (shorter, g) = repair(&shrunk, anchors, limit, c);
-    match g.kept + g.added > f.kept + f.added {
-        true => (shorter, g),
-        false => (text, f),
-    }
 }
 
 /// A model's summary repaired: when the missing lines do not fit beside it,

@@ -17,6 +17,9 @@ pub struct List {
     /// After [`List::merge`]: the leading items a previous summary gave, and
     /// how many items they stand for.
     older: Option<(usize, usize)>,
+    /// Items only seen (a path in a tool's output), never acted on: the
+    /// first a cap leaves out.
+    seen_only: HashSet<String>,
 }
 
 /// Equal when they show the same items and count the same left out.
@@ -29,8 +32,30 @@ impl PartialEq for List {
 impl List {
     pub fn push(&mut self, item: impl Into<String>) {
         let item = item.into();
+        self.seen_only.remove(&item);
         if !item.is_empty() && self.seen.insert(item.clone()) {
             self.items.push(item);
+        }
+    }
+
+    /// These items but those `old` shows, and what they left out.
+    pub fn without(self, old: &List) -> List {
+        let mut out = List::default();
+        for item in self.items.into_iter().filter(|i| !old.items.contains(i)) {
+            match self.seen_only.contains(&item) {
+                true => out.push_seen(&item),
+                false => out.push(item),
+            }
+        }
+        out.more = self.more;
+        out
+    }
+
+    /// Lists `item` as only seen (see `seen_only`), unless it is listed.
+    pub fn push_seen(&mut self, item: &str) {
+        if !item.is_empty() && self.seen.insert(item.to_string()) {
+            self.items.push(item.to_string());
+            self.seen_only.insert(item.to_string());
         }
     }
 
@@ -112,7 +137,15 @@ impl List {
             keep[0] = true;
             left -= 1;
         }
-        let scores: Vec<u32> = self.items.iter().map(|i| item_score(i)).collect();
+        // What was only seen tells nothing beside what was acted on.
+        let scores: Vec<u32> = self
+            .items
+            .iter()
+            .map(|i| match self.seen_only.contains(i) {
+                true => 0,
+                false => item_score(i),
+            })
+            .collect();
         let (old, stands_for) = self.older.unwrap_or((0, 0));
         let old = old.min(n);
         let stands_for = stands_for.max(old) as f64;
@@ -202,6 +235,12 @@ impl List {
         }
         self.older = Some((self.items.len(), stands_for));
         let commands = !self.commands.is_empty() || !newer.commands.is_empty();
+        for item in &newer.items {
+            if !newer.seen_only.contains(item) {
+                self.seen_only.remove(item);
+            }
+        }
+        self.seen_only.extend(newer.seen_only);
         for item in newer.items {
             self.seen.insert(item.clone());
             self.items.push(item);
