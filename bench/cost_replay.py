@@ -43,8 +43,9 @@ Modes, each against a fresh condense (its own empty summary cache):
   precompute  through condense, a profile with `precompute_at = 0.8` (shown
               as unavailable when this condense rejects the field);
   every-turn  through condense, `max_messages_before_summary = 1`,
-              `min_summary_gain = 0`: a new summary whenever anything is due
-              (from min_recent_messages + 4 messages on).
+              `min_summary_gain = 0`, `max_payback_turns = 1000000`: a new
+              summary whenever anything is due and it makes the prompt
+              smaller (from min_recent_messages + 4 messages on).
 
 The recording provider (a threaded http.server in this process) answers each
 request at once with a short assistant text and `usage`, records the body
@@ -108,9 +109,13 @@ message differs from the previous turn's), the summarizer's dollars,
 condense's added latency per turn (client round trip minus the provider's
 own time, p50/p99; `none` shows the floor, the direct hop), and turns over
 the model's window (`none` past the window: the provider would refuse
-those; priced as if it had not). Then the issue's bar for the default
+those; priced as if it had not). Then every session length: per
+session and mode, the session truncated after each of its turns, and the
+length where it costs the most more than `none` over the same turns (the
+turn, the dollars, the percent; "never dearer" when no length does: a
+session may end on any turn). Then the issue's bars for the default
 profile: cheaper than `none` on every session longer than the window, at
-most 5% dearer on the others.
+most 5% dearer on the others; and no session length dearer than `none`.
 """
 
 import argparse
@@ -148,7 +153,8 @@ MODES = ["none", "default", "precompute", "every-turn"]
 PROFILES = {
     "default": None,
     "precompute": "[profiles.precompute]\nprecompute_at = 0.8\n",
-    "every-turn": "[profiles.every-turn]\nmax_messages_before_summary = 1\nmin_summary_gain = 0\n",
+    "every-turn": "[profiles.every-turn]\nmax_messages_before_summary = 1\nmin_summary_gain = 0\n"
+                  "max_payback_turns = 1000000\n",
 }
 SUMMARY_MARK = "[Context Summary"
 
@@ -689,6 +695,40 @@ def summarize(recs):
     return s
 
 
+def worst_length(recs, base):
+    """The session length (truncated after each turn) where `recs` costs the
+    most more than `none` did over the same turns: (turn, dollars, percent);
+    turn None when no length costs more (a difference under a millionth of a
+    dollar is rounding)."""
+    worst, spent, spent_none = (None, 0.0, 0.0), 0.0, 0.0
+    for r, b in zip(recs, base):
+        spent += r["cost"] + r["summarizer_cost"]
+        spent_none += b["cost"] + b["summarizer_cost"]
+        diff = spent - spent_none
+        rel = diff / spent_none * 100 if spent_none else 0.0
+        if diff > 1e-6 and (worst[0] is None or rel > worst[2]):
+            worst = (r["turn"], diff, rel)
+    return worst
+
+
+def print_lengths(fmt, model, sessions, modes, results):
+    """Per session and mode: the whole session vs `none`, and its worst length."""
+    print(f"\n{fmt} ({model}): every session length (the session truncated after each turn) vs none")
+    print("| session | mode | turns | whole session vs none | worst length: turn | its difference $ | vs none |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for name in sessions:
+        base = results[(fmt, name, "none")]
+        spent_none = sum(b["cost"] + b["summarizer_cost"] for b in base)
+        for mode in modes:
+            recs = results[(fmt, name, mode)]
+            if mode == "none" or not recs:
+                continue
+            spent = sum(r["cost"] + r["summarizer_cost"] for r in recs)
+            turn, diff, rel = worst_length(recs, base)
+            where = "never dearer | | " if turn is None else f"{turn} | {diff:+.4f} | {rel:+.1f}%"
+            print(f"| {name} | {mode} | {len(recs)} | {(spent / spent_none - 1) * 100:+.1f}% | {where} |")
+
+
 def kt(n):
     return f"{n / 1000:,.1f}k"
 
@@ -789,6 +829,13 @@ def report(args, fmts, sessions, modes, results):
         base_tot = next((r[2] for r in rows if r[0] == "**total**" and r[1] == "none"), None)
         rows = [(a, b, c, base_tot if a == "**total**" else d) for a, b, c, d in rows]
         print_table(f"{fmt} ({model})", rows)
+        print_lengths(fmt, model, sessions, modes, results)
+        for name in sessions:
+            turn, diff, rel = worst_length(results.get((fmt, name, "default")) or [], results[(fmt, name, "none")])
+            if results.get((fmt, name, "default")):
+                verdicts.append(f"{fmt} {name}: default " + ("costs no more than none at every session length"
+                                if turn is None else f"LOSES at some length: after turn {turn}, "
+                                f"{diff:+.4f} dollars ({rel:+.1f}%) vs none"))
     print()
     for v in verdicts:
         print(v)

@@ -1,15 +1,34 @@
-//! Anthropic's preserved thinking: a thinking block's signature is bound to
-//! its prefix (`system`, `tools`, every earlier message); if that changed, the
-//! API rejects the request unless it opts into `drop_block`. Condense never
-//! turns an accepted request into an error, so it:
+//! Thinking bound to its prefix (`system`, `tools`, every earlier message),
+//! one mechanism for each provider's rule ([`StaleThinking`]):
+//! - **Anthropic** (preserved thinking, `Refused`): a thinking block whose
+//!   prefix changed makes the API reject the request unless it opts into
+//!   `drop_block`, and an active loop's final turn must open with its thinking.
+//! - **OpenAI Responses** (newer models, `Dropped`): a reasoning item whose
+//!   prefix changed is dropped by the API without an error and listed in
+//!   `input_transformations` (`prefix_mismatch`): the model silently loses
+//!   it and the client pays for it. OpenAI's advice for custom compaction
+//!   (append the summary at the end) keeps nothing valid here: condense
+//!   replaces the older span, so every kept item's prefix changes anyway.
+//! - Chat Completions carries no reasoning in its input: no rule.
+//!
+//! Condense never turns an accepted request into an error, and never
+//! forwards thinking after a prefix it changed that the provider would drop
+//! unannounced, so it:
 //! 1. **defers** a new summary in an active tool loop whose final assistant
 //!    message starts with thinking, while the thread fits and what was
-//!    forwarded is known (clearing is never deferred);
+//!    forwarded is known (clearing is never deferred; Anthropic only: its
+//!    final thinking may not go);
 //! 2. **removes** ([`unbind`]) thinking of turns produced before a summary
 //!    written now, or before a reused one came into use (`in_use_from`),
 //!    the final one kept then with `drop_block` included ([`Prefix::Dropped`]);
+//!    a Responses reasoning item goes whole, and the items it preceded lose
+//!    their `id` (the API pairs an output item's id with its reasoning and
+//!    refuses the one whose reasoning is missing; `call_id` pairs results);
 //! 3. else keeps a block it may not remove or cannot judge, with
 //!    **`drop_block`** (the API then drops exactly the invalid blocks).
+//!    Responses has no such opt-in, and its drop is silent: a reasoning item
+//!    condense cannot vouch for (after a cut, a cleared text, a reused
+//!    summary whose first use is not recorded) is removed as in rule 2.
 //!
 //! What it cannot judge includes the caller's own blocks when it keeps no
 //! record of what earlier turns forwarded (continuity with no cache record:
@@ -18,21 +37,21 @@
 //! A thread forwarded as it came (shadow mode, a fallback) is judged so too
 //! ([`carries_thinking`]); only a known history defers (rule 1).
 //!
-//! With thinking off the API ignores every thinking block, so a kept turn
-//! of thinking alone would reach it empty, which it refuses (400: every
-//! message but a final assistant one needs content). Such a turn is
+//! With Anthropic's thinking off the API ignores every thinking block, so a
+//! kept turn of thinking alone would reach it empty, which it refuses (400:
+//! every message but a final assistant one needs content). Such a turn is
 //! **dropped** whole: it holds no call, so no result loses its pair, and
 //! the model reads the same conversation it would have read.
 
 use super::fit::Draft;
 use super::{AppliedEdit, Outcome};
-use crate::thread::{Clearing, Message, Part, Role, Thread, WireFormat, clear};
+use crate::thread::{Clearing, Message, Part, Role, StaleThinking, Thread, WireFormat, clear};
 use crate::tokens::Counter;
 
 /// The final assistant message of an active tool loop in `messages[..end]`
 /// (its results end the request), when it starts with thinking.
 pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
-    if !t.format.binds_thinking() {
+    if t.format.stale_thinking() != Some(StaleThinking::Refused) {
         return None;
     }
     let messages = t.messages.get(..end)?;
@@ -51,7 +70,7 @@ pub(super) fn final_thinking(t: &Thread, end: usize) -> Option<usize> {
 /// record of what earlier turns forwarded, it needs `drop_block` (thinking
 /// on): condense may have rewritten that prefix on a turn it forgot.
 pub fn carries_thinking(t: &Thread) -> bool {
-    t.format.binds_thinking() && t.messages.iter().any(Message::has_thinking)
+    t.format.stale_thinking().is_some() && t.messages.iter().any(Message::has_thinking)
 }
 
 /// `m` without its thinking blocks; None when it has none.
@@ -87,12 +106,52 @@ impl Unbound {
         })
     }
 
+    /// The warning for the turns whose stale thinking was removed, if any.
+    pub fn removed_warning(&self, format: WireFormat) -> Option<String> {
+        let n = self.removed_turns - self.dropped_turns;
+        (n > 0).then(|| match format.stale_thinking() {
+            Some(StaleThinking::Dropped) => format!(
+                "removed {n} reasoning item(s) of kept turns: a new summary precedes them, and OpenAI drops reasoning that follows a changed prefix (prefix_mismatch)"
+            ),
+            _ => format!(
+                "removed the thinking of {n} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix"
+            ),
+        })
+    }
+
     /// The warning for the turns dropped whole, if any.
     pub fn dropped_warning(&self) -> Option<String> {
         (self.dropped_turns > 0).then(|| format!(
             "dropped {} assistant turn(s) holding only thinking: with thinking off Anthropic ignores thinking blocks and refuses an empty turn",
             self.dropped_turns
         ))
+    }
+}
+
+/// The provider reads kept thinking (so it must be valid, or be dropped by
+/// it): Anthropic with thinking on (`required`); a Responses reasoning item
+/// always (the API reads it whenever its prefix is unchanged).
+fn thinking_read(format: WireFormat, required: bool) -> bool {
+    required || format.stale_thinking() == Some(StaleThinking::Dropped)
+}
+
+/// A Responses reasoning item: thinking alone, as one item.
+fn reasoning(m: &Message) -> bool {
+    m.is_item() && m.has_thinking() && m.parts.iter().all(Part::is_thinking)
+}
+
+/// Removes the `id` of the items a removed Responses reasoning item
+/// preceded (the rest of its response: calls, a message), from `items`:
+/// the API refuses an output item sent by id without its reasoning, and
+/// pairs a call's result by `call_id`. What it changes: none counted.
+fn unpair<'a>(items: impl Iterator<Item = &'a mut Message>) {
+    for m in items {
+        if m.role != Role::Assistant || m.has_thinking() {
+            break;
+        }
+        if let Some(item) = m.raw.as_object_mut() {
+            item.shift_remove("id");
+        }
     }
 }
 
@@ -114,24 +173,36 @@ pub(super) fn mark_in_place(
     c: &Counter<'_>,
 ) {
     let t = &mut outcome.thread;
-    let unvouched = required && unknown_history && carries_thinking(t);
+    let rule = t.format.stale_thinking();
+    let required = thinking_read(t.format, required);
+    // Only Anthropic has an opt-in for blocks condense cannot vouch for.
+    let unvouched =
+        rule == Some(StaleThinking::Refused) && required && unknown_history && carries_thinking(t);
     let cut = outcome.messages_truncated.iter().copied().min();
     let Some(from) = cut
         .into_iter()
         .chain(cleared_from)
         .min()
-        .filter(|_| t.format.binds_thinking())
+        .filter(|_| rule.is_some())
     else {
         outcome.thinking_drop_block = unvouched;
         return;
     };
     let (pinned, last) = (t.pinned_len(), t.messages.len().saturating_sub(1));
+    let mut out = Unbound::default();
+    // Reasoning after the change may be stale: OpenAI would drop it.
+    let stale =
+        |i: usize, m: &Message| rule == Some(StaleThinking::Dropped) && i > from && reasoning(m);
     let gone: Vec<usize> = (pinned..t.messages.len())
-        .filter(|&i| empty_without_thinking(&t.messages[i], required, i == last))
+        .filter(|&i| {
+            let m = &t.messages[i];
+            let empty = empty_without_thinking(m, required, i == last);
+            out.dropped_turns += usize::from(empty);
+            empty || stale(i, m)
+        })
         .collect();
     // What follows a dropped turn saw another prefix too.
     let from = gone.first().map_or(from, |&i| i.min(from));
-    let mut out = Unbound::default();
     for (i, m) in t.messages.iter_mut().enumerate().skip(from + 1) {
         if !m.has_thinking() || gone.binary_search(&i).is_ok() {
             continue;
@@ -152,6 +223,11 @@ pub(super) fn mark_in_place(
         }
     }
     if !gone.is_empty() {
+        for &i in &gone {
+            if reasoning(&t.messages[i]) {
+                unpair(t.messages.iter_mut().skip(i + 1));
+            }
+        }
         out.saved += gone
             .iter()
             .map(|&i| c.message(&t.messages[i]).tokens)
@@ -165,7 +241,6 @@ pub(super) fn mark_in_place(
             .messages_truncated
             .retain(|i| gone.binary_search(i).is_err());
         out.removed_turns += gone.len();
-        out.dropped_turns = gone.len();
         outcome.warnings.extend(out.dropped_warning());
         outcome.messages_dropped.extend(gone);
     }
@@ -240,21 +315,31 @@ pub(super) fn unbind(
     c: &Counter<'_>,
 ) -> Unbound {
     let mut out = Unbound::default();
-    // Only Anthropic binds thinking (a Responses reasoning item travels with its call).
-    if !format.binds_thinking() {
+    let Some(rule) = format.stale_thinking() else {
         return out;
-    }
+    };
+    let required = thinking_read(format, required);
     let positions = draft.tail_positions();
     let last = draft.tail.len().saturating_sub(1);
-    let (mut changes, mut gone) = (Vec::new(), Vec::new());
+    let (mut changes, mut gone, mut unpaired) = (Vec::new(), Vec::new(), Vec::new());
     for (p, k) in draft.tail.iter_mut().enumerate() {
         if empty_without_thinking(&k.message, required, p == last) {
             out.saved += k.tokens;
+            out.dropped_turns += 1;
             gone.push(p);
             continue;
         }
         let prefix = prefix_of(positions[p], k.index);
         let only_thinking = k.message.parts.iter().all(Part::is_thinking);
+        // A reasoning item the API may drop goes whole, reported: OpenAI
+        // has no opt-in that would keep it valid, nor an error to see.
+        if rule == StaleThinking::Dropped && prefix != Prefix::Same && reasoning(&k.message) {
+            out.saved += k.tokens;
+            out.removed_turns += 1;
+            gone.push(p);
+            unpaired.push(p + 1);
+            continue;
+        }
         // Without thinking on, every block can go, a valid one too (and a
         // final turn of thinking alone stays as it is: it may be empty).
         let valid_kept = prefix == Prefix::Same && required;
@@ -281,9 +366,11 @@ pub(super) fn unbind(
     for (was, is) in changes {
         draft.adjust_tail(was, is);
     }
+    for from in unpaired {
+        unpair(draft.tail.iter_mut().skip(from).map(|k| &mut k.message));
+    }
     draft.drop_tail(&gone);
-    out.removed_turns += gone.len();
-    out.dropped_turns = gone.len();
+    out.removed_turns += out.dropped_turns;
     out
 }
 

@@ -35,9 +35,10 @@ pub enum AppliedEdit {
         #[schema(minimum = 1)]
         cleared_input_tokens: usize,
     },
-    /// Anthropic: kept turns whose thinking was removed because a summary
-    /// written now precedes them (the signature is bound to a prefix that is
-    /// gone, see `binding`).
+    /// Kept turns whose thinking was removed because its prefix changed (a
+    /// summary, a cut or a cleared result precedes them): Anthropic would
+    /// refuse the block, OpenAI's Responses API would drop the reasoning
+    /// item unannounced (see `binding`).
     RemoveStaleThinking {
         #[schema(minimum = 1)]
         removed_thinking_turns: usize,

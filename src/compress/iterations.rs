@@ -5,7 +5,7 @@
 use std::ops::Range;
 
 use super::split;
-use crate::summarize::{SummaryRequest, SummarySettings, injection_refolded};
+use crate::summarize::{SummaryRequest, SummarySettings};
 use crate::thread::Message;
 
 pub use crate::summarize::IterationSummary;
@@ -70,10 +70,3 @@ impl Grouping {
 
 /// The summaries an injection holds.
 pub(super) use crate::summarize::iteration_summaries as summaries;
-
-/// The warning when `injection` does not extend `prior` byte for byte.
-pub(super) fn refold_warning(prior: &str, injection: &str) -> Option<String> {
-    injection_refolded(prior, injection).then(|| {
-        "per-iteration summaries: the size bound forced a re-fold (older iterations folded into the rolling `Earlier iterations` entry, or the list shrunk to fit), so this context_injection does not start with the previous one and a provider's prompt cache misses from there".to_string()
-    })
-}

@@ -120,7 +120,7 @@ impl Meter {
             policy::summary_in_thread(thread, thread.pinned_len(), prior, &mut warnings).is_some();
         let counter = self.counter(spec);
         let window = profile.window_for(spec);
-        let verdict = policy::verdict(thread, &counter, &profile, window, prior);
+        let verdict = policy::verdict(thread, &counter, &profile, (window, spec.cache), prior);
         self.counted(spec, verdict.total_tokens as usize);
         let ask = self.prepare(source, thread, &spec.model);
         // Only a `summary` object makes the verdict measure other than what is sent.

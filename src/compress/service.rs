@@ -290,6 +290,7 @@ impl Compressor {
         Ok(Setup {
             counter: self.meter.counter(&spec),
             context_window: req.profile.window_for(&spec),
+            cache: spec.cache,
             model,
             warnings,
             anchor: match self.summarizer.caches() {

@@ -6,14 +6,16 @@ use std::sync::Arc;
 use super::continuity::{Anchor, InUse};
 use crate::cache::CachedSummary;
 use crate::summarize::UpstreamModel;
-use crate::tokens::Counter;
+use crate::tokens::{CachePrices, Counter};
 
-/// How to count, the window, the upstream model (None without one), what
+/// How to count, the window and cache prices, the upstream model (None without one), what
 /// earlier turns forwarded, and the mode of this plan.
 #[derive(Clone)]
 pub(crate) struct Setup {
     pub counter: Counter<'static>,
     pub context_window: u64,
+    /// The model's prompt-cache prices (the verdict's payback rule).
+    pub cache: CachePrices,
     pub model: Option<UpstreamModel>,
     pub warnings: Vec<String>,
     pub anchor: Hashes,

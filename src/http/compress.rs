@@ -177,7 +177,9 @@ pub struct CompressResponse {
     /// "drop_block"` and the beta `thinking-binding-controls-2026-08-01`, so
     /// the API drops the blocks that are no longer valid instead of refusing
     /// the request. False when no kept block needs it (blocks after a summary
-    /// written now are removed instead, see `remove_stale_thinking`).
+    /// written now are removed instead, see `remove_stale_thinking`). Always
+    /// false on OpenAI's Responses API, which has no such opt-in: reasoning
+    /// it would drop is removed and reported instead.
     pub thinking_drop_block: bool,
     /// With `group_by: iteration` and `compressed`: one summary per iteration
     /// in `context_injection` (those of a previous injection it extends

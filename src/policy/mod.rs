@@ -1,20 +1,23 @@
 //! When to summarize: named profiles of thresholds and the verdict rules.
 
+mod assess;
 mod clear;
 pub mod duration;
 mod overlay;
+mod payback;
 mod prior;
 mod profile;
 mod profiles;
 mod render;
 mod verdict;
 
+pub use assess::{Assessment, assess};
 pub use clear::{ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_PLACEHOLDER};
 pub use prior::{summary_in_thread, summary_message};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;
 pub use render::render_text;
 pub use verdict::{
-    Assessment, LastSummary, PriorSummary, Trigger, Verdict, assess, decide,
-    summary_message_tokens, verdict, with_provider_total,
+    LastSummary, PriorSummary, Trigger, Verdict, decide, summary_message_tokens, verdict,
+    with_provider_total,
 };

@@ -81,6 +81,15 @@ settings! {
     /// stay, and the verdict says why in `held_back`. 0 writes one whenever
     /// a trigger fires.
     min_summary_gain: f64 = 0.2, 0 ..= 1;
+    /// A summary only when it pays: a summary due by N, K or iterations is
+    /// written only when the extra its turn costs under the model's
+    /// prompt-cache prices (a rewritten prefix written at `cache_write`
+    /// instead of read at `cache_read`; `data/models.toml`) is paid back by
+    /// the reads it saves within this many later turns; otherwise the
+    /// verdict says why in `held_back`. 0: only a summary that costs no
+    /// more on its own turn, so a session ending on any turn costs no more
+    /// than without condense.
+    max_payback_turns: u64 = 0, 0 ..= 1_000_000;
     /// Precompute: once the thread has come this share of the way to its
     /// nearest trigger (messages, tokens or iterations since the last
     /// summary), the summary the due turn will need is written in the

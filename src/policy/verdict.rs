@@ -1,13 +1,12 @@
 //! The verdict: should this thread be summarized now, and the numbers behind it.
 
-use std::collections::BTreeSet;
-use std::time::Duration;
-
 use serde::Serialize;
 
 use super::Profile;
+use super::assess::{Assessment, assess};
+use super::payback::Payback;
 use crate::thread::{Message, Part, Role, Thread, summary_text};
-use crate::tokens::{Counter, ThreadCount};
+use crate::tokens::{CachePrices, Counter};
 
 /// The summary a previous compression returned, as far as the verdict needs it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -66,12 +65,13 @@ pub fn summary_message_tokens(counter: &Counter<'_>, covered: usize, content: &s
     counter.message(&m).tokens as u64
 }
 
-/// The verdict for a thread: count it, leave out what the summary covers, decide.
+/// The verdict for a thread: count it, leave out what the summary covers,
+/// decide (under the model's window and prompt-cache prices).
 pub fn verdict(
     thread: &Thread,
     counter: &Counter<'_>,
     profile: &Profile,
-    context_window: u64,
+    (context_window, cache): (u64, CachePrices),
     prior: Option<&PriorSummary>,
 ) -> Verdict {
     let count = counter.thread(thread);
@@ -102,7 +102,7 @@ pub fn verdict(
     let a = assess(thread, &count, last, summary_tokens, recent);
     Verdict {
         last_summary,
-        ..decide(profile, a, context_window)
+        ..decide(profile, a, context_window, cache)
     }
 }
 
@@ -153,64 +153,6 @@ pub enum Trigger {
     /// Idle past `provider_cache_ttl`, the provider's cache is cold, and the
     /// thread has come `precompute_at` of the way to its nearest trigger.
     ColdCache,
-}
-
-/// What would actually be sent, measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Assessment {
-    /// Conversation messages after the last summary (pinned prefix excluded).
-    pub messages_since_summary: u64,
-    /// Distinct `metadata.iteration` values among those messages.
-    pub iterations_since_summary: u64,
-    /// Pinned prefix + summary message + messages after the summary + tools + priming.
-    pub total_tokens: u64,
-    /// Every part of the count is the provider's own figure.
-    pub exact: bool,
-    /// What a new summary would take in: the messages after the last
-    /// summary but the newest `min_recent_messages`.
-    pub gain_tokens: u64,
-    /// What can be compressed at all: the summary and every message after it.
-    pub compressible_tokens: u64,
-    /// Since the conversation's last forwarded request, where known (the
-    /// proxy's ledger): past `provider_cache_ttl`, the cache is cold.
-    pub idle: Option<Duration>,
-}
-
-/// Measures a thread after its last summary; the messages the summary covers
-/// are not counted again (that would re-trigger summarization forever).
-pub fn assess(
-    thread: &Thread,
-    count: &ThreadCount,
-    last_summarized: Option<usize>,
-    summary_tokens: u64,
-    min_recent: usize,
-) -> Assessment {
-    let pinned = thread.pinned_len();
-    let start = last_summarized.map_or(pinned, |i| (i + 1).max(pinned));
-    // Instructions the summary's span held are sent beside it, verbatim.
-    let instructions = (pinned..start).filter(|&i| thread.messages[i].is_instruction());
-    let kept: usize = count.messages[..pinned]
-        .iter()
-        .chain(&count.messages[start..])
-        .chain(instructions.map(|i| &count.messages[i]))
-        .sum();
-    let other = count.total - count.messages.iter().sum::<usize>();
-    let iterations: BTreeSet<u64> = thread.messages[start..]
-        .iter()
-        .filter_map(|m| m.iteration)
-        .collect();
-    let since = &count.messages[start..];
-    let since_tokens: usize = since.iter().sum();
-    let recent: usize = since.iter().rev().take(min_recent).sum();
-    Assessment {
-        gain_tokens: (since_tokens - recent) as u64,
-        compressible_tokens: since_tokens as u64 + summary_tokens,
-        messages_since_summary: (thread.messages.len() - start) as u64,
-        iterations_since_summary: iterations.len() as u64,
-        total_tokens: (kept + other) as u64 + summary_tokens,
-        exact: count.exact,
-        idle: None,
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -269,11 +211,18 @@ pub struct Verdict {
     /// Tokens that can be compressed at all (the last summary and every
     /// message after it).
     pub compressible_tokens: u64,
-    /// Why a trigger that fired writes no summary (`gain_tokens` under
-    /// `min_summary_gain` of `compressible_tokens`): the previous summary
-    /// stays, and so does the prefix the provider caches. Null otherwise.
+    /// Why a trigger other than `context_window` that fired writes no
+    /// summary (`gain_tokens` under `min_summary_gain` of
+    /// `compressible_tokens`, or a summary that would not pay back within
+    /// `max_payback_turns` under the model's prompt-cache prices), with the
+    /// numbers: the previous summary stays, and so does the prefix the
+    /// provider caches. Null otherwise.
     #[schema(required = true)]
     pub held_back: Option<String>,
+    /// The model's prompt-cache prices the verdict was decided under (kept
+    /// to decide again on the provider's count; not on the wire).
+    #[serde(skip)]
+    pub cache: CachePrices,
 }
 
 /// Applies the rules, in this order:
@@ -284,7 +233,17 @@ pub struct Verdict {
 /// 4. `messages_since_summary >= N`: `messages`;
 /// 5. `total_tokens >= K`: `tokens`;
 /// 6. `iterations_since_summary >= max_iterations_before_summary` (when set): `iterations`.
-pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict {
+///
+/// A trigger but `context_window` and `cold_cache` (they pay at once) is
+/// then held back when the summary would take in under `min_summary_gain`
+/// of what can be compressed, or would not pay back within
+/// `max_payback_turns` under the model's `cache` prices.
+pub fn decide(
+    profile: &Profile,
+    a: Assessment,
+    context_window: u64,
+    cache: CachePrices,
+) -> Verdict {
     let budget = context_window.saturating_sub(profile.response_reserve);
     let n = profile.max_messages_before_summary;
     let k = profile.max_tokens_before_summary;
@@ -315,18 +274,14 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
     };
     // No churn: a trigger that fires on a span too small to be worth a new
     // prefix (a K below the pinned prefix fires every turn) writes nothing.
-    let gain = profile.min_summary_gain;
-    let held_back = trigger
-        .filter(|t| !t.pays_at_once())
-        .filter(|_| gain > 0.0 && (a.gain_tokens as f64) < gain * a.compressible_tokens as f64)
-        .map(|t| {
+    let held_back = trigger.filter(|t| !t.pays_at_once()).and_then(|t| {
+        held_back(profile, &a, cache).map(|why| {
             format!(
-                "a summary is due ({}), but it would take in only {} of the {} compressible tokens (under min_summary_gain {gain}): the previous summary stays",
-                t.as_str(),
-                a.gain_tokens,
-                a.compressible_tokens
+                "a summary is due ({}), but {why}: the previous summary stays",
+                t.as_str()
             )
-        });
+        })
+    });
     let trigger = trigger.filter(|_| held_back.is_none());
     Verdict {
         gain_tokens: a.gain_tokens,
@@ -347,7 +302,39 @@ pub fn decide(profile: &Profile, a: Assessment, context_window: u64) -> Verdict 
         iterations_percent,
         exact: a.exact,
         last_summary: None,
+        cache,
     }
+}
+
+/// Why a due summary is not worth writing, if it is not: too small a share
+/// (no churn), or it would not pay back in time (see [`Payback`]).
+fn held_back(profile: &Profile, a: &Assessment, cache: CachePrices) -> Option<String> {
+    let gain = profile.min_summary_gain;
+    if gain > 0.0 && (a.gain_tokens as f64) < gain * a.compressible_tokens as f64 {
+        return Some(format!(
+            "it would take in only {} of the {} compressible tokens (under min_summary_gain {gain})",
+            a.gain_tokens, a.compressible_tokens
+        ));
+    }
+    let turns = profile.max_payback_turns;
+    let p = Payback::estimate(a, profile.max_summary_tokens, cache);
+    if p.pays_within(turns) {
+        return None;
+    }
+    let when = match p.turns() {
+        Some(n) => format!("pays back after {n:.1} later turns"),
+        None => "never pays back".into(),
+    };
+    Some(format!(
+        "it would not pay for itself: it leaves about {} of the {} compressible tokens (r = {:.2}); under the model's prompt-cache prices (read {}x, write {}x the input price) it costs {:.0} more tokens' worth on this turn than reading the cached prefix and saves {:.0} on each later turn: it {when}, over max_payback_turns {turns}",
+        p.after,
+        p.before,
+        p.ratio(),
+        cache.read,
+        cache.write,
+        p.extra,
+        p.saving,
+    ))
 }
 
 /// `v` decided again on the provider's count of the thread as sent. When a
@@ -370,12 +357,13 @@ pub fn with_provider_total(
         exact: whole_thread.is_none(),
         gain_tokens: v.gain_tokens,
         compressible_tokens: v.compressible_tokens,
+        summary_tokens: v.last_summary.as_ref().map_or(0, |s| s.tokens),
         // Stateless: the verdict of a count knows no clock.
         idle: None,
     };
     Verdict {
         last_summary: v.last_summary.clone(),
-        ..decide(profile, a, v.context_window)
+        ..decide(profile, a, v.context_window, v.cache)
     }
 }
 
@@ -405,6 +393,7 @@ fn percent(used: u64, threshold: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn at(since: u64, total: u64) -> Verdict {
         let p = Profile {
@@ -423,9 +412,11 @@ mod tests {
                 exact: true,
                 gain_tokens: total,
                 compressible_tokens: total,
+                summary_tokens: 0,
                 idle: None,
             },
             2000,
+            CachePrices::NONE,
         )
     }
 
@@ -446,9 +437,10 @@ mod tests {
             exact: true,
             gain_tokens: 1,
             compressible_tokens: 10,
+            summary_tokens: 0,
             idle: Some(Duration::from_secs(idle)),
         };
-        let at = |since: u64, idle: u64| decide(&p, assessed(since, idle), 2000);
+        let at = |since: u64, idle: u64| decide(&p, assessed(since, idle), 2000, CachePrices::NONE);
         // 24 of 30 messages is 0.8 of the way: due soon.
         assert_eq!(at(24, 301).trigger, Some(Trigger::ColdCache));
         assert!(at(24, 301).should_summarize && at(24, 301).held_back.is_none());
@@ -463,13 +455,16 @@ mod tests {
             provider_cache_ttl: super::super::duration::Period(Duration::ZERO),
             ..p.clone()
         };
-        assert_eq!(decide(&ttl_zero, assessed(24, 3600), 2000).trigger, None);
+        assert_eq!(
+            decide(&ttl_zero, assessed(24, 3600), 2000, CachePrices::NONE).trigger,
+            None
+        );
         let no_precompute = Profile {
             precompute_at: 0.0,
             ..p.clone()
         };
         assert_eq!(
-            decide(&no_precompute, assessed(24, 3600), 2000).trigger,
+            decide(&no_precompute, assessed(24, 3600), 2000, CachePrices::NONE).trigger,
             None
         );
     }
@@ -505,6 +500,105 @@ mod tests {
         let v = with_provider_total(&local, &p, 900, Some(800));
         assert_eq!((v.total_tokens, v.exact), (600, false));
         assert_eq!(v.trigger, None);
+    }
+
+    /// A thread due by its messages: `compressible` tokens after a 500-token
+    /// pinned prefix, the newest 3,000 kept, under `model`'s cache prices.
+    fn due_on(model: &str, compressible: u64) -> Verdict {
+        let registry = crate::tokens::ModelRegistry::embedded();
+        let cache = registry.resolve(model, "gpt-4o").0.cache_prices();
+        let a = Assessment {
+            messages_since_summary: 40,
+            iterations_since_summary: 0,
+            total_tokens: 500 + compressible,
+            exact: true,
+            gain_tokens: compressible - 3_000,
+            compressible_tokens: compressible,
+            summary_tokens: 0,
+        };
+        decide(&Profile::default(), a, 200_000, cache)
+    }
+
+    #[test]
+    fn a_summary_waits_until_it_pays_under_the_model_s_cache() {
+        // 20,000 tokens to 3,000 kept + a 2,000-token summary: r = 0.25.
+        // gpt-4o (read 0.5x, no write premium) gains on the summary's own
+        // turn; Claude (write 1.25x, read 0.1x) would need 2.8 later turns.
+        let openai = due_on("gpt-4o", 20_000);
+        assert_eq!(openai.trigger, Some(Trigger::Messages));
+        assert_eq!(openai.held_back, None);
+        let claude = due_on("claude-sonnet-4-5", 20_000);
+        assert!(!claude.should_summarize);
+        assert_eq!(claude.trigger, None);
+        assert_eq!(
+            claude.held_back.as_deref(),
+            Some(
+                "a summary is due (messages), but it would not pay for itself: it leaves about 5000 of the 20000 compressible tokens (r = 0.25); under the model's prompt-cache prices (read 0.1x, write 1.25x the input price) it costs 4250 more tokens' worth on this turn than reading the cached prefix and saves 1500 on each later turn: it pays back after 2.8 later turns, over max_payback_turns 0: the previous summary stays"
+            )
+        );
+        // From r = c / w = 0.08 (62,500 tokens) it pays at once on Claude too.
+        assert_eq!(due_on("claude-sonnet-4-5", 62_499).trigger, None);
+        assert_eq!(
+            due_on("claude-sonnet-4-5", 62_500).trigger,
+            Some(Trigger::Messages)
+        );
+        // gpt-5 reads at 0.1x without a write premium: r = 0.1 is its boundary.
+        assert_eq!(due_on("gpt-5", 49_999).trigger, None);
+        assert_eq!(due_on("gpt-5", 50_000).trigger, Some(Trigger::Messages));
+    }
+
+    #[test]
+    fn max_payback_turns_allows_a_later_payback_and_the_window_always_wins() {
+        let mut a = Assessment {
+            messages_since_summary: 40,
+            iterations_since_summary: 0,
+            total_tokens: 20_500,
+            exact: true,
+            gain_tokens: 17_000,
+            compressible_tokens: 20_000,
+            summary_tokens: 0,
+        };
+        let claude = crate::tokens::ModelRegistry::embedded()
+            .resolve("claude-sonnet-4-5", "gpt-4o")
+            .0
+            .cache_prices();
+        let within = |turns| Profile {
+            max_payback_turns: turns,
+            ..Profile::default()
+        };
+        // X = 4,250, D = 1,500: 2.8 turns.
+        assert_eq!(decide(&within(2), a, 200_000, claude).trigger, None);
+        assert_eq!(
+            decide(&within(3), a, 200_000, claude).trigger,
+            Some(Trigger::Messages)
+        );
+        // Over the window it is written whatever it costs.
+        a.total_tokens = 200_000;
+        let v = decide(&within(0), a, 200_000, claude);
+        assert_eq!(
+            (v.trigger, v.held_back),
+            (Some(Trigger::ContextWindow), None)
+        );
+    }
+
+    #[test]
+    fn min_summary_gain_is_said_first() {
+        let a = Assessment {
+            messages_since_summary: 40,
+            iterations_since_summary: 0,
+            total_tokens: 20_500,
+            exact: true,
+            gain_tokens: 1_000,
+            compressible_tokens: 20_000,
+            summary_tokens: 0,
+        };
+        let v = decide(&Profile::default(), a, 200_000, CachePrices::NONE);
+        assert_eq!(
+            v.held_back.as_deref(),
+            Some(
+                "a summary is due (messages), but it would take in only 1000 of the 20000 compressible tokens (under min_summary_gain 0.2): the previous summary stays"
+            )
+        );
     }
 
     #[test]

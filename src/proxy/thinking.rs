@@ -1,5 +1,8 @@
-//! Anthropic's preserved thinking on the way to the provider (see
-//! `compress::binding`, docs/compression.md "Preserved thinking").
+//! Thinking bound to its prefix on the way to the provider (see
+//! `compress::binding`, docs/compression.md "Preserved thinking"):
+//! Anthropic's `drop_block` opt-out. The Responses API has none: condense
+//! removes the reasoning it cannot vouch for instead, and reports it as
+//! removed thinking.
 
 use serde_json::Value;
 

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::fit::{How, Size, fit};
 use super::pattern::Pattern;
-use super::salience::{sentences, told};
+use super::salience::{facts, sentences, told};
 use super::sections::Sections;
 use crate::thread::{Message, Part, Role};
 
@@ -150,8 +150,9 @@ pub fn extract(span: &[Message], text_cap: usize) -> Sections {
 
 /// An assistant text's statements of fact (decisions aside) in `cap` characters.
 fn statements(text: &str, cap: usize) -> String {
+    // The user sets the rules: an instruction word of the agent's tells nothing.
     let facts = told(sentences(text).map(str::trim), |t| {
-        !DECISION.get().is_match(t)
+        facts(t) > 0 && !DECISION.get().is_match(t)
     });
     fit(&facts.join(" "), Size::Chars(cap), How::Telling)
 }
@@ -178,7 +179,7 @@ fn scan(s: &mut Sections, text: &str, output: bool) {
     lines.dedup();
     for line in lines {
         for c in path.captures_iter(text[line].trim()) {
-            s.files.push(&c[1]);
+            s.files.push_seen(&c[1]);
         }
     }
 }

@@ -3,9 +3,11 @@
 //! then` (the same sections, only what the previous summary does not say),
 //! so each round's summary starts with the previous one byte for byte and a
 //! provider's prompt cache keeps hitting (issue 36), each addendum in a
-//! [`ROUNDS`]th of the room left. Only when the bound has no room left, or
+//! [`ROUNDS`]th of the room left. A summary written afresh leaves room for
+//! that many addenda ([`afresh`]). Only when the bound has no room left, or
 //! the new span says more than half the bound holds, are the sections
-//! merged and re-fitted (a re-fold), as before.
+//! merged and re-fitted (a re-fold, leaving the same room), and the answer
+//! says so ([`refolded`](super::refolded)).
 
 use super::extract::extract;
 use super::fit::{How, Size, fit, span_tokens};
@@ -64,8 +66,9 @@ pub fn heuristic(
     )
 }
 
-/// Whether `text` is in the heuristic's format (its sections parse back).
-fn heuristic_text(text: &str) -> bool {
+/// Whether `text` is in the heuristic's format (its sections parse back):
+/// an extension appends to it.
+pub(super) fn appends(text: &str) -> bool {
     text.trim_start().starts_with("### ")
 }
 
@@ -78,7 +81,7 @@ fn fitted(
     most: usize,
     count: impl Fn(&str) -> usize,
 ) -> String {
-    if let Some(prior) = prior.filter(|p| heuristic_text(p)) {
+    if let Some(prior) = prior.filter(|p| appends(p)) {
         let new = extracted.clone().without(&Sections::parse(prior));
         let appended = match new.is_empty() {
             // Nothing new: the previous summary as it is.
@@ -89,11 +92,35 @@ fn fitted(
             return text;
         }
     }
-    // Written afresh or re-folded into the whole bound: holding a tenth of
-    // it back cost the fixture threads 2.6% of their anchors and people's
-    // answers 7 points of the ceiling (issue 36), and re-folding into less
-    // than the previous summary took drops items it kept.
-    merged(extracted, prior, most, count)
+    // Written afresh or re-folded: room left for the next rounds.
+    merged(extracted, prior, most.min(afresh(limit)), count)
+}
+
+/// Tokens a summary written afresh (or re-folded) may take of `limit`: it
+/// leaves [`ROUNDS`] addenda at their least (and a newline each) free, so
+/// that many rounds append before the next re-fold; at most an eighth of
+/// a small bound.
+pub(super) fn afresh(limit: usize) -> usize {
+    limit - (ROUNDS * (MIN_ADDENDUM + 1)).min(limit / 8)
+}
+
+/// Tokens `content` (as the heuristic wrote it in `limit`) may take once
+/// repaired: the room its writing left, never the next rounds' (an
+/// addendum's repair stays in the addendum's share).
+pub(super) fn repair_bound(content: &str, limit: usize, count: impl Fn(&str) -> usize) -> usize {
+    let since = format!("\n### {SINCE}\n");
+    match content.rfind(&since) {
+        Some(at) => {
+            let before = count(&content[..at]);
+            (before + share(limit, before)).min(limit)
+        }
+        None => afresh(limit),
+    }
+}
+
+/// An addendum's share of the room `limit` leaves after `before` tokens.
+fn share(limit: usize, before: usize) -> usize {
+    (limit.saturating_sub(before) / ROUNDS).max(MIN_ADDENDUM)
 }
 
 /// `prior`, then `new` under `### Since then` in its share of the room the
@@ -113,7 +140,7 @@ fn appended(
     if count(&render(new)) > limit / 2 {
         return None;
     }
-    let share = (limit.saturating_sub(before) / ROUNDS).max(MIN_ADDENDUM);
+    let share = share(limit, before);
     // Never longer than what it replaces, but for its least.
     let share = share.min(most.saturating_sub(before).max(MIN_ADDENDUM));
     let addendum = Caps::default().fitted(new).fit(share, count, 0.97, |caps| {
@@ -189,7 +216,8 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("### Tools used\nrun_command ×1"), "{s}");
-        assert!(s.contains("### Files referenced\nsrc/lib.rs\n"), "{s}");
+        // The request says the path: the files list does not say it again.
+        assert!(!s.contains("### Files referenced"), "{s}");
         assert!(s.contains("- `cargo test` (exit status 101)"), "{s}");
         assert!(s.contains("- error[E0308]: mismatched types"), "{s}");
         assert!(s.contains("- I'll read it first."), "{s}");

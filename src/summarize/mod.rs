@@ -14,6 +14,7 @@ mod iterations;
 pub mod llm;
 mod pattern;
 pub mod receipt;
+mod refold;
 mod request;
 mod salience;
 mod sections;
@@ -25,10 +26,10 @@ use serde::{Deserialize, Serialize};
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, shrink};
 pub use iterations::{
-    IterationSummary, refit as refit_injection, refolded as injection_refolded,
-    summaries as iteration_summaries,
+    IterationSummary, refit as refit_injection, summaries as iteration_summaries,
 };
 pub use receipt::ALSO;
+pub use refold::refolded;
 pub use request::{
     AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
 };

@@ -9,6 +9,7 @@
 use super::anchors::{Anchor, Anchors, Forms, MENTIONED, extracted};
 use super::extract::extract;
 use super::fit::{How, Size, fit, span_tokens};
+use super::heuristic;
 use super::hybrid::NARRATIVE;
 use super::iterations::HEADER as ITERATIONS;
 use super::sections::{Caps, Sections};
@@ -57,7 +58,12 @@ pub(super) async fn repaired(
         let limit =
             limit.min(span_tokens(&req.span, &c, limit) + prior.map_or(0, |p| c.text(p).tokens));
         match req.settings.writer {
-            Writer::Heuristic => repair(&content, &anchors, limit, &c),
+            Writer::Heuristic => {
+                // In the room the heuristic left: the next rounds' stays free.
+                let room =
+                    heuristic::repair_bound(&content, req.settings.limit, |s| c.text(s).tokens);
+                repair(&content, &anchors, limit.min(room), &c)
+            }
             _ => repair_written(&content, &anchors, limit, &c),
         }
     })

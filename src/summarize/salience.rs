@@ -125,6 +125,35 @@ fn telling(raw: &str, sentence_start: bool) -> u32 {
     }
 }
 
+/// A leading `[…]` tag of `text` (a session's date, a timestamp: where it
+/// was said), and the rest.
+fn tagged(text: &str) -> (Option<&str>, &str) {
+    let t = text.trim_start();
+    match t.strip_prefix('[').and_then(|inner| inner.find("] ")) {
+        Some(end) => (Some(&t[..end + 2]), &t[end + 2..]),
+        None => (None, text),
+    }
+}
+
+/// The [`score`] of a list item (a quote or a statement) by what it says: a
+/// leading `[…]` tag tells where it was said, and five date words in it
+/// would make a greeting the best item of its stretch.
+pub fn item_score(item: &str) -> u32 {
+    let inner = item.strip_prefix('"').unwrap_or(item);
+    match tagged(inner) {
+        (Some(_), rest) => score(rest),
+        (None, _) => score(item),
+    }
+}
+
+/// How many facts `text` holds, its instruction words aside: what a
+/// sentence of the assistant's tells ("That must have been hard." sets no
+/// rule, and tells nothing).
+pub fn facts(text: &str) -> u32 {
+    let fact = |(raw, t): (&str, u32)| u32::from(t == 1 || (t == 0 && personal(raw)));
+    words(text).map(fact).sum()
+}
+
 /// Whether `raw` is a [`PERSONAL`] word ("sister's" is about a sister).
 fn personal(raw: &str) -> bool {
     let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
@@ -162,7 +191,13 @@ fn inner(word: &str, c: char) -> bool {
 /// `text`'s sentences that hold a fact or an instruction, joined by a space;
 /// None when none does (then the whole text is all there is to keep).
 pub fn telling_sentences(text: &str) -> Option<String> {
-    let kept = told(sentences(text).map(str::trim), |_| true);
+    // A leading tag is a sentence of its own, so a greeting after it is
+    // the interjection it is.
+    let (tag, rest) = tagged(text);
+    let kept = told(
+        tag.into_iter().chain(sentences(rest)).map(str::trim),
+        |_| true,
+    );
     (!kept.is_empty()).then(|| kept.join(" "))
 }
 

@@ -9,7 +9,7 @@ mod text;
 pub use list::{List, Tally};
 
 use super::fit::{How, Size, fit};
-use super::salience::telling_sentences;
+use super::salience::{sentences, telling_sentences};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
@@ -180,15 +180,7 @@ impl Sections {
     /// `self` (newer) without the items `older` says already: what an
     /// addendum to `older` needs to say.
     pub fn without(self, older: &Sections) -> Sections {
-        let new = |l: List, old: &List| {
-            let mut out = List::default();
-            l.items
-                .into_iter()
-                .filter(|i| !old.items.contains(i))
-                .for_each(|i| out.push(i));
-            out.more = l.more;
-            out
-        };
+        let new = |l: List, old: &List| l.without(old);
         Sections {
             earlier: self.earlier.filter(|e| older.earlier.as_ref() != Some(e)),
             requests: new(self.requests, &older.requests),
@@ -241,7 +233,6 @@ impl Sections {
         }
         self.requests.cap(caps.requests, true);
         self.stated.cap(caps.stated, false);
-        self.files.cap(caps.files, false);
         self.commands.cap(caps.commands, false);
         self.errors.cap(caps.errors, false);
         self.decisions.cap(caps.decisions, false);
@@ -269,6 +260,36 @@ impl Sections {
             .state
             .as_deref()
             .map(|s| fit(s, Size::Chars(caps.text * 2), How::Telling));
+        // The latest state's sentences a kept decision or statement says
+        // are not said twice (unless that is all it says).
+        let listed = |t: &str| {
+            let t = t.trim();
+            self.decisions
+                .items
+                .iter()
+                .chain(&self.stated.items)
+                .any(|i| i.contains(t))
+        };
+        if let Some(state) = &self.state {
+            let rest: Vec<&str> = sentences(state).filter(|t| !listed(t)).collect();
+            if !rest.is_empty() && rest.len() < sentences(state).count() {
+                self.state = Some(rest.concat().trim().to_string());
+            }
+        }
+        // A path a kept request, command, error or statement says is not
+        // listed again: its room goes to one said nowhere else.
+        let said: Vec<&String> = [
+            &self.requests,
+            &self.commands,
+            &self.errors,
+            &self.stated,
+            &self.decisions,
+        ]
+        .into_iter()
+        .flat_map(|l| &l.items)
+        .collect();
+        self.files.retain(|f| !said.iter().any(|i| i.contains(f)));
+        self.files.cap(caps.files, false);
         self.earlier = self
             .earlier
             .as_deref()

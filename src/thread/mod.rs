@@ -46,11 +46,28 @@ pub enum WireFormat {
     Responses,
 }
 
+/// What a provider does with thinking whose prefix (everything before it)
+/// changed since it was produced: one rule per provider, applied by one
+/// mechanism (`compress::binding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleThinking {
+    /// Anthropic: refuses the request unless it opts into `drop_block`, and
+    /// an active tool loop's final turn must open with its thinking.
+    Refused,
+    /// OpenAI Responses (newer models): drops the reasoning item without an
+    /// error and lists it in `input_transformations` (`prefix_mismatch`).
+    Dropped,
+}
+
 impl WireFormat {
-    /// Anthropic binds a thinking block's signature to everything before it
-    /// (see `compress::binding`); an OpenAI reasoning item only travels with its call.
-    pub fn binds_thinking(self) -> bool {
-        self == WireFormat::Anthropic
+    /// How the provider treats stale thinking; None for Chat Completions,
+    /// whose input carries no reasoning (nothing is bound to a prefix).
+    pub fn stale_thinking(self) -> Option<StaleThinking> {
+        match self {
+            WireFormat::Anthropic => Some(StaleThinking::Refused),
+            WireFormat::Responses => Some(StaleThinking::Dropped),
+            WireFormat::OpenAi => None,
+        }
     }
 
     /// Anthropic takes a system message inside `messages` only after a user
@@ -188,7 +205,8 @@ pub enum Part {
 }
 
 /// A block or item kept byte for byte and never summarized (server tool
-/// blocks, provider compaction, unknown Responses items); its count an estimate.
+/// blocks, provider compaction, Responses settings items, unknown Responses
+/// items); its count an estimate.
 #[derive(Debug, Clone, PartialEq, Hash)]
 pub struct Opaque {
     /// The block's or item's `type`.
@@ -287,18 +305,18 @@ pub struct Thread {
 
 impl Thread {
     /// The pinned prefix, never summarized: the leading instructions, and up
-    /// to the last provider compaction (where the provider starts reading).
+    /// to the last provider compaction (where the provider starts reading)
+    /// with the instructions right after it (the settings the API emits there).
     pub fn pinned_len(&self) -> usize {
-        let instructions = self
-            .messages
-            .iter()
-            .take_while(|m| m.is_instruction())
-            .count();
+        let instructions = |from: usize| {
+            let after = self.messages.get(from..).unwrap_or_default();
+            from + after.iter().take_while(|m| m.is_instruction()).count()
+        };
         let compacted = self
             .messages
             .iter()
             .rposition(Message::is_compaction)
-            .map_or(0, |i| i + 1);
-        instructions.max(compacted)
+            .map_or(0, |i| instructions(i + 1));
+        instructions(0).max(compacted)
     }
 }

@@ -13,6 +13,16 @@ use super::{FieldError, MediaKind, Message, Part, Role, ToolCall, ToolResult};
 
 const ROLES: [Role; 4] = [Role::User, Role::Assistant, Role::System, Role::Developer];
 
+/// Items that set the conversation's settings and tools, read as
+/// instructions: kept verbatim and in order, never summarized. The API
+/// emits `configuration_update` right after its compaction item; a
+/// `compaction_trigger` must stay the final item (nothing is put after it).
+const INSTRUCTION_ITEMS: [&str; 3] = [
+    "configuration_update",
+    "additional_tools",
+    "compaction_trigger",
+];
+
 /// Items whose calls pair with a `{type}_output` item by `call_id`.
 const CALL_ITEMS: [&str; 3] = ["function_call", "custom_tool_call", "computer_call"];
 
@@ -67,6 +77,7 @@ pub fn parse_item(source: Cow<'_, Value>, at: &str, errs: &mut Vec<FieldError>) 
         }
         Some("reasoning") => (Role::Assistant, reasoning(m)),
         Some("compaction") => (Role::Assistant, vec![compaction(m)]),
+        Some(k) if INSTRUCTION_ITEMS.contains(&k) => (Role::Developer, vec![opaque(k, m)]),
         Some(k) if CALL_ITEMS.contains(&k) => {
             let call = call(m, k, at, errs)?;
             (Role::Assistant, vec![Part::ToolCall(call)])

@@ -22,5 +22,5 @@ pub use count::{
 pub use encoding::{Encoders, Encoding};
 pub use memo::Memo;
 pub use pieces::tokenized_bytes;
-pub use registry::{ModelRegistry, ModelSpec};
+pub use registry::{CachePrices, ModelRegistry, ModelSpec};
 pub use spec::CountSpec;

@@ -26,6 +26,18 @@ pub struct ModelSpec {
     #[serde(default = "one")]
     #[schema(required = true, exclusive_minimum = 0, maximum = 10)]
     pub calibration: f64,
+    /// A cached input token's price (a prompt-cache read), as a multiple of
+    /// the input price; absent: the family's (anthropic 0.1, openai 0.5,
+    /// any other 1: no cache).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, exclusive_minimum = 0, maximum = 10)]
+    pub cache_read: Option<f64>,
+    /// A token written into the prompt cache, as a multiple of the input
+    /// price; absent: the family's (anthropic 1.25, the 5-minute cache; any
+    /// other 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false, exclusive_minimum = 0, maximum = 10)]
+    pub cache_write: Option<f64>,
 }
 
 fn one() -> f64 {
@@ -36,6 +48,53 @@ impl ModelSpec {
     /// Whether the OpenAI cookbook formula describes this model's chat format.
     pub fn is_openai(&self) -> bool {
         self.family == "openai"
+    }
+
+    /// The model's prompt-cache prices: its own, else its family's.
+    pub fn cache_prices(&self) -> CachePrices {
+        let family = CachePrices::of_family(&self.family);
+        CachePrices {
+            read: self.cache_read.unwrap_or(family.read),
+            write: self.cache_write.unwrap_or(family.write),
+        }
+    }
+}
+
+/// What a provider's prompt cache charges, as multiples of the model's input
+/// price: what a summary costs is the prefix it makes the provider write
+/// again, against the reads it saves later (the policy's payback rule).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CachePrices {
+    /// A token read from the cache.
+    pub read: f64,
+    /// A token written into it (uncached input where writing costs nothing extra).
+    pub write: f64,
+}
+
+impl CachePrices {
+    /// No prompt cache: every token at the input price, so a summary pays
+    /// as soon as it makes the prompt smaller.
+    pub const NONE: Self = Self {
+        read: 1.0,
+        write: 1.0,
+    };
+
+    /// A family's published default: Anthropic writes at 1.25x and reads at
+    /// 0.1x (the 5-minute cache); OpenAI writes at no premium and reads at
+    /// 0.5x (gpt-4o; newer models list their own); any other family is
+    /// assumed to have no cache.
+    pub fn of_family(family: &str) -> Self {
+        match family {
+            "anthropic" => Self {
+                read: 0.1,
+                write: 1.25,
+            },
+            "openai" => Self {
+                read: 0.5,
+                write: 1.0,
+            },
+            _ => Self::NONE,
+        }
     }
 }
 
@@ -78,6 +137,13 @@ impl ModelRegistry {
                 "model {}: calibration must be in (0, 10]",
                 m.prefix
             );
+            for (name, v) in [("cache_read", m.cache_read), ("cache_write", m.cache_write)] {
+                anyhow::ensure!(
+                    v.is_none_or(|v| v.is_finite() && v > 0.0 && v <= 10.0),
+                    "model {}: {name} must be in (0, 10]",
+                    m.prefix
+                );
+            }
         }
         Ok(Self { models: file.model })
     }
@@ -99,10 +165,14 @@ impl ModelRegistry {
             context_window: 128_000,
             max_output_tokens: 4096,
             calibration: 1.0,
+            cache_read: None,
+            cache_write: None,
         });
-        // An unknown model is never "openai": its count can only be an estimate.
+        // An unknown model is never "openai": its count can only be an
+        // estimate; nor are its cache prices known.
         spec.family = "unknown".into();
         spec.calibration = 1.0;
+        (spec.cache_read, spec.cache_write) = (None, None);
         (spec, false)
     }
 
@@ -146,6 +216,26 @@ mod tests {
         assert!(!known);
         assert!(!spec.is_openai());
         assert_eq!(spec.encoding, Encoding::O200kBase);
+    }
+
+    #[test]
+    fn cache_prices_are_the_model_s_else_its_family_s() {
+        let r = ModelRegistry::embedded();
+        let prices = |m: &str| r.resolve(m, "gpt-4o").0.cache_prices();
+        assert_eq!(
+            prices("claude-sonnet-4-5"),
+            CachePrices {
+                read: 0.1,
+                write: 1.25
+            }
+        );
+        assert_eq!(prices("gpt-4o-mini").read, 0.5);
+        assert_eq!(prices("gpt-4.1").read, 0.25);
+        assert_eq!(prices("gpt-5").read, 0.1);
+        assert_eq!(prices("gpt-5").write, 1.0);
+        assert_eq!(prices("my-own-model"), CachePrices::NONE);
+        let bad = "[[model]]\nprefix='x'\nfamily='a'\nencoding='o200k_base'\ncontext_window=5\nmax_output_tokens=1\ncache_read=0\n";
+        assert!(ModelRegistry::parse(bad).is_err());
     }
 
     #[test]

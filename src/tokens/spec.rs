@@ -1,6 +1,6 @@
 //! From a request's `model`, `encoding` and `method` to a configured counter.
 
-use super::{Counter, Encoders, Encoding, Method, ModelRegistry};
+use super::{CachePrices, Counter, Encoders, Encoding, Method, ModelRegistry};
 
 /// Everything decided about how to count, with the warnings the choice carries.
 #[derive(Debug, Clone)]
@@ -13,6 +13,8 @@ pub struct CountSpec {
     pub exact_model: bool,
     pub context_window: u64,
     pub max_output_tokens: u64,
+    /// The model's prompt-cache prices (the policy's payback rule).
+    pub cache: CachePrices,
     pub warnings: Vec<String>,
 }
 
@@ -62,6 +64,7 @@ impl CountSpec {
             method,
             context_window: spec.context_window,
             max_output_tokens: spec.max_output_tokens,
+            cache: spec.cache_prices(),
             model,
             warnings,
         }

@@ -64,9 +64,13 @@ async fn through_condense(cli: Cli) {
         ),
     );
     let mut held = 0;
+    for turn in control.turns() {
+        control.check_dropped(&turn, &mut checks);
+    }
     for (n, turn) in turns.iter().enumerate() {
         through.check_kept(turn, &mut checks);
         through.check_forwarded(turn, &mut checks);
+        through.check_dropped(turn, &mut checks);
         if let Some(next) = turns.get(n + 1) {
             held += usize::from(through.check_prefix(turn, next, &mut checks));
         }
@@ -189,11 +193,14 @@ fn report(test: &str, control: &Session, through: &Session) {
     };
     let _ = writeln!(
         std::io::stderr(),
-        "{test}: turns {} (control {}), compressed {}, tokens on the last turn {} -> {}, \
+        "{test}: turns {} (control {}), compressed {}, thinking removed by condense {}, \
+         dropped by the provider {}, tokens on the last turn {} -> {}, \
          summaries written {}, added latency per turn median {:.1} ms, p99 {:.1} ms",
         turns.len(),
         control.turns().len(),
         turns.iter().filter(|t| t.compressed()).count(),
+        turns.iter().map(|t| t.removed()).sum::<usize>(),
+        turns.iter().map(|t| t.dropped()).sum::<usize>(),
         header("x-condense-tokens-before"),
         header("x-condense-tokens-after"),
         summaries.len(),

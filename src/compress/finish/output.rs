@@ -7,6 +7,7 @@ use super::super::fit::Draft;
 use super::super::plan::Plan;
 use super::super::{Error, Outcome, iterations};
 use super::Summary;
+use crate::summarize::refolded;
 use crate::thread::{Thread, validate};
 
 impl Plan {
@@ -82,19 +83,16 @@ impl Plan {
             .as_ref()
             .filter(|_| listed)
             .map(|o| iterations::summaries(&o.content));
-        if let (Some(o), Some(prev)) = (object.as_ref().filter(|_| listed), &self.previous) {
-            self.planner
-                .warnings
-                .extend(iterations::refold_warning(&prev.content, &o.content));
+        if let (Some(o), Some(prev)) = (&object, &self.previous) {
+            let refold = refold_warning(&prev.content, &o.content, listed);
+            self.planner.warnings.extend(refold);
         }
         let tokens_after = draft.total();
         let (messages, truncated, dropped) = draft.into_messages();
-        let stripped = unbound.removed_turns - unbound.dropped_turns;
-        if stripped > 0 {
-            self.planner.warnings.push(format!(
-                "removed the thinking of {stripped} kept assistant turn(s): a new summary precedes them, and Anthropic binds thinking to its prefix"
-            ));
-        }
+        let format = self.planner.t.format;
+        self.planner
+            .warnings
+            .extend(unbound.removed_warning(format));
         self.planner.warnings.extend(unbound.dropped_warning());
         let out = Thread {
             messages,
@@ -122,4 +120,23 @@ impl Plan {
             warnings: self.planner.warnings,
         })
     }
+}
+
+/// The warning when the summary, written to extend `prior`, does not start
+/// with it byte for byte where its writer appends ([`refolded`]): the size
+/// bound forced a re-fold. `listed`: the injection of a per-iteration list.
+fn refold_warning(prior: &str, content: &str, listed: bool) -> Option<String> {
+    let (what, folded) = match listed {
+        true => (
+            "per-iteration summaries",
+            "older iterations folded into the rolling `Earlier iterations` entry, or the list shrunk to fit), so this context_injection",
+        ),
+        false => (
+            "summary",
+            "the previous summary's sections merged with the new span's and re-fitted), so this summary",
+        ),
+    };
+    refolded(prior, content).then(|| {
+        format!("{what}: the size bound forced a re-fold ({folded} does not start with the previous one and a provider's prompt cache misses from there")
+    })
 }

@@ -25,11 +25,10 @@ impl Planner {
         let (t, count, p) = (&self.t, &self.count, &self.p);
         let recent = p.min_recent_messages as usize;
         let last = prior.previous.as_ref().map(|s| s.last);
-        let mut assessed = policy::assess(t, count, last, 0, recent);
+        let summary = prior.summary_tokens as u64;
+        let mut assessed = policy::assess(t, count, last, summary, recent);
         assessed.idle = self.ask.idle;
-        assessed.total_tokens += prior.summary_tokens as u64;
-        assessed.compressible_tokens += prior.summary_tokens as u64;
-        let verdict = policy::decide(p, assessed, self.setup.context_window);
+        let verdict = policy::decide(p, assessed, self.setup.context_window, self.setup.cache);
         self.warnings.extend(verdict.held_back.clone());
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
         let continued = matches!(self.setup.history, History::Carried(_)) && outside;

@@ -41,9 +41,10 @@ pub struct IterationSummary {
     pub content: String,
 }
 
-/// Whether `injection` re-folded the list of `prior` (the prompt cache misses).
-pub fn refolded(prior: &str, injection: &str) -> bool {
-    prior.lines().any(|l| l.trim() == HEADER) && !injection.starts_with(prior.trim_end())
+/// Whether `prior` holds a list of iterations, which an injection extending
+/// it appends to (see [`crate::summarize::refolded`]).
+pub(super) fn lists(prior: &str) -> bool {
+    prior.lines().any(|l| l.trim() == HEADER)
 }
 
 /// Writes the injection for `req`, extending `prior`.
@@ -226,6 +227,7 @@ fn rolling_entry(rest: &str) -> Option<Rolling> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::summarize::refolded;
 
     #[test]
     fn groups_are_runs() {

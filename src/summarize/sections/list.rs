@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::salience::score;
+use super::super::salience::item_score;
 
 /// A list in first-seen order, without duplicates, counting what caps left out.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +17,9 @@ pub struct List {
     /// After [`List::merge`]: the leading items a previous summary gave, and
     /// how many items they stand for.
     older: Option<(usize, usize)>,
+    /// Items only seen (a path in a tool's output), never acted on: the
+    /// first a cap leaves out.
+    seen_only: HashSet<String>,
 }
 
 /// Equal when they show the same items and count the same left out.
@@ -29,8 +32,30 @@ impl PartialEq for List {
 impl List {
     pub fn push(&mut self, item: impl Into<String>) {
         let item = item.into();
+        self.seen_only.remove(&item);
         if !item.is_empty() && self.seen.insert(item.clone()) {
             self.items.push(item);
+        }
+    }
+
+    /// These items but those `old` shows, and what they left out.
+    pub fn without(self, old: &List) -> List {
+        let mut out = List::default();
+        for item in self.items.into_iter().filter(|i| !old.items.contains(i)) {
+            match self.seen_only.contains(&item) {
+                true => out.push_seen(&item),
+                false => out.push(item),
+            }
+        }
+        out.more = self.more;
+        out
+    }
+
+    /// Lists `item` as only seen (see `seen_only`), unless it is listed.
+    pub fn push_seen(&mut self, item: &str) {
+        if !item.is_empty() && self.seen.insert(item.to_string()) {
+            self.items.push(item.to_string());
+            self.seen_only.insert(item.to_string());
         }
     }
 
@@ -79,8 +104,27 @@ impl List {
         }
     }
 
+    /// Keeps the items `keep` holds to (neither left out nor counted:
+    /// another part of the summary says them).
+    pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        let old = self.older.map_or(0, |(old, _)| old);
+        let (mut i, mut gone_older) = (0, 0);
+        self.items.retain(|item| {
+            i += 1;
+            let kept = keep(item);
+            gone_older += usize::from(!kept && i <= old);
+            kept
+        });
+        if let Some((old, _)) = &mut self.older {
+            *old -= gone_older;
+        }
+        if !self.commands.is_empty() {
+            self.reindex();
+        }
+    }
+
     /// Keeps `cap` items (and the first, the task, when `keep_first`): the
-    /// most telling ([`score`]) of each of `cap` equal stretches of the span,
+    /// most telling ([`item_score`]) of each of `cap` equal stretches of the span,
     /// an older summary's items weighted by what they stood for.
     pub fn cap(&mut self, cap: usize, keep_first: bool) {
         let n = self.items.len();
@@ -93,7 +137,15 @@ impl List {
             keep[0] = true;
             left -= 1;
         }
-        let scores: Vec<u32> = self.items.iter().map(|i| score(i)).collect();
+        // What was only seen tells nothing beside what was acted on.
+        let scores: Vec<u32> = self
+            .items
+            .iter()
+            .map(|i| match self.seen_only.contains(i) {
+                true => 0,
+                false => item_score(i),
+            })
+            .collect();
         let (old, stands_for) = self.older.unwrap_or((0, 0));
         let old = old.min(n);
         let stands_for = stands_for.max(old) as f64;
@@ -183,6 +235,12 @@ impl List {
         }
         self.older = Some((self.items.len(), stands_for));
         let commands = !self.commands.is_empty() || !newer.commands.is_empty();
+        for item in &newer.items {
+            if !newer.seen_only.contains(item) {
+                self.seen_only.remove(item);
+            }
+        }
+        self.seen_only.extend(newer.seen_only);
         for item in newer.items {
             self.seen.insert(item.clone());
             self.items.push(item);

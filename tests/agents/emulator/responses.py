@@ -1,5 +1,6 @@
 """The scripted provider's `POST /v1/responses` and `/v1/responses/input_tokens`:
-validated (responses_check), then answered as OpenAI streams: response.created,
+validated (responses_check), stale reasoning dropped and listed in
+`input_transformations` (`prefix_mismatch`), then answered as OpenAI streams: response.created,
 response.in_progress, output items (a reasoning item with encrypted_content,
 a function call with argument deltas, or a message with output_text deltas),
 each added and done, then response.completed with usage."""
@@ -9,7 +10,7 @@ import time
 import uuid
 
 from . import script, sse
-from .responses_check import REASONED, Invalid, check, encrypt
+from .responses_check import REASONED, Invalid, check, encrypt, prefix_hash, stale_reasoning
 
 SHELL_TOOLS = ("exec_command", "shell")
 
@@ -43,19 +44,19 @@ def plan(body, listed):
         rs_id = f"rs_{uuid.uuid4().hex}"
         reasoning = {"id": rs_id, "type": "reasoning", "summary": []}
         if "reasoning.encrypted_content" in (body.get("include") or []):
-            reasoning["encrypted_content"] = encrypt(rs_id, script.thinking(step))
+            reasoning["encrypted_content"] = encrypt(rs_id, script.thinking(step), prefix_hash(body, listed))
         out.append(reasoning)
     if isinstance(step, int):
         call_id = f"call_{uuid.uuid4().hex[:24]}"
         args = {"cmd": script.command(step)} if tool == "exec_command" else {"command": ["bash", "-lc", script.command(step)]}
         out.append({"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": "completed",
                     "arguments": json.dumps(args), "call_id": call_id, "name": tool})
-        if out[0]["type"] == "reasoning" and "encrypted_content" in out[0]:
-            REASONED.remember(call_id, out[0])
-        return out
-    text = script.final_text(step) if tool else "Scripted agent session"
-    out.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "status": "completed", "role": "assistant",
-                "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    else:
+        text = script.final_text(step) if tool else "Scripted agent session"
+        out.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    if out[0]["type"] == "reasoning" and "encrypted_content" in out[0]:
+        REASONED.remember(out[-1]["id"], out[0])
     return out
 
 
@@ -105,7 +106,8 @@ def responses(handler, body, entry):
         return 400, [json.dumps(error(str(e), e.param)).encode()], False
     output = plan(body, listed)
     entry["answer"] = output
-    tokens_in, tokens_out = estimate_tokens(listed), estimate_tokens(output)
+    read, transformations = stale_reasoning(body, listed)
+    tokens_in, tokens_out = estimate_tokens(read), estimate_tokens(output)
     response = {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
                 "status": "completed", "error": None, "incomplete_details": None, "model": body.get("model"),
                 "output": output, "parallel_tool_calls": body.get("parallel_tool_calls", True),
@@ -114,6 +116,9 @@ def responses(handler, body, entry):
                           "output_tokens": tokens_out,
                           "output_tokens_details": {"reasoning_tokens": 8 if output[0]["type"] == "reasoning" else 0},
                           "total_tokens": tokens_in + tokens_out}}
+    if transformations:
+        response["input_transformations"] = transformations
+        entry["input_transformations"] = transformations
     if body.get("stream"):
         return 200, stream_events(response), True
     return 200, [json.dumps(response).encode()], False

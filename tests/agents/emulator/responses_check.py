@@ -1,8 +1,17 @@
 """Validation of `POST /v1/responses` as OpenAI's API does it with
 `store: false`: each tool call output after its call (by call_id), every
 call answered before the next message, reasoning items whose
-`encrypted_content` is the provider's own, and a function call the provider
-made after a reasoning item sent back with that item right before it."""
+`encrypted_content` is the provider's own, an output item the provider made
+after a reasoning item and sent back by its item `id` with that item right
+before it (the API pairs by item id: an item sent without its id is not
+paired), and a `compaction_trigger` only as the final item.
+
+Newer models' prefix rule ("Keep the prefix unchanged"): a reasoning item
+is bound to its prefix (request-level `instructions`, `tools`, `text.format`
+and every input item before it). One whose prefix changed is dropped without
+an error and listed in the response's `input_transformations` with reason
+`prefix_mismatch` and its id. The prefix is hashed as canonical JSON
+(sorted keys), so key order and spacing do not matter."""
 
 import base64
 import hashlib
@@ -26,38 +35,58 @@ class Invalid(Exception):
 
 
 class Reasoned:
-    """call_id -> the reasoning item (id, encrypted_content) the provider
-    emitted right before that call: it must come back with the call."""
+    """Output item id -> the reasoning item (id, encrypted_content) the
+    provider emitted right before that item: sent back by that id, the
+    item must come with it."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._by_call = {}
+        self._by_item = {}
 
-    def remember(self, call_id, reasoning):
+    def remember(self, item_id, reasoning):
         with self._lock:
-            self._by_call[call_id] = reasoning
+            self._by_item[item_id] = reasoning
 
-    def get(self, call_id):
+    def get(self, item_id):
+        if item_id is None:
+            return None
         with self._lock:
-            return self._by_call.get(call_id)
+            return self._by_item.get(item_id)
 
 
 REASONED = Reasoned()
 
 
-def encrypt(item_id, text):
-    blob = json.dumps({"id": item_id, "text": text}, separators=(",", ":"))
+def prefix_hash(body, listed):
+    """The hash of what a reasoning item after `listed` was produced after."""
+    prefix = {
+        "instructions": body.get("instructions"),
+        "tools": body.get("tools"),
+        "format": (body.get("text") or {}).get("format"),
+        "input": listed,
+    }
+    canon = json.dumps(prefix, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def encrypt(item_id, text, prefix):
+    blob = json.dumps({"id": item_id, "text": text, "prefix": prefix}, separators=(",", ":"))
     mac = hmac.new(_KEY, blob.encode(), hashlib.sha256).hexdigest()
     return base64.b64encode(json.dumps({"blob": blob, "mac": mac}).encode()).decode()
 
 
-def verified(encrypted):
+def opened(encrypted):
+    """The blob of encrypted content the provider made, else None."""
     try:
         outer = json.loads(base64.b64decode(encrypted, validate=True))
         good = hmac.new(_KEY, outer["blob"].encode(), hashlib.sha256).hexdigest()
-        return hmac.compare_digest(good, outer["mac"])
+        return json.loads(outer["blob"]) if hmac.compare_digest(good, outer["mac"]) else None
     except Exception:
-        return False
+        return None
+
+
+def verified(encrypted):
+    return opened(encrypted) is not None
 
 
 def items(body):
@@ -70,6 +99,7 @@ def items(body):
 
 
 def check(body):
+    """The input items, or raises Invalid."""
     if not isinstance(body, dict) or "model" not in body:
         raise Invalid("Missing required parameter: 'model'.", "model")
     pending = {}  # call_id -> item, calls not answered yet
@@ -77,22 +107,25 @@ def check(body):
     listed = items(body)
     for n, item in enumerate(listed):
         kind = item["type"]
+        if kind == "compaction_trigger" and n != len(listed) - 1:
+            raise Invalid(f"Invalid 'input[{n}]': an item of type 'compaction_trigger' must be the final input item.",
+                          f"input[{n}]")
         if kind == "reasoning" and item.get("encrypted_content") is not None \
                 and not verified(item["encrypted_content"]):
             raise Invalid(f"The encrypted content for item {item.get('id', f'input[{n}]')} could not be verified.")
+        required = REASONED.get(item.get("id"))
+        if required is not None:
+            before = next((listed[j] for j in range(n - 1, -1, -1) if listed[j]["type"] not in CALLS), None)
+            if before is None or before["type"] != "reasoning" \
+                    or before.get("encrypted_content") != required["encrypted_content"]:
+                raise Invalid(f"Item '{item['id']}' of type '{kind}' was provided without "
+                              f"its required 'reasoning' item: '{required['id']}'.")
         if kind in CALLS:
             call_id = item.get("call_id")
             if call_id in seen:
                 raise Invalid(f"Duplicate item found with call_id {call_id}.")
             seen.add(call_id)
             pending[call_id] = item
-            required = REASONED.get(call_id)
-            if required is not None:
-                before = next((listed[j] for j in range(n - 1, -1, -1) if listed[j]["type"] not in CALLS), None)
-                if before is None or before["type"] != "reasoning" \
-                        or before.get("encrypted_content") != required["encrypted_content"]:
-                    raise Invalid(f"Item '{item.get('id') or call_id}' of type '{kind}' was provided without "
-                                  f"its required 'reasoning' item: '{required['id']}'.")
         elif kind in OUTPUTS:
             call_id = item.get("call_id")
             if call_id not in pending:
@@ -103,3 +136,18 @@ def check(body):
     if pending:
         raise Invalid(f"No tool output found for function call {next(iter(pending))}.")
     return listed
+
+
+def stale_reasoning(body, listed):
+    """(the input as the model reads it, input_transformations): each
+    reasoning item whose prefix changed since the provider made it, dropped
+    and listed with reason `prefix_mismatch`."""
+    kept, dropped = [], []
+    for n, item in enumerate(listed):
+        blob = opened(item["encrypted_content"]) if item["type"] == "reasoning" \
+            and item.get("encrypted_content") is not None else None
+        if blob is not None and blob.get("prefix") != prefix_hash(body, listed[:n]):
+            dropped.append({"type": "drop", "id": item.get("id") or blob["id"], "reason": "prefix_mismatch"})
+            continue
+        kept.append(item)
+    return kept, dropped

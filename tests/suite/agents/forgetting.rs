@@ -17,9 +17,11 @@ use crate::support::recorder::Recorder;
 
 /// `default` summarizes every few turns in a window the session never
 /// fills (so a summary in a tool loop could wait); `roomy`, switched to
-/// mid-session, finds nothing due.
+/// mid-session, finds nothing due. `default` writes every due summary,
+/// paying or not (`max_payback_turns`): these sessions test what a summary
+/// does to a client's thread, the payback rule has its own tests.
 const PROFILES: &str = "[profiles.default]\nmax_messages_before_summary = 6\nmin_recent_messages = 4\n\
-    context_window = 200000\n\n[profiles.roomy]\nmax_messages_before_summary = 400\n\
+    context_window = 200000\nmax_payback_turns = 1000000\n\n[profiles.roomy]\nmax_messages_before_summary = 400\n\
     min_recent_messages = 4\ncontext_window = 200000\n";
 /// The emulator's script (`emulator/script.py`).
 const STEPS: u32 = 16;

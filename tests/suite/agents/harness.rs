@@ -94,11 +94,14 @@ impl Drop for Provider {
 /// active tool loop with thinking, where a summary after the first waits
 /// until the thread no longer fits (docs/compression.md, "Preserved
 /// thinking"): a 40k window makes that happen several times in a session.
+/// Every due summary is written, paying or not (`max_payback_turns`): the
+/// sessions test what summaries do to a real client's thread; the payback
+/// rule has its own tests (`api::verdict`, `bench/cost_replay.py`).
 pub async fn condense(provider: &str, dir: &Path) -> String {
     let profiles = dir.join("profiles.toml");
     std::fs::write(
         &profiles,
-        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\n",
+        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\nmax_payback_turns = 1000000\n",
     )
     .unwrap();
     super::server::serve(condense::Config {

@@ -93,7 +93,7 @@ pub async fn check(through: &Session, condense: &str, checks: &mut Checks) -> To
         let url = format!("{condense}/v1/conversations/{id}");
         let mut ledger = Value::Null;
         // Each turn is written just after its answer ends.
-        for _ in 0..100 {
+        for _ in 0..600 {
             let res = http.get(&url).send().await.unwrap();
             ledger = res.json().await.unwrap_or(Value::Null);
             if ledger["turns"].as_array().map(Vec::len) == Some(bills.len()) {

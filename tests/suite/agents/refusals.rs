@@ -288,6 +288,54 @@ async fn the_provider_holds_responses_rules() {
             reasoning["id"].as_str().unwrap()
         )
     );
+    // Sent without its item id, the call is not paired with its reasoning.
+    let mut unpaired = call.clone();
+    unpaired.as_object_mut().unwrap().shift_remove("id");
+    let (status, ok) = post(
+        &provider,
+        "/v1/responses",
+        "",
+        &body(json!([user, unpaired, output])),
+    )
+    .await;
+    assert_eq!(status, 200, "{ok}");
+    assert_eq!(ok.get("input_transformations"), None, "{ok}");
+    // Reasoning after a changed prefix is dropped, listed, not refused.
+    let edited = json!({"type": "message", "role": "user", "content": "go on"});
+    let (status, dropped) = post(
+        &provider,
+        "/v1/responses",
+        "",
+        &body(json!([edited, reasoning, call, output])),
+    )
+    .await;
+    assert_eq!(status, 200, "{dropped}");
+    assert_eq!(
+        dropped["input_transformations"],
+        json!([{"type": "drop", "id": reasoning["id"], "reason": "prefix_mismatch"}])
+    );
+    // A compaction_trigger only as the final item.
+    let trigger = json!({"type": "compaction_trigger"});
+    let (status, ok) = post(
+        &provider,
+        "/v1/responses",
+        "",
+        &body(json!([user, reasoning, call, output, trigger])),
+    )
+    .await;
+    assert_eq!(status, 200, "{ok}");
+    let (status, refused) = post(
+        &provider,
+        "/v1/responses",
+        "",
+        &body(json!([user, trigger, reasoning, call, output])),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(
+        message_of(&refused).contains("must be the final input item"),
+        "{refused}"
+    );
     let mut altered = reasoning.clone();
     altered["encrypted_content"] = json!(format!(
         "{}x",

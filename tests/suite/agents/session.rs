@@ -41,6 +41,22 @@ impl Turn<'_> {
     pub fn compressed(&self) -> bool {
         self.condense("x-condense-compressed") == Some("true")
     }
+    /// Thinking blocks or reasoning items the provider dropped (its
+    /// `input_transformations`: a prefix that changed since it made them).
+    pub fn dropped(&self) -> usize {
+        self.provider
+            .and_then(|p| p["input_transformations"].as_array())
+            .map_or(0, Vec::len)
+    }
+    /// Kept turns whose stale thinking condense removed (`x-condense-thinking`).
+    pub fn removed(&self) -> usize {
+        let thinking = self.condense("x-condense-thinking").unwrap_or_default();
+        let n = thinking.strip_prefix("removed=").unwrap_or_default();
+        n.split(';')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
     /// Milliseconds from the relay forwarding to the provider receiving.
     pub fn added_ms(&self) -> Option<f64> {
         Some(self.provider?["t_received"].as_f64()? - self.client["t_forward"].as_f64()?)
@@ -153,9 +169,24 @@ fn unthought(m: &Value) -> Value {
     m
 }
 
-/// The forwarded `f` is the client's `c`, or `c` with its stale thinking removed.
+/// `m` without its item `id`: what condense forwards of an item whose
+/// reasoning it removed (the Responses API pairs an item sent by id with
+/// its reasoning).
+fn unpaired(m: &Value) -> Option<Value> {
+    let mut m = m.clone();
+    m.as_object_mut()?.shift_remove("id")?;
+    Some(m)
+}
+
+/// The forwarded `f` is the client's `c`, or `c` with its stale thinking
+/// removed, or without the id that paired it with a removed reasoning item.
 fn kept_as(c: &Value, f: &Value) -> bool {
-    same(c, f) || same(&unthought(c), f)
+    same(c, f) || same(&unthought(c), f) || unpaired(c).is_some_and(|c| same(&c, f))
+}
+
+/// A Responses reasoning item condense did not forward (it removed it as stale).
+fn removed_reasoning(c: &Value, f: &[Value]) -> bool {
+    c["type"] == "reasoning" && !f.iter().any(|x| same(c, x))
 }
 
 /// The forwarded `thinking` is the client's, with at most condense's
@@ -248,14 +279,18 @@ impl Session {
             format!("request {id}: a forwarded message is not the client's, or out of order"),
         );
         let recent = RECENT.min(c.len());
-        let newest = |f: &[Value]| {
-            f[f.len() - recent..]
+        // Less the reasoning items condense removed as stale.
+        let newest: Vec<&Value> = c[c.len() - recent..]
+            .iter()
+            .filter(|x| !removed_reasoning(x, f))
+            .collect();
+        let closes = f.len() >= newest.len()
+            && f[f.len() - newest.len()..]
                 .iter()
-                .zip(&c[c.len() - recent..])
-                .all(|(f, c)| kept_as(c, f))
-        };
+                .zip(&newest)
+                .all(|(f, c)| kept_as(c, f));
         checks.check(
-            f.len() >= recent && newest(f),
+            closes,
             format!("request {id}: the client's newest {recent} messages are not the forwarded thread's last"),
         );
         checks.check(
@@ -306,6 +341,24 @@ impl Session {
             ),
         );
         true
+    }
+
+    /// The provider dropped no thinking that condense did not announce: only
+    /// a request sent with Anthropic's `drop_block` may lose blocks (the
+    /// Responses API has no opt-in; it drops stale reasoning silently).
+    pub fn check_dropped(&self, turn: &Turn<'_>, checks: &mut Checks) {
+        let announced = turn
+            .condense("x-condense-thinking")
+            .is_some_and(|t| t.contains("drop_block"));
+        checks.check(
+            turn.dropped() == 0 || announced,
+            format!(
+                "request {}: the provider dropped {} thinking block(s) or reasoning item(s) condense did not report: {}",
+                turn.client["id"],
+                turn.dropped(),
+                turn.provider.map_or(Value::Null, |p| p["input_transformations"].clone())
+            ),
+        );
     }
 
     /// The query string and every client header reached the provider.

@@ -20,6 +20,7 @@ mod fidelity_llm;
 mod golden;
 mod hostile;
 mod instructions;
+mod items_props;
 mod iterations;
 mod limits;
 mod llm_e2e;

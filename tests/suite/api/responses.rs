@@ -117,9 +117,10 @@ async fn every_shared_thread_is_read_in_the_responses_format() {
 }
 
 /// Forced compression of a Responses thread answers `input` items: the
-/// tail verbatim (unknown fields and reasoning's encrypted content
-/// included), a summary item, no call without its output, and the output
-/// reads back as a valid thread.
+/// tail verbatim (unknown fields included) but for its reasoning items,
+/// which the summary written before them makes stale (OpenAI drops them:
+/// removed, and reported), a summary item, no call without its output, and
+/// the output reads back as a valid thread.
 #[tokio::test]
 async fn compression_answers_in_the_responses_format() {
     let app = app();
@@ -145,10 +146,35 @@ async fn compression_answers_in_the_responses_format() {
             .unwrap()
             .starts_with("[Context Summary - ")
     );
-    // The tail is the input's tail, value for value.
+    // The tail is the input's tail, value for value, without its reasoning.
     let tail = &out[1..];
-    assert_eq!(tail, &original.as_array().unwrap()[n - tail.len()..]);
+    let original = original.as_array().unwrap();
+    let from = original.len()
+        - original
+            .iter()
+            .rev()
+            .scan(0, |kept, i| {
+                *kept += usize::from(i["type"] != "reasoning");
+                (*kept <= tail.len()).then_some(())
+            })
+            .count();
+    let stale = original[from..]
+        .iter()
+        .filter(|i| i["type"] == "reasoning")
+        .count();
+    assert!(stale > 0, "the tail held reasoning");
+    let unreasoned: Vec<&Value> = original[from..]
+        .iter()
+        .filter(|i| i["type"] != "reasoning")
+        .collect();
+    assert_eq!(tail.iter().collect::<Vec<_>>(), unreasoned);
     assert_eq!(tail.last().unwrap()["x_custom"], json!({"kept": [1, 2, 3]}));
+    assert_eq!(
+        body["applied_edits"],
+        json!([{"type": "remove_stale_thinking", "removed_thinking_turns": stale,
+                "cleared_input_tokens": body["applied_edits"][0]["cleared_input_tokens"]}])
+    );
+    assert_eq!(body["thinking_drop_block"], false);
     // Every output answers a call kept before it.
     let calls: Vec<&Value> = out
         .iter()
@@ -308,4 +334,71 @@ async fn the_verdict_reads_a_responses_thread() {
     let body = r.json();
     assert_eq!(body["format"], "responses");
     assert_eq!(body["should_summarize"], true);
+}
+
+/// OpenAI's settings items are instructions: `configuration_update` and
+/// `additional_tools` anywhere come back byte for byte and in order, never
+/// summarized; the conversation up to the provider's `compaction` (and the
+/// settings the API put after it) stays first; the `compaction_trigger`
+/// stays the final item. The kept turns' reasoning follows the summary
+/// written now, so it goes (OpenAI would drop it), reported, and the call
+/// it preceded loses its item `id` (the API refuses a call sent by id
+/// without its reasoning).
+#[tokio::test]
+async fn settings_compaction_and_trigger_items_stay_in_place() {
+    let app = app();
+    let long = "output line\n".repeat(300);
+    let user = |t: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]});
+    let turn = |k: usize| {
+        [
+            json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": format!("gAAA{k}==")}),
+            json!({"type": "function_call", "id": format!("fc_{k}"), "call_id": format!("call_{k}"), "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"}),
+            json!({"type": "function_call_output", "call_id": format!("call_{k}"), "output": long}),
+        ]
+    };
+    let config = json!({"type": "configuration_update", "reasoning": {"effort": "high"}});
+    let tools = json!({"type": "additional_tools", "role": "developer", "tools": [{"type": "function", "name": "grep", "parameters": {"type": "object"}}]});
+    let compaction =
+        json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA".repeat(40)});
+    let after = json!({"type": "configuration_update", "reasoning": {"effort": "low"}});
+    let trigger = json!({"type": "compaction_trigger"});
+    let mut input = vec![
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]}),
+        user("first task"),
+    ];
+    input.extend(turn(1));
+    input.extend([compaction.clone(), after.clone(), user("go on")]);
+    input.extend(turn(2));
+    input.push(config.clone());
+    input.extend(turn(3));
+    input.push(tools.clone());
+    for k in 4..8 {
+        input.extend(turn(k));
+    }
+    input.push(trigger.clone());
+    let r = post(
+        &app,
+        "/v1/compress",
+        &json!({"input": input, "force": true, "summarizer": {"strategy": "heuristic"},
+                "config": {"min_recent_messages": 4}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let body = r.json();
+    let out = body["input"].as_array().unwrap();
+    // Up to the compaction and the settings after it: first, verbatim.
+    assert_eq!(&out[..7], &input[..7]);
+    assert!(
+        out[7]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Context Summary - ")
+    );
+    // The span's settings right after the summary, in order, then the tail.
+    assert_eq!(out[8..10], [config, tools]);
+    let fc = |k: usize| json!({"type": "function_call", "call_id": format!("call_{k}"), "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"});
+    assert_eq!(out[10..], [fc(7), turn(7)[2].clone(), trigger]);
+    assert_eq!(body["applied_edits"][0]["type"], "remove_stale_thinking");
+    assert_eq!(body["applied_edits"][0]["removed_thinking_turns"], 1);
+    assert_eq!(body["messages_dropped"], json!([input.len() - 4]));
 }

@@ -256,3 +256,44 @@ async fn models_are_listed() {
             .all(|m| m["context_window"].as_u64().unwrap() > 0)
     );
 }
+
+/// A summary only when it pays: the same due thread is summarized for
+/// gpt-4o (no write premium, reads at 0.5x) and held back for Claude (writes
+/// at 1.25x, reads at 0.1x) until `max_payback_turns` allows its payback.
+#[tokio::test]
+async fn the_model_s_cache_prices_decide_whether_a_summary_pays() {
+    let app = app();
+    let msgs: Vec<Value> = (0..40)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"role": role, "content": format!("step {i}: {}", "word ".repeat(500))})
+        })
+        .collect();
+    let openai = verdict(&app, json!({"messages": msgs, "model": "gpt-4o"})).await;
+    assert_eq!(openai["trigger"], "messages");
+    assert_eq!(openai["held_back"], Value::Null);
+
+    let claude = verdict(
+        &app,
+        json!({"messages": msgs, "model": "claude-sonnet-4-5"}),
+    )
+    .await;
+    assert_eq!(claude["should_summarize"], false);
+    assert_eq!(claude["trigger"], Value::Null);
+    let why = claude["held_back"].as_str().unwrap();
+    assert!(
+        why.starts_with("a summary is due (messages), but it would not pay for itself"),
+        "{why}"
+    );
+    assert!(
+        why.contains("(read 0.1x, write 1.25x the input price)"),
+        "{why}"
+    );
+    assert!(why.contains("over max_payback_turns 0"), "{why}");
+
+    let patient =
+        json!({"messages": msgs, "model": "claude-sonnet-4-5", "config": {"max_payback_turns": 5}});
+    let claude = verdict(&app, patient).await;
+    assert_eq!(claude["trigger"], "messages");
+    assert_eq!(claude["held_back"], Value::Null);
+}
