@@ -75,14 +75,25 @@ pub(crate) async fn provider() -> (String, Bills) {
     (server::serve_router(app).await, bills)
 }
 
+/// A condense whose default profile writes every due summary, paying or
+/// not (`max_payback_turns`): the ledger is what is tested here, so the
+/// sessions must compress; the payback rule has its own tests.
 async fn condense(provider: &str, cache_url: &str) -> Router {
-    let config = condense::Config {
+    let dir = tempfile::tempdir().unwrap().keep();
+    let profiles = dir.join("profiles.toml");
+    std::fs::write(
+        &profiles,
+        "[profiles.default]\nmax_payback_turns = 1000000\n",
+    )
+    .unwrap();
+    let mut config = condense::Config {
         proxy: condense::config::ProxySettings {
             anthropic_url: Some(provider.to_string()),
             ..Default::default()
         },
         ..Default::default()
     };
+    config.models.profiles_file = Some(profiles);
     let cache = Cache::connect(cache_url, CacheOptions::default())
         .await
         .expect("the cache opens");
