@@ -24,6 +24,8 @@ pub enum Writer {
     Llm(UpstreamModel),
     /// Heuristic sections and an LLM narrative, half the room each.
     Hybrid(UpstreamModel),
+    /// The provider's compaction item, from the upstream's `/responses/compact`.
+    Provider(UpstreamModel),
 }
 
 impl Writer {
@@ -32,13 +34,14 @@ impl Writer {
             Writer::Heuristic => Strategy::Heuristic,
             Writer::Llm(_) => Strategy::Llm,
             Writer::Hybrid(_) => Strategy::Hybrid,
+            Writer::Provider(_) => Strategy::Provider,
         }
     }
 
     pub fn model(&self) -> Option<&UpstreamModel> {
         match self {
             Writer::Heuristic => None,
-            Writer::Llm(m) | Writer::Hybrid(m) => Some(m),
+            Writer::Llm(m) | Writer::Hybrid(m) | Writer::Provider(m) => Some(m),
         }
     }
 }
@@ -256,7 +259,10 @@ mod tests {
             context_window: 8192,
             result_chars: 500,
         };
-        let llm = grouped.with_writer(Writer::Llm(model));
+        let llm = grouped.with_writer(Writer::Llm(model.clone()));
+        // A provider's item and a text summary of one span never share a key.
+        let provider = plain.with_writer(Writer::Provider(model.clone()));
+        assert_ne!(provider.key(), plain.with_writer(Writer::Llm(model)).key());
         assert_ne!(plain.key(), grouped.key());
         assert_ne!(grouped.key(), llm.key());
         assert_eq!(llm.form, Form::Iterations([1, 1].into()));
