@@ -169,3 +169,42 @@ async fn provider_is_refused_for_a_thread_that_is_not_responses() {
     assert!(r.text().contains("Responses"), "{}", r.text());
     assert!(bodies.lock().unwrap().is_empty());
 }
+
+/// The item is cached like any summary: another replica on the same cache
+/// answers it byte for byte without asking the provider again, and a text
+/// summary of the same span never collides with it (the key names the writer).
+#[tokio::test]
+async fn the_item_is_reused_byte_for_byte_across_replicas() {
+    let (url, bodies) = compactor().await;
+    let dir = std::env::temp_dir().join(format!(
+        "condense-provider-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = format!("sqlite://{}?mode=rwc", dir.join("cache.sqlite3").display());
+    let (one, two) = (
+        super::cache_e2e::app_on(&db, Some(&url)).await,
+        super::cache_e2e::app_on(&db, Some(&url)).await,
+    );
+    let req = with_strategy(responses_thread(8), "provider");
+    let first = post(&one, "/v1/compress", &req).await.json();
+    let second = post(&two, "/v1/compress", &req).await.json();
+    assert_eq!(first["summary"]["cached"], false, "{first}");
+    assert_eq!(second["summary"]["cached"], true, "{second}");
+    assert_eq!(first["input"], second["input"]);
+    assert_eq!(second["input"][0], item());
+    assert_eq!(bodies.lock().unwrap().len(), 1);
+    let text = post(
+        &two,
+        "/v1/compress",
+        &with_strategy(responses_thread(8), "heuristic"),
+    )
+    .await
+    .json();
+    assert_eq!(text["summary"]["strategy"], "heuristic");
+    assert_eq!(text["summary"]["cached"], false, "{text}");
+    assert_ne!(
+        text["summary"]["content_hash"],
+        first["summary"]["content_hash"]
+    );
+}
