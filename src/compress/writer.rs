@@ -4,6 +4,7 @@ use super::Error;
 use crate::policy::Profile;
 use crate::summarize::{Strategy, UpstreamModel, Writer};
 use crate::thread::{FieldError, WireFormat};
+use crate::upstream::Kind;
 
 /// What replaces the span.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +91,11 @@ pub(super) fn decide(
         }
         (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),
         (Strategy::Hybrid, Some(m)) => Decision::Write(Writer::Hybrid(m)),
+        (Strategy::Provider, Some(m)) if m.kind != Kind::OpenAi => {
+            return Err(Error::StrategyUnavailable(
+                "strategy `provider` needs an OpenAI-compatible upstream (its `/responses/compact`), and the configured one speaks Anthropic's API; use `heuristic`, `llm`, `hybrid` or `auto`".into(),
+            ));
+        }
         (Strategy::Provider, Some(m)) => Decision::Write(Writer::Provider(m)),
         (Strategy::Llm | Strategy::Hybrid | Strategy::Provider, None) => {
             return Err(Error::StrategyUnavailable(format!(

@@ -6,6 +6,7 @@ use super::Strategy;
 use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
 use crate::thread::Message;
 use crate::tokens::Counter;
+use crate::upstream::Kind;
 
 /// An upstream model and the settings that shape what it is shown (all keyed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,8 @@ pub struct UpstreamModel {
     pub context_window: usize,
     /// Longest tool result (and tool-call arguments) in the transcript, in characters.
     pub result_chars: usize,
+    /// The upstream's API: only an OpenAI one offers `/responses/compact`.
+    pub kind: Kind,
 }
 
 /// Who writes a summary: decided once, by the compression plan.
@@ -258,6 +261,7 @@ mod tests {
             name: "m".into(),
             context_window: 8192,
             result_chars: 500,
+            kind: Kind::OpenAi,
         };
         let llm = grouped.with_writer(Writer::Llm(model.clone()));
         // A provider's item and a text summary of one span never share a key.

@@ -103,6 +103,7 @@ impl SummaryService {
             name,
             context_window: up.config().context_window,
             result_chars: up.config().result_chars,
+            kind: up.config().kind,
         }))
     }
 

@@ -168,6 +168,18 @@ async fn provider_is_refused_for_a_thread_that_is_not_responses() {
     assert_eq!(r.pointers(), ["/summarizer/strategy"], "{}", r.text());
     assert!(r.text().contains("Responses"), "{}", r.text());
     assert!(bodies.lock().unwrap().is_empty());
+
+    // An Anthropic upstream has no `/responses/compact`.
+    let mut anthropic = config(&url);
+    anthropic.upstream.kind = condense::upstream::Kind::Anthropic;
+    let req = with_strategy(responses_thread(8), "provider");
+    let r = post(&app_with(anthropic), "/v1/compress", &req).await;
+    let p = r.problem(422);
+    assert!(
+        p["detail"].as_str().unwrap().contains("OpenAI-compatible"),
+        "{p}"
+    );
+    assert!(bodies.lock().unwrap().is_empty());
 }
 
 /// The item is cached like any summary: another replica on the same cache
