@@ -9,6 +9,8 @@
 //!   it and the client pays for it. OpenAI's advice for custom compaction
 //!   (append the summary at the end) keeps nothing valid here: condense
 //!   replaces the older span, so every kept item's prefix changes anyway.
+//!   OpenAI's own compaction item (the `provider` summarizer) is exempt:
+//!   the turns after it keep their reasoning ([`Provenance::compaction`]).
 //! - Chat Completions carries no reasoning in its input: no rule.
 //!
 //! Condense never turns an accepted request into an error, and never
@@ -282,19 +284,25 @@ pub(super) struct Provenance {
     /// No record of what earlier turns forwarded ([`carries_thinking`]):
     /// the caller's own blocks are not vouched for either.
     pub unknown_history: bool,
+    /// The summary is the provider's own compaction item (`provider`):
+    /// OpenAI keeps the reasoning after it valid, so only a later change
+    /// (a cut, a cleared text) makes a kept turn's prefix differ.
+    pub compaction: bool,
 }
 
 impl Provenance {
     /// The prefix of the kept turn at output `position`, request `index`.
     pub fn prefix(&self, position: usize, index: usize) -> Prefix {
         let reused_from = self.in_use_from.filter(|_| self.inserted);
+        let changed_before = self.changed.is_some_and(|c| c < index);
         match () {
+            _ if self.compaction && !changed_before => Prefix::Same,
             _ if self.new_summary => Prefix::New,
             // Kept with `drop_block` when the summary came into use.
             _ if reused_from.is_some() && self.first_final == Some(index) => Prefix::Dropped,
             // Produced before the reused summary came into use: stale.
             _ if reused_from.is_some_and(|from| index < from) => Prefix::New,
-            _ if self.changed.is_some_and(|c| c < index) => Prefix::Unknown,
+            _ if changed_before => Prefix::Unknown,
             _ if !self.inserted && position == index && !self.unknown_history => Prefix::Same,
             // Produced since: it saw this very prefix.
             _ if reused_from.is_some() => Prefix::Same,
@@ -426,6 +434,23 @@ mod tests {
         assert_eq!(p.prefix(9, 9), Prefix::Unknown);
         // A message left out before it: its prefix is not the one it saw.
         assert_eq!(Provenance::default().prefix(4, 6), Prefix::Unknown);
+    }
+
+    #[test]
+    fn a_provider_compaction_item_keeps_the_prefix_until_a_later_change() {
+        let p = Provenance {
+            inserted: true,
+            compaction: true,
+            unknown_history: true,
+            ..Provenance::default()
+        };
+        assert_eq!(p.prefix(3, 40), Prefix::Same);
+        let cut = Provenance {
+            changed: Some(41),
+            ..p
+        };
+        assert_eq!(cut.prefix(3, 40), Prefix::Same);
+        assert_eq!(cut.prefix(5, 42), Prefix::Unknown);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::policy::SummaryRole;
 use crate::summarize::{self, Fidelity, Strategy, Written};
-use crate::thread::{Message, Role, WireFormat, summary_text, text_message};
+use crate::thread::{Message, RawThread, Role, WireFormat, parse, summary_text, text_message};
 use crate::tokens::Counter;
 
 /// The summary of a compression; send it back as the request's `summary` to
@@ -13,7 +13,8 @@ use crate::tokens::Counter;
 #[serde(deny_unknown_fields)]
 pub struct SummaryObject {
     /// The summary text (without the `[Context Summary - ...]` header of its
-    /// message).
+    /// message); for `provider`, the provider's compaction item as JSON,
+    /// which the thread carries as that item.
     pub content: String,
     /// Messages it replaced, those of the summaries it extends included
     /// (instructions in its span, kept verbatim after it, are not counted);
@@ -45,8 +46,9 @@ pub struct SummaryObject {
     /// URLs, identifiers, dates, numbers, names) the summary holds, as
     /// written. Missing anchors were appended under `### Also in the span`
     /// within `max_summary_tokens`; a cache hit returns the first write's
-    /// receipt. `kept + added + missing == anchors`. Null only for a summary
-    /// cached without one.
+    /// receipt. `kept + added + missing == anchors`. Null for a `provider`
+    /// item (encrypted: no anchor is checkable) and a summary cached
+    /// without one.
     #[schema(required = true)]
     pub fidelity: Option<Fidelity>,
 }
@@ -93,8 +95,9 @@ pub fn object(
 impl SummaryObject {
     /// Re-fits the content into `max_tokens`; `listed`: a per-iteration
     /// injection, shrunk as it was bounded so it still reads back as a list.
+    /// A provider's item is sealed: it stays whole.
     pub(super) fn shrink(&mut self, max_tokens: usize, listed: bool, c: &Counter<'_>) {
-        if self.token_count <= max_tokens {
+        if self.token_count <= max_tokens || self.strategy == Strategy::Provider {
             return;
         }
         self.content = match listed {
@@ -105,17 +108,38 @@ impl SummaryObject {
     }
 }
 
-/// The summary as a message of the thread: its header and the content.
+/// The summary as a message of the thread: the provider's compaction item
+/// as it wrote it (a `provider` summary in a Responses thread), else its
+/// header and the content.
 pub(crate) fn summary_message(
     format: WireFormat,
     role: SummaryRole,
     covered: usize,
     content: &str,
 ) -> Message {
+    if let Some(item) = provider_item(format, content) {
+        return item;
+    }
     // Anthropic takes system text only at the top level, and its first message must be a user turn.
     let role = match (format, role) {
         (WireFormat::OpenAi | WireFormat::Responses, SummaryRole::System) => Role::System,
         _ => Role::User,
     };
     text_message(format, role, summary_text(covered, content))
+}
+
+/// `content` as the provider's compaction item, when it is one and the
+/// thread speaks Responses (where the API reads it); parsed as the thread
+/// parses its own items, so it is never summarized over.
+fn provider_item(format: WireFormat, content: &str) -> Option<Message> {
+    if format != WireFormat::Responses || !summarize::is_compaction_item(content) {
+        return None;
+    }
+    let item: serde_json::Value = serde_json::from_str(content).ok()?;
+    let t = parse(RawThread {
+        format: Some(format),
+        messages: std::slice::from_ref(&item),
+        ..Default::default()
+    });
+    t.ok()?.messages.pop()
 }

@@ -3,6 +3,8 @@
 use super::Error;
 use crate::policy::Profile;
 use crate::summarize::{Strategy, UpstreamModel, Writer};
+use crate::thread::{FieldError, WireFormat};
+use crate::upstream::Kind;
 
 /// What replaces the span.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,11 +28,22 @@ pub(super) struct Upstream {
     pub allowed: bool,
 }
 
+/// What the thread allows of a writer: the provider's compaction item
+/// stands only in a Responses thread, and is not an iteration list.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Shape {
+    pub format: WireFormat,
+    /// Per-iteration summaries (continuity's list).
+    pub lists: bool,
+}
+
 /// `auto` is `llm` when an upstream is configured, the caller may use it
 /// and the span and thread reach `llm_min_tokens`/`llm_min_total_tokens`,
-/// else `heuristic`; `llm` and `hybrid` need an upstream and the permission.
+/// else `heuristic`; `llm`, `hybrid` and `provider` need an upstream and
+/// the permission, `provider` a Responses thread too.
 pub(super) fn decide(
     s: Strategy,
+    shape: Shape,
     upstream: Upstream,
     (span_tokens, total_tokens): (u64, u64),
     p: &Profile,
@@ -58,7 +71,19 @@ pub(super) fn decide(
         }
         (Strategy::Auto, Some(m)) if worth_an_llm => Decision::Write(Writer::Llm(m)),
         (Strategy::Auto, _) => Decision::Write(Writer::Heuristic),
-        (Strategy::Llm | Strategy::Hybrid, Some(_)) if !allowed => {
+        (Strategy::Provider, _) if shape.format != WireFormat::Responses || shape.lists => {
+            let why = match shape.lists {
+                true => "writes one item, not per-iteration summaries",
+                false => {
+                    "writes an OpenAI Responses compaction item, and this thread is not in the Responses format"
+                }
+            };
+            return Err(Error::Invalid(vec![FieldError::new(
+                "/summarizer/strategy",
+                format!("strategy `provider` {why}; use `heuristic`, `llm`, `hybrid` or `auto`"),
+            )]));
+        }
+        (Strategy::Llm | Strategy::Hybrid | Strategy::Provider, Some(_)) if !allowed => {
             return Err(Error::Forbidden(format!(
                 "strategy `{}` has the upstream LLM write the summary, and this API key may not use it (the operator marks such keys `llm`); use `heuristic`, `truncate` or `auto`",
                 s.as_str()
@@ -66,7 +91,13 @@ pub(super) fn decide(
         }
         (Strategy::Llm, Some(m)) => Decision::Write(Writer::Llm(m)),
         (Strategy::Hybrid, Some(m)) => Decision::Write(Writer::Hybrid(m)),
-        (Strategy::Llm | Strategy::Hybrid, None) => {
+        (Strategy::Provider, Some(m)) if m.kind != Kind::OpenAi => {
+            return Err(Error::StrategyUnavailable(
+                "strategy `provider` needs an OpenAI-compatible upstream (its `/responses/compact`), and the configured one speaks Anthropic's API; use `heuristic`, `llm`, `hybrid` or `auto`".into(),
+            ));
+        }
+        (Strategy::Provider, Some(m)) => Decision::Write(Writer::Provider(m)),
+        (Strategy::Llm | Strategy::Hybrid | Strategy::Provider, None) => {
             return Err(Error::StrategyUnavailable(format!(
                 "strategy `{}` needs an upstream LLM and none is configured (set CONDENSE_UPSTREAM_URL); use `heuristic`, `truncate` or `auto`",
                 s.as_str()

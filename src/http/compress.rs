@@ -102,8 +102,10 @@ super::input::thread_request! {
 #[schema(as = Summarizer)]
 pub struct SummarizerInput {
     /// `auto` by default; `clear_tool_results` clears tool results alone, no
-    /// summary (see the operation). Without an upstream LLM, `llm` and
-    /// `hybrid` answer 422 `Strategy unavailable`. Null is rejected.
+    /// summary (see the operation). Without an upstream LLM, `llm`,
+    /// `hybrid` and `provider` answer 422 `Strategy unavailable`;
+    /// `provider` (the upstream's `/responses/compact` item) takes a
+    /// Responses thread only. Null is rejected.
     #[serde(default)]
     #[schema(inline)]
     pub strategy: Strategy,

@@ -13,6 +13,7 @@ mod hybrid;
 mod iterations;
 pub mod llm;
 mod pattern;
+mod provider;
 pub mod receipt;
 mod refold;
 mod request;
@@ -28,6 +29,7 @@ pub use heuristic::{heuristic, shrink};
 pub use iterations::{
     IterationSummary, refit as refit_injection, summaries as iteration_summaries,
 };
+pub use provider::is_item as is_compaction_item;
 pub use receipt::ALSO;
 pub use refold::refolded;
 pub use request::{
@@ -51,6 +53,10 @@ pub enum Strategy {
     /// their defaults): no summary, nothing dropped.
     #[serde(rename = "clear_tool_results")]
     ClearToolResults,
+    /// The provider's own compaction item (`POST {base}/responses/compact`),
+    /// for Responses threads only: encrypted, it keeps the kept turns'
+    /// reasoning valid.
+    Provider,
 }
 
 impl Strategy {
@@ -58,7 +64,7 @@ impl Strategy {
     /// `truncate` and `clear_tool_results` write none.
     pub fn writes_summaries(self) -> bool {
         match self {
-            Strategy::Heuristic | Strategy::Llm | Strategy::Hybrid => true,
+            Strategy::Heuristic | Strategy::Llm | Strategy::Hybrid | Strategy::Provider => true,
             Strategy::Auto | Strategy::Truncate | Strategy::ClearToolResults => false,
         }
     }
@@ -71,6 +77,7 @@ impl Strategy {
             Strategy::Hybrid => "hybrid",
             Strategy::Truncate => "truncate",
             Strategy::ClearToolResults => "clear_tool_results",
+            Strategy::Provider => "provider",
         }
     }
 }

@@ -6,6 +6,7 @@ use super::Strategy;
 use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
 use crate::thread::Message;
 use crate::tokens::Counter;
+use crate::upstream::Kind;
 
 /// An upstream model and the settings that shape what it is shown (all keyed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,6 +16,8 @@ pub struct UpstreamModel {
     pub context_window: usize,
     /// Longest tool result (and tool-call arguments) in the transcript, in characters.
     pub result_chars: usize,
+    /// The upstream's API: only an OpenAI one offers `/responses/compact`.
+    pub kind: Kind,
 }
 
 /// Who writes a summary: decided once, by the compression plan.
@@ -24,6 +27,8 @@ pub enum Writer {
     Llm(UpstreamModel),
     /// Heuristic sections and an LLM narrative, half the room each.
     Hybrid(UpstreamModel),
+    /// The provider's compaction item, from the upstream's `/responses/compact`.
+    Provider(UpstreamModel),
 }
 
 impl Writer {
@@ -32,13 +37,14 @@ impl Writer {
             Writer::Heuristic => Strategy::Heuristic,
             Writer::Llm(_) => Strategy::Llm,
             Writer::Hybrid(_) => Strategy::Hybrid,
+            Writer::Provider(_) => Strategy::Provider,
         }
     }
 
     pub fn model(&self) -> Option<&UpstreamModel> {
         match self {
             Writer::Heuristic => None,
-            Writer::Llm(m) | Writer::Hybrid(m) => Some(m),
+            Writer::Llm(m) | Writer::Hybrid(m) | Writer::Provider(m) => Some(m),
         }
     }
 }
@@ -255,8 +261,12 @@ mod tests {
             name: "m".into(),
             context_window: 8192,
             result_chars: 500,
+            kind: Kind::OpenAi,
         };
-        let llm = grouped.with_writer(Writer::Llm(model));
+        let llm = grouped.with_writer(Writer::Llm(model.clone()));
+        // A provider's item and a text summary of one span never share a key.
+        let provider = plain.with_writer(Writer::Provider(model.clone()));
+        assert_ne!(provider.key(), plain.with_writer(Writer::Llm(model)).key());
         assert_ne!(plain.key(), grouped.key());
         assert_ne!(grouped.key(), llm.key());
         assert_eq!(llm.form, Form::Iterations([1, 1].into()));

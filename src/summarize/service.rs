@@ -103,6 +103,7 @@ impl SummaryService {
             name,
             context_window: up.config().context_window,
             result_chars: up.config().result_chars,
+            kind: up.config().kind,
         }))
     }
 
@@ -250,7 +251,14 @@ impl SummaryService {
         let sections = (from == 0).then_some(sections);
         let (content, usage) = self.written(&writing, from, prior, sections).await?;
         // Repaired before it is cached: a hit carries the same bytes and receipt.
-        let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
+        let (content, fidelity) = match &req.settings.writer {
+            // Encrypted: no anchor is checkable, and nothing may be appended.
+            Writer::Provider(_) => (content, None),
+            _ => {
+                let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
+                (content, Some(fidelity))
+            }
+        };
         let strategy = req.settings.writer.strategy();
         self.metrics.summary_written(strategy.as_str());
         Ok(Written {
@@ -262,7 +270,7 @@ impl SummaryService {
             cached: false,
             degraded: false,
             usage,
-            fidelity: Some(fidelity),
+            fidelity,
             warnings: Vec::new(),
         })
     }
@@ -283,6 +291,10 @@ impl SummaryService {
                 let (text, usage) =
                     super::llm::write(up, model, req, from, prior, req.settings.limit).await?;
                 (text, Some(usage))
+            }
+            (Form::Running, Writer::Provider(model), Some(up)) => {
+                let (item, usage) = super::provider::write(up, model, req, from, prior).await?;
+                (item, Some(usage))
             }
             (Form::Running, Writer::Hybrid(model), Some(up)) => {
                 let (text, usage) = super::hybrid::write(up, model, req, from, prior).await?;

@@ -1,9 +1,11 @@
-//! The upstream LLM client: OpenAI Chat Completions or Anthropic Messages,
-//! with timeouts, retries inside a time budget and a cap on concurrent calls.
+//! The upstream LLM client: OpenAI Chat Completions or Anthropic Messages
+//! (and OpenAI's `/responses/compact`), with timeouts, retries inside a
+//! time budget and a cap on concurrent calls.
 
 mod answer;
 mod base_url;
 mod chat;
+mod compact;
 pub mod count;
 mod retry;
 mod secret;
@@ -16,6 +18,7 @@ use tokio::sync::Semaphore;
 pub use base_url::{BaseUrl, ProviderUrls};
 use chat::transport;
 pub use chat::{ChatRequest, ChatResponse, Kind, UpstreamError};
+pub use compact::{CompactRequest, Compacted};
 pub use count::{
     CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
 };
@@ -67,8 +70,8 @@ impl std::fmt::Debug for Upstream {
 }
 
 /// A finished call: the answer (or the last error), with what it cost.
-pub struct Called {
-    pub result: Result<ChatResponse, UpstreamError>,
+pub struct Called<T = ChatResponse> {
+    pub result: Result<T, UpstreamError>,
     pub attempts: u32,
     pub elapsed: Duration,
 }

@@ -6,7 +6,7 @@ tests/suite/agents.rs; stdlib only.
   python3 tests/agents/provider.py   # prints {"provider": PORT, "relay": PORT}
 
 Provider port: POST /v1/messages, /v1/messages/count_tokens, /v1/responses,
-/v1/responses/input_tokens (see emulator/); GET /_log[?session=NAME] (every
+/v1/responses/input_tokens, /v1/responses/compact (see emulator/); GET /_log[?session=NAME] (every
 request both servers saw, as JSON); POST /_session {"session", "target"}
 (labels what follows and points the relay at `target`).
 Relay port: anything, relayed to the target (emulator/relay.py).
@@ -28,6 +28,7 @@ ROUTES = {
     "/v1/messages/count_tokens": anthropic.count_tokens,
     "/v1/responses": responses.responses,
     "/v1/responses/input_tokens": responses.input_tokens,
+    "/v1/responses/compact": responses.compact,
 }
 
 

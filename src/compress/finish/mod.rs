@@ -6,8 +6,11 @@ mod output;
 use super::plan::{Decision, Plan};
 use super::summary::{self, SummaryObject, summary_message};
 use super::{Error, Outcome, clear};
-use crate::summarize::{Usage, Written};
+use crate::summarize::{Strategy, Usage, Written};
 use crate::thread::Message;
+
+/// What the receipt of a `provider` summary says.
+const SEALED: &str = "the summary is the provider's encrypted compaction item: condense cannot check which of the span's anchors it holds (`fidelity` is null)";
 
 /// The summary the output carries.
 struct Summary {
@@ -80,6 +83,9 @@ impl Plan {
             degraded = w.degraded;
             usage = w.usage;
             self.planner.warnings.extend(w.warnings.iter().cloned());
+            if w.strategy == Strategy::Provider {
+                self.planner.warnings.push(SEALED.into());
+            }
             summary::object(w, covered, pinned, cut.saturating_sub(1).max(pinned), &c)
         });
         let (format, role) = (self.planner.t.format, self.planner.p.summary_role);

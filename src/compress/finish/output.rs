@@ -21,8 +21,13 @@ impl Plan {
         (provenance, final_thinking): (Provenance, Option<usize>),
     ) -> Unbound {
         let cut = draft.truncated.first().copied();
+        let compaction = draft
+            .summary
+            .as_ref()
+            .is_some_and(|(m, _)| m.is_compaction());
         let provenance = Provenance {
-            new_summary: summary.object.is_some(),
+            new_summary: summary.object.is_some() && !compaction,
+            compaction,
             inserted,
             changed: cut.into_iter().chain(self.planner.cleared.from).min(),
             ..provenance

@@ -2,7 +2,7 @@
 //! [`SummaryService`](crate::summarize::SummaryService).
 
 use super::super::continuity::Anchor;
-use super::super::writer::{Upstream, decide};
+use super::super::writer::{Shape, Upstream, decide};
 use super::super::{Error, Hashes, Previous, Reason};
 use super::cut::{Room, Tail};
 use super::start::Prior;
@@ -31,8 +31,13 @@ impl Planner {
             allowed: self.ask.upstream_allowed,
         };
         let span = self.span_tokens(prior.start, tail.cut) as u64;
+        let shape = Shape {
+            format: self.t.format,
+            lists: self.ask.grouping.lists(),
+        };
         let decision = decide(
             self.ask.strategy,
+            shape,
             upstream,
             (span, total_tokens),
             &self.p,

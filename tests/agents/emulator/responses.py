@@ -1,4 +1,6 @@
-"""The scripted provider's `POST /v1/responses` and `/v1/responses/input_tokens`:
+"""The scripted provider's `POST /v1/responses`, `/v1/responses/input_tokens`
+and `/v1/responses/compact` (an opaque, signed `compaction` item; refused
+with `instructions`, as OpenAI's guidance says to compact without them):
 validated (responses_check), stale reasoning dropped and listed in
 `input_transformations` (`prefix_mismatch`), then answered as OpenAI streams: response.created,
 response.in_progress, output items (a reasoning item with encrypted_content,
@@ -10,7 +12,7 @@ import time
 import uuid
 
 from . import script, sse
-from .responses_check import REASONED, Invalid, check, encrypt, prefix_hash, stale_reasoning
+from .responses_check import REASONED, Invalid, check, encrypt, prefix_hash, seal_compaction, stale_reasoning
 
 SHELL_TOOLS = ("exec_command", "shell")
 
@@ -131,3 +133,27 @@ def input_tokens(handler, body, entry):
         entry["rejected"] = str(e)
         return 400, [json.dumps(error(str(e), e.param)).encode()], False
     return 200, [json.dumps({"object": "response.input_tokens", "input_tokens": estimate_tokens(listed)}).encode()], False
+
+
+def compact(handler, body, entry):
+    """OpenAI's compaction: the window that replaces `input`, its user
+    messages kept and one encrypted `compaction` item after them."""
+    try:
+        if "instructions" in body:
+            raise Invalid("Compact without 'instructions': they would be folded into the compaction item.",
+                          "instructions")
+        listed = check(body)
+    except Invalid as e:
+        entry["rejected"] = str(e)
+        return 400, [json.dumps(error(str(e), e.param)).encode()], False
+    cmp_id = f"cmp_{uuid.uuid4().hex}"
+    users = [i for i in listed if i["type"] == "message" and i.get("role") == "user"]
+    item = {"id": cmp_id, "type": "compaction", "encrypted_content": seal_compaction(cmp_id, listed)}
+    entry["answer"] = [item]
+    tokens_in, tokens_out = estimate_tokens(listed), estimate_tokens(item)
+    response = {"id": f"resp_{uuid.uuid4().hex}", "object": "response.compaction", "created_at": int(time.time()),
+                "output": users + [item],
+                "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
+                          "total_tokens": tokens_in + tokens_out}}
+    return 200, [json.dumps(response).encode()], False

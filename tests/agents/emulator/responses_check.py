@@ -11,7 +11,10 @@ is bound to its prefix (request-level `instructions`, `tools`, `text.format`
 and every input item before it). One whose prefix changed is dropped without
 an error and listed in the response's `input_transformations` with reason
 `prefix_mismatch` and its id. The prefix is hashed as canonical JSON
-(sorted keys), so key order and spacing do not matter."""
+(sorted keys), so key order and spacing do not matter. OpenAI's own
+compaction is exempt: a reasoning item after a `compaction` item the
+provider made (`/responses/compact`) is kept, whatever its prefix; a
+`compaction` item the provider did not make is refused."""
 
 import base64
 import hashlib
@@ -75,6 +78,17 @@ def encrypt(item_id, text, prefix):
     return base64.b64encode(json.dumps({"blob": blob, "mac": mac}).encode()).decode()
 
 
+def seal_compaction(item_id, listed):
+    """The encrypted content of a compaction item standing for `listed`."""
+    return encrypt(item_id, f"compaction of {len(listed)} items", "compaction")
+
+
+def compaction(item):
+    """A compaction item the provider made."""
+    blob = opened(item.get("encrypted_content") or "")
+    return item.get("type") == "compaction" and blob is not None and blob.get("prefix") == "compaction"
+
+
 def opened(encrypted):
     """The blob of encrypted content the provider made, else None."""
     try:
@@ -113,6 +127,8 @@ def check(body):
         if kind == "reasoning" and item.get("encrypted_content") is not None \
                 and not verified(item["encrypted_content"]):
             raise Invalid(f"The encrypted content for item {item.get('id', f'input[{n}]')} could not be verified.")
+        if kind == "compaction" and not compaction(item):
+            raise Invalid(f"The encrypted content for item {item.get('id', f'input[{n}]')} could not be verified.")
         required = REASONED.get(item.get("id"))
         if required is not None:
             before = next((listed[j] for j in range(n - 1, -1, -1) if listed[j]["type"] not in CALLS), None)
@@ -143,10 +159,12 @@ def stale_reasoning(body, listed):
     reasoning item whose prefix changed since the provider made it, dropped
     and listed with reason `prefix_mismatch`."""
     kept, dropped = [], []
+    compacted = False
     for n, item in enumerate(listed):
+        compacted = compacted or compaction(item)
         blob = opened(item["encrypted_content"]) if item["type"] == "reasoning" \
             and item.get("encrypted_content") is not None else None
-        if blob is not None and blob.get("prefix") != prefix_hash(body, listed[:n]):
+        if blob is not None and not compacted and blob.get("prefix") != prefix_hash(body, listed[:n]):
             dropped.append({"type": "drop", "id": item.get("id") or blob["id"], "reason": "prefix_mismatch"})
             continue
         kept.append(item)

@@ -353,6 +353,40 @@ async fn the_provider_holds_responses_rules() {
         "{refused}"
     );
 
+    // OpenAI's own compaction: asked without instructions, an opaque item
+    // after which reasoning keeps its place whatever the prefix was; a
+    // compaction item the provider did not make is refused.
+    let span = json!({"model": "gpt-test", "input": [user, reasoning, call, output]});
+    let (status, compacted) = post(&provider, "/v1/responses/compact", "", &span).await;
+    assert_eq!(status, 200, "{compacted}");
+    let item = compacted["output"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(item["type"], "compaction", "{compacted}");
+    let mut instructed = span.clone();
+    instructed["instructions"] = json!("be brief");
+    let (status, refused) = post(&provider, "/v1/responses/compact", "", &instructed).await;
+    assert_eq!(status, 400, "{refused}");
+    let (status, kept) = post(
+        &provider,
+        "/v1/responses",
+        "",
+        &body(json!([item, reasoning, call, output])),
+    )
+    .await;
+    assert_eq!(status, 200, "{kept}");
+    assert_eq!(kept.get("input_transformations"), None, "{kept}");
+    let mut forged = item.clone();
+    forged["encrypted_content"] = json!("gAAAA-not-the-providers");
+    let (_, refused) = post(&provider, "/v1/responses", "", &body(json!([forged, user]))).await;
+    assert!(
+        message_of(&refused).contains("could not be verified"),
+        "{refused}"
+    );
+
     let thread = body(json!([user, reasoning, call, output]));
     let (status, counted) = post(&provider, "/v1/responses/input_tokens", "", &thread).await;
     assert!(

@@ -28,6 +28,7 @@ mod metrics;
 mod numbers;
 mod playground;
 mod properties;
+mod provider;
 mod responses;
 mod thinking_props;
 mod thinking_turns;
