@@ -99,6 +99,7 @@ mod tests {
             gain_tokens: compressible - recent,
             compressible_tokens: compressible,
             summary_tokens: 0,
+            idle: None,
         }
     }
 

@@ -515,6 +515,7 @@ mod tests {
             gain_tokens: compressible - 3_000,
             compressible_tokens: compressible,
             summary_tokens: 0,
+            idle: None,
         };
         decide(&Profile::default(), a, 200_000, cache)
     }
@@ -557,6 +558,7 @@ mod tests {
             gain_tokens: 17_000,
             compressible_tokens: 20_000,
             summary_tokens: 0,
+            idle: None,
         };
         let claude = crate::tokens::ModelRegistry::embedded()
             .resolve("claude-sonnet-4-5", "gpt-4o")
@@ -591,6 +593,7 @@ mod tests {
             gain_tokens: 1_000,
             compressible_tokens: 20_000,
             summary_tokens: 0,
+            idle: None,
         };
         let v = decide(&Profile::default(), a, 200_000, CachePrices::NONE);
         assert_eq!(
