@@ -5,13 +5,15 @@ validated (responses_check), stale reasoning dropped and listed in
 `input_transformations` (`prefix_mismatch`), then answered as OpenAI streams: response.created,
 response.in_progress, output items (a reasoning item with encrypted_content,
 a function call with argument deltas, or a message with output_text deltas),
-each added and done, then response.completed with usage."""
+each added and done, then response.completed with usage. The usage follows
+OpenAI's automatic prompt caching (openai_cache) and is logged with the
+answer, as the ledger reads it."""
 
 import json
 import time
 import uuid
 
-from . import script, sse
+from . import openai_cache, script, sse
 from .responses_check import REASONED, Invalid, check, encrypt, prefix_hash, seal_compaction, stale_reasoning
 
 SHELL_TOOLS = ("exec_command", "shell")
@@ -23,6 +25,16 @@ def error(message, param):
 
 def estimate_tokens(value):
     return max(1, len(json.dumps(value)) // 4)
+
+
+def usage(body, read, output, reasoning):
+    """The answer's usage: its input billed by OpenAI's prompt caching
+    (`read`: the input as the model reads it), `reasoning` of its output
+    tokens spent reasoning."""
+    billed = openai_cache.bill(body, read)
+    tokens_out = estimate_tokens(output)
+    return dict(billed, output_tokens=tokens_out, output_tokens_details={"reasoning_tokens": reasoning},
+                total_tokens=billed["input_tokens"] + tokens_out)
 
 
 def latest_tool_output(listed):
@@ -109,15 +121,13 @@ def responses(handler, body, entry):
     output = plan(body, listed)
     entry["answer"] = output
     read, transformations = stale_reasoning(body, listed)
-    tokens_in, tokens_out = estimate_tokens(read), estimate_tokens(output)
     response = {"id": f"resp_{uuid.uuid4().hex}", "object": "response", "created_at": int(time.time()),
                 "status": "completed", "error": None, "incomplete_details": None, "model": body.get("model"),
                 "output": output, "parallel_tool_calls": body.get("parallel_tool_calls", True),
                 "store": body.get("store", True), "tool_choice": body.get("tool_choice", "auto"),
-                "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens": tokens_out,
-                          "output_tokens_details": {"reasoning_tokens": 8 if output[0]["type"] == "reasoning" else 0},
-                          "total_tokens": tokens_in + tokens_out}}
+                "usage": usage(body, read, output, 8 if output[0]["type"] == "reasoning" else 0)}
+    # What was billed, as the ledger reads it (the prompt cache's rules: openai_cache).
+    entry["usage"] = response["usage"]
     if transformations:
         response["input_transformations"] = transformations
         entry["input_transformations"] = transformations
@@ -150,10 +160,7 @@ def compact(handler, body, entry):
     users = [i for i in listed if i["type"] == "message" and i.get("role") == "user"]
     item = {"id": cmp_id, "type": "compaction", "encrypted_content": seal_compaction(cmp_id, listed)}
     entry["answer"] = [item]
-    tokens_in, tokens_out = estimate_tokens(listed), estimate_tokens(item)
     response = {"id": f"resp_{uuid.uuid4().hex}", "object": "response.compaction", "created_at": int(time.time()),
-                "output": users + [item],
-                "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
-                          "total_tokens": tokens_in + tokens_out}}
+                "output": users + [item], "usage": usage(body, listed, item, 0)}
+    entry["usage"] = response["usage"]
     return 200, [json.dumps(response).encode()], False
