@@ -9,7 +9,8 @@
 //! straight to the provider (the control), which proves the emulator
 //! accepts what the real client sends. Per client it prints turns,
 //! compressed turns, tokens before/after on the last turn, summaries
-//! written and condense's added latency per turn.
+//! written, condense's added latency per turn, and the ledger against
+//! the provider's bills (`ledger.rs`).
 use crate::support::{live, server};
 
 mod forgetting;
@@ -80,22 +81,21 @@ async fn through_condense(cli: Cli) {
         "condense: no two consecutive turns carried the same summary (continuity never held)",
     );
     report(&test, &control, &through);
-    // The scripted Messages API bills by the prompt cache's rules; the
-    // Responses one (`emulator/responses.py`) does not log its bills yet.
-    if cli == Cli::ClaudeCode {
-        let totals = ledger::check(&through, &condense, &mut checks).await;
-        let _ = writeln!(
-            std::io::stderr(),
-            "{test}: ledger of {} turns in {} conversations: billed {:?}, without condense {:?} \
-             (the control was billed {:?}), summarizer tokens {}",
-            totals.turns,
-            totals.conversations,
-            totals.billed,
-            totals.without,
-            ledger::billed_by_provider(&control),
-            totals.summary_call_tokens,
-        );
-    }
+    // The scripted providers bill by the prompt cache's rules (Anthropic's,
+    // OpenAI's automatic one): the ledger must say what they billed.
+    let totals = ledger::check(&through, &condense, &mut checks).await;
+    let _ = writeln!(
+        std::io::stderr(),
+        "{test}: ledger of {} turns in {} conversations: billed {:?}, without condense {:?} \
+         (the control was billed {:?}), net difference {:?}, summarizer tokens {}",
+        totals.turns,
+        totals.conversations,
+        totals.billed,
+        totals.without,
+        ledger::billed_by_provider(&control),
+        totals.difference(),
+        totals.summary_call_tokens,
+    );
     assert!(
         checks.0.is_empty(),
         "{} failed {} checks:\n- {}",
