@@ -8,16 +8,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::activity::{Activity, Left};
 use super::head::{self, Replacement};
-
-/// The most one read takes from the socket (and so the most of hyper's
-/// buffer zeroed for it): 64 KiB, so a large body still arrives in few reads
-/// (a 0.56 MB thread in about nine).
-const READ_MOST: usize = 64 * 1024;
 
 /// The socket, reporting reads and stalled writes to [`Activity`].
 pub(super) struct Watched {
@@ -92,12 +87,20 @@ impl AsyncRead for Watched {
         loop {
             ready!(self.inner.poll_read_ready(cx))?;
             // hyper hands its buffer's whole spare room, uninitialised, on
-            // every read (up to ~400 KB while a large body arrives); zeroing
-            // all of it before each read cost 6% of a resent thread's turn.
-            // A read takes at most READ_MOST, so at most that much is zeroed.
-            let room = buf.remaining().min(READ_MOST);
-            match self.inner.try_read(buf.initialize_unfilled_to(room)) {
+            // every read (up to ~400 KB while a large body arrives): zeroing
+            // it first (`initialize_unfilled`) cost 6% of a resent thread's
+            // turn. The socket writes into it as it is, as tokio's own
+            // `TcpStream` does.
+            // SAFETY: `recv` only writes bytes into the slice; it never
+            // de-initialises one.
+            let unfilled = unsafe { buf.unfilled_mut() };
+            let read = self.inner.try_io(Interest::READABLE, || {
+                socket2::SockRef::from(&*self.inner).recv(unfilled)
+            });
+            match read {
                 Ok(n) => {
+                    // SAFETY: `recv` wrote the first `n` bytes of `unfilled`.
+                    unsafe { buf.assume_init(n) };
                     buf.advance(n);
                     if n > 0 {
                         self.activity.read_some();
