@@ -51,12 +51,13 @@ pub fn parse_message(
 
 /// The `content` as parts; only an assistant may leave it null (calls alone).
 fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) -> Content {
-    let content_at = format!("{at}/content");
+    // Written only where it is read: most messages have neither errors nor parts.
+    let content_at = || format!("{at}/content");
     let (parts, plain) = match m.get("content") {
         None | Some(Value::Null) => {
             if !matches!(role, Role::Assistant) {
                 errs.push(FieldError::new(
-                    &content_at,
+                    content_at(),
                     format!("is required for a {} message", role.as_str()),
                 ));
             }
@@ -64,6 +65,7 @@ fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) ->
         }
         Some(Value::String(s)) => (vec![Part::Text(s.clone())], true),
         Some(Value::Array(items)) => {
+            let content_at = content_at();
             let parts = items
                 .iter()
                 .enumerate()
@@ -73,7 +75,7 @@ fn parse_content(m: &Value, role: Role, at: &str, errs: &mut Vec<FieldError>) ->
         }
         Some(other) => {
             errs.push(not_a(
-                &content_at,
+                content_at(),
                 "a string, an array of parts or null",
                 other,
             ));

@@ -1,6 +1,7 @@
 //! Shared helpers for the wire parsers.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use super::{Bounded, FieldError, Message, Opaque, Part, Role, echo};
 use serde_json::Value;
@@ -15,6 +16,10 @@ pub fn parse_thread<'a>(
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
     let mut errs = Bounded::default();
     let mut scratch = Vec::new();
+    // Each item's pointer is written over the last one's: one buffer for the
+    // thread, not an allocation per message.
+    let mut at = format!("/{field}/");
+    let prefix = at.len();
     let system = system
         .filter(|s| !s.is_null())
         .and_then(|s| parse_system(s, &mut scratch));
@@ -23,7 +28,9 @@ pub fn parse_thread<'a>(
         .into_iter()
         .enumerate()
         .filter_map(|(i, m)| {
-            let parsed = parse(m, &format!("/{field}/{i}"), &mut scratch);
+            at.truncate(prefix);
+            let _ = write!(at, "{i}"); // a String's `write!` cannot fail
+            let parsed = parse(m, &at, &mut scratch);
             errs.absorb(&mut scratch);
             parsed
         })
