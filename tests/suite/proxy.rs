@@ -563,6 +563,86 @@ async fn the_responses_route_compresses_input_and_keeps_everything_else() {
 
 /// A profile's `clear` applies to proxied requests too: old tool results
 /// reach the provider as placeholders, every message in its place.
+/// OpenAI's settings items and its compaction items through the proxy, as
+/// on `/v1/compress` (`api::responses`): what precedes a provider
+/// compaction item, and the settings right after it, go first and
+/// verbatim; the summarized span's settings (`configuration_update`,
+/// `additional_tools`) right after the summary, in order, verbatim; the
+/// `compaction_trigger` stays the final item.
+#[tokio::test]
+async fn the_responses_route_keeps_settings_compaction_and_trigger_items_in_place() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let app = condense(with_provider(&url));
+    let long = "output line\n".repeat(300);
+    let turn = |k: usize| {
+        [
+            json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": format!("gAAA{k}==")}),
+            json!({"type": "function_call", "id": format!("fc_{k}"), "call_id": format!("call_{k}"), "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"}),
+            json!({"type": "function_call_output", "call_id": format!("call_{k}"), "output": long}),
+        ]
+    };
+    let user = |t: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]});
+    let config = json!({"type": "configuration_update", "reasoning": {"effort": "high"}});
+    let tools = json!({"type": "additional_tools", "role": "developer", "tools": [{"type": "function", "name": "grep", "parameters": {"type": "object"}}]});
+    let compaction =
+        json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA".repeat(40)});
+    let after = json!({"type": "configuration_update", "reasoning": {"effort": "low"}});
+    let trigger = json!({"type": "compaction_trigger"});
+    let mut input = vec![user("first task")];
+    input.extend(turn(1));
+    input.extend([compaction, after, user("go on")]);
+    input.extend(turn(2));
+    input.push(config.clone());
+    input.extend(turn(3));
+    input.push(tools.clone());
+    for k in 4..40 {
+        input.extend(turn(k));
+    }
+    input.push(trigger.clone());
+    let body = json!({"model": "gpt-4o", "input": input});
+    let r = send(
+        &app,
+        "/v1/responses",
+        &[("authorization", "Bearer sk-client")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.headers["x-condense-compressed"], "true");
+    let (_, forwarded) = seen.last();
+    let out = forwarded["input"].as_array().unwrap();
+    assert_eq!(&out[..6], &input[..6]);
+    assert!(
+        out[6]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Context Summary - ")
+    );
+    assert_eq!(out[7..9], [config, tools]);
+    // The tail as sent, in order, but for the reasoning OpenAI would drop
+    // (reported) and the ids of the items it produced.
+    let bare = |i: &Value| {
+        let mut i = i.clone();
+        i.as_object_mut().unwrap().remove("id");
+        i
+    };
+    let sent: Vec<Value> = input
+        .iter()
+        .filter(|i| i["type"] != "reasoning")
+        .map(bare)
+        .collect();
+    let tail: Vec<Value> = out[9..].iter().map(bare).collect();
+    assert!(tail.len() >= 3, "{tail:?}");
+    assert_eq!(tail[..], sent[sent.len() - tail.len()..]);
+    assert_eq!(out.last(), Some(&trigger));
+    assert!(
+        r.headers["x-condense-thinking"]
+            .to_str()
+            .unwrap()
+            .starts_with("removed=")
+    );
+}
+
 #[tokio::test]
 async fn a_profile_with_clear_clears_old_tool_results_on_the_way() {
     let (url, seen) = provider(StatusCode::OK).await;
