@@ -12,6 +12,7 @@ mod answers;
 mod conversation;
 mod measure;
 mod people;
+mod receipt;
 mod rounds;
 
 use conversation::conversation;
