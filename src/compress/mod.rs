@@ -206,6 +206,21 @@ pub struct Outcome {
     pub warnings: Vec<String>,
 }
 
+/// What the warning says when a summary re-folded the one it extends
+/// (`finish::output` writes it): the prompt's prefix changes from there.
+const REFOLD: &str = "forced a re-fold";
+
+impl Outcome {
+    /// The warning that the new summary re-folded its previous one, for the
+    /// reports that carry no `warnings` (the proxy's `x-condense-note`).
+    pub fn refold_warning(&self) -> Option<&str> {
+        self.warnings
+            .iter()
+            .map(String::as_str)
+            .find(|w| w.contains(REFOLD))
+    }
+}
+
 /// The summary a compression extends: from the request, or found in the thread.
 #[derive(Debug, Clone)]
 pub(crate) struct Previous {

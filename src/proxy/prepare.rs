@@ -257,7 +257,8 @@ impl Report {
             prefix_reused: with_summary.then_some(continued),
             precompute: out.precompute,
             unchanged: None,
-            note: None,
+            // A re-fold changes the prefix the provider has cached.
+            note: out.refold_warning().filter(|_| !shadow).map(str::to_string),
             thinking_removed: removed_thinking(&out.applied_edits),
             drop_block: false,
             conversation: None,

@@ -5,6 +5,8 @@
 
 use std::collections::HashSet;
 
+use serde_json::Value;
+
 use super::extract::extract;
 use super::fit::{How, Size, fit};
 use super::pattern::Pattern;
@@ -207,7 +209,7 @@ pub fn extracted(span: &[Message], s: &Sections) -> Anchors {
                     said(&mut found, t);
                 }
                 (Role::Assistant, Part::Text(t)) => said(&mut found, t),
-                (_, Part::ToolCall(c)) => urls(&mut found, &c.arguments),
+                (_, Part::ToolCall(c)) => called(&mut found, &c.arguments),
                 _ => {}
             }
         }
@@ -264,6 +266,29 @@ fn said(found: &mut Found, text: &str) {
         if !dates.iter().any(|d| d.contains(&m.start())) {
             found.add(Kind::Number, m.as_str().to_string(), vec![word(m.as_str())]);
         }
+    }
+}
+
+/// The URLs a tool call's arguments give, read from their decoded string
+/// values (the JSON text's `\n` and `\"` are not part of a URL): the one-line
+/// values only, such as a URL to fetch or a command line. A value of several
+/// lines is a text the call puts somewhere (a file's body, an edit's new
+/// text): the file keeps it and its path is an anchor, and a tool's output
+/// (the same file read back) is not read for anchors either; its licence
+/// headers and manifest links would ask a summary for boilerplate.
+/// Arguments that are not JSON are one value.
+fn called(found: &mut Found, arguments: &str) {
+    fn each(found: &mut Found, v: &Value) {
+        match v {
+            Value::String(s) if !s.contains('\n') => urls(found, s),
+            Value::Array(xs) => xs.iter().for_each(|x| each(found, x)),
+            Value::Object(m) => m.values().for_each(|x| each(found, x)),
+            _ => {}
+        }
+    }
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v) => each(found, &v),
+        Err(_) => each(found, &Value::String(arguments.to_string())),
     }
 }
 

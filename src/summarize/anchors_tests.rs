@@ -64,6 +64,28 @@ fn each_kind_is_found() {
 }
 
 #[test]
+fn a_calls_urls_are_its_one_line_values_decoded() {
+    let call = |name: &str, args: Value| json!({"id": name, "type": "function", "function": {"name": name, "arguments": args.to_string()}});
+    let s = span(&[
+        json!({"role": "user", "content": "Vendor the crate."}),
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            call("fetch", json!({"url": "https://docs.rs/bit-set/0.8.0"})),
+            call("shell", json!({"command": "curl -sL https://crates.io/api/v1/crates/bit-set"})),
+            // A file's body: its licence header is the file's, not the agent's.
+            call("write_file", json!({"path": "src/lib.rs", "content":
+                "// Licensed under <http://www.apache.org/licenses/LICENSE-2.0>\n// see http://rust-lang.org/COPYRIGHT.\nfn main() {}\n"})),
+        ]}),
+    ]);
+    assert_eq!(
+        of(&anchors(&s), Kind::Url),
+        [
+            "https://docs.rs/bit-set/0.8.0",
+            "https://crates.io/api/v1/crates/bit-set"
+        ]
+    );
+}
+
+#[test]
 fn most_important_kinds_come_first() {
     let a = anchors(&sample());
     let kinds: Vec<Kind> = a.items.iter().map(|x| x.kind).collect();

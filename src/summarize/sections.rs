@@ -1,6 +1,7 @@
 //! The heuristic summary's structure: capped, de-duplicated lists rendered as
 //! Markdown that parses back ([`text`]), so a new summary extends an old one.
 
+mod apply;
 mod list;
 #[cfg(test)]
 mod round_trip_tests;
@@ -9,7 +10,6 @@ mod text;
 pub use list::{List, Tally};
 
 use super::fit::{How, Size, fit};
-use super::salience::{sentences, telling_sentences};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
@@ -131,46 +131,6 @@ impl Caps {
     }
 }
 
-/// The quote of a quoted item (`"…"`, `(system) "…"`): the text before it and
-/// its inside; None when `item` is not quoted.
-fn quoted(item: &str) -> Option<(&str, &str)> {
-    match item.find('"') {
-        Some(open) if item.len() > open + 1 && item.ends_with('"') => {
-            Some((&item[..=open], &item[open + 1..item.len() - 1]))
-        }
-        _ => None,
-    }
-}
-
-/// A quoted item with only its telling sentences inside the quotes (all of
-/// it when none tells anything).
-fn compact_quoted(item: &str) -> String {
-    match quoted(item).and_then(|(lead, inner)| Some((lead, telling_sentences(inner)?))) {
-        Some((lead, told)) => format!("{lead}{told}\""),
-        None => item.to_string(),
-    }
-}
-
-/// A quoted item (`"…"`, `(system) "…"`) condensed inside its quotes.
-fn condense_quoted(item: &str, max: usize) -> String {
-    if item.chars().count() <= max {
-        return item.to_string();
-    }
-    match quoted(item) {
-        Some((lead, inner)) => {
-            format!(
-                "{lead}{}\"",
-                fit(
-                    inner,
-                    Size::Chars(max.saturating_sub(lead.len() + 1)),
-                    How::Telling
-                )
-            )
-        }
-        _ => fit(item, Size::Chars(max), How::Telling),
-    }
-}
-
 impl Sections {
     /// Whether nothing is said.
     pub fn is_empty(&self) -> bool {
@@ -223,169 +183,7 @@ impl Sections {
         self.state = newer.state.or(self.state);
         self
     }
-
-    /// Applies `caps` to every list and text.
-    pub fn apply(&mut self, caps: Caps) {
-        // More requests than fit: each is written compactly, its sentences
-        // of small talk left out, so that more of them fit.
-        if self.requests.items.len() > caps.requests {
-            self.requests.compact(compact_quoted);
-        }
-        self.requests.cap(caps.requests, true);
-        self.stated.cap(caps.stated, false);
-        self.commands.cap(caps.commands, false);
-        self.errors.cap(caps.errors, false);
-        self.decisions.cap(caps.decisions, false);
-        self.also.cap(caps.also, false);
-        // The first request (the task) keeps twice as much.
-        let ident = caps.text.max(160);
-        let quote = caps.text.max(120);
-        for (i, item) in self.requests.items.iter_mut().enumerate() {
-            *item = condense_quoted(item, quote * if i == 0 { 2 } else { 1 });
-        }
-        for item in self
-            .stated
-            .items
-            .iter_mut()
-            .chain(&mut self.decisions.items)
-        {
-            *item = fit(item, Size::Chars(caps.text), How::Telling);
-        }
-        for list in [&mut self.errors, &mut self.commands, &mut self.also] {
-            for item in &mut list.items {
-                *item = fit(item, Size::Chars(ident), How::End);
-            }
-        }
-        self.state = self
-            .state
-            .as_deref()
-            .map(|s| fit(s, Size::Chars(caps.text * 2), How::Telling));
-        // The latest state's sentences a kept decision or statement says
-        // are not said twice (unless that is all it says).
-        let listed = |t: &str| {
-            let t = t.trim();
-            self.decisions
-                .items
-                .iter()
-                .chain(&self.stated.items)
-                .any(|i| i.contains(t))
-        };
-        if let Some(state) = &self.state {
-            let rest: Vec<&str> = sentences(state).filter(|t| !listed(t)).collect();
-            if !rest.is_empty() && rest.len() < sentences(state).count() {
-                self.state = Some(rest.concat().trim().to_string());
-            }
-        }
-        // A path a kept request, command, error or statement says is not
-        // listed again: its room goes to one said nowhere else.
-        let said: Vec<&String> = [
-            &self.requests,
-            &self.commands,
-            &self.errors,
-            &self.stated,
-            &self.decisions,
-        ]
-        .into_iter()
-        .flat_map(|l| &l.items)
-        .collect();
-        self.files.retain(|f| !said.iter().any(|i| i.contains(f)));
-        self.files.cap(caps.files, false);
-        self.earlier = self
-            .earlier
-            .as_deref()
-            .map(|s| fit(s, Size::Chars(caps.text * 4), How::Telling));
-        for (_, body) in &mut self.other {
-            *body = fit(body, Size::Chars(caps.text * 4), How::Telling);
-        }
-    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> Sections {
-        let mut s = Sections::default();
-        s.requests.push("\"fix the build\"");
-        s.tools.add("read_file", 3);
-        s.files.push("src/a.rs");
-        s.files.push("src/b.rs");
-        s.commands.push("`cargo test` (exit status 101)");
-        s.errors.push("error[E0308]: mismatched types");
-        s.state = Some("Tests pass now.\nNext: docs.".into());
-        s
-    }
-
-    #[test]
-    fn render_parse_round_trip() {
-        let s = sample();
-        assert_eq!(Sections::parse(&s.render()), s);
-    }
-
-    #[test]
-    fn caps_count_what_they_leave_out_and_survive_a_round_trip() {
-        let mut s = sample();
-        for i in 0..10 {
-            s.files.push(format!("src/f{i}.rs"));
-        }
-        s.apply(Caps {
-            files: 4,
-            ..Caps::default()
-        });
-        // One of each stretch of three, the newest of it: spread over the span.
-        assert_eq!(
-            s.files.items,
-            ["src/f0.rs", "src/f3.rs", "src/f6.rs", "src/f9.rs"]
-        );
-        assert_eq!(s.files.more, 8);
-        assert_eq!(Sections::parse(&s.render()).files.more, 8);
-    }
-
-    #[test]
-    fn merging_keeps_order_dedupes_and_sums_tools() {
-        let mut newer = Sections::default();
-        newer.files.push("src/a.rs");
-        newer.files.push("src/c.rs");
-        newer.tools.add("read_file", 2);
-        newer.tools.add("grep", 1);
-        let m = sample().merge(newer);
-        assert_eq!(m.files.items, ["src/b.rs", "src/a.rs", "src/c.rs"]);
-        assert_eq!(
-            m.tools.0,
-            [("read_file".to_string(), 5), ("grep".to_string(), 1)]
-        );
-        assert_eq!(m.state.as_deref(), Some("Tests pass now.\nNext: docs."));
-    }
-
-    #[test]
-    fn requests_over_their_cap_are_written_compactly() {
-        let mut s = Sections::default();
-        for r in [
-            "\"Fix the build. Thanks!\"",
-            "\"Hi Caroline! My sister Elena moved to Porto. How are you?\"",
-            "\"Haha, totally. My sister Elena moved to Porto.\"",
-            "\"ok\"",
-        ] {
-            s.requests.push(r);
-        }
-        s.apply(Caps {
-            requests: 2,
-            ..Caps::default()
-        });
-        // The task whole; the repeat gone; small talk left out.
-        assert_eq!(
-            s.requests.items,
-            [
-                "\"Fix the build. Thanks!\"",
-                "\"My sister Elena moved to Porto.\""
-            ]
-        );
-        assert_eq!(s.requests.more, 1);
-    }
-
-    #[test]
-    fn foreign_text_is_kept_as_earlier_context() {
-        let s = Sections::parse("The user wants X. We did Y.");
-        assert_eq!(s.earlier.as_deref(), Some("The user wants X. We did Y."));
-    }
-}
+mod tests;

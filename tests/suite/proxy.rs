@@ -296,6 +296,90 @@ async fn a_due_thread_is_compressed_and_shadow_mode_only_reports() {
     );
 }
 
+/// A plain summary that re-folds its previous one (its bound spent) says so
+/// in `x-condense-note`, as `/v1/compress` says it in a warning: the
+/// provider's prompt cache misses from there. One that appends, or a turn
+/// that carries the previous summary on, says nothing.
+#[tokio::test]
+async fn a_plain_re_fold_is_noted() {
+    let (url, seen) = provider(StatusCode::OK).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profiles.toml");
+    std::fs::write(
+        &file,
+        "[profiles.tight]\nmax_messages_before_summary = 2\nmin_recent_messages = 2\n\
+         max_summary_tokens = 400\nmax_payback_turns = 1000000\nmin_summary_gain = 0\n",
+    )
+    .unwrap();
+    let db = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("c.sqlite3").display()
+    );
+    let cache = condense::cache::Cache::connect(&db, Default::default())
+        .await
+        .unwrap();
+    let mut config = with_provider(&url);
+    config.models.profiles_file = Some(file);
+    let app = condense::http::router(condense::AppState::with_cache(config, cache).unwrap());
+    let mut history = vec![json!({"role": "system", "content": "You are a coding agent."})];
+    let (mut previous, mut appended, mut refolds) = (None::<String>, 0, 0);
+    // The first request holds six turns, each next one a turn more; a summary
+    // is due every other request.
+    for i in 1..=80 {
+        history.push(json!({"role": "user", "content": format!("Fix bug {i} in src/module_{i}.rs; never touch tests/case_{i}.rs.")}));
+        history.push(json!({"role": "assistant", "content": format!("Bug {i} is fixed: the check in src/module_{i}.rs now runs before the cast, and release {i}.0.{i} notes it.")}));
+        if i < 6 {
+            continue;
+        }
+        let body = json!({"model": "gpt-4o", "messages": history});
+        let r = send(
+            &app,
+            "/v1/chat/completions",
+            &[("x-condense-profile", "tight")],
+            &body,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK);
+        let note = r
+            .headers
+            .get("x-condense-note")
+            .map(|v| v.to_str().unwrap().to_string());
+        // A new summary, not the previous one carried on.
+        if r.headers
+            .get("x-condense-prefix-reused")
+            .is_none_or(|v| v != "false")
+        {
+            assert_eq!(note, None, "turn {i}");
+            continue;
+        }
+        let (_, forwarded) = seen.last();
+        let summary = forwarded["messages"][1]["content"].as_str().unwrap();
+        // Its text, after the `[Context Summary - N previous messages]` line.
+        let (_, text) = summary.split_once('\n').unwrap();
+        let text = text.trim().to_string();
+        if let Some(before) = previous.replace(text.clone()) {
+            let appends = text.starts_with(&before);
+            let noted = note
+                .as_deref()
+                .is_some_and(|n| n.contains("forced a re-fold"));
+            assert_eq!(
+                noted, !appends,
+                "turn {i}: {note:?}\n{before}\n----\n{text}"
+            );
+            appended += usize::from(appends);
+            refolds += usize::from(!appends);
+        }
+    }
+    // Measured: 33 appended, 4 re-folded. (At 300 tokens every new summary
+    // re-folds: two turns say more than half the bound.)
+    println!("plain through the proxy, 400 tokens: appended {appended}, re-folded {refolds}");
+    assert!(refolds >= 1, "the bound was reached");
+    assert!(
+        appended > refolds,
+        "{appended} appended, {refolds} re-folded"
+    );
+}
+
 #[tokio::test]
 async fn what_condense_cannot_handle_goes_through_unchanged() {
     let (url, seen) = provider(StatusCode::OK).await;

@@ -6,7 +6,8 @@
 //! Only past the limit is the list re-folded.
 
 use super::entry::Entry;
-use super::fold::{self, Fold, Fragment};
+use super::fold::Fold;
+use super::fragment::{self, Fragment};
 use crate::summarize::fit::{How, Size, fit};
 use crate::tokens::Counter;
 
@@ -117,7 +118,7 @@ pub(super) fn injection(
         })
         .collect();
     let mut frags: Vec<Fragment> = rolling
-        .map(|r| fold::fragments(&r.text, r.first))
+        .map(|r| fragment::fragments(&r.text, r.first))
         .unwrap_or_default();
     let before = frags.len();
     frags.extend(entries.iter().zip(&full).map(|(e, whole)| Fragment {
@@ -132,7 +133,7 @@ pub(super) fn injection(
     let kept = |keep: usize| -> usize { sizes[sizes.len() - keep..].iter().sum() };
     let mut keep = newest(&sizes, fill / 4);
     let all = Fold::new(&frags, c);
-    let need = |keep: usize| all.first(before + entries.len() - keep, fold::ONCE);
+    let need = |keep: usize| all.first(before + entries.len() - keep, fragment::ONCE);
     while keep > 1 && kept(keep) + label + need(keep) > fill {
         keep -= 1;
     }
@@ -151,7 +152,7 @@ pub(super) fn injection(
     let taken = kept(keep) + label;
     let mut rolling_room = fill
         .saturating_sub(taken)
-        .max(fold.at(fold::ONCE))
+        .max(fold.at(fragment::ONCE))
         .min(room.saturating_sub(taken));
     // Tokens of parts do not add up to the whole's: any excess is taken off
     // the rolling entry, and tried again.

@@ -7,6 +7,7 @@ mod bound;
 mod entry;
 mod facts;
 mod fold;
+mod fragment;
 mod llm;
 
 use std::ops::Range;

@@ -65,6 +65,16 @@ pub fn written(
     prior: Option<&str>,
     limit: usize,
 ) -> String {
+    write(span, its, prior, limit).content
+}
+
+/// [`written`] with its receipt and warnings.
+pub fn write(
+    span: &[condense::thread::Message],
+    its: Option<&[u64]>,
+    prior: Option<&str>,
+    limit: usize,
+) -> condense::summarize::Written {
     let models = ModelRegistry::embedded();
     let counter =
         CountSpec::resolve(&models, "gpt-4o", None, None, Method::Bpe).counter(Encoders::global());
@@ -82,9 +92,7 @@ pub fn written(
     };
     static SERVICE: LazyLock<SummaryService> =
         LazyLock::new(|| SummaryService::new(None, Cache::Off));
-    block_on(SERVICE.write(&req))
-        .expect("no upstream to fail")
-        .content
+    block_on(SERVICE.write(&req)).expect("no upstream to fail")
 }
 
 /// Whether `m` opens an iteration (see [`injection`]).
