@@ -65,7 +65,7 @@ async fn condense(url: &str, dir: &std::path::Path) -> Router {
     let file = dir.join("profiles.toml");
     std::fs::write(
         &file,
-        "[profiles.codex]\nstrategy = \"provider\"\nmax_messages_before_summary = 20\nmax_payback_turns = 1000000\nprecompute_at = 0.0\n",
+        "[profiles.codex]\nstrategy = \"provider\"\nmax_messages_before_summary = 20\nmax_payback_turns = 1000000\nprecompute_at = 0.0\n\n[profiles.strict]\nstrategy = \"provider\"\non_upstream_error = \"fail\"\nmax_messages_before_summary = 20\nmax_payback_turns = 1000000\n",
     )
     .unwrap();
     let mut config = condense::Config {
@@ -91,10 +91,14 @@ async fn condense(url: &str, dir: &std::path::Path) -> Router {
 }
 
 async fn send(app: &Router, path: &str, body: &Value) -> (StatusCode, HeaderMap) {
+    send_as(app, "codex", path, body).await
+}
+
+async fn send_as(app: &Router, profile: &str, path: &str, body: &Value) -> (StatusCode, HeaderMap) {
     let req = Request::post(path)
         .header(header::CONTENT_TYPE, "application/json")
         .header("authorization", "Bearer sk-client")
-        .header("x-condense-profile", "codex")
+        .header("x-condense-profile", profile)
         .body(Body::from(serde_json::to_vec(body).unwrap()))
         .unwrap();
     let res = app.clone().oneshot(req).await.unwrap();
@@ -186,5 +190,13 @@ async fn a_thread_not_in_the_responses_format_falls_back_with_a_note() {
     let note = header(&h, "x-condense-note");
     assert!(note.contains("needs a Responses thread"), "{h:?}");
     assert_eq!(header(&h, "x-condense-compressed"), "true", "{h:?}");
+    assert!(compactions.lock().unwrap().is_empty());
+
+    // Under `on_upstream_error: fail` it goes as it came, with the note.
+    let (status, h) = send_as(&app, "strict", "/v1/chat/completions", &body).await;
+    assert_ne!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(header(&h, "x-condense-compressed"), "false", "{h:?}");
+    let note = header(&h, "x-condense-note");
+    assert!(note.contains("needs a Responses thread"), "{h:?}");
     assert!(compactions.lock().unwrap().is_empty());
 }
