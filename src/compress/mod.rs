@@ -26,7 +26,7 @@ use crate::policy::{PriorSummary, Profile, Trigger};
 use crate::summarize::{Strategy, Usage};
 use crate::thread::{FieldError, Thread};
 use crate::tokens::{Encoding, Method};
-use crate::upstream::UpstreamError;
+use crate::upstream::{CompactTarget, UpstreamError};
 
 pub use binding::carries_thinking;
 pub use check::{GroupBy, keep_recent_iterations};
@@ -125,6 +125,10 @@ pub struct Compression {
     /// Since the conversation's last forwarded request, where known (the
     /// proxy's ledger): past `provider_cache_ttl`, its cache is cold.
     pub idle: Option<std::time::Duration>,
+    /// Where `provider` compacts (the proxy: the conversation's own
+    /// provider, model and credentials); None: the configured upstream.
+    /// Beside the summary's settings, never in its key.
+    pub compact_target: Option<CompactTarget>,
 }
 
 impl Compression {
@@ -148,6 +152,7 @@ impl Compression {
             thinking_required: true,
             precompute: false,
             idle: None,
+            compact_target: None,
         }
     }
 }

@@ -101,14 +101,15 @@ super::input::thread_request! {
 #[serde(deny_unknown_fields)]
 #[schema(as = Summarizer)]
 pub struct SummarizerInput {
-    /// `auto` by default; `clear_tool_results` clears tool results alone, no
-    /// summary (see the operation). Without an upstream LLM, `llm`,
-    /// `hybrid` and `provider` answer 422 `Strategy unavailable`;
-    /// `provider` (the upstream's `/responses/compact` item) takes a
-    /// Responses thread only. Null is rejected.
-    #[serde(default)]
-    #[schema(inline)]
-    pub strategy: Strategy,
+    /// The profile's `strategy` (`auto` by default) when absent;
+    /// `clear_tool_results` clears tool results alone, no summary (see the
+    /// operation). Without an upstream LLM, `llm`, `hybrid` and `provider`
+    /// answer 422 `Strategy unavailable`; `provider` (the upstream's
+    /// `/responses/compact` item) takes a Responses thread only. Null is
+    /// rejected.
+    #[serde(default, deserialize_with = "super::input::not_null")]
+    #[schema(inline, nullable = false)]
+    pub strategy: Option<Strategy>,
     /// The upstream model that writes the summary (default
     /// `--upstream-model`); with an upstream it must be that model or one of
     /// `--upstream-allowed-models` (else a 422 at `/summarizer/model`);
@@ -302,6 +303,7 @@ fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Re
     let keep_recent_iterations =
         compress::keep_recent_iterations(req.group_by, req.keep_recent_iterations)?;
     let method = method(req.method, req.chars_per_token, Some(&profile))?;
+    let strategy = profile.strategy;
     Ok(Compression {
         thread,
         profile,
@@ -313,7 +315,7 @@ fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Re
         encoding: req.encoding,
         method,
         prior,
-        strategy: summarizer.strategy,
+        strategy: summarizer.strategy.unwrap_or(strategy),
         summarizer_model: summarizer.model,
         instructions: summarizer.instructions,
         force: req.force,
@@ -323,6 +325,7 @@ fn parse(app: &AppState, mut req: CompressRequest, upstream_allowed: bool) -> Re
         thinking_required: true,
         precompute: req.precompute,
         idle: req.idle_seconds.map(std::time::Duration::from_secs),
+        compact_target: None,
     })
 }
 

@@ -102,6 +102,16 @@ where
     }
 }
 
+/// An optional field that may be absent but not null (an absent one takes
+/// the profile's value).
+pub fn not_null<'de, D, T>(de: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(de).map(Some)
+}
+
 // The thread fields of a request, whose schemas the wire formats' bodies
 // say (written in `thread/schemas.yaml`).
 

@@ -65,6 +65,7 @@ async fn proxy(
         profile: text(&headers, PROFILE).map(str::to_string),
         shadow: text(&headers, SHADOW).is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1"),
         upstream_allowed: caller.llm,
+        credentials: app.proxy.credentials(format, &headers, caller.provider),
     };
     // No ticket means the gates did not run: compressing holds nothing.
     let ticket = ticket.map(|t| t.0).unwrap_or_default();

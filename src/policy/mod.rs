@@ -9,6 +9,7 @@ mod prior;
 mod profile;
 mod profiles;
 mod render;
+mod strategy;
 mod verdict;
 
 pub use assess::{Assessment, assess};
@@ -17,6 +18,7 @@ pub use prior::{summary_in_thread, summary_message};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;
 pub use render::render_text;
+pub use strategy::Strategy;
 pub use verdict::{
     LastSummary, PriorSummary, Trigger, Verdict, decide, summary_message_tokens, verdict,
     with_provider_total,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::clear::{ClearOverrides, ClearSettings};
 use super::duration::Period;
 use super::overlay::{Overlay, replaced, settings};
+use super::strategy::Strategy;
 use crate::thread::FieldError;
 use crate::tokens::CountSpec;
 use crate::upstream::CountSource;
@@ -42,6 +43,14 @@ settings! {
     /// below, LLM above.
     llm_min_total_tokens: u64 = 0, 0 ..= 100_000_000;
     on_upstream_error: OnUpstreamError = OnUpstreamError::Fallback;
+    /// Who writes the summary, as `/v1/compress`'s `summarizer.strategy`
+    /// (whose explicit value wins there): the proxy's only way to choose
+    /// one. `provider` on the proxy compacts with the conversation's own
+    /// provider and credentials; a thread not in the Responses format goes
+    /// per `on_upstream_error`. It shapes the summary, so it is part of the
+    /// continuity key (written out only when not `auto`).
+    #[serde(skip_serializing_if = "Strategy::is_auto")]
+    strategy: Strategy = Strategy::Auto;
     /// Also due when this many agent iterations (distinct
     /// `metadata.iteration`) came since the last summary (trigger
     /// `iterations`); absent: off.
@@ -113,7 +122,8 @@ replaced!(
     OnUpstreamError,
     TruncateKeep,
     CountSource,
-    Period
+    Period,
+    Strategy
 );
 
 impl Overlay for Option<ClearSettings> {

@@ -10,8 +10,10 @@ use super::thinking::{
 };
 use super::{Proxy, ProxyError, Unchanged};
 use crate::compress::{Compression, Outcome, Precompute, Reason, carries_thinking};
-use crate::summarize::{Fidelity, cpu};
+use crate::policy::{OnUpstreamError, Profile};
+use crate::summarize::{Fidelity, Strategy, cpu};
 use crate::thread::{self, Limits, RawThread, Shape, Thread, WireFormat};
+use crate::upstream::{CompactTarget, Secret};
 
 /// Request: the profile (default: `default`).
 pub const PROFILE: &str = "x-condense-profile";
@@ -25,6 +27,8 @@ pub struct Options {
     pub shadow: bool,
     /// The caller may have the upstream LLM write summaries.
     pub upstream_allowed: bool,
+    /// What a `provider` compaction goes with ([`Proxy::credentials`]).
+    pub credentials: Vec<(String, Secret)>,
 }
 
 /// The body to forward and what was done to it.
@@ -123,10 +127,26 @@ impl Proxy {
             Err(Unread::Skip(why, note)) => return Ok(Prepared::unchanged(body, why, note)),
         };
         let opt_out = unvouched(format, &json, &thread);
+        let (strategy, fell_back) = match strategy(format, &profile) {
+            Ok(chosen) => chosen,
+            Err(note) => {
+                let unchanged = Prepared::unchanged(body, Unchanged::StrategyUnavailable, note);
+                return Ok(as_sent(unchanged, opt_out.then_some(json)).await);
+            }
+        };
         let conversation = super::conversation::id(format, &json, &thread);
         super::idle::lifetime(format, &json, &mut profile);
         let idle = self.idle(&conversation, &profile).await;
         let conversation = Some(conversation);
+        let model = json.get("model").and_then(Value::as_str);
+        let compact_target = match (strategy, model, self.target(format)) {
+            (Strategy::Provider, Some(model), Ok(base)) => Some(CompactTarget {
+                base: base.to_string(),
+                model: model.to_string(),
+                headers: options.credentials.clone(),
+            }),
+            _ => None,
+        };
         let req = Compression {
             model: json
                 .get("model")
@@ -137,6 +157,8 @@ impl Proxy {
             thinking_required: thinking_on(&json),
             precompute: true,
             idle,
+            strategy,
+            compact_target,
             ..Compression::new(thread, profile)
         };
         let run = tokio::time::timeout(self.config.prepare_timeout, self.compressor.run(req));
@@ -156,6 +178,12 @@ impl Proxy {
         };
         let mut prepared = prepared;
         prepared.report.conversation = conversation;
+        if fell_back {
+            prepared
+                .report
+                .note
+                .get_or_insert_with(|| PROVIDER_FALLBACK.into());
+        }
         match out {
             Some(out) if prepared.report.compressed => {
                 let Prepared { body, report } = prepared;
@@ -199,6 +227,26 @@ impl Proxy {
             body: bytes.into(),
             report,
         }
+    }
+}
+
+/// Why a non-Responses thread is not compacted by its provider.
+const NOT_RESPONSES: &str = "strategy `provider` needs a Responses thread";
+/// ...and what stood in (`on_upstream_error: fallback`).
+const PROVIDER_FALLBACK: &str =
+    "strategy `provider` needs a Responses thread: condense's own summarizer (`auto`) stood in";
+
+/// The profile's strategy for a thread in `format`, and whether it fell
+/// back: the provider's compaction item stands only in a Responses thread,
+/// so any other goes per `on_upstream_error` (`auto`, or as it came with
+/// the note), never an error to the client.
+fn strategy(format: WireFormat, profile: &Profile) -> Result<(Strategy, bool), &'static str> {
+    match profile.strategy {
+        Strategy::Provider if format != WireFormat::Responses => match profile.on_upstream_error {
+            OnUpstreamError::Fallback => Ok((Strategy::Auto, true)),
+            OnUpstreamError::Fail => Err(NOT_RESPONSES),
+        },
+        chosen => Ok((chosen, false)),
     }
 }
 

@@ -8,6 +8,7 @@ use super::thinking::DROP_BLOCK_BETA;
 use super::{Endpoint, Prepared, Proxy, ProxyError, Report, headers};
 use crate::cache::Turn;
 use crate::thread::WireFormat;
+use crate::upstream::Secret;
 
 /// One request on its way to the provider, as the handler read it.
 #[derive(Debug, Clone)]
@@ -151,6 +152,39 @@ impl Proxy {
             headers.insert(name, v);
         }
         Ok(())
+    }
+}
+
+impl Proxy {
+    /// The credentials a compaction by the conversation's provider goes
+    /// with: those the request itself is forwarded with (the client's, or
+    /// the operator's key for a caller that may spend it), and the
+    /// organization and project the item is encrypted for. Only for the
+    /// Responses route, the only one `provider` compacts on.
+    pub fn credentials(
+        &self,
+        format: WireFormat,
+        headers: &HeaderMap,
+        may_spend: bool,
+    ) -> Vec<(String, Secret)> {
+        let mut out = headers::to_provider(headers);
+        if format != WireFormat::Responses || self.inject_key(format, &mut out, may_spend).is_err()
+        {
+            return Vec::new();
+        }
+        let names = [
+            AUTHORIZATION.as_str(),
+            AZURE_KEY,
+            "openai-organization",
+            "openai-project",
+        ];
+        names
+            .into_iter()
+            .filter_map(|n| {
+                let v = out.get(n)?.to_str().ok()?;
+                Some((n.to_string(), Secret::new(v)))
+            })
+            .collect()
     }
 }
 

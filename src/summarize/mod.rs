@@ -22,8 +22,6 @@ mod sections;
 mod service;
 mod written;
 
-use serde::{Deserialize, Serialize};
-
 pub use canonical::{KEY_VERSION, KeySettings, canonical, canonical_with_ends, hashes};
 pub use heuristic::{heuristic, shrink};
 pub use iterations::{
@@ -38,46 +36,7 @@ pub use request::{
 pub use service::SummaryService;
 pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};
 
+/// Which writer a compression asks for; it lives with the profile, which
+/// names one for the proxy (`strategy`).
+pub use crate::policy::Strategy;
 pub(crate) use crate::tokens::cancel::cpu;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Strategy {
-    #[default]
-    Auto,
-    Heuristic,
-    Llm,
-    Hybrid,
-    Truncate,
-    /// Clear old tool results only (the profile's `clear` settings, or
-    /// their defaults): no summary, nothing dropped.
-    #[serde(rename = "clear_tool_results")]
-    ClearToolResults,
-    /// The provider's own compaction item (`POST {base}/responses/compact`),
-    /// for Responses threads only: encrypted, it keeps the kept turns'
-    /// reasoning valid.
-    Provider,
-}
-
-impl Strategy {
-    /// What a summary can say wrote it: `auto` resolves to one of these,
-    /// `truncate` and `clear_tool_results` write none.
-    pub fn writes_summaries(self) -> bool {
-        match self {
-            Strategy::Heuristic | Strategy::Llm | Strategy::Hybrid | Strategy::Provider => true,
-            Strategy::Auto | Strategy::Truncate | Strategy::ClearToolResults => false,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Strategy::Auto => "auto",
-            Strategy::Heuristic => "heuristic",
-            Strategy::Llm => "llm",
-            Strategy::Hybrid => "hybrid",
-            Strategy::Truncate => "truncate",
-            Strategy::ClearToolResults => "clear_tool_results",
-            Strategy::Provider => "provider",
-        }
-    }
-}

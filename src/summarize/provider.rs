@@ -27,7 +27,7 @@ pub(super) async fn write(
         model: model.name.clone(),
         input,
     };
-    let called = up.compact(&call).await;
+    let called = up.compact(&call, req.target.as_ref()).await;
     let mut usage = Usage {
         calls: called.attempts,
         upstream_ms: called.elapsed.as_millis() as u64,

@@ -6,7 +6,7 @@ use super::Strategy;
 use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
 use crate::thread::Message;
 use crate::tokens::Counter;
-use crate::upstream::Kind;
+use crate::upstream::{CompactTarget, Kind};
 
 /// An upstream model and the settings that shape what it is shown (all keyed).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +63,10 @@ pub struct SummaryRequest {
     /// Index hashes through each message of `span`, to extend a prefix's summary.
     pub prefixes: Vec<String>,
     pub form: Form,
+    /// Where a `provider` summary is compacted instead of the configured
+    /// upstream (the proxy's conversation's provider): not in the key, as
+    /// it changes who is asked, not what.
+    pub target: Option<CompactTarget>,
     key: String,
 }
 
@@ -156,6 +160,7 @@ impl SummaryRequest {
             index: None,
             prefixes: Vec::new(),
             form,
+            target: None,
             key: String::new(),
         };
         req.rehash();

@@ -9,13 +9,60 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::chat::{Kind, UpstreamError, transport};
-use super::{Called, Upstream, answer, authorized, excerpt};
+use super::{Called, Secret, Upstream, answer, authorized, excerpt};
 
 /// One compaction: the Responses items to compact, oldest first.
 #[derive(Debug, Clone)]
 pub struct CompactRequest {
     pub model: String,
     pub input: Vec<Value>,
+}
+
+/// Where a compaction goes instead of the configured upstream: on the
+/// proxy, the conversation's own OpenAI provider, with the client's
+/// credentials and model (an item is encrypted for the organization that
+/// asked, so the client's own provider must write it). Never part of a
+/// summary's key, never printed.
+#[derive(Clone)]
+pub struct CompactTarget {
+    /// The provider's OpenAI base URL (`.../v1`), as the proxy forwards to.
+    pub base: String,
+    /// The conversation's model, which compacts.
+    pub model: String,
+    /// The client's credential headers (`Authorization`, Azure's `api-key`),
+    /// as it sent them.
+    pub headers: Vec<(String, Secret)>,
+}
+
+impl std::fmt::Debug for CompactTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("CompactTarget")
+            .field("base", &self.base)
+            .field("model", &self.model)
+            .field("headers", &names)
+            .finish()
+    }
+}
+
+impl CompactTarget {
+    /// `text` with the client's credentials blanked out (each header's
+    /// value, and its token without the `Bearer ` scheme).
+    fn scrub(&self, text: &str) -> String {
+        let mut secrets: Vec<&str> = Vec::new();
+        for (_, v) in &self.headers {
+            let v = v.expose();
+            secrets.push(v);
+            if let Some((_, token)) = v.split_once(' ') {
+                secrets.push(token.trim());
+            }
+        }
+        secrets.retain(|s| !s.is_empty());
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets
+            .iter()
+            .fold(text.to_string(), |t, s| t.replace(s, "[redacted]"))
+    }
 }
 
 /// What the provider returned: its compaction item, byte for byte as JSON.
@@ -28,10 +75,17 @@ pub struct Compacted {
 
 impl Upstream {
     /// One compaction, retried like a completion; only attempts hold a
-    /// place under the cap. Only an OpenAI upstream offers it.
-    pub async fn compact(&self, req: &CompactRequest) -> Called<Compacted> {
+    /// place under the cap. Only an OpenAI upstream offers it; a `target`
+    /// (the proxy's conversation's provider) takes its place, with its
+    /// model and credentials, under the same client, retries and cap.
+    pub async fn compact(
+        &self,
+        req: &CompactRequest,
+        target: Option<&CompactTarget>,
+    ) -> Called<Compacted> {
         let started = Instant::now();
-        let (result, attempts) = self.config.retry.run(|| self.compact_once(req)).await;
+        let once = || self.compact_once(req, target);
+        let (result, attempts) = self.config.retry.run(once).await;
         Called {
             result,
             attempts,
@@ -39,7 +93,11 @@ impl Upstream {
         }
     }
 
-    async fn compact_once(&self, req: &CompactRequest) -> Result<Compacted, UpstreamError> {
+    async fn compact_once(
+        &self,
+        req: &CompactRequest,
+        target: Option<&CompactTarget>,
+    ) -> Result<Compacted, UpstreamError> {
         let _permit = self
             .permits
             .acquire()
@@ -47,10 +105,11 @@ impl Upstream {
             .map_err(|_| UpstreamError::Connect("client closed".into()))?;
         let c = &self.config;
         let attempt = self.metrics.upstream_attempt(c.kind.as_str());
-        let result = match c.kind {
-            Kind::OpenAi => self.post_compact(req).await,
+        let result = match (c.kind, target) {
+            (_, Some(target)) => self.post_compact(req, Some(target)).await,
+            (Kind::OpenAi, None) => self.post_compact(req, None).await,
             // Anthropic has no such endpoint: the plan never asks it.
-            Kind::Anthropic => Err(UpstreamError::Garbage(
+            (Kind::Anthropic, None) => Err(UpstreamError::Garbage(
                 "an Anthropic upstream offers no /responses/compact".into(),
             )),
         };
@@ -61,15 +120,34 @@ impl Upstream {
         result
     }
 
-    async fn post_compact(&self, req: &CompactRequest) -> Result<Compacted, UpstreamError> {
+    async fn post_compact(
+        &self,
+        req: &CompactRequest,
+        target: Option<&CompactTarget>,
+    ) -> Result<Compacted, UpstreamError> {
         let c = &self.config;
-        let base = c.base_url.as_str().trim_end_matches('/');
-        let body = json!({"model": req.model, "input": req.input});
+        let (base, model) = match target {
+            Some(t) => (t.base.as_str(), t.model.as_str()),
+            None => (c.base_url.as_str(), req.model.as_str()),
+        };
+        let base = base.trim_end_matches('/');
+        let body = json!({"model": model, "input": req.input});
         let builder = self.http.post(format!("{base}/responses/compact"));
-        let res = authorized(builder.json(&body), c.kind, &c.api_key)
-            .send()
-            .await
-            .map_err(transport)?;
+        let builder = match target {
+            // The client's credentials, as it sent them; never the operator's.
+            Some(t) => t.headers.iter().fold(builder, |b, (name, value)| {
+                let mut v = reqwest::header::HeaderValue::from_str(value.expose());
+                if let Ok(v) = &mut v {
+                    v.set_sensitive(true);
+                }
+                match v {
+                    Ok(v) => b.header(name.as_str(), v),
+                    Err(_) => b,
+                }
+            }),
+            None => authorized(builder, c.kind, &c.api_key),
+        };
+        let res = builder.json(&body).send().await.map_err(transport)?;
         let status = res.status();
         if !status.is_success() {
             let retry_after = answer::retry_after(res.headers());
@@ -77,7 +155,10 @@ impl Upstream {
             return Err(UpstreamError::Status {
                 status: status.as_u16(),
                 retry_after,
-                excerpt: excerpt(&body, &self.scrubber),
+                excerpt: excerpt(
+                    &target.map_or(body.clone(), |t| t.scrub(&body)),
+                    &self.scrubber,
+                ),
             });
         }
         parse(&answer::read_capped(res, answer::MAX_ANSWER_BYTES).await?)
@@ -137,5 +218,17 @@ mod tests {
             Err(UpstreamError::Garbage(_))
         ));
         assert!(matches!(parse(b"{}"), Err(UpstreamError::Garbage(_))));
+    }
+
+    #[test]
+    fn a_target_hides_the_clients_credentials() {
+        let t = CompactTarget {
+            base: "http://provider/v1".into(),
+            model: "gpt-5".into(),
+            headers: vec![("authorization".into(), Secret::new("Bearer sk-client-1"))],
+        };
+        let scrubbed = t.scrub("bad key sk-client-1 (Bearer sk-client-1)");
+        assert!(!scrubbed.contains("sk-client-1"), "{scrubbed}");
+        assert!(!format!("{t:?}").contains("sk-client-1"));
     }
 }

@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 pub use base_url::{BaseUrl, ProviderUrls};
 use chat::transport;
 pub use chat::{ChatRequest, ChatResponse, Kind, UpstreamError};
-pub use compact::{CompactRequest, Compacted};
+pub use compact::{CompactRequest, CompactTarget, Compacted};
 pub use count::{
     CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
 };

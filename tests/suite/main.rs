@@ -29,6 +29,7 @@ mod precompute;
 mod provider_count;
 mod proxy;
 mod proxy_bill;
+mod proxy_compact;
 mod proxy_ledger;
 mod proxy_sdk;
 mod readiness;

@@ -8,8 +8,9 @@ use super::cut::{Room, Tail};
 use super::start::Prior;
 use super::{Decision, Grouping, Planner};
 use crate::policy::OnUpstreamError;
-use crate::summarize::{SummaryRequest, SummarySettings, Writer};
+use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Writer};
 use crate::thread::{Message, Thread};
+use crate::upstream::Kind;
 
 /// What replaces the span, and the summary to write for it, if any.
 pub(super) struct Writing {
@@ -26,8 +27,16 @@ impl Planner {
         tail: &Tail,
         total_tokens: u64,
     ) -> Result<Decision, Error> {
+        let mut model = self.setup.model.clone();
+        // The conversation's provider compacts with its own model.
+        if let (Strategy::Provider, Some(t), Some(m)) =
+            (self.ask.strategy, &self.ask.compact_target, &mut model)
+        {
+            m.name = t.model.clone();
+            m.kind = Kind::OpenAi;
+        }
         let upstream = Upstream {
-            model: self.setup.model.clone(),
+            model,
             allowed: self.ask.upstream_allowed,
         };
         let span = self.span_tokens(prior.start, tail.cut) as u64;
@@ -78,6 +87,9 @@ impl Planner {
                 .ask
                 .grouping
                 .request(&t.messages, start, cut, settings)?;
+            if matches!(job.settings.writer, Writer::Provider(_)) {
+                job.target = self.ask.compact_target.clone();
+            }
             if let Hashes::Made(anchor) = &self.setup.anchor {
                 job.index = anchor.index(cut);
                 job.prefixes = anchor.over(start, cut, job.span.len());

@@ -18,6 +18,7 @@ use crate::policy::Profile;
 use crate::summarize::{Strategy, SummaryRequest};
 use crate::thread::Thread;
 use crate::tokens::{Counter, ThreadCount};
+use crate::upstream::CompactTarget;
 
 pub(super) use super::writer::Decision;
 pub(super) use steps::plan;
@@ -100,6 +101,8 @@ pub(super) struct Ask {
     pub thinking_required: bool,
     /// Since the conversation's last forwarded request, where known.
     pub idle: Option<std::time::Duration>,
+    /// Where `provider` compacts, if not the configured upstream.
+    compact_target: Option<CompactTarget>,
 }
 
 /// The cleared thread and everything the steps read.

@@ -31,6 +31,7 @@ impl Planner {
             upstream_allowed: req.upstream_allowed,
             thinking_required: req.thinking_required,
             idle: req.idle,
+            compact_target: req.compact_target,
         };
         let c = setup.counter;
         let warnings = std::mem::take(&mut setup.warnings);

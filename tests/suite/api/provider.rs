@@ -220,3 +220,28 @@ async fn the_item_is_reused_byte_for_byte_across_replicas() {
         first["summary"]["content_hash"]
     );
 }
+
+/// A profile's `strategy` chooses the writer when the request names none;
+/// a request's explicit `summarizer.strategy` wins.
+#[tokio::test]
+async fn the_profiles_strategy_applies_unless_the_request_names_one() {
+    let (url, bodies) = compactor().await;
+    let app = app_with(config(&url));
+    let mut req = responses_thread(8);
+    req["config"] = json!({"strategy": "provider"});
+    let r = post(&app, "/v1/compress", &req).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["summary"]["strategy"], "provider", "{}", r.text());
+    assert_eq!(bodies.lock().unwrap().len(), 1);
+
+    let r = post(&app, "/v1/compress", &with_strategy(req, "heuristic")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["summary"]["strategy"], "heuristic", "{}", r.text());
+    assert_eq!(bodies.lock().unwrap().len(), 1);
+
+    // Null is no strategy: rejected, as before.
+    let mut null = responses_thread(8);
+    null["summarizer"] = json!({"strategy": null});
+    let r = post(&app, "/v1/compress", &null).await;
+    assert_eq!(r.pointers(), ["/summarizer/strategy"], "{}", r.text());
+}
