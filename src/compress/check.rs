@@ -19,6 +19,10 @@ pub const KEEP_RECENT_ITERATIONS: usize = 3;
 /// a mistake, not a setting.
 const MAX_KEEP_RECENT_ITERATIONS: usize = 10_000;
 
+/// Longest `idle_seconds` accepted (ten years): beyond it a value is a
+/// mistake, and every provider's cache is as cold.
+pub const MAX_IDLE_SECONDS: u64 = 315_360_000;
+
 /// How a compression groups the thread before summarizing.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -74,6 +78,12 @@ impl Compression {
             errs.push(FieldError::new(
                 "/keep_recent_iterations",
                 format!("must be between 1 and {MAX_KEEP_RECENT_ITERATIONS}"),
+            ));
+        }
+        if self.idle.is_some_and(|i| i.as_secs() > MAX_IDLE_SECONDS) {
+            errs.push(FieldError::new(
+                "/idle_seconds",
+                format!("must be at most {MAX_IDLE_SECONDS} (ten years)"),
             ));
         }
         if errs.is_empty() {

@@ -90,8 +90,8 @@ super::input::thread_request! {
         /// `provider_cache_ttl`, the provider's cache is cold: a summary
         /// past `precompute_at` of the way to its trigger is written now
         /// (`reason: cold_cache`; docs/compression.md, "A cold cache").
-        /// Absent: the cache is taken as warm.
-        #[schema(minimum = 0)]
+        /// Absent: the cache is taken as warm. At most ten years.
+        #[schema(minimum = 0, maximum = 315_360_000)]
         pub idle_seconds: Option<u64>,
     }
 }

@@ -118,7 +118,9 @@ async fn llm_hybrid_and_auto_with_both_clients() {
             written_by_the_model(&app, &request("small-01.openai", "hybrid", small), "hybrid")
                 .await;
         let content = out["summary"]["content"].as_str().unwrap();
-        let (sections, story) = content.split_once("### Narrative\n").expect("a narrative");
+        let (sections, story) = content
+            .split_once("### Narrative\n")
+            .unwrap_or_else(|| panic!("a narrative: {content}"));
         assert!(
             sections.contains("### "),
             "the heuristic's sections first: {content}"

@@ -238,8 +238,10 @@ async fn the_verdict_decides_on_the_provider_total() {
 
     // Asked for by the request's profile override...
     let mut by_profile = body.clone();
-    // ...with a token threshold just above the provider's total.
-    by_profile["config"] = json!({"count": "provider", "max_tokens_before_summary": provider + 1, "min_recent_messages": 0});
+    // ...with a token threshold just above the provider's total (every due
+    // summary written, paying or not: the count is tested here).
+    by_profile["config"] = json!({"count": "provider", "max_tokens_before_summary": provider + 1,
+        "min_recent_messages": 0, "max_payback_turns": 1_000_000});
     let v = assert_provider(&post(&app, "/v1/verdict", &by_profile).await);
     assert_eq!(v["total_tokens"], provider);
     assert_eq!(v["should_summarize"], false, "{v}");

@@ -44,14 +44,15 @@ async fn failing_provider(status: StatusCode) -> String {
 }
 
 /// Condense on a free port, proxying both routes to `provider`, with a
-/// SQLite cache and a `short` profile (N = 10, 4 recent messages kept).
+/// SQLite cache and a `short` profile (N = 10, 4 recent messages kept,
+/// every due summary written, paying or not: the SDKs are tested here).
 async fn condense(provider: &str) -> String {
     let dir = std::env::temp_dir().join(format!("condense-sdk-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let profiles = dir.join("profiles.toml");
     std::fs::write(
         &profiles,
-        "[profiles.short]\nmax_messages_before_summary = 10\nmin_recent_messages = 4\nmax_summary_tokens = 200\n",
+        "[profiles.short]\nmax_messages_before_summary = 10\nmin_recent_messages = 4\nmax_summary_tokens = 200\nmax_payback_turns = 1000000\n",
     )
     .unwrap();
     server::serve(condense::Config {

@@ -53,6 +53,7 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_spec() {
         return;
     }
     let provider = provider().await;
+    let cache = tempdir();
     let upstream = stub::start(stub::Fault::Ok, false).await;
     let url = server::serve(condense::Config {
         upstream: condense::config::UpstreamSettings {
@@ -60,8 +61,10 @@ async fn schemathesis_finds_no_server_error_and_no_answer_outside_the_spec() {
             model: "stub-model".into(),
             ..Default::default()
         },
+        // A cache, so the ledger's route answers as in production (off,
+        // it is a 501).
         cache: condense::config::CacheSettings {
-            database_url: Some("off".into()),
+            database_url: Some(format!("sqlite://{}", cache.join("cache.db").display())),
             ..Default::default()
         },
         proxy: condense::config::ProxySettings {
