@@ -5,6 +5,7 @@ use super::super::{History, Mode, Reason, binding};
 use super::start::Prior;
 use super::{Planner, Stage};
 use crate::policy::{self, Profile, Trigger};
+use crate::tokens::CachePrices;
 
 /// What the verdict decided.
 pub(super) struct Due {
@@ -28,7 +29,15 @@ impl Planner {
         let summary = prior.summary_tokens as u64;
         let mut assessed = policy::assess(t, count, last, summary, recent);
         assessed.idle = self.ask.idle;
-        let verdict = policy::decide(p, assessed, self.setup.context_window, self.setup.cache);
+        // Holding a due summary back is waiting too, and waiting needs a
+        // cache: without one condense cannot tell which prefix the provider
+        // holds (its own summary of an earlier turn, or the client's
+        // thread), so it has no cached prefix to protect.
+        let cache = match self.setup.history {
+            History::Unknown => CachePrices::NONE,
+            _ => self.setup.cache,
+        };
+        let verdict = policy::decide(p, assessed, self.setup.context_window, cache);
         self.warnings.extend(verdict.held_back.clone());
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
         let continued = matches!(self.setup.history, History::Carried(_)) && outside;
