@@ -49,9 +49,7 @@ pub(super) async fn repaired(
     let req = req.clone();
     super::cpu(move || {
         let (c, prior) = (req.settings.counter, req.settings.prior.as_deref());
-        // A hybrid summary's narrative comes last: a repair that made room
-        // would cut it away at a small bound, so it is only checked.
-        if !req.form.repairs_whole() || matches!(req.settings.writer, Writer::Hybrid(_)) {
+        if !req.form.repairs_whole() {
             let receipt = check(&anchors, &content);
             return (content, receipt);
         }
@@ -150,6 +148,7 @@ pub fn repair(
 
 /// A model's summary repaired: when the missing lines do not fit beside it,
 /// its text may be clipped (to a quarter of the limit at least) if that holds more.
+/// A hybrid's narrative is the model's half: its sections make the room.
 fn repair_written(
     content: &str,
     anchors: &Anchors,
@@ -167,12 +166,9 @@ fn repair_written(
     if room >= c.text(content).tokens {
         return (text, f);
     }
-    let clipped = fit(content, Size::Tokens(room, &|s| c.text(s).tokens), How::End);
-    // A hybrid's narrative is the model's half: a clip that cuts it away
-    // leaves a heuristic summary, not the one asked for.
-    if content.contains(NARRATIVE) && !clipped.contains(NARRATIVE) {
+    let Some(clipped) = clip(content, room, c) else {
         return (text, f);
-    }
+    };
     let (shorter, g) = repair(&clipped, anchors, limit, c);
     match g.kept + g.added > f.kept + f.added {
         true => (shorter, g),
@@ -180,14 +176,27 @@ fn repair_written(
     }
 }
 
+/// `content` cut from its end to `room` tokens; a hybrid's sections are cut
+/// instead, its narrative kept whole (None when the narrative alone is over).
+fn clip(content: &str, room: usize, c: &Counter<'_>) -> Option<String> {
+    let count = |s: &str| c.text(s).tokens;
+    let Some(at) = content.find(NARRATIVE) else {
+        return Some(fit(content, Size::Tokens(room, &count), How::End));
+    };
+    let (sections, narrative) = content.split_at(at);
+    let left = room.checked_sub(count(narrative) + 1)?;
+    let sections = fit(sections.trim_end(), Size::Tokens(left, &count), How::End);
+    Some(format!("{sections}\n\n{narrative}"))
+}
+
 /// The text before and after the [`ALSO`] section (or where it goes: before an
-/// injection's list, so the list reads back), and its items.
+/// injection's list or a hybrid's narrative, so either reads back), and its items.
 fn parts(content: &str) -> (String, Vec<String>, String) {
     let lines: Vec<&str> = content.lines().collect();
     let (start, end) = section(&lines).unwrap_or_else(|| {
         let at = lines
             .iter()
-            .position(|l| l.trim() == ITERATIONS)
+            .position(|l| [ITERATIONS, NARRATIVE].contains(&l.trim()))
             .unwrap_or(lines.len());
         (at, at)
     });

@@ -177,3 +177,33 @@ fn a_models_text_that_holds_nothing_gives_way_to_the_list() {
     let (same, h) = repair_written(&all, &a, tokens(&all), &c);
     assert_eq!((same, h.kept), (all.clone(), h.anchors));
 }
+
+#[test]
+fn a_hybrids_narrative_stays_whole_and_its_sections_make_room() {
+    let c = counter();
+    let a = anchors(&sample());
+    let sections = format!(
+        "### Progress\n{}",
+        "The agent worked on the task and made progress. ".repeat(30)
+    );
+    let story = "The user and the agent fixed the build together. ".repeat(6);
+    let hybrid = format!("{sections}\n\n{NARRATIVE}\n{story}");
+    let limit = tokens(&hybrid) + 5;
+    let (text, f) = repair_written(&hybrid, &a, limit, &c);
+    adds_up(f);
+    assert!(f.added > 0, "{f:?}");
+    assert!(tokens(&text) <= limit, "{text}");
+    let (head, tail) = text
+        .split_once(&format!("{NARRATIVE}\n"))
+        .unwrap_or_else(|| panic!("a narrative: {text}"));
+    assert_eq!(tail, story.trim_end(), "the narrative whole, and last");
+    assert!(head.starts_with("### Progress\nThe agent worked"), "{text}");
+    assert!(
+        head.contains(ALSO),
+        "the list in the sections' half: {text}"
+    );
+    // A narrative over the room on its own: the text is left as it was.
+    let long = format!("{sections}\n\n{NARRATIVE}\n{}", story.repeat(8));
+    let (same, _) = repair_written(&long, &a, tokens(&long) / 2, &c);
+    assert_eq!(same, long);
+}
