@@ -86,8 +86,34 @@ impl Drop for Provider {
     }
 }
 
-/// Condense proxying both APIs to `provider`, the heuristic summarizer,
-/// the embedded (SQLite) summary cache in `dir`, and a `default` profile
+/// Who writes condense's summaries in a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summarizer {
+    /// The profile's default (`auto`: the heuristic, no upstream LLM being
+    /// configured): a text summary, after which condense removes the kept
+    /// turns' reasoning the provider would drop (OpenAI's prefix rule).
+    Own,
+    /// `strategy = "provider"`: the conversation's provider compacts the
+    /// span (its `/responses/compact`, with the client's credentials and
+    /// model), and the kept turns keep their reasoning. condense needs an
+    /// upstream configured for it, which only lends its client, retries and
+    /// cap (docs/compression.md, "The provider's compaction item"): the
+    /// scripted provider's `/v1`, with a key of the operator's that the
+    /// compaction never carries.
+    Provider,
+}
+
+impl Summarizer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Summarizer::Own => "default",
+            Summarizer::Provider => "provider",
+        }
+    }
+}
+
+/// Condense proxying both APIs to `provider`, the `summarizer`, the
+/// embedded (SQLite) summary cache in `dir`, and a `default` profile
 /// that summarizes every few turns of a session (a turn adds 2 messages
 /// with Claude Code, 3 items with Codex: reasoning, call, output), the
 /// turns between reusing the last summary. Claude Code's turns are all one
@@ -97,13 +123,27 @@ impl Drop for Provider {
 /// Every due summary is written, paying or not (`max_payback_turns`): the
 /// sessions test what summaries do to a real client's thread; the payback
 /// rule has its own tests (`api::verdict`, `bench/cost_replay.py`).
-pub async fn condense(provider: &str, dir: &Path) -> String {
+pub async fn condense(provider: &str, dir: &Path, summarizer: Summarizer) -> String {
     let profiles = dir.join("profiles.toml");
+    let strategy = match summarizer {
+        Summarizer::Own => "",
+        Summarizer::Provider => "strategy = \"provider\"\n",
+    };
     std::fs::write(
         &profiles,
-        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\nmax_payback_turns = 1000000\n",
+        format!(
+            "[profiles.default]\n{strategy}max_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\nmax_payback_turns = 1000000\n"
+        ),
     )
     .unwrap();
+    let upstream = match summarizer {
+        Summarizer::Own => condense::config::UpstreamSettings::default(),
+        Summarizer::Provider => condense::config::UpstreamSettings {
+            url: Some(format!("{provider}/v1")),
+            api_key: condense::upstream::Secret::new("sk-operator-never-sent"),
+            ..Default::default()
+        },
+    };
     super::server::serve(condense::Config {
         models: condense::config::ModelSettings {
             profiles_file: Some(profiles),
@@ -118,6 +158,7 @@ pub async fn condense(provider: &str, dir: &Path) -> String {
             openai_url: Some(format!("{provider}/v1")),
             ..Default::default()
         },
+        upstream,
         ..Default::default()
     })
     .await
