@@ -12,7 +12,7 @@
 //! written, condense's added latency per turn, and the ledger against
 //! the provider's bills (`ledger.rs`). Codex runs once more with the
 //! `provider` summarizer: the provider's own compaction item in place of
-//! condense's text summary.
+//! condense's text summary; and once compacting on its own (`stacking.rs`).
 use crate::support::{live, server};
 
 mod forgetting;
@@ -20,11 +20,12 @@ mod harness;
 mod ledger;
 mod refusals;
 mod session;
+mod stacking;
 
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use harness::{Cli, Provider, Summarizer};
+use harness::{Cli, EVERY, Provider, Summarizer};
 use session::{Checks, Session, Summary};
 
 /// The scripted session's steps and final answer (`emulator/script.py`).
@@ -61,13 +62,13 @@ async fn through_condense(cli: Cli, summarizer: Summarizer) {
     };
     let provider = Provider::start();
     let dir = tempfile::tempdir().unwrap();
-    let condense = harness::condense(&provider.url, dir.path(), summarizer).await;
+    let condense = harness::condense(&provider.url, dir.path(), summarizer, EVERY).await;
     let mut checks = Checks::default();
 
     // Arrange: the control proves the emulator takes what the client sends.
-    let control = session(&provider, cli, "control", &provider.url, &mut checks).await;
+    let control = session(&provider, cli, "control", &provider.url, None, &mut checks).await;
     // Act
-    let through = session(&provider, cli, "condense", &condense, &mut checks).await;
+    let through = session(&provider, cli, "condense", &condense, None, &mut checks).await;
 
     // Assert
     let turns = through.turns();
@@ -96,7 +97,7 @@ async fn through_condense(cli: Cli, summarizer: Summarizer) {
         "condense: no two consecutive turns carried the same summary (continuity never held)",
     );
     if summarizer == Summarizer::Provider {
-        check_compactions(&through, &mut checks);
+        check_compactions(&through, &turns, &mut checks);
     }
     report(&test, summarizer, &control, &through);
     // The scripted providers bill by the prompt cache's rules (Anthropic's,
@@ -123,19 +124,19 @@ async fn through_condense(cli: Cli, summarizer: Summarizer) {
     );
 }
 
-/// A session with the `provider` summarizer: every summary is a compaction
-/// item the provider wrote, byte for byte (asked with the client's
-/// credentials, never the operator's), and the kept turns keep their
-/// reasoning (condense removes none; the provider drops none).
-fn check_compactions(through: &Session, checks: &mut Checks) {
+/// A session with the `provider` summarizer: among `turns`, some carry a
+/// summary and every summary is a compaction item the provider wrote, byte
+/// for byte (asked with the client's credentials, never the operator's),
+/// and the kept turns keep their reasoning (condense removes none; the
+/// provider drops none).
+fn check_compactions(through: &Session, turns: &[session::Turn<'_>], checks: &mut Checks) {
     let calls = through.compactions();
     let written: Vec<String> = calls
         .iter()
         .map(|c| serde_json::to_string(&c["answer"][0]).unwrap())
         .collect();
-    let turns = through.turns();
     let mut carried = 0;
-    for turn in &turns {
+    for turn in turns {
         let id = &turn.client["id"];
         match through.summary_of(turn) {
             Some(Summary::Item(item)) => {
@@ -180,20 +181,22 @@ fn check_compactions(through: &Session, checks: &mut Checks) {
     }
 }
 
-/// Runs the CLI through the relay to `target` and checks what any session
-/// must show: a clean exit with the final answer, the tools' file, no
-/// request refused, every answer relayed byte for byte.
+/// Runs the CLI through the relay to `target` (compacting on its own past
+/// `own_compaction` tokens) and checks what any session must show: a clean
+/// exit with the final answer, the tools' file, no request refused, every
+/// answer relayed byte for byte.
 async fn session(
     provider: &Provider,
     cli: Cli,
     label: &str,
     target: &str,
+    own_compaction: Option<u64>,
     checks: &mut Checks,
 ) -> Session {
     let name = format!("{}-{label}", cli.name());
     provider.session(&name, target).await;
     let relay = provider.relay.clone();
-    let run = tokio::task::spawn_blocking(move || cli.run(&relay))
+    let run = tokio::task::spawn_blocking(move || cli.run(&relay, own_compaction))
         .await
         .unwrap();
     let tail = |s: &str| {

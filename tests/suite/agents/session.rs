@@ -102,11 +102,25 @@ impl Session {
     /// The agent loop's requests (those offering the shell tool), in order.
     pub fn turns(&self) -> Vec<Turn<'_>> {
         let tool = self.shell_tool();
+        self.requests(|r| {
+            let tools = r["body"]["tools"].as_array();
+            tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool))
+        })
+    }
+
+    /// Codex's own compactions: it asks for a handoff summary of its
+    /// thread in a request offering no tools (its `compact_prompt`).
+    pub fn own_compactions(&self) -> Vec<Turn<'_>> {
+        self.requests(|r| {
+            let tools = r["body"]["tools"].as_array();
+            r["path"] == "/v1/responses" && tools.is_none_or(Vec::is_empty)
+        })
+    }
+
+    /// The relayed requests that are `wanted`, in order.
+    fn requests(&self, wanted: impl Fn(&Value) -> bool) -> Vec<Turn<'_>> {
         self.of_kind("relay")
-            .filter(|r| {
-                let tools = r["body"]["tools"].as_array();
-                tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool))
-            })
+            .filter(|r| wanted(r))
             .map(|client| Turn {
                 client,
                 provider: self
