@@ -10,7 +10,9 @@
 //! accepts what the real client sends. Per client it prints turns,
 //! compressed turns, tokens before/after on the last turn, summaries
 //! written, condense's added latency per turn, and the ledger against
-//! the provider's bills (`ledger.rs`).
+//! the provider's bills (`ledger.rs`). Codex runs once more with the
+//! `provider` summarizer: the provider's own compaction item in place of
+//! condense's text summary; and once compacting on its own (`stacking.rs`).
 use crate::support::{live, server};
 
 mod forgetting;
@@ -18,12 +20,13 @@ mod harness;
 mod ledger;
 mod refusals;
 mod session;
+mod stacking;
 
 use std::collections::BTreeSet;
 use std::io::Write;
 
-use harness::{Cli, Provider};
-use session::{Checks, Session};
+use harness::{Cli, EVERY, Provider, Summarizer};
+use session::{Checks, Session, Summary};
 
 /// The scripted session's steps and final answer (`emulator/script.py`).
 const STEPS: usize = 16;
@@ -31,28 +34,41 @@ const FINAL: &str = "AGENT-FINAL-OK";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_through_condense() {
-    through_condense(Cli::ClaudeCode).await;
+    through_condense(Cli::ClaudeCode, Summarizer::Own).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_through_condense() {
-    through_condense(Cli::Codex).await;
+    through_condense(Cli::Codex, Summarizer::Own).await;
 }
 
-async fn through_condense(cli: Cli) {
-    let test = format!("{}_through_condense", cli.name().replace('-', "_"));
+/// Summaries written by the provider (`strategy = "provider"`): only the
+/// Responses API has them, so only Codex.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_through_condense_with_provider_summaries() {
+    through_condense(Cli::Codex, Summarizer::Provider).await;
+}
+
+async fn through_condense(cli: Cli, summarizer: Summarizer) {
+    let test = match summarizer {
+        Summarizer::Own => format!("{}_through_condense", cli.name().replace('-', "_")),
+        Summarizer::Provider => format!(
+            "{}_through_condense_with_provider_summaries",
+            cli.name().replace('-', "_")
+        ),
+    };
     let Some(()) = live::agent_clis(&test) else {
         return;
     };
     let provider = Provider::start();
     let dir = tempfile::tempdir().unwrap();
-    let condense = harness::condense(&provider.url, dir.path()).await;
+    let condense = harness::condense(&provider.url, dir.path(), summarizer, EVERY).await;
     let mut checks = Checks::default();
 
     // Arrange: the control proves the emulator takes what the client sends.
-    let control = session(&provider, cli, "control", &provider.url, &mut checks).await;
+    let control = session(&provider, cli, "control", &provider.url, None, &mut checks).await;
     // Act
-    let through = session(&provider, cli, "condense", &condense, &mut checks).await;
+    let through = session(&provider, cli, "condense", &condense, None, &mut checks).await;
 
     // Assert
     let turns = through.turns();
@@ -80,7 +96,10 @@ async fn through_condense(cli: Cli) {
         held > 0,
         "condense: no two consecutive turns carried the same summary (continuity never held)",
     );
-    report(&test, &control, &through);
+    if summarizer == Summarizer::Provider {
+        check_compactions(&through, &turns, &mut checks);
+    }
+    report(&test, summarizer, &control, &through);
     // The scripted providers bill by the prompt cache's rules (Anthropic's,
     // OpenAI's automatic one): the ledger must say what they billed.
     let totals = ledger::check(&through, &condense, &mut checks).await;
@@ -105,20 +124,79 @@ async fn through_condense(cli: Cli) {
     );
 }
 
-/// Runs the CLI through the relay to `target` and checks what any session
-/// must show: a clean exit with the final answer, the tools' file, no
-/// request refused, every answer relayed byte for byte.
+/// A session with the `provider` summarizer: among `turns`, some carry a
+/// summary and every summary is a compaction item the provider wrote, byte
+/// for byte (asked with the client's credentials, never the operator's),
+/// and the kept turns keep their reasoning (condense removes none; the
+/// provider drops none).
+fn check_compactions(through: &Session, turns: &[session::Turn<'_>], checks: &mut Checks) {
+    let calls = through.compactions();
+    let written: Vec<String> = calls
+        .iter()
+        .map(|c| serde_json::to_string(&c["answer"][0]).unwrap())
+        .collect();
+    let mut carried = 0;
+    for turn in turns {
+        let id = &turn.client["id"];
+        match through.summary_of(turn) {
+            Some(Summary::Item(item)) => {
+                carried += 1;
+                checks.check(
+                    written.contains(&item),
+                    format!("request {id}: a compaction item the provider did not write: {item}"),
+                );
+            }
+            Some(Summary::Text(_)) => checks.check(
+                false,
+                format!("request {id}: a text summary, not the provider's item"),
+            ),
+            None => {}
+        }
+        checks.check(
+            turn.removed() == 0 && turn.dropped() == 0,
+            format!(
+                "request {id}: {} reasoning items removed by condense, {} dropped by the provider, \
+                 after the provider's own compaction",
+                turn.removed(),
+                turn.dropped()
+            ),
+        );
+    }
+    checks.check(
+        carried > 0,
+        "provider: no turn carried the provider's compaction item",
+    );
+    let client_key = turns
+        .first()
+        .and_then(|t| session::header(&t.client["headers"], "authorization"));
+    for call in calls {
+        checks.check(
+            client_key.is_some()
+                && session::header(&call["headers"], "authorization") == client_key,
+            format!(
+                "compaction {}: not asked with the client's credentials",
+                call["id"]
+            ),
+        );
+    }
+}
+
+/// Runs the CLI through the relay to `target` (compacting on its own past
+/// `own_compaction` tokens) and checks what any session must show: a clean
+/// exit with the final answer, the tools' file, no request refused, every
+/// answer relayed byte for byte.
 async fn session(
     provider: &Provider,
     cli: Cli,
     label: &str,
     target: &str,
+    own_compaction: Option<u64>,
     checks: &mut Checks,
 ) -> Session {
     let name = format!("{}-{label}", cli.name());
     provider.session(&name, target).await;
     let relay = provider.relay.clone();
-    let run = tokio::task::spawn_blocking(move || cli.run(&relay))
+    let run = tokio::task::spawn_blocking(move || cli.run(&relay, own_compaction))
         .await
         .unwrap();
     let tail = |s: &str| {
@@ -175,7 +253,7 @@ async fn session(
 }
 
 /// The numbers of one client, written past the test harness's capture.
-fn report(test: &str, control: &Session, through: &Session) {
+fn report(test: &str, summarizer: Summarizer, control: &Session, through: &Session) {
     let turns = through.turns();
     let last = turns.last();
     let header = |name| {
@@ -183,7 +261,7 @@ fn report(test: &str, control: &Session, through: &Session) {
             .unwrap_or("-")
             .to_string()
     };
-    let summaries: BTreeSet<&str> = turns.iter().filter_map(|t| through.summary_of(t)).collect();
+    let summaries: BTreeSet<Summary> = turns.iter().filter_map(|t| through.summary_of(t)).collect();
     let mut added: Vec<f64> = turns.iter().filter_map(|t| t.added_ms()).collect();
     added.sort_by(f64::total_cmp);
     let rank = |p: f64| {
@@ -193,9 +271,10 @@ fn report(test: &str, control: &Session, through: &Session) {
     };
     let _ = writeln!(
         std::io::stderr(),
-        "{test}: turns {} (control {}), compressed {}, thinking removed by condense {}, \
+        "{test}: summarizer {}, turns {} (control {}), compressed {}, thinking removed by condense {}, \
          dropped by the provider {}, tokens on the last turn {} -> {}, \
-         summaries written {}, added latency per turn median {:.1} ms, p99 {:.1} ms",
+         summaries written {} (compactions asked {}), added latency per turn median {:.1} ms, p99 {:.1} ms",
+        summarizer.name(),
         turns.len(),
         control.turns().len(),
         turns.iter().filter(|t| t.compressed()).count(),
@@ -204,6 +283,7 @@ fn report(test: &str, control: &Session, through: &Session) {
         header("x-condense-tokens-before"),
         header("x-condense-tokens-after"),
         summaries.len(),
+        through.compactions().len(),
         rank(0.5).unwrap_or(f64::NAN),
         rank(0.99).unwrap_or(f64::NAN),
     );

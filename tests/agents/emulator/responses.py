@@ -38,9 +38,15 @@ def usage(body, read, output, reasoning):
 
 
 def latest_tool_output(listed):
+    """The latest tool output's text; after a client's own compaction,
+    which keeps only user messages, its summary's (`handoff`)."""
     for item in reversed(listed):
         if item["type"].endswith("_call_output"):
             return script.text_of(item.get("output"))
+        if item["type"] == "message" and item.get("role") == "user":
+            text = script.text_of(item.get("content"))
+            if script.HANDOFF in text:
+                return text
     return None
 
 
@@ -66,7 +72,7 @@ def plan(body, listed):
         out.append({"id": f"fc_{uuid.uuid4().hex}", "type": "function_call", "status": "completed",
                     "arguments": json.dumps(args), "call_id": call_id, "name": tool})
     else:
-        text = script.final_text(step) if tool else "Scripted agent session"
+        text = script.final_text(step) if tool else script.handoff(latest_tool_output(listed))
         out.append({"id": f"msg_{uuid.uuid4().hex}", "type": "message", "status": "completed", "role": "assistant",
                     "content": [{"type": "output_text", "text": text, "annotations": []}]})
     if out[0]["type"] == "reasoning" and "encrypted_content" in out[0]:

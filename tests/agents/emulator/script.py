@@ -2,7 +2,9 @@
 command that appends to proof.txt and prints a few hundred lines ending in a
 marker, then a final answer. The next step is read from the marker in the
 most recent tool output, the part of the thread that survives compression,
-never from a count of messages (condense replaces old ones by a summary)."""
+never from a count of messages (condense replaces old ones by a summary);
+after a client's own compaction, which keeps no tool output, from the
+handoff summary the provider wrote for it (`handoff`)."""
 
 import re
 
@@ -32,6 +34,17 @@ def next_step(last_tool_output):
         return "lost"
     done = int(found[-1])
     return done + 1 if done < STEPS else None
+
+
+HANDOFF = "Scripted agent session"
+
+
+def handoff(last_tool_output):
+    """The answer to a request without tools (a title, a client's own
+    compaction): the latest step's marker, so a session resumed from it
+    goes on where it was."""
+    found = MARKER.findall(last_tool_output or "")
+    return f"{HANDOFF}: AGENT-STEP-{found[-1]}-DONE" if found else HANDOFF
 
 
 def thinking(step):

@@ -86,8 +86,34 @@ impl Drop for Provider {
     }
 }
 
-/// Condense proxying both APIs to `provider`, the heuristic summarizer,
-/// the embedded (SQLite) summary cache in `dir`, and a `default` profile
+/// Who writes condense's summaries in a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summarizer {
+    /// The profile's default (`auto`: the heuristic, no upstream LLM being
+    /// configured): a text summary, after which condense removes the kept
+    /// turns' reasoning the provider would drop (OpenAI's prefix rule).
+    Own,
+    /// `strategy = "provider"`: the conversation's provider compacts the
+    /// span (its `/responses/compact`, with the client's credentials and
+    /// model), and the kept turns keep their reasoning. condense needs an
+    /// upstream configured for it, which only lends its client, retries and
+    /// cap (docs/compression.md, "The provider's compaction item"): the
+    /// scripted provider's `/v1`, with a key of the operator's that the
+    /// compaction never carries.
+    Provider,
+}
+
+impl Summarizer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Summarizer::Own => "default",
+            Summarizer::Provider => "provider",
+        }
+    }
+}
+
+/// Condense proxying both APIs to `provider`, the `summarizer`, the
+/// embedded (SQLite) summary cache in `dir`, and a `default` profile
 /// that summarizes every few turns of a session (a turn adds 2 messages
 /// with Claude Code, 3 items with Codex: reasoning, call, output), the
 /// turns between reusing the last summary. Claude Code's turns are all one
@@ -97,13 +123,28 @@ impl Drop for Provider {
 /// Every due summary is written, paying or not (`max_payback_turns`): the
 /// sessions test what summaries do to a real client's thread; the payback
 /// rule has its own tests (`api::verdict`, `bench/cost_replay.py`).
-pub async fn condense(provider: &str, dir: &Path) -> String {
+/// `every` is the profile's `max_messages_before_summary` ([`EVERY`]).
+pub async fn condense(provider: &str, dir: &Path, summarizer: Summarizer, every: usize) -> String {
     let profiles = dir.join("profiles.toml");
+    let strategy = match summarizer {
+        Summarizer::Own => "",
+        Summarizer::Provider => "strategy = \"provider\"\n",
+    };
     std::fs::write(
         &profiles,
-        "[profiles.default]\nmax_messages_before_summary = 12\nmin_recent_messages = 4\ncontext_window = 40000\nmax_payback_turns = 1000000\n",
+        format!(
+            "[profiles.default]\n{strategy}max_messages_before_summary = {every}\nmin_recent_messages = 4\ncontext_window = 40000\nmax_payback_turns = 1000000\n"
+        ),
     )
     .unwrap();
+    let upstream = match summarizer {
+        Summarizer::Own => condense::config::UpstreamSettings::default(),
+        Summarizer::Provider => condense::config::UpstreamSettings {
+            url: Some(format!("{provider}/v1")),
+            api_key: condense::upstream::Secret::new("sk-operator-never-sent"),
+            ..Default::default()
+        },
+    };
     super::server::serve(condense::Config {
         models: condense::config::ModelSettings {
             profiles_file: Some(profiles),
@@ -118,10 +159,14 @@ pub async fn condense(provider: &str, dir: &Path) -> String {
             openai_url: Some(format!("{provider}/v1")),
             ..Default::default()
         },
+        upstream,
         ..Default::default()
     })
     .await
 }
+
+/// The sessions' `max_messages_before_summary`.
+pub const EVERY: usize = 12;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cli {
@@ -150,8 +195,9 @@ impl Cli {
     }
 
     /// Runs one session against `base` (the relay), non-interactively,
-    /// with only the environment it needs.
-    pub fn run(self, base: &str) -> Run {
+    /// with only the environment it needs; Codex compacts its thread on its
+    /// own past `own_compaction` tokens (`model_auto_compact_token_limit`).
+    pub fn run(self, base: &str, own_compaction: Option<u64>) -> Run {
         let home = tempfile::tempdir().unwrap();
         let workdir = tempfile::tempdir().unwrap();
         let bin = dir().join("node_modules");
@@ -167,6 +213,7 @@ impl Cli {
         let answer_file = home.path().join("answer.txt");
         match self {
             Cli::ClaudeCode => {
+                assert!(own_compaction.is_none(), "only Codex is set to compact");
                 cmd.args(["-p", PROMPT, "--output-format", "json"])
                     .args(["--dangerously-skip-permissions", "--no-session-persistence"])
                     .env("IS_SANDBOX", "1")
@@ -183,7 +230,8 @@ impl Cli {
                 }
             }
             Cli::Codex => {
-                std::fs::write(home.path().join("config.toml"), codex_config(base)).unwrap();
+                let config = codex_config(base, own_compaction);
+                std::fs::write(home.path().join("config.toml"), config).unwrap();
                 cmd.args(["exec", "--skip-git-repo-check"])
                     .args(["--dangerously-bypass-approvals-and-sandbox", "--ephemeral"])
                     .args(["--color", "never", "-C"])
@@ -237,9 +285,12 @@ fn wait(child: &mut Child, name: &str) -> ExitStatus {
     }
 }
 
-fn codex_config(base: &str) -> String {
+fn codex_config(base: &str, own_compaction: Option<u64>) -> String {
+    let compact = own_compaction
+        .map(|n| format!("model_auto_compact_token_limit = {n}\n"))
+        .unwrap_or_default();
     format!(
-        "check_for_update_on_startup = false\nmodel_provider = \"local\"\nmodel = \"gpt-5.5\"\n\n\
+        "check_for_update_on_startup = false\n{compact}model_provider = \"local\"\nmodel = \"gpt-5.5\"\n\n\
          [model_providers.local]\nname = \"local\"\nbase_url = \"{base}/v1\"\nwire_api = \"responses\"\n\
          env_key = \"CONDENSE_TEST_KEY\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
     )

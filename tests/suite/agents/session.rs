@@ -12,6 +12,9 @@ use super::harness::Cli;
 
 /// condense's summary message starts with this (`src/thread/marker.rs`).
 const SUMMARY: &str = "[Context Summary - ";
+/// The Responses API's own compaction item: the summary the `provider`
+/// summarizer puts in a span's place.
+const COMPACTION: &str = "compaction";
 /// The profile's `min_recent_messages` (`harness::condense`).
 const RECENT: usize = 4;
 /// Headers that belong to one hop (or the relay's own tag), not the client,
@@ -99,11 +102,25 @@ impl Session {
     /// The agent loop's requests (those offering the shell tool), in order.
     pub fn turns(&self) -> Vec<Turn<'_>> {
         let tool = self.shell_tool();
+        self.requests(|r| {
+            let tools = r["body"]["tools"].as_array();
+            tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool))
+        })
+    }
+
+    /// Codex's own compactions: it asks for a handoff summary of its
+    /// thread in a request offering no tools (its `compact_prompt`).
+    pub fn own_compactions(&self) -> Vec<Turn<'_>> {
+        self.requests(|r| {
+            let tools = r["body"]["tools"].as_array();
+            r["path"] == "/v1/responses" && tools.is_none_or(Vec::is_empty)
+        })
+    }
+
+    /// The relayed requests that are `wanted`, in order.
+    fn requests(&self, wanted: impl Fn(&Value) -> bool) -> Vec<Turn<'_>> {
         self.of_kind("relay")
-            .filter(|r| {
-                let tools = r["body"]["tools"].as_array();
-                tools.is_some_and(|t| t.iter().any(|t| t["name"] == tool))
-            })
+            .filter(|r| wanted(r))
             .map(|client| Turn {
                 client,
                 provider: self
@@ -128,13 +145,53 @@ impl Session {
             .collect()
     }
 
-    /// The summary text a forwarded thread carries, if any.
-    pub fn summary_of<'a>(&self, turn: &Turn<'a>) -> Option<&'a str> {
-        let thread = turn.provider?["body"][self.thread_field()].as_array()?;
-        thread
-            .iter()
-            .find_map(|m| first_text(m).filter(|t| t.starts_with(SUMMARY)))
+    /// The summary a forwarded thread carries, if any.
+    pub fn summary_of(&self, turn: &Turn<'_>) -> Option<Summary> {
+        let field = self.thread_field();
+        let f = thread(&turn.provider?["body"], field);
+        let m = &f[summary_at(thread(&turn.client["body"], field), f)?];
+        Some(match first_text(m).filter(|t| t.starts_with(SUMMARY)) {
+            Some(text) => Summary::Text(text.to_string()),
+            None => Summary::Item(serde_json::to_string(m).ok()?),
+        })
     }
+
+    /// condense's calls to the provider's `/responses/compact` (the
+    /// `provider` summarizer's), each with the item it answered (`answer`).
+    pub fn compactions(&self) -> Vec<&Value> {
+        self.of_kind("provider")
+            .filter(|p| p["path"] == "/v1/responses/compact")
+            .collect()
+    }
+}
+
+/// What condense put in the place of a span: its own summary's text, or
+/// (the `provider` summarizer) the provider's compaction item, encrypted,
+/// as JSON, key order included.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Summary {
+    Text(String),
+    Item(String),
+}
+
+/// Where condense's summary stands in the forwarded `f`: a message of its
+/// text, or a compaction item the client's `c` does not carry (a
+/// client's own compaction is kept as the client's).
+fn summary_at(c: &[Value], f: &[Value]) -> Option<usize> {
+    f.iter().position(|m| {
+        first_text(m).is_some_and(|t| t.starts_with(SUMMARY))
+            || (m["type"] == COMPACTION && !c.iter().any(|x| same(x, m)))
+    })
+}
+
+/// A message condense keeps in front of any summary, from wherever it
+/// stood: system and developer messages, and the Responses settings items.
+fn pinned(m: &Value) -> bool {
+    matches!(m["role"].as_str(), Some("system" | "developer"))
+        || matches!(
+            m["type"].as_str(),
+            Some("configuration_update" | "additional_tools")
+        )
 }
 
 /// A message's (or item's) first text.
@@ -149,6 +206,10 @@ fn first_text(m: &Value) -> Option<&str> {
 /// order of an object's keys).
 fn same(a: &Value, b: &Value) -> bool {
     serde_json::to_vec(a).ok() == serde_json::to_vec(b).ok()
+}
+
+fn same_all(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
 }
 
 fn common_prefix(a: &[Value], b: &[Value]) -> usize {
@@ -255,9 +316,7 @@ impl Session {
         }
         let id = &turn.client["id"];
         let (c, f) = (thread(sent, field), thread(got, field));
-        let summary = f
-            .iter()
-            .position(|m| first_text(m).is_some_and(|t| t.starts_with(SUMMARY)));
+        let summary = summary_at(c, f);
         checks.check(
             summary.is_some() == turn.compressed(),
             format!(
@@ -299,6 +358,45 @@ impl Session {
                 "request {id}: not compressed, yet {} of {} messages forwarded",
                 f.len(),
                 c.len()
+            ),
+        );
+        if let Some(at) = summary.filter(|&at| f[at]["type"] == COMPACTION) {
+            self.check_compacted(turn, at, checks);
+        }
+    }
+
+    /// A thread whose summary is the provider's compaction item (at `at`):
+    /// the one item condense put there, after the pinned messages only, and
+    /// every item after it the client's newest, verbatim (the provider keeps
+    /// the reasoning after its own compaction valid: nothing removed).
+    fn check_compacted(&self, turn: &Turn<'_>, at: usize, checks: &mut Checks) {
+        let Some(provider) = turn.provider else {
+            return;
+        };
+        let field = self.thread_field();
+        let (c, f) = (
+            thread(&turn.client["body"], field),
+            thread(&provider["body"], field),
+        );
+        let id = &turn.client["id"];
+        let ours = f
+            .iter()
+            .filter(|m| m["type"] == COMPACTION && !c.iter().any(|x| same(x, m)))
+            .count();
+        checks.check(
+            ours == 1,
+            format!("request {id}: {ours} compaction items of condense's, not one"),
+        );
+        checks.check(
+            f[..at].iter().all(pinned),
+            format!("request {id}: the compaction item follows more than the pinned messages"),
+        );
+        let kept = &f[at + 1..];
+        checks.check(
+            kept.len() <= c.len() && same_all(kept, &c[c.len() - kept.len()..]),
+            format!(
+                "request {id}: the {} items after the compaction item are not the client's newest, verbatim",
+                kept.len()
             ),
         );
     }
