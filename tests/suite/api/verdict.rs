@@ -297,3 +297,39 @@ async fn the_model_s_cache_prices_decide_whether_a_summary_pays() {
     assert_eq!(claude["trigger"], "messages");
     assert_eq!(claude["held_back"], Value::Null);
 }
+
+/// The verdict counts a new summary at its writer's bound; a compression
+/// the heuristic writes weighs it as written: the same Claude thread is
+/// held back by the one and summarized by the other, and the summary then
+/// costs no more on its turn than reading the cached thread.
+#[tokio::test]
+async fn a_compression_weighs_the_heuristic_summary_as_written() {
+    let app = app();
+    // The same long request again and again, short answers: the heuristic's
+    // summary is short, far below its bound.
+    let msgs: Vec<Value> = (0..100)
+        .map(|i| match i % 2 {
+            0 => json!({"role": "user", "content": "word ".repeat(500)}),
+            _ => json!({"role": "assistant", "content": "ok"}),
+        })
+        .collect();
+    let claude = json!({"messages": msgs, "model": "claude-sonnet-4-5"});
+    let v = verdict(&app, claude.clone()).await;
+    assert_eq!(v["trigger"], Value::Null);
+    let why = v["held_back"].as_str().unwrap();
+    assert!(why.contains("it leaves about"), "{why}");
+
+    let r = post(&app, "/v1/compress", &claude).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    assert_eq!(out["compressed"], true, "{out}");
+    assert_eq!(out["reason"], "messages");
+    assert_eq!(out["summary"]["strategy"], "heuristic");
+    // Written anew at 1.25x, what is left costs no more than reading what
+    // it replaces at 0.1x (the pinned prefix aside: there is none).
+    let (before, after) = (
+        out["tokens_before"].as_f64().unwrap(),
+        out["tokens_after"].as_f64().unwrap(),
+    );
+    assert!(1.25 * after <= 0.1 * before, "{before} -> {after}");
+}
