@@ -333,3 +333,43 @@ async fn a_compression_weighs_the_heuristic_summary_as_written() {
     );
     assert!(1.25 * after <= 0.1 * before, "{before} -> {after}");
 }
+
+/// What the payback rule weighs as written is what compression writes: a
+/// thread too short for its summary to pay is held back, saying what the
+/// summary would leave, and forced it leaves exactly that.
+#[tokio::test]
+async fn the_summary_weighed_as_written_is_the_one_written() {
+    let app = app();
+    let msgs: Vec<Value> = (0..40)
+        .map(|i| match i % 2 {
+            0 => json!({"role": "user", "content": "word ".repeat(500)}),
+            _ => json!({"role": "assistant", "content": "ok"}),
+        })
+        .collect();
+    let claude = json!({"messages": msgs, "model": "claude-sonnet-4-5"});
+    let out = post(&app, "/v1/compress", &claude).await.json();
+    assert_eq!(out["compressed"], false, "{out}");
+    let warnings = out["warnings"].as_array().unwrap();
+    let why = warnings
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|w| w.contains("would not pay for itself"))
+        .unwrap();
+    let number = |after: &str| -> u64 {
+        let rest = &why[why.find(after).unwrap() + after.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let leaves = number("with its summary as written, it leaves ");
+    let compressible = number(&format!("it leaves {leaves} of the "));
+
+    let mut forced = claude.clone();
+    forced["force"] = json!(true);
+    let out = post(&app, "/v1/compress", &forced).await.json();
+    assert_eq!(out["compressed"], true, "{out}");
+    let (before, after) = (
+        out["tokens_before"].as_u64().unwrap(),
+        out["tokens_after"].as_u64().unwrap(),
+    );
+    // The same pinned part (here the reply's priming) before and after.
+    assert_eq!(after - (before - compressible), leaves, "{why}");
+}
