@@ -323,7 +323,8 @@ pub fn decide_knowing(
 
 /// Why a due summary is not worth writing, if it is not: too small a share
 /// (no churn), or it would not pay back in time (see [`Payback`]): at its
-/// writer's bound, and then as `written`, where that is known.
+/// writer's bound, and then as `written`, where that is known and could
+/// make a difference.
 fn held_back(
     profile: &Profile,
     a: &Assessment,
@@ -342,7 +343,9 @@ fn held_back(
     if bound.pays_within(turns) {
         return None;
     }
-    let (p, leaves) = match written() {
+    // Not even an empty summary would pay: none is written to be weighed.
+    let may_pay = Payback::of(a, 0, cache).pays_within(turns);
+    let (p, leaves) = match may_pay.then(written).flatten() {
         Some(summary) => (
             Payback::of(a, summary, cache),
             "with its summary as written, it leaves",
@@ -610,7 +613,8 @@ mod tests {
                 "a summary is due (messages), but it would not pay for itself: with its summary as written, it leaves 3201 of the 40000 compressible tokens (r = 0.08); under the model's prompt-cache prices (read 0.1x, write 1.25x the input price) it costs 1 more tokens' worth on this turn than reading the cached prefix and saves 3680 on each later turn: it pays back after 0.0 later turns, over max_payback_turns 0: the previous summary stays"
             )
         );
-        // Not asked when the bound pays, nor when the share gate holds it back.
+        // Not asked when the bound pays, when the share gate holds it back,
+        // nor when the kept messages alone leave too much for any summary.
         let unasked = |_| -> Option<u64> { panic!("asked for the summary's size") };
         let openai = CachePrices {
             read: 0.5,
@@ -625,6 +629,17 @@ mod tests {
             decide_knowing(&p, small, 200_000, claude, unasked)
                 .held_back
                 .is_some()
+        );
+        // 3,201 kept of 40,000: 4,001.25 written against 4,000 read.
+        let kept = Assessment {
+            gain_tokens: 36_799,
+            ..a
+        };
+        let v = decide_knowing(&p, kept, 200_000, claude, unasked);
+        assert!(
+            v.held_back
+                .unwrap()
+                .contains("it leaves about 5201 of the 40000")
         );
     }
 

@@ -335,14 +335,16 @@ async fn a_compression_weighs_the_heuristic_summary_as_written() {
 }
 
 /// What the payback rule weighs as written is what compression writes: a
-/// thread too short for its summary to pay is held back, saying what the
-/// summary would leave, and forced it leaves exactly that.
+/// thread whose summary does not pay is held back, saying what the summary
+/// would leave, and forced it leaves exactly that.
 #[tokio::test]
 async fn the_summary_weighed_as_written_is_the_one_written() {
     let app = app();
-    let msgs: Vec<Value> = (0..40)
+    // Each request its own: a summary near its bound, too long to pay,
+    // where the newest messages alone would leave room for one that does.
+    let msgs: Vec<Value> = (0..100)
         .map(|i| match i % 2 {
-            0 => json!({"role": "user", "content": "word ".repeat(500)}),
+            0 => json!({"role": "user", "content": format!("step {i}: {}", "word ".repeat(500))}),
             _ => json!({"role": "assistant", "content": "ok"}),
         })
         .collect();
