@@ -20,6 +20,6 @@ pub use profiles::Profiles;
 pub use render::render_text;
 pub use strategy::Strategy;
 pub use verdict::{
-    LastSummary, PriorSummary, Trigger, Verdict, decide, summary_message_tokens, verdict,
-    with_provider_total,
+    LastSummary, PriorSummary, Trigger, Verdict, decide, decide_knowing, summary_message_tokens,
+    verdict, with_provider_total,
 };

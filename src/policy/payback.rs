@@ -22,10 +22,8 @@ const MIN_CACHEABLE: u64 = 1024;
 pub(super) struct Payback {
     /// What the summary rewrites, as what can be compressed (P - Q).
     pub before: u64,
-    /// Its estimated size after the summary (P' - Q): the newest messages
-    /// kept and the summary, at its writer's bound: at most
-    /// `max_summary_tokens`, and at most the previous summary and half the
-    /// new span (the heuristic's own bound; an LLM is asked for no more).
+    /// Its size after the summary (P' - Q): the newest messages kept and
+    /// the summary's message.
     pub after: u64,
     /// X: the summary's turn's extra cost.
     pub extra: f64,
@@ -34,9 +32,17 @@ pub(super) struct Payback {
 }
 
 impl Payback {
-    /// The estimate for a summary due on `a`, written in at most
-    /// `max_summary` tokens, replacing the previous one (`a.summary_tokens`).
-    pub fn estimate(a: &Assessment, max_summary: u64, cache: CachePrices) -> Self {
+    /// The summary's message at its writer's bound: at most `max_summary`
+    /// tokens, and at most the previous summary and half the new span (the
+    /// heuristic's own bound; an LLM is asked for no more). An upper bound,
+    /// for when the summary is not written yet.
+    pub fn bound(a: &Assessment, max_summary: u64) -> u64 {
+        max_summary.min(a.summary_tokens + a.gain_tokens / 2)
+    }
+
+    /// A summary due on `a` whose message takes `summary` tokens, replacing
+    /// the previous one (`a.summary_tokens`).
+    pub fn of(a: &Assessment, summary: u64, cache: CachePrices) -> Self {
         // Below the cacheable minimum nothing was cached to lose.
         let cache = match a.total_tokens < MIN_CACHEABLE {
             true => CachePrices::NONE,
@@ -44,7 +50,6 @@ impl Payback {
         };
         let before = a.compressible_tokens;
         let kept = before.saturating_sub(a.gain_tokens + a.summary_tokens);
-        let summary = max_summary.min(a.summary_tokens + a.gain_tokens / 2);
         let after = kept + summary;
         Self {
             before,
@@ -52,6 +57,11 @@ impl Payback {
             extra: cache.write * after as f64 - cache.read * before as f64,
             saving: cache.read * (before as f64 - after as f64),
         }
+    }
+
+    /// [`of`](Self::of) a summary at its [`bound`](Self::bound).
+    pub fn estimate(a: &Assessment, max_summary: u64, cache: CachePrices) -> Self {
+        Self::of(a, Self::bound(a, max_summary), cache)
     }
 
     /// r: the share of what it rewrites that the summary leaves.

@@ -237,12 +237,27 @@ pub struct Verdict {
 /// A trigger but `context_window` and `cold_cache` (they pay at once) is
 /// then held back when the summary would take in under `min_summary_gain`
 /// of what can be compressed, or would not pay back within
-/// `max_payback_turns` under the model's `cache` prices.
+/// `max_payback_turns` under the model's `cache` prices, its message
+/// counted at its writer's bound.
 pub fn decide(
     profile: &Profile,
     a: Assessment,
     context_window: u64,
     cache: CachePrices,
+) -> Verdict {
+    decide_knowing(profile, a, context_window, cache, |_| None)
+}
+
+/// [`decide`], where the caller can tell what the new summary's message
+/// would take (`written`: its tokens for a summary due by that trigger, or
+/// None): asked only when the bound would hold the summary back, so a
+/// summary written to be weighed is written only when it may matter.
+pub fn decide_knowing(
+    profile: &Profile,
+    a: Assessment,
+    context_window: u64,
+    cache: CachePrices,
+    written: impl FnOnce(Trigger) -> Option<u64>,
 ) -> Verdict {
     let budget = context_window.saturating_sub(profile.response_reserve);
     let n = profile.max_messages_before_summary;
@@ -275,7 +290,7 @@ pub fn decide(
     // No churn: a trigger that fires on a span too small to be worth a new
     // prefix (a K below the pinned prefix fires every turn) writes nothing.
     let held_back = trigger.filter(|t| !t.pays_at_once()).and_then(|t| {
-        held_back(profile, &a, cache).map(|why| {
+        held_back(profile, &a, cache, || written(t)).map(|why| {
             format!(
                 "a summary is due ({}), but {why}: the previous summary stays",
                 t.as_str()
@@ -307,8 +322,15 @@ pub fn decide(
 }
 
 /// Why a due summary is not worth writing, if it is not: too small a share
-/// (no churn), or it would not pay back in time (see [`Payback`]).
-fn held_back(profile: &Profile, a: &Assessment, cache: CachePrices) -> Option<String> {
+/// (no churn), or it would not pay back in time (see [`Payback`]): at its
+/// writer's bound, and then as `written`, where that is known and could
+/// make a difference.
+fn held_back(
+    profile: &Profile,
+    a: &Assessment,
+    cache: CachePrices,
+    written: impl FnOnce() -> Option<u64>,
+) -> Option<String> {
     let gain = profile.min_summary_gain;
     if gain > 0.0 && (a.gain_tokens as f64) < gain * a.compressible_tokens as f64 {
         return Some(format!(
@@ -317,7 +339,19 @@ fn held_back(profile: &Profile, a: &Assessment, cache: CachePrices) -> Option<St
         ));
     }
     let turns = profile.max_payback_turns;
-    let p = Payback::estimate(a, profile.max_summary_tokens, cache);
+    let bound = Payback::estimate(a, profile.max_summary_tokens, cache);
+    if bound.pays_within(turns) {
+        return None;
+    }
+    // Not even an empty summary would pay: none is written to be weighed.
+    let may_pay = Payback::of(a, 0, cache).pays_within(turns);
+    let (p, leaves) = match may_pay.then(written).flatten() {
+        Some(summary) => (
+            Payback::of(a, summary, cache),
+            "with its summary as written, it leaves",
+        ),
+        None => (bound, "it leaves about"),
+    };
     if p.pays_within(turns) {
         return None;
     }
@@ -326,7 +360,7 @@ fn held_back(profile: &Profile, a: &Assessment, cache: CachePrices) -> Option<St
         None => "never pays back".into(),
     };
     Some(format!(
-        "it would not pay for itself: it leaves about {} of the {} compressible tokens (r = {:.2}); under the model's prompt-cache prices (read {}x, write {}x the input price) it costs {:.0} more tokens' worth on this turn than reading the cached prefix and saves {:.0} on each later turn: it {when}, over max_payback_turns {turns}",
+        "it would not pay for itself: {leaves} {} of the {} compressible tokens (r = {:.2}); under the model's prompt-cache prices (read {}x, write {}x the input price) it costs {:.0} more tokens' worth on this turn than reading the cached prefix and saves {:.0} on each later turn: it {when}, over max_payback_turns {turns}",
         p.after,
         p.before,
         p.ratio(),
@@ -546,6 +580,67 @@ mod tests {
         // gpt-5 reads at 0.1x without a write premium: r = 0.1 is its boundary.
         assert_eq!(due_on("gpt-5", 49_999).trigger, None);
         assert_eq!(due_on("gpt-5", 50_000).trigger, Some(Trigger::Messages));
+    }
+
+    #[test]
+    fn a_summary_known_as_written_is_weighed_as_written() {
+        let claude = crate::tokens::ModelRegistry::embedded()
+            .resolve("claude-sonnet-4-5", "gpt-4o")
+            .0
+            .cache_prices();
+        // 40,000 tokens, the newest 3,000 kept: at its bound (2,000) the
+        // summary leaves 5,000 and costs 6,250 - 4,000 = 2,250 more.
+        let a = Assessment {
+            messages_since_summary: 40,
+            iterations_since_summary: 0,
+            total_tokens: 40_500,
+            exact: true,
+            gain_tokens: 37_000,
+            compressible_tokens: 40_000,
+            summary_tokens: 0,
+            idle: None,
+        };
+        let p = Profile::default();
+        let knowing = |n: Option<u64>| decide_knowing(&p, a, 200_000, claude, |_| n);
+        assert_eq!(knowing(None).trigger, None);
+        // Written in 200 tokens it leaves 3,200: 4,000 - 4,000, it pays at once.
+        assert_eq!(knowing(Some(200)).trigger, Some(Trigger::Messages));
+        let v = knowing(Some(201));
+        assert_eq!(v.trigger, None);
+        assert_eq!(
+            v.held_back.as_deref(),
+            Some(
+                "a summary is due (messages), but it would not pay for itself: with its summary as written, it leaves 3201 of the 40000 compressible tokens (r = 0.08); under the model's prompt-cache prices (read 0.1x, write 1.25x the input price) it costs 1 more tokens' worth on this turn than reading the cached prefix and saves 3680 on each later turn: it pays back after 0.0 later turns, over max_payback_turns 0: the previous summary stays"
+            )
+        );
+        // Not asked when the bound pays, when the share gate holds it back,
+        // nor when the kept messages alone leave too much for any summary.
+        let unasked = |_| -> Option<u64> { panic!("asked for the summary's size") };
+        let openai = CachePrices {
+            read: 0.5,
+            write: 1.0,
+        };
+        assert!(decide_knowing(&p, a, 200_000, openai, unasked).should_summarize);
+        let small = Assessment {
+            gain_tokens: 1_000,
+            ..a
+        };
+        assert!(
+            decide_knowing(&p, small, 200_000, claude, unasked)
+                .held_back
+                .is_some()
+        );
+        // 3,201 kept of 40,000: 4,001.25 written against 4,000 read.
+        let kept = Assessment {
+            gain_tokens: 36_799,
+            ..a
+        };
+        let v = decide_knowing(&p, kept, 200_000, claude, unasked);
+        assert!(
+            v.held_back
+                .unwrap()
+                .contains("it leaves about 5201 of the 40000")
+        );
     }
 
     #[test]

@@ -32,21 +32,28 @@ pub(super) async fn write(
     extracted: Option<Sections>,
 ) -> String {
     let (span, limit, c) = (req.span.clone(), req.settings.limit, req.settings.counter);
-    super::cpu(move || {
-        let (span, prior) = (&span[from..], prior.as_deref());
-        let extracted = extracted.unwrap_or_else(|| extract(span, Caps::default().text));
-        // At most the previous summary and half the new span: at the full
-        // limit a span of short messages would come back longer.
-        let half = span_tokens(span, &c, limit.saturating_mul(2)) / 2;
-        let most = limit.min(prior.map_or(0, |p| c.text(p).tokens) + half);
-        let text = fitted(extracted, prior, limit, most.max(1), |s| c.text(s).tokens);
-        if !text.is_empty() {
-            return text;
-        }
-        let (n, plural) = (span.len(), if span.len() == 1 { "" } else { "s" });
-        format!("({n} message{plural} with no requests, files, commands or errors to note.)")
-    })
-    .await
+    super::cpu(move || written(&span[from..], prior.as_deref(), extracted, limit, &c)).await
+}
+
+/// [`write`] on this thread: CPU work.
+pub(super) fn written(
+    span: &[Message],
+    prior: Option<&str>,
+    extracted: Option<Sections>,
+    limit: usize,
+    c: &Counter<'_>,
+) -> String {
+    let extracted = extracted.unwrap_or_else(|| extract(span, Caps::default().text));
+    // At most the previous summary and half the new span: at the full
+    // limit a span of short messages would come back longer.
+    let half = span_tokens(span, c, limit.saturating_mul(2)) / 2;
+    let most = limit.min(prior.map_or(0, |p| c.text(p).tokens) + half);
+    let text = fitted(extracted, prior, limit, most.max(1), |s| c.text(s).tokens);
+    if !text.is_empty() {
+        return text;
+    }
+    let (n, plural) = (span.len(), if span.len() == 1 { "" } else { "s" });
+    format!("({n} message{plural} with no requests, files, commands or errors to note.)")
 }
 
 /// Summarizes `span`, extending `prior` (a previous summary's content), in at

@@ -47,27 +47,43 @@ pub(super) async fn repaired(
     content: String,
 ) -> (String, Fidelity) {
     let req = req.clone();
-    super::cpu(move || {
-        let (c, prior) = (req.settings.counter, req.settings.prior.as_deref());
-        if !req.form.repairs_whole() {
-            let receipt = check(&anchors, &content);
-            return (content, receipt);
+    super::cpu(move || repaired_now(&req, &anchors, content)).await
+}
+
+/// [`repaired`] on this thread: CPU work.
+fn repaired_now(req: &SummaryRequest, anchors: &Anchors, content: String) -> (String, Fidelity) {
+    let (c, prior) = (req.settings.counter, req.settings.prior.as_deref());
+    if !req.form.repairs_whole() {
+        let receipt = check(anchors, &content);
+        return (content, receipt);
+    }
+    // Never longer than what it replaces: the span and the summary it extends.
+    let limit = req.settings.limit;
+    let limit =
+        limit.min(span_tokens(&req.span, &c, limit) + prior.map_or(0, |p| c.text(p).tokens));
+    match req.settings.writer {
+        Writer::Heuristic => {
+            // In the room the heuristic left: the next rounds' stays free.
+            let room = heuristic::repair_bound(&content, req.settings.limit, |s| c.text(s).tokens);
+            repair(&content, anchors, limit.min(room), &c)
         }
-        // Never longer than what it replaces: the span and the summary it extends.
-        let limit = req.settings.limit;
-        let limit =
-            limit.min(span_tokens(&req.span, &c, limit) + prior.map_or(0, |p| c.text(p).tokens));
-        match req.settings.writer {
-            Writer::Heuristic => {
-                // In the room the heuristic left: the next rounds' stays free.
-                let room =
-                    heuristic::repair_bound(&content, req.settings.limit, |s| c.text(s).tokens);
-                repair(&content, &anchors, limit.min(room), &c)
-            }
-            _ => repair_written(&content, &anchors, limit, &c),
-        }
-    })
-    .await
+        _ => repair_written(&content, anchors, limit, &c),
+    }
+}
+
+/// The heuristic summary of `req`'s whole span, extending its prior, as
+/// the service writes and repairs it (the same bytes, without the cache):
+/// what a compression weighs before it decides to write one. CPU work.
+pub fn heuristic_now(req: &SummaryRequest) -> String {
+    let sections = extract(&req.span, Caps::default().text);
+    let anchors = extracted(&req.span, &sections);
+    let (limit, c, prior) = (
+        req.settings.limit,
+        &req.settings.counter,
+        req.settings.prior.as_deref(),
+    );
+    let text = heuristic::written(&req.span, prior, Some(sections), limit, c);
+    repaired_now(req, &anchors, text).0
 }
 
 /// Tokens of the anchors' `- item` lines.

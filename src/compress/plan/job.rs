@@ -7,8 +7,8 @@ use super::super::{Error, Hashes, Previous, Reason};
 use super::cut::{Room, Tail};
 use super::start::Prior;
 use super::{Decision, Grouping, Planner};
-use crate::policy::OnUpstreamError;
-use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Writer};
+use crate::policy::{self, OnUpstreamError, Trigger};
+use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Writer, receipt};
 use crate::thread::{Message, Thread};
 use crate::upstream::Kind;
 
@@ -27,6 +27,26 @@ impl Planner {
         tail: &Tail,
         total_tokens: u64,
     ) -> Result<Decision, Error> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        let decision = self.decision(prior, tail, total_tokens, &mut warnings);
+        self.warnings = warnings;
+        let decision = decision?;
+        if self.ask.instructions.is_some() && !decision.upstream() {
+            self.warnings.push(
+                "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
+            );
+        }
+        Ok(decision)
+    }
+
+    /// [`writer`](Self::writer), its warnings in `warnings`.
+    fn decision(
+        &self,
+        prior: &Prior,
+        tail: &Tail,
+        total_tokens: u64,
+        warnings: &mut Vec<String>,
+    ) -> Result<Decision, Error> {
         let mut model = self.setup.model.clone();
         // The conversation's provider compacts with its own model.
         if let (Strategy::Provider, Some(t), Some(m)) =
@@ -44,20 +64,53 @@ impl Planner {
             format: self.t.format,
             lists: self.ask.grouping.lists(),
         };
-        let decision = decide(
+        decide(
             self.ask.strategy,
             shape,
             upstream,
             (span, total_tokens),
             &self.p,
-            &mut self.warnings,
-        )?;
-        if self.ask.instructions.is_some() && !decision.upstream() {
-            self.warnings.push(
-                "`summarizer.instructions` guide an LLM summary only; this summary was not written by one, so they were not used".into(),
-            );
+            warnings,
+        )
+    }
+
+    /// What the message of the summary a compression due by `trigger`
+    /// would write takes, in tokens, where that is known cheaply: the
+    /// heuristic's, written here (fast and deterministic: the summary
+    /// service writes the same bytes). None for any other writer, or when
+    /// there is nothing to write: the payback rule then counts the summary
+    /// at its writer's bound.
+    pub(super) fn written_tokens(
+        &self,
+        prior: &Prior,
+        trigger: Trigger,
+        total: u64,
+    ) -> Option<u64> {
+        if !self.ask.grouping.cut_moves() {
+            return None;
         }
-        Ok(decision)
+        let reason = Reason::from(trigger);
+        let room = self.room().ok()?;
+        let mut tail = self.tail(prior, reason, &room, None);
+        let decision = self.decision(prior, &tail, total, &mut Vec::new()).ok()?;
+        if decision != Decision::Write(Writer::Heuristic) {
+            return None;
+        }
+        self.shrink(&mut tail, &decision, &room);
+        let previous = &prior.previous;
+        let (span, _) = span(&self.t, prior.start, tail.cut, previous, &decision, false)?;
+        let settings = SummarySettings {
+            prior: previous.as_ref().map(|p| p.content.clone()),
+            limit: room.summary_limit,
+            writer: Writer::Heuristic,
+            instructions: None,
+            counter: self.c,
+            fallback: false,
+        };
+        let content = receipt::heuristic_now(&SummaryRequest::new(span, settings));
+        let covered = previous.as_ref().map_or(0, |p| p.messages_summarized)
+            + span.iter().filter(|m| !m.is_instruction()).count();
+        Some(policy::summary_message_tokens(&self.c, covered, &content))
     }
 
     /// The summary job for the span, if any, indexed under the conversation it

@@ -37,7 +37,11 @@ impl Planner {
             History::Unknown => CachePrices::NONE,
             _ => self.setup.cache,
         };
-        let verdict = policy::decide(p, assessed, self.setup.context_window, cache);
+        // A summary the heuristic would write is weighed as written, not at its bound.
+        let total = assessed.total_tokens;
+        let written = |t| self.written_tokens(prior, t, total);
+        let verdict =
+            policy::decide_knowing(p, assessed, self.setup.context_window, cache, written);
         self.warnings.extend(verdict.held_back.clone());
         let outside = prior.previous.as_ref().is_some_and(|p| !p.in_thread);
         let continued = matches!(self.setup.history, History::Carried(_)) && outside;

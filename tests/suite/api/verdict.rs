@@ -297,3 +297,81 @@ async fn the_model_s_cache_prices_decide_whether_a_summary_pays() {
     assert_eq!(claude["trigger"], "messages");
     assert_eq!(claude["held_back"], Value::Null);
 }
+
+/// The verdict counts a new summary at its writer's bound; a compression
+/// the heuristic writes weighs it as written: the same Claude thread is
+/// held back by the one and summarized by the other, and the summary then
+/// costs no more on its turn than reading the cached thread.
+#[tokio::test]
+async fn a_compression_weighs_the_heuristic_summary_as_written() {
+    let app = app();
+    // The same long request again and again, short answers: the heuristic's
+    // summary is short, far below its bound.
+    let msgs: Vec<Value> = (0..100)
+        .map(|i| match i % 2 {
+            0 => json!({"role": "user", "content": "word ".repeat(500)}),
+            _ => json!({"role": "assistant", "content": "ok"}),
+        })
+        .collect();
+    let claude = json!({"messages": msgs, "model": "claude-sonnet-4-5"});
+    let v = verdict(&app, claude.clone()).await;
+    assert_eq!(v["trigger"], Value::Null);
+    let why = v["held_back"].as_str().unwrap();
+    assert!(why.contains("it leaves about"), "{why}");
+
+    let r = post(&app, "/v1/compress", &claude).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let out = r.json();
+    assert_eq!(out["compressed"], true, "{out}");
+    assert_eq!(out["reason"], "messages");
+    assert_eq!(out["summary"]["strategy"], "heuristic");
+    // Written anew at 1.25x, what is left costs no more than reading what
+    // it replaces at 0.1x (the pinned prefix aside: there is none).
+    let (before, after) = (
+        out["tokens_before"].as_f64().unwrap(),
+        out["tokens_after"].as_f64().unwrap(),
+    );
+    assert!(1.25 * after <= 0.1 * before, "{before} -> {after}");
+}
+
+/// What the payback rule weighs as written is what compression writes: a
+/// thread whose summary does not pay is held back, saying what the summary
+/// would leave, and forced it leaves exactly that.
+#[tokio::test]
+async fn the_summary_weighed_as_written_is_the_one_written() {
+    let app = app();
+    // Each request its own: a summary near its bound, too long to pay,
+    // where the newest messages alone would leave room for one that does.
+    let msgs: Vec<Value> = (0..100)
+        .map(|i| match i % 2 {
+            0 => json!({"role": "user", "content": format!("step {i}: {}", "word ".repeat(500))}),
+            _ => json!({"role": "assistant", "content": "ok"}),
+        })
+        .collect();
+    let claude = json!({"messages": msgs, "model": "claude-sonnet-4-5"});
+    let out = post(&app, "/v1/compress", &claude).await.json();
+    assert_eq!(out["compressed"], false, "{out}");
+    let warnings = out["warnings"].as_array().unwrap();
+    let why = warnings
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|w| w.contains("would not pay for itself"))
+        .unwrap();
+    let number = |after: &str| -> u64 {
+        let rest = &why[why.find(after).unwrap() + after.len()..];
+        rest.split(' ').next().unwrap().parse().unwrap()
+    };
+    let leaves = number("with its summary as written, it leaves ");
+    let compressible = number(&format!("it leaves {leaves} of the "));
+
+    let mut forced = claude.clone();
+    forced["force"] = json!(true);
+    let out = post(&app, "/v1/compress", &forced).await.json();
+    assert_eq!(out["compressed"], true, "{out}");
+    let (before, after) = (
+        out["tokens_before"].as_u64().unwrap(),
+        out["tokens_after"].as_u64().unwrap(),
+    );
+    // The same pinned part (here the reply's priming) before and after.
+    assert_eq!(after - (before - compressible), leaves, "{why}");
+}
