@@ -31,7 +31,8 @@ pub use provider::is_item as is_compaction_item;
 pub use receipt::ALSO;
 pub use refold::refolded;
 pub use request::{
-    AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Writer, ahead, counting,
+    AHEAD, Form, Index, SummaryRequest, SummarySettings, UpstreamModel, Weighed, Writer, ahead,
+    counting,
 };
 pub use service::SummaryService;
 pub use written::{Fidelity, PROMPT_VERSION, Usage, Written};

@@ -13,7 +13,7 @@ use super::heuristic;
 use super::hybrid::NARRATIVE;
 use super::iterations::HEADER as ITERATIONS;
 use super::sections::{Caps, Sections};
-use super::{Fidelity, SummaryRequest, Writer};
+use super::{Fidelity, SummaryRequest, Weighed, Writer};
 use crate::tokens::Counter;
 
 /// The heading of the repair's list.
@@ -74,7 +74,7 @@ fn repaired_now(req: &SummaryRequest, anchors: &Anchors, content: String) -> (St
 /// The heuristic summary of `req`'s whole span, extending its prior, as
 /// the service writes and repairs it (the same bytes, without the cache):
 /// what a compression weighs before it decides to write one. CPU work.
-pub fn heuristic_now(req: &SummaryRequest) -> String {
+pub fn heuristic_now(req: &SummaryRequest) -> Weighed {
     let sections = extract(&req.span, Caps::default().text);
     let anchors = extracted(&req.span, &sections);
     let (limit, c, prior) = (
@@ -83,7 +83,12 @@ pub fn heuristic_now(req: &SummaryRequest) -> String {
         req.settings.prior.as_deref(),
     );
     let text = heuristic::written(&req.span, prior, Some(sections), limit, c);
-    repaired_now(req, &anchors, text).0
+    let (content, fidelity) = repaired_now(req, &anchors, text);
+    Weighed {
+        key: req.key().to_string(),
+        content,
+        fidelity,
+    }
 }
 
 /// Tokens of the anchors' `- item` lines.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::summarize::SummarySettings;
 use crate::summarize::anchors::tests::sample;
 use crate::summarize::anchors::{Kind, anchors};
 use crate::tokens::{CountSpec, Encoders, Method, ModelRegistry};
@@ -206,4 +207,34 @@ fn a_hybrids_narrative_stays_whole_and_its_sections_make_room() {
     let long = format!("{sections}\n\n{NARRATIVE}\n{}", story.repeat(8));
     let (same, _) = repair_written(&long, &a, tokens(&long) / 2, &c);
     assert_eq!(same, long);
+}
+
+/// The heuristic summary a compression wrote to weigh it is the one the
+/// service stores: handed on under its key, it is not written again (a
+/// marked copy comes back); under another key, it is not used.
+#[tokio::test]
+async fn a_weighed_summary_is_stored_not_written_again() {
+    let settings = |limit| SummarySettings {
+        prior: None,
+        limit,
+        writer: Writer::Heuristic,
+        instructions: None,
+        counter: counter(),
+        fallback: false,
+    };
+    let service = super::super::SummaryService::new(None, crate::cache::Cache::Off);
+    let mut req = SummaryRequest::new(&sample(), settings(400));
+    let weighed = heuristic_now(&req);
+    let written = service.write(&req).await.unwrap();
+    assert_eq!(written.content, weighed.content);
+    assert_eq!(written.fidelity, Some(weighed.fidelity));
+    let marked = Weighed {
+        content: "(as weighed)".into(),
+        ..weighed
+    };
+    req.weighed = Some(marked.clone());
+    assert_eq!(service.write(&req).await.unwrap().content, "(as weighed)");
+    let mut other = SummaryRequest::new(&sample(), settings(300));
+    other.weighed = Some(marked);
+    assert_ne!(service.write(&other).await.unwrap().content, "(as weighed)");
 }

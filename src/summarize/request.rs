@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::Strategy;
 use super::canonical::{KeySettings, canonical, canonical_with_ends, hashes};
+use super::{Fidelity, Strategy};
 use crate::thread::Message;
 use crate::tokens::Counter;
 use crate::upstream::{CompactTarget, Kind};
@@ -67,7 +67,29 @@ pub struct SummaryRequest {
     /// upstream (the proxy's conversation's provider): not in the key, as
     /// it changes who is asked, not what.
     pub target: Option<CompactTarget>,
+    /// The heuristic summary a compression wrote to weigh it, handed on so
+    /// it is written once (used only under the key it was written for).
+    pub weighed: Option<Weighed>,
     key: String,
+}
+
+/// A heuristic summary written before the service was asked for it (a
+/// compression writes one to weigh it, see
+/// [`heuristic_now`](super::receipt::heuristic_now)), with its receipt and
+/// the key of the request it was written for: on a miss the service stores
+/// it instead of writing the same bytes again.
+#[derive(Debug, Clone)]
+pub struct Weighed {
+    pub(super) key: String,
+    pub content: String,
+    pub(super) fidelity: Fidelity,
+}
+
+impl Weighed {
+    /// Its content and receipt, if it was written for `req` (the same key).
+    pub(super) fn of(&self, req: &SummaryRequest) -> Option<(String, Fidelity)> {
+        (self.key == req.key).then(|| (self.content.clone(), self.fidelity))
+    }
 }
 
 /// What a summary is written as; it decides how the text is keyed and repaired.
@@ -161,6 +183,7 @@ impl SummaryRequest {
             prefixes: Vec::new(),
             form,
             target: None,
+            weighed: None,
             key: String::new(),
         };
         req.rehash();

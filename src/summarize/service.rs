@@ -10,7 +10,7 @@ use tokio::sync::OnceCell;
 
 use super::request::{Form, SummaryRequest, UpstreamModel, Writer};
 use super::sections::Sections;
-use super::{Strategy, Written};
+use super::{Fidelity, Strategy, Usage, Written};
 use crate::cache::{Cache, CacheError, CacheHealth, CachedSummary, HealthCheck};
 use crate::metrics::{Lookup, Metrics};
 use crate::upstream::{Upstream, UpstreamError};
@@ -245,19 +245,14 @@ impl SummaryService {
         from: usize,
         prior: Option<String>,
     ) -> Result<Written, UpstreamError> {
-        let prior = prior.or_else(|| req.settings.prior.clone());
-        let (anchors, sections, writing) = super::receipt::prepare(req).await;
-        // The heuristic writes from the anchors' extraction when it reads the whole span.
-        let sections = (from == 0).then_some(sections);
-        let (content, usage) = self.written(&writing, from, prior, sections).await?;
-        // Repaired before it is cached: a hit carries the same bytes and receipt.
-        let (content, fidelity) = match &req.settings.writer {
-            // Encrypted: no anchor is checkable, and nothing may be appended.
-            Writer::Provider(_) => (content, None),
-            _ => {
-                let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
-                (content, Some(fidelity))
-            }
+        // Written already, to be weighed, when it reads the whole span from its prior.
+        let weighed = req
+            .weighed
+            .as_ref()
+            .filter(|_| from == 0 && prior.is_none());
+        let (content, fidelity, usage) = match weighed.and_then(|w| w.of(req)) {
+            Some((content, fidelity)) => (content, Some(fidelity), None),
+            None => self.fresh(req, from, prior).await?,
         };
         let strategy = req.settings.writer.strategy();
         self.metrics.summary_written(strategy.as_str());
@@ -275,6 +270,29 @@ impl SummaryService {
         })
     }
 
+    /// [`compute`](Self::compute)'s summary written here and repaired, with its receipt.
+    async fn fresh(
+        &self,
+        req: &SummaryRequest,
+        from: usize,
+        prior: Option<String>,
+    ) -> Result<(String, Option<Fidelity>, Option<Usage>), UpstreamError> {
+        let prior = prior.or_else(|| req.settings.prior.clone());
+        let (anchors, sections, writing) = super::receipt::prepare(req).await;
+        // The heuristic writes from the anchors' extraction when it reads the whole span.
+        let sections = (from == 0).then_some(sections);
+        let (content, usage) = self.written(&writing, from, prior, sections).await?;
+        // Repaired before it is cached: a hit carries the same bytes and receipt.
+        Ok(match &req.settings.writer {
+            // Encrypted: no anchor is checkable, and nothing may be appended.
+            Writer::Provider(_) => (content, None, usage),
+            _ => {
+                let (content, fidelity) = super::receipt::repaired(req, anchors, content).await;
+                (content, Some(fidelity), usage)
+            }
+        })
+    }
+
     /// The summary's text as its writer wrote it (in `req`'s limit).
     async fn written(
         &self,
@@ -282,7 +300,7 @@ impl SummaryService {
         from: usize,
         prior: Option<String>,
         sections: Option<Sections>,
-    ) -> Result<(String, Option<super::Usage>), UpstreamError> {
+    ) -> Result<(String, Option<Usage>), UpstreamError> {
         Ok(match (&req.form, &req.settings.writer, &self.upstream) {
             (Form::Iterations(_), ..) => {
                 super::iterations::write(self.upstream.as_ref(), req, prior).await?

@@ -7,33 +7,15 @@
 //! so no assertion hangs on the wall clock. In SQLite and in PostgreSQL
 //! (`scripts/with-postgres.sh cargo test --test suite cold_cache::`).
 use crate::proxy_ledger::{ledger, provider, sqlite_url, turn, user};
+use crate::support::common::anthropic_proxy;
 use crate::support::live;
 
 use axum::Router;
-use condense::cache::{Cache, CacheOptions};
 use serde_json::{Value, json};
 
 /// Due at 20 messages, so due soon (`precompute_at` 0.8) at 16; the cache
 /// cold after a minute.
 const PROFILE: &str = "[profiles.default]\nmax_messages_before_summary = 20\nmin_recent_messages = 2\nprovider_cache_ttl = \"1m\"\n";
-
-async fn condense(provider: &str, cache_url: &str, dir: &tempfile::TempDir) -> Router {
-    let profiles = dir.path().join("profiles.toml");
-    std::fs::write(&profiles, PROFILE).unwrap();
-    let mut config = condense::Config {
-        proxy: condense::config::ProxySettings {
-            anthropic_url: Some(provider.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    config.models.profiles_file = Some(profiles);
-    let cache = Cache::connect(cache_url, CacheOptions::default())
-        .await
-        .expect("the cache opens");
-    let state = condense::AppState::with_cache(config, cache).expect("state builds");
-    condense::http::router(state)
-}
 
 /// A conversation opening with `topic`, `n` messages long (odd: it ends
 /// with the user), each message long enough for a summary to save tokens.
@@ -91,8 +73,7 @@ async fn backdate(cache_url: &str, secs: i64) {
 
 async fn a_cold_turn_gets_its_due_soon_summary(cache_url: &str) {
     let (url, _bills) = provider().await;
-    let dir = tempfile::tempdir().unwrap();
-    let app = condense(&url, cache_url, &dir).await;
+    let app = anthropic_proxy(&url, cache_url, PROFILE).await;
     // Warm turns do not summarize early: 15 messages, then 17 (due soon).
     let (compressed, soon) = send(&app, &body("the build", 15, None)).await;
     assert!(!compressed, "not near its trigger");

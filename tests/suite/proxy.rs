@@ -2,6 +2,7 @@
 //! reaches the provider (headers, body), what comes back, and every way
 //! condense steps aside. (The official SDKs against the real local model
 //! are in `proxy_sdk.rs`.)
+use crate::support::responses::Settings;
 use crate::support::{prometheus, server};
 
 use std::sync::{Arc, Mutex};
@@ -657,32 +658,12 @@ async fn the_responses_route_compresses_input_and_keeps_everything_else() {
 async fn the_responses_route_keeps_settings_compaction_and_trigger_items_in_place() {
     let (url, seen) = provider(StatusCode::OK).await;
     let app = condense(with_provider(&url));
-    let long = "output line\n".repeat(300);
-    let turn = |k: usize| {
-        [
-            json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": format!("gAAA{k}==")}),
-            json!({"type": "function_call", "id": format!("fc_{k}"), "call_id": format!("call_{k}"), "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"}),
-            json!({"type": "function_call_output", "call_id": format!("call_{k}"), "output": long}),
-        ]
-    };
-    let user = |t: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]});
-    let config = json!({"type": "configuration_update", "reasoning": {"effort": "high"}});
-    let tools = json!({"type": "additional_tools", "role": "developer", "tools": [{"type": "function", "name": "grep", "parameters": {"type": "object"}}]});
-    let compaction =
-        json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA".repeat(40)});
-    let after = json!({"type": "configuration_update", "reasoning": {"effort": "low"}});
-    let trigger = json!({"type": "compaction_trigger"});
-    let mut input = vec![user("first task")];
-    input.extend(turn(1));
-    input.extend([compaction, after, user("go on")]);
-    input.extend(turn(2));
-    input.push(config.clone());
-    input.extend(turn(3));
-    input.push(tools.clone());
-    for k in 4..40 {
-        input.extend(turn(k));
-    }
-    input.push(trigger.clone());
+    let Settings {
+        input,
+        config,
+        tools,
+        trigger,
+    } = Settings::new(&[], 39);
     let body = json!({"model": "gpt-4o", "input": input});
     let r = send(
         &app,

@@ -4,7 +4,7 @@
 //! billed, with what condense counted and the turn as it would have been
 //! billed without condense. In SQLite and in PostgreSQL (run
 //! `scripts/with-postgres.sh cargo test --test suite proxy_ledger::`).
-use crate::support::common::{Reply, get, send};
+use crate::support::common::{Reply, anthropic_proxy, get, send};
 use crate::support::{live, server};
 
 use std::sync::{Arc, Mutex};
@@ -79,26 +79,8 @@ pub(crate) async fn provider() -> (String, Bills) {
 /// not (`max_payback_turns`): the ledger is what is tested here, so the
 /// sessions must compress; the payback rule has its own tests.
 async fn condense(provider: &str, cache_url: &str) -> Router {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let profiles = dir.join("profiles.toml");
-    std::fs::write(
-        &profiles,
-        "[profiles.default]\nmax_payback_turns = 1000000\n",
-    )
-    .unwrap();
-    let mut config = condense::Config {
-        proxy: condense::config::ProxySettings {
-            anthropic_url: Some(provider.to_string()),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    config.models.profiles_file = Some(profiles);
-    let cache = Cache::connect(cache_url, CacheOptions::default())
-        .await
-        .expect("the cache opens");
-    let state = condense::AppState::with_cache(config, cache).expect("state builds");
-    condense::http::router(state)
+    let profile = "[profiles.default]\nmax_payback_turns = 1000000\n";
+    anthropic_proxy(provider, cache_url, profile).await
 }
 
 pub(crate) async fn turn(app: &Router, body: &Value) -> Reply {

@@ -8,7 +8,7 @@ use super::cut::{Room, Tail};
 use super::start::Prior;
 use super::{Decision, Grouping, Planner};
 use crate::policy::{self, OnUpstreamError, Trigger};
-use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Writer, receipt};
+use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Weighed, Writer, receipt};
 use crate::thread::{Message, Thread};
 use crate::upstream::Kind;
 
@@ -77,15 +77,15 @@ impl Planner {
     /// What the message of the summary a compression due by `trigger`
     /// would write takes, in tokens, where that is known cheaply: the
     /// heuristic's, written here (fast and deterministic: the summary
-    /// service writes the same bytes). None for any other writer, or when
-    /// there is nothing to write: the payback rule then counts the summary
-    /// at its writer's bound.
+    /// service would write the same bytes, so the job carries it, see
+    /// [`Weighed`]). None for any other writer, or when there is nothing to
+    /// write: the payback rule then counts the summary at its writer's bound.
     pub(super) fn written_tokens(
         &self,
         prior: &Prior,
         trigger: Trigger,
         total: u64,
-    ) -> Option<u64> {
+    ) -> Option<(u64, Weighed)> {
         if !self.ask.grouping.cut_moves() {
             return None;
         }
@@ -107,10 +107,11 @@ impl Planner {
             counter: self.c,
             fallback: false,
         };
-        let content = receipt::heuristic_now(&SummaryRequest::new(span, settings));
+        let weighed = receipt::heuristic_now(&SummaryRequest::new(span, settings));
         let covered = previous.as_ref().map_or(0, |p| p.messages_summarized)
             + span.iter().filter(|m| !m.is_instruction()).count();
-        Some(policy::summary_message_tokens(&self.c, covered, &content))
+        let tokens = policy::summary_message_tokens(&self.c, covered, &weighed.content);
+        Some((tokens, weighed))
     }
 
     /// The summary job for the span, if any, indexed under the conversation it

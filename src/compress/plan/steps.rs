@@ -42,7 +42,12 @@ pub(in crate::compress) fn plan(req: Compression, setup: Setup) -> Result<Planne
         reason = kept;
         tail = planner.tail(&prior, reason, &room, None);
     }
-    let writing = planner.job(&prior, &tail, decision, reason, &room);
+    let mut writing = planner.job(&prior, &tail, decision, reason, &room);
+    // The summary the verdict weighed, written once: the service stores it
+    // when it was written for this job (the same key).
+    if let Some(job) = &mut writing.job {
+        job.weighed = due.weighed;
+    }
     let plan = planner.into_plan(prior, tail, room, reason, stage, writing);
     Ok(Planned::Pending(Box::new(plan)))
 }

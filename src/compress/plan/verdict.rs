@@ -5,6 +5,7 @@ use super::super::{History, Mode, Reason, binding};
 use super::start::Prior;
 use super::{Planner, Stage};
 use crate::policy::{self, Profile, Trigger};
+use crate::summarize::Weighed;
 use crate::tokens::CachePrices;
 
 /// What the verdict decided.
@@ -17,6 +18,8 @@ pub(super) struct Due {
     /// [`Mode::Hold`]: due while the thread fits, so an upstream summary waits
     /// for the one written ahead, with the reason it then has.
     pub hold: Option<Option<Reason>>,
+    /// The heuristic summary the payback rule weighed as written, if any.
+    pub weighed: Option<Weighed>,
 }
 
 impl Planner {
@@ -37,9 +40,15 @@ impl Planner {
             History::Unknown => CachePrices::NONE,
             _ => self.setup.cache,
         };
-        // A summary the heuristic would write is weighed as written, not at its bound.
+        // A summary the heuristic would write is weighed as written, not at
+        // its bound, and handed on to be written once.
         let total = assessed.total_tokens;
-        let written = |t| self.written_tokens(prior, t, total);
+        let mut weighed = None;
+        let written = |t| {
+            let (tokens, summary) = self.written_tokens(prior, t, total)?;
+            weighed = Some(summary);
+            Some(tokens)
+        };
         let verdict =
             policy::decide_knowing(p, assessed, self.setup.context_window, cache, written);
         self.warnings.extend(verdict.held_back.clone());
@@ -83,6 +92,7 @@ impl Planner {
             stage,
             total_tokens: verdict.total_tokens,
             hold: hold.then_some(kept),
+            weighed,
         }
     }
 }

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::common::{app, fixture, post};
+use crate::support::responses::{Settings, turn};
 
 /// A shared thread in the Responses format (see tests/fixtures/responses/from_chat.py).
 fn responses(name: &str) -> Value {
@@ -347,35 +348,13 @@ async fn the_verdict_reads_a_responses_thread() {
 #[tokio::test]
 async fn settings_compaction_and_trigger_items_stay_in_place() {
     let app = app();
-    let long = "output line\n".repeat(300);
-    let user = |t: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]});
-    let turn = |k: usize| {
-        [
-            json!({"type": "reasoning", "id": format!("rs_{k}"), "summary": [], "encrypted_content": format!("gAAA{k}==")}),
-            json!({"type": "function_call", "id": format!("fc_{k}"), "call_id": format!("call_{k}"), "name": "exec_command", "arguments": "{\"cmd\": \"ls\"}"}),
-            json!({"type": "function_call_output", "call_id": format!("call_{k}"), "output": long}),
-        ]
-    };
-    let config = json!({"type": "configuration_update", "reasoning": {"effort": "high"}});
-    let tools = json!({"type": "additional_tools", "role": "developer", "tools": [{"type": "function", "name": "grep", "parameters": {"type": "object"}}]});
-    let compaction =
-        json!({"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA".repeat(40)});
-    let after = json!({"type": "configuration_update", "reasoning": {"effort": "low"}});
-    let trigger = json!({"type": "compaction_trigger"});
-    let mut input = vec![
-        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]}),
-        user("first task"),
-    ];
-    input.extend(turn(1));
-    input.extend([compaction.clone(), after.clone(), user("go on")]);
-    input.extend(turn(2));
-    input.push(config.clone());
-    input.extend(turn(3));
-    input.push(tools.clone());
-    for k in 4..8 {
-        input.extend(turn(k));
-    }
-    input.push(trigger.clone());
+    let codex = json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]});
+    let Settings {
+        input,
+        config,
+        tools,
+        trigger,
+    } = Settings::new(&[codex], 7);
     let r = post(
         &app,
         "/v1/compress",

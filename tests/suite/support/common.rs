@@ -8,6 +8,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tower::ServiceExt;
 
+use condense::cache::{Cache, CacheOptions};
 use condense::{AppState, Config};
 
 pub fn app() -> Router {
@@ -40,6 +41,27 @@ pub fn app_with_local_llm(url: String) -> Router {
         },
         ..Default::default()
     })
+}
+
+/// condense proxying Anthropic's API to `provider`, with the cache at
+/// `cache_url` and the profiles file `profiles` (TOML, read once as the
+/// state is built).
+pub async fn anthropic_proxy(provider: &str, cache_url: &str, profiles: &str) -> Router {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profiles.toml");
+    std::fs::write(&file, profiles).unwrap();
+    let mut config = Config {
+        proxy: condense::config::ProxySettings {
+            anthropic_url: Some(provider.to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    config.models.profiles_file = Some(file);
+    let cache = Cache::connect(cache_url, CacheOptions::default())
+        .await
+        .expect("the cache opens");
+    condense::http::router(AppState::with_cache(config, cache).expect("state builds"))
 }
 
 pub struct Reply {

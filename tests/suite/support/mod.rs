@@ -13,6 +13,8 @@ pub mod prometheus;
 pub mod recorder;
 /// A TCP relay that counts and can be cut.
 pub mod relay;
+/// OpenAI Responses items: a Codex loop with settings and compaction items.
+pub mod responses;
 /// condense serving on a free port, in-process.
 pub mod server;
 /// A stub upstream for the faults a real one will not produce on demand.
