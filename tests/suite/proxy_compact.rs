@@ -262,6 +262,18 @@ async fn a_clients_own_compaction_goes_as_it_came() {
     // One request each, the client's: condense compacted nothing itself.
     assert_eq!(compactions.lock().unwrap().len(), 2);
     assert!(turns.lock().unwrap().is_empty());
+    // Its bill is counted; going as it came is no problem of condense's.
+    let req = Request::get("/metrics").body(Body::empty()).unwrap();
+    let text = app.oneshot(req).await.unwrap().into_body().collect().await;
+    let text = text.unwrap().to_bytes();
+    let metrics = crate::support::prometheus::parse(std::str::from_utf8(&text).unwrap());
+    let billed = |kind| {
+        let labels = [("provider", "responses"), ("kind", kind)];
+        metrics.value("condense_provider_tokens_total", &labels)
+    };
+    assert_eq!((billed("input"), billed("output")), (1800.0, 80.0));
+    let unchanged = "condense_proxy_unchanged_requests_total";
+    assert_eq!(metrics.matching(unchanged, &[]).count(), 0);
 }
 
 /// The official `openai` SDK's `client.responses.compact` through the
