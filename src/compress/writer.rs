@@ -40,7 +40,8 @@ pub(super) struct Shape {
 /// `auto` is `llm` when an upstream is configured, the caller may use it
 /// and the span and thread reach `llm_min_tokens`/`llm_min_total_tokens`,
 /// else `heuristic`; `llm`, `hybrid` and `provider` need an upstream and
-/// the permission, `provider` a Responses thread too.
+/// the permission, `provider` a Responses thread too (on the proxy its
+/// upstream is the conversation's provider, `upstream.model` its model).
 pub(super) fn decide(
     s: Strategy,
     shape: Shape,

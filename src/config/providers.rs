@@ -17,7 +17,8 @@ const COUNT_ANTHROPIC_URL: &str = "CONDENSE_COUNT_ANTHROPIC_URL";
 
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct ProxySettings {
-    /// Proxy `POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/responses/input_tokens`
+    /// Proxy `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/responses/input_tokens`
+    /// and `POST /v1/responses/compact`
     /// to this OpenAI-compatible base URL (e.g. `https://api.openai.com/v1`); unset: the routes are off.
     #[arg(
         id = "proxy.openai_url",

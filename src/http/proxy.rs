@@ -1,5 +1,6 @@
 //! The drop-in proxy's routes: reads condense's headers, hands the body to
-//! the proxy service, and relays the provider's answer as it streams in.
+//! the proxy service (but a client's own compaction, which goes as it
+//! came), and relays the provider's answer as it streams in.
 
 use super::access::Access;
 
@@ -14,16 +15,17 @@ use super::middleware::REQUEST_ID;
 use crate::admission::{Ticket, memory};
 use crate::error::{ApiError, Result};
 use crate::guard::{Bucket, Caller};
-use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW};
+use crate::proxy::{Call, Endpoint, Forwarded, Options, PROFILE, Prepared, SHADOW, Unchanged};
 use crate::serve::EndWithClient;
 use crate::state::AppState;
-use crate::thread::Shape;
+use crate::thread::{Shape, WireFormat};
 
 super::access::routes! {
     Access::Proxy;
     post "/v1/chat/completions" => proxy; Extension(Endpoint::ChatCompletions),
     post "/v1/responses" => proxy; Extension(Endpoint::Responses),
     post "/v1/responses/input_tokens" => proxy; Extension(Endpoint::ResponsesInputTokens),
+    post "/v1/responses/compact" => proxy; Extension(Endpoint::ResponsesCompact),
     post "/v1/messages" => proxy; Extension(Endpoint::Messages),
     post "/v1/messages/count_tokens" => proxy; Extension(Endpoint::MessagesCountTokens),
 }
@@ -69,15 +71,12 @@ async fn proxy(
     };
     // No ticket means the gates did not run: compressing holds nothing.
     let ticket = ticket.map(|t| t.0).unwrap_or_default();
-    let entered = ticket.enter(&app.overload, who.map_or(Bucket::Unknown, |w| w.0));
-    // One pass over the body: what it is charged, and what bounds its reading.
-    let shape = entered.then(|| Shape::of(&body));
-    let prepared = match shape {
-        None => Prepared::overloaded(format, body, OVERLOADED),
-        Some(s) if !ticket.try_grow_to(memory::parsed_bytes(&s)) => {
-            Prepared::overloaded(format, body, OVER_BUDGET)
+    let prepared = match endpoint.passed_through() {
+        Some(note) => Prepared::unchanged(body, Unchanged::NothingToDo, note),
+        None => {
+            let who = who.map_or(Bucket::Unknown, |w| w.0);
+            prepare(&app, format, &options, &ticket, who, body).await?
         }
-        Some(s) => app.proxy.prepare(format, &options, body, s).await?,
     };
     // Until the provider answers, the request holds the body it forwards.
     ticket.done(memory::body_bytes(prepared.body.len() as u64));
@@ -95,6 +94,28 @@ async fn proxy(
     let relayed = app.proxy.relay(&call, &report, response);
     out.body(Body::from_stream(relayed))
         .map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// The body compressed when due, while holding a place and the memory it
+/// takes; as it came, with a note, when either is short.
+async fn prepare(
+    app: &AppState,
+    format: WireFormat,
+    options: &Options,
+    ticket: &Ticket,
+    who: Bucket,
+    body: Bytes,
+) -> Result<Prepared> {
+    let entered = ticket.enter(&app.overload, who);
+    // One pass over the body: what it is charged, and what bounds its reading.
+    let shape = entered.then(|| Shape::of(&body));
+    Ok(match shape {
+        None => Prepared::overloaded(format, body, OVERLOADED),
+        Some(s) if !ticket.try_grow_to(memory::parsed_bytes(&s)) => {
+            Prepared::overloaded(format, body, OVER_BUDGET)
+        }
+        Some(s) => app.proxy.prepare(format, options, body, s).await?,
+    })
 }
 
 /// The request's headers and body, which must arrive as fast as the API's

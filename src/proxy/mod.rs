@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::compress::Compressor;
 use crate::policy::Profiles;
 use crate::thread::{Limits, WireFormat};
-use crate::upstream::{ProviderUrls, Secret};
+use crate::upstream::{ProviderUrls, Secret, Upstream};
 
 pub use bill::{Difference, Ledger, LedgerTotals, LedgerTurn};
 pub use headers::{PROVIDER_REQUEST_ID, to_client};
@@ -35,6 +35,8 @@ pub enum Endpoint {
     Responses,
     /// Counts a Responses request's input tokens.
     ResponsesInputTokens,
+    /// The provider's own compaction of a Responses thread.
+    ResponsesCompact,
     Messages,
     /// Counts a Messages request's input tokens.
     MessagesCountTokens,
@@ -45,8 +47,21 @@ impl Endpoint {
     pub fn format(self) -> WireFormat {
         match self {
             Endpoint::ChatCompletions => WireFormat::OpenAi,
-            Endpoint::Responses | Endpoint::ResponsesInputTokens => WireFormat::Responses,
+            Endpoint::Responses | Endpoint::ResponsesInputTokens | Endpoint::ResponsesCompact => {
+                WireFormat::Responses
+            }
             Endpoint::Messages | Endpoint::MessagesCountTokens => WireFormat::Anthropic,
+        }
+    }
+
+    /// Why this endpoint's requests always go as they came (None: they are
+    /// prepared). A client that asks its provider to compact its thread
+    /// wants the provider's compaction of that thread: a summary of
+    /// condense's first would stack two compactions.
+    pub fn passed_through(self) -> Option<&'static str> {
+        match self {
+            Endpoint::ResponsesCompact => Some(PROVIDER_COMPACTS),
+            _ => None,
         }
     }
 
@@ -57,11 +72,15 @@ impl Endpoint {
             Endpoint::ChatCompletions => "/chat/completions",
             Endpoint::Responses => "/responses",
             Endpoint::ResponsesInputTokens => "/responses/input_tokens",
+            Endpoint::ResponsesCompact => "/responses/compact",
             Endpoint::Messages => "/v1/messages",
             Endpoint::MessagesCountTokens => "/v1/messages/count_tokens",
         }
     }
 }
+
+/// The note of a compaction request, forwarded as it came.
+const PROVIDER_COMPACTS: &str = "the provider compacts this thread itself: forwarded as it came";
 
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
@@ -98,6 +117,9 @@ pub struct Proxy {
     config: ProxyConfig,
     compressor: Arc<Compressor>,
     profiles: Arc<Profiles>,
+    /// The OpenAI provider as a `provider` summary's writer, through `http`
+    /// (None: the OpenAI routes are off).
+    compactor: Option<Upstream>,
 }
 
 impl Proxy {
@@ -114,11 +136,16 @@ impl Proxy {
             // origins) wherever it points: the caller gets it as it is.
             .redirect(reqwest::redirect::Policy::none())
             .build()?;
+        let compactor = config.urls.openai.url().map(|base| {
+            Upstream::provider(base.clone(), http.clone())
+                .with_metrics(compressor.metrics().clone())
+        });
         Ok(Self {
             http,
             config,
             compressor,
             profiles,
+            compactor,
         })
     }
 

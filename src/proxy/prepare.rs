@@ -139,9 +139,10 @@ impl Proxy {
         let idle = self.idle(&conversation, &profile).await;
         let conversation = Some(conversation);
         let model = json.get("model").and_then(Value::as_str);
-        let compact_target = match (strategy, model, self.target(format)) {
-            (Strategy::Provider, Some(model), Ok(base)) => Some(CompactTarget {
-                base: base.to_string(),
+        // The conversation's provider compacts it, through the proxy's client.
+        let compact_target = match (strategy, model, &self.compactor) {
+            (Strategy::Provider, Some(model), Some(via)) => Some(CompactTarget {
+                via: via.clone(),
                 model: model.to_string(),
                 headers: options.credentials.clone(),
             }),

@@ -201,13 +201,16 @@ const ANTHROPIC_KEY: &str = "x-api-key";
 const AZURE_KEY: &str = "api-key";
 
 /// The route a turn of the ledger was called on; the counting endpoints
-/// bill nothing and are not turns.
+/// bill nothing and are not turns, nor is a client's compaction (its bill
+/// is counted in the metrics; condense reads no thread of it to name).
 fn route(endpoint: Endpoint) -> Option<&'static str> {
     match endpoint {
         Endpoint::ChatCompletions => Some("/v1/chat/completions"),
         Endpoint::Responses => Some("/v1/responses"),
         Endpoint::Messages => Some("/v1/messages"),
-        Endpoint::ResponsesInputTokens | Endpoint::MessagesCountTokens => None,
+        Endpoint::ResponsesInputTokens
+        | Endpoint::ResponsesCompact
+        | Endpoint::MessagesCountTokens => None,
     }
 }
 

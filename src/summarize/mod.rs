@@ -27,7 +27,7 @@ pub use heuristic::{heuristic, shrink};
 pub use iterations::{
     IterationSummary, refit as refit_injection, summaries as iteration_summaries,
 };
-pub use provider::is_item as is_compaction_item;
+pub use provider::{is_item as is_compaction_item, model as compacting_model};
 pub use receipt::ALSO;
 pub use refold::refolded;
 pub use request::{

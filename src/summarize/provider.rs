@@ -8,26 +8,28 @@ use serde_json::{Value, json};
 
 use super::{SummaryRequest, UpstreamModel, Usage};
 use crate::thread::{Message, Part, Role};
-use crate::upstream::{CompactRequest, Upstream, UpstreamError};
+use crate::upstream::{Kind, Upstream, UpstreamError};
 
 /// Compacts `req.span[from..]`, after `prior` (a compaction item's JSON, or
-/// another writer's text); the answer is the item's JSON.
+/// another writer's text); the answer is the item's JSON. Asked of the
+/// request's target (the proxy's conversation's provider) if it has one,
+/// else of the configured upstream `up`.
 pub(super) async fn write(
-    up: &Upstream,
+    up: Option<&Upstream>,
     model: &UpstreamModel,
     req: &SummaryRequest,
     from: usize,
     prior: Option<String>,
 ) -> Result<(String, Usage), UpstreamError> {
+    let target = req.target.clone();
+    let target = target
+        .or_else(|| up?.compact_target(&model.name))
+        .ok_or_else(|| UpstreamError::Garbage("no provider to compact with".into()))?;
     let mut input: Vec<Value> = prior.as_deref().map(prior_item).into_iter().collect();
     for m in &req.span[from..] {
         items(m, &mut input);
     }
-    let call = CompactRequest {
-        model: model.name.clone(),
-        input,
-    };
-    let called = up.compact(&call, req.target.as_ref()).await;
+    let called = target.compact(&input).await;
     let mut usage = Usage {
         calls: called.attempts,
         upstream_ms: called.elapsed.as_millis() as u64,
@@ -37,6 +39,18 @@ pub(super) async fn write(
     usage.prompt_tokens = compacted.prompt_tokens;
     usage.completion_tokens = compacted.completion_tokens;
     Ok((compacted.item.to_string(), usage))
+}
+
+/// The writer's model when the conversation's provider compacts with
+/// `name`: no window nor result limit shapes what it is shown (the span
+/// goes whole), so none is keyed, whatever upstream is configured.
+pub fn model(name: &str) -> UpstreamModel {
+    UpstreamModel {
+        name: name.to_string(),
+        context_window: 0,
+        result_chars: 0,
+        kind: Kind::OpenAi,
+    }
 }
 
 /// Whether `content` is a provider compaction item (a `provider` summary).

@@ -310,8 +310,9 @@ impl SummaryService {
                     super::llm::write(up, model, req, from, prior, req.settings.limit).await?;
                 (text, Some(usage))
             }
-            (Form::Running, Writer::Provider(model), Some(up)) => {
-                let (item, usage) = super::provider::write(up, model, req, from, prior).await?;
+            (Form::Running, Writer::Provider(model), up) => {
+                let (item, usage) =
+                    super::provider::write(up.as_ref(), model, req, from, prior).await?;
                 (item, Some(usage))
             }
             (Form::Running, Writer::Hybrid(model), Some(up)) => {

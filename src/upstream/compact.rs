@@ -2,35 +2,30 @@
 //! of a span into one encrypted `compaction` item that the Responses API
 //! accepts in their place, and after which it keeps later reasoning valid.
 //! The call carries the items and the model, never `instructions` (OpenAI's
-//! guidance: they would be folded into the item).
+//! guidance: they would be folded into the item). Every compaction has a
+//! [`CompactTarget`]: who is asked, with which model and credentials.
 
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use super::chat::{Kind, UpstreamError, transport};
-use super::{Called, Secret, Upstream, answer, authorized, excerpt};
+use super::{Called, Secret, Upstream, answer, excerpt};
 
-/// One compaction: the Responses items to compact, oldest first.
-#[derive(Debug, Clone)]
-pub struct CompactRequest {
-    pub model: String,
-    pub input: Vec<Value>,
-}
-
-/// Where a compaction goes instead of the configured upstream: on the
-/// proxy, the conversation's own OpenAI provider, with the client's
+/// Who compacts, with which model and credentials: on `/v1/compress` the
+/// configured upstream with the operator's key ([`Upstream::compact_target`]);
+/// on the proxy the conversation's own OpenAI provider with the client's
 /// credentials and model (an item is encrypted for the organization that
-/// asked, so the client's own provider must write it). Never part of a
-/// summary's key, never printed.
+/// asked, so the client's own provider must write it), asked through the
+/// proxy's client ([`Upstream::provider`]). The credentials are never part
+/// of a summary's key, never printed.
 #[derive(Clone)]
 pub struct CompactTarget {
-    /// The provider's OpenAI base URL (`.../v1`), as the proxy forwards to.
-    pub base: String,
-    /// The conversation's model, which compacts.
+    /// The client that asks, and its base URL (`.../v1`).
+    pub via: Upstream,
+    /// The model that compacts.
     pub model: String,
-    /// The client's credential headers (`Authorization`, Azure's `api-key`),
-    /// as it sent them.
+    /// The credential headers (`Authorization`, Azure's `api-key`), as sent.
     pub headers: Vec<(String, Secret)>,
 }
 
@@ -38,7 +33,7 @@ impl std::fmt::Debug for CompactTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("CompactTarget")
-            .field("base", &self.base)
+            .field("via", &self.via)
             .field("model", &self.model)
             .field("headers", &names)
             .finish()
@@ -46,8 +41,67 @@ impl std::fmt::Debug for CompactTarget {
 }
 
 impl CompactTarget {
-    /// `text` with the client's credentials blanked out (each header's
-    /// value, and its token without the `Bearer ` scheme).
+    /// One compaction of `input` (Responses items, oldest first), retried
+    /// like a completion by the client's policy; only attempts hold a
+    /// place under its cap.
+    pub async fn compact(&self, input: &[Value]) -> Called<Compacted> {
+        let started = Instant::now();
+        let once = || self.compact_once(input);
+        let (result, attempts) = self.via.config.retry.run(once).await;
+        Called {
+            result,
+            attempts,
+            elapsed: started.elapsed(),
+        }
+    }
+
+    async fn compact_once(&self, input: &[Value]) -> Result<Compacted, UpstreamError> {
+        let up = &self.via;
+        let _permit = up
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| UpstreamError::Connect("client closed".into()))?;
+        let attempt = up.metrics.upstream_attempt(up.config.kind.as_str());
+        let result = self.post(input).await;
+        match &result {
+            Ok(r) => attempt.answered(r.prompt_tokens, r.completion_tokens),
+            Err(e) => attempt.failed(e.label()),
+        }
+        result
+    }
+
+    async fn post(&self, input: &[Value]) -> Result<Compacted, UpstreamError> {
+        let up = &self.via;
+        let base = up.config.base_url.as_str().trim_end_matches('/');
+        let body = json!({"model": self.model, "input": input});
+        let builder = up.http.post(format!("{base}/responses/compact"));
+        let builder = self.headers.iter().fold(builder, |b, (name, value)| {
+            let mut v = reqwest::header::HeaderValue::from_str(value.expose());
+            if let Ok(v) = &mut v {
+                v.set_sensitive(true);
+            }
+            match v {
+                Ok(v) => b.header(name.as_str(), v),
+                Err(_) => b,
+            }
+        });
+        let res = builder.json(&body).send().await.map_err(transport)?;
+        let status = res.status();
+        if !status.is_success() {
+            let retry_after = answer::retry_after(res.headers());
+            let body = answer::error_text(res).await;
+            return Err(UpstreamError::Status {
+                status: status.as_u16(),
+                retry_after,
+                excerpt: excerpt(&self.scrub(&body), &up.scrubber),
+            });
+        }
+        parse(&answer::read_capped(res, answer::MAX_ANSWER_BYTES).await?)
+    }
+
+    /// `text` with the credentials blanked out (each header's value, and
+    /// its token without the `Bearer ` scheme).
     fn scrub(&self, text: &str) -> String {
         let mut secrets: Vec<&str> = Vec::new();
         for (_, v) in &self.headers {
@@ -74,94 +128,23 @@ pub struct Compacted {
 }
 
 impl Upstream {
-    /// One compaction, retried like a completion; only attempts hold a
-    /// place under the cap. Only an OpenAI upstream offers it; a `target`
-    /// (the proxy's conversation's provider) takes its place, with its
-    /// model and credentials, under the same client, retries and cap.
-    pub async fn compact(
-        &self,
-        req: &CompactRequest,
-        target: Option<&CompactTarget>,
-    ) -> Called<Compacted> {
-        let started = Instant::now();
-        let once = || self.compact_once(req, target);
-        let (result, attempts) = self.config.retry.run(once).await;
-        Called {
-            result,
-            attempts,
-            elapsed: started.elapsed(),
-        }
-    }
-
-    async fn compact_once(
-        &self,
-        req: &CompactRequest,
-        target: Option<&CompactTarget>,
-    ) -> Result<Compacted, UpstreamError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| UpstreamError::Connect("client closed".into()))?;
+    /// This upstream as the writer of `model`'s compactions, with the
+    /// operator's key; None for an Anthropic one (it offers no
+    /// `/responses/compact`: the plan never asks it).
+    pub fn compact_target(&self, model: &str) -> Option<CompactTarget> {
         let c = &self.config;
-        let attempt = self.metrics.upstream_attempt(c.kind.as_str());
-        let result = match (c.kind, target) {
-            (_, Some(target)) => self.post_compact(req, Some(target)).await,
-            (Kind::OpenAi, None) => self.post_compact(req, None).await,
-            // Anthropic has no such endpoint: the plan never asks it.
-            (Kind::Anthropic, None) => Err(UpstreamError::Garbage(
-                "an Anthropic upstream offers no /responses/compact".into(),
-            )),
-        };
-        match &result {
-            Ok(r) => attempt.answered(r.prompt_tokens, r.completion_tokens),
-            Err(e) => attempt.failed(e.label()),
+        if c.kind != Kind::OpenAi {
+            return None;
         }
-        result
-    }
-
-    async fn post_compact(
-        &self,
-        req: &CompactRequest,
-        target: Option<&CompactTarget>,
-    ) -> Result<Compacted, UpstreamError> {
-        let c = &self.config;
-        let (base, model) = match target {
-            Some(t) => (t.base.as_str(), t.model.as_str()),
-            None => (c.base_url.as_str(), req.model.as_str()),
-        };
-        let base = base.trim_end_matches('/');
-        let body = json!({"model": model, "input": req.input});
-        let builder = self.http.post(format!("{base}/responses/compact"));
-        let builder = match target {
-            // The client's credentials, as it sent them; never the operator's.
-            Some(t) => t.headers.iter().fold(builder, |b, (name, value)| {
-                let mut v = reqwest::header::HeaderValue::from_str(value.expose());
-                if let Ok(v) = &mut v {
-                    v.set_sensitive(true);
-                }
-                match v {
-                    Ok(v) => b.header(name.as_str(), v),
-                    Err(_) => b,
-                }
-            }),
-            None => authorized(builder, c.kind, &c.api_key),
-        };
-        let res = builder.json(&body).send().await.map_err(transport)?;
-        let status = res.status();
-        if !status.is_success() {
-            let retry_after = answer::retry_after(res.headers());
-            let body = answer::error_text(res).await;
-            return Err(UpstreamError::Status {
-                status: status.as_u16(),
-                retry_after,
-                excerpt: excerpt(
-                    &target.map_or(body.clone(), |t| t.scrub(&body)),
-                    &self.scrubber,
-                ),
-            });
-        }
-        parse(&answer::read_capped(res, answer::MAX_ANSWER_BYTES).await?)
+        let key = (!c.api_key.is_empty()).then(|| {
+            let bearer = Secret::new(format!("Bearer {}", c.api_key.expose()));
+            ("authorization".to_string(), bearer)
+        });
+        Some(CompactTarget {
+            via: self.clone(),
+            model: model.to_string(),
+            headers: key.into_iter().collect(),
+        })
     }
 }
 
@@ -222,8 +205,9 @@ mod tests {
 
     #[test]
     fn a_target_hides_the_clients_credentials() {
+        let base = reqwest::Url::parse("http://provider/v1").unwrap();
         let t = CompactTarget {
-            base: "http://provider/v1".into(),
+            via: Upstream::provider(base, reqwest::Client::new()),
             model: "gpt-5".into(),
             headers: vec![("authorization".into(), Secret::new("Bearer sk-client-1"))],
         };

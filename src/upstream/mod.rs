@@ -18,7 +18,7 @@ use tokio::sync::Semaphore;
 pub use base_url::{BaseUrl, ProviderUrls};
 use chat::transport;
 pub use chat::{ChatRequest, ChatResponse, Kind, UpstreamError};
-pub use compact::{CompactRequest, CompactTarget, Compacted};
+pub use compact::{CompactTarget, Compacted};
 pub use count::{
     CountCall, CountError, CountSource, Provenance, ProviderCountConfig, ProviderCounter,
 };
@@ -88,6 +88,37 @@ impl Upstream {
             metrics: Metrics::default(),
             scrubber: Arc::new(scrubber),
         })
+    }
+
+    /// A provider that only compacts ([`CompactTarget`], whose credentials
+    /// and model every call brings): the proxy's OpenAI provider at
+    /// `base_url`, asked through the proxy's own client `http` (its connect
+    /// and idle timeouts, no redirects), retried by the default policy, with
+    /// no cap of its own: the compressions that ask it hold the proxy's
+    /// places among the requests at work. Needs no configured upstream.
+    pub fn provider(base_url: reqwest::Url, http: reqwest::Client) -> Self {
+        let config = UpstreamConfig {
+            kind: Kind::OpenAi,
+            base_url,
+            api_key: Secret::default(),
+            model: String::new(),
+            allowed_models: Vec::new(),
+            // `http` has its own timeouts; the retry budget bounds the call.
+            timeout: RetryPolicy::DEFAULT_BUDGET,
+            retry: RetryPolicy::default(),
+            max_concurrency: Semaphore::MAX_PERMITS,
+            // The span goes whole: no window nor result limit shapes it.
+            context_window: 0,
+            result_chars: 0,
+        };
+        let scrubber = Scrubber::new(&config.api_key, &config.base_url, &http);
+        Self {
+            http,
+            permits: Arc::new(Semaphore::new(config.max_concurrency)),
+            config: Arc::new(config),
+            metrics: Metrics::default(),
+            scrubber: Arc::new(scrubber),
+        }
     }
 
     /// Records each HTTP request (time, outcome, tokens) into `metrics`.

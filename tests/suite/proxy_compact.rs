@@ -1,8 +1,10 @@
 //! The `provider` summarizer on the proxy (a profile's `strategy`): a
 //! Responses conversation's summary is its own provider's compaction item,
-//! asked with the client's credentials and model, reused byte for byte on
-//! the next turn, and the kept turns keep their reasoning. A thread in
-//! another format goes per `on_upstream_error`, never an error.
+//! asked with the client's credentials and model (no upstream configured,
+//! or one that is never asked), reused byte for byte on the next turn, and
+//! the kept turns keep their reasoning. A thread in another format goes per
+//! `on_upstream_error`, never an error. A client's own compaction
+//! (`/v1/responses/compact`) goes to its provider as it came.
 use crate::support::server;
 
 use std::sync::{Arc, Mutex};
@@ -57,11 +59,16 @@ async fn provider() -> (String, Seen, Seen) {
     (server::serve_router(app).await, turns, compactions)
 }
 
-/// condense with the proxy on `url`, an upstream configured with the
-/// operator's key (never sent to the conversation's provider), a cache in
-/// `dir` (continuity finds the summary there) and a profile `codex` whose
-/// summaries are the provider's own.
+/// condense with the proxy on `url`, a cache in `dir` (continuity finds
+/// the summary there) and a profile `codex` whose summaries are the
+/// provider's own; with `upstream`, an upstream configured with the
+/// operator's key too (never asked, its key never sent to the
+/// conversation's provider), else none.
 async fn condense(url: &str, dir: &std::path::Path) -> Router {
+    condense_with(url, dir, false).await
+}
+
+async fn condense_with(url: &str, dir: &std::path::Path, upstream: bool) -> Router {
     let file = dir.join("profiles.toml");
     std::fs::write(
         &file,
@@ -73,11 +80,14 @@ async fn condense(url: &str, dir: &std::path::Path) -> Router {
             openai_url: Some(format!("{url}/v1")),
             ..Default::default()
         },
-        upstream: condense::config::UpstreamSettings {
-            url: Some(format!("{url}/operator")),
-            model: "operator-model".into(),
-            api_key: condense::upstream::Secret::new("sk-operator"),
-            ..Default::default()
+        upstream: match upstream {
+            true => condense::config::UpstreamSettings {
+                url: Some(format!("{url}/operator")),
+                model: "operator-model".into(),
+                api_key: condense::upstream::Secret::new("sk-operator"),
+                ..Default::default()
+            },
+            false => Default::default(),
         },
         cache: condense::config::CacheSettings {
             path: dir.join("cache.sqlite3"),
@@ -136,16 +146,23 @@ fn header<'h>(h: &'h HeaderMap, name: &str) -> &'h str {
 
 #[tokio::test]
 async fn the_conversations_provider_compacts_it_and_the_item_stays_byte_for_byte() {
+    // The same with no upstream configured and with one (never asked).
+    for upstream in [false, true] {
+        compacts_and_reuses(upstream).await;
+    }
+}
+
+async fn compacts_and_reuses(upstream: bool) {
     let (url, turns, compactions) = provider().await;
     let dir = tempfile::tempdir().unwrap();
-    let app = condense(&url, dir.path()).await;
+    let app = condense_with(&url, dir.path(), upstream).await;
 
     let first = responses(0..8);
     let (status, h) = send(&app, "/v1/responses", &first).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(header(&h, "x-condense-compressed"), "true", "{h:?}");
     // Asked of the conversation's provider, with the client's key and model.
-    assert_eq!(compactions.lock().unwrap().len(), 1);
+    assert_eq!(compactions.lock().unwrap().len(), 1, "upstream: {upstream}");
     let (ch, cb) = last(&compactions);
     assert_eq!(header(&ch, "authorization"), "Bearer sk-client");
     assert_eq!(cb["model"], "gpt-5-codex");
@@ -199,4 +216,110 @@ async fn a_thread_not_in_the_responses_format_falls_back_with_a_note() {
     let note = header(&h, "x-condense-note");
     assert!(note.contains("needs a Responses thread"), "{h:?}");
     assert!(compactions.lock().unwrap().is_empty());
+}
+
+/// A client's own compaction (OpenAI's `/responses/compact`, e.g. the SDK's
+/// `client.responses.compact`) reaches its provider as it came, even when a
+/// summary would be due: condense writes none first (two compactions would
+/// stack), and the provider's item comes back unchanged.
+#[tokio::test]
+async fn a_clients_own_compaction_goes_as_it_came() {
+    let (url, turns, compactions) = provider().await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = condense(&url, dir.path()).await;
+    let body = responses(0..8);
+    let sent = serde_json::to_vec(&body).unwrap();
+    for profile in [None, Some("codex")] {
+        let mut req = Request::post("/v1/responses/compact")
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("authorization", "Bearer sk-client");
+        if let Some(p) = profile {
+            req = req.header("x-condense-profile", p);
+        }
+        let res = app
+            .clone()
+            .oneshot(req.body(Body::from(sent.clone())).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{profile:?}");
+        let h = res.headers().clone();
+        assert_eq!(header(&h, "x-condense-compressed"), "false", "{h:?}");
+        assert!(
+            header(&h, "x-condense-note").contains("compacts this thread itself"),
+            "{h:?}"
+        );
+        let answer: Value =
+            serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(
+            answer["output"][0],
+            item(),
+            "relayed as the provider wrote it"
+        );
+        let (ch, cb) = last(&compactions);
+        assert_eq!(header(&ch, "authorization"), "Bearer sk-client");
+        assert_eq!(cb, body, "{profile:?}: forwarded as it came");
+    }
+    // One request each, the client's: condense compacted nothing itself.
+    assert_eq!(compactions.lock().unwrap().len(), 2);
+    assert!(turns.lock().unwrap().is_empty());
+    // Its bill is counted; going as it came is no problem of condense's.
+    let req = Request::get("/metrics").body(Body::empty()).unwrap();
+    let text = app.oneshot(req).await.unwrap().into_body().collect().await;
+    let text = text.unwrap().to_bytes();
+    let metrics = crate::support::prometheus::parse(std::str::from_utf8(&text).unwrap());
+    let billed = |kind| {
+        let labels = [("provider", "responses"), ("kind", kind)];
+        metrics.value("condense_provider_tokens_total", &labels)
+    };
+    assert_eq!((billed("input"), billed("output")), (1800.0, 80.0));
+    let unchanged = "condense_proxy_unchanged_requests_total";
+    assert_eq!(metrics.matching(unchanged, &[]).count(), 0);
+}
+
+/// The official `openai` SDK's `client.responses.compact` through the
+/// proxy: the SDK gets its provider's compaction item, and the provider the
+/// SDK's input as it was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_compacts_through_the_proxy() {
+    if crate::proxy_sdk::sdks("the_openai_sdk_compacts_through_the_proxy").is_none() {
+        return;
+    }
+    let (url, _, compactions) = provider().await;
+    let dir = tempfile::tempdir().unwrap();
+    let app = condense(&url, dir.path()).await;
+    let base = server::serve_router(app).await;
+    let script = r#"
+import json, sys
+from openai import OpenAI
+client = OpenAI(base_url=sys.argv[1] + "/v1", api_key="sk-client")
+out = client.responses.compact(model="gpt-5.1-codex", input=[
+    {"role": "user", "content": "fix the failing test"},
+    {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
+])
+print(json.dumps(out.model_dump()))
+"#;
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("python3")
+            .args(["-c", script, &base])
+            .output()
+            .expect("python3 runs")
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer["output"][0]["encrypted_content"],
+        item()["encrypted_content"]
+    );
+    let (ch, cb) = last(&compactions);
+    assert_eq!(header(&ch, "authorization"), "Bearer sk-client");
+    assert_eq!(cb["model"], "gpt-5.1-codex");
+    assert_eq!(cb["input"].as_array().unwrap().len(), 3, "{cb}");
+    assert_eq!(compactions.lock().unwrap().len(), 1);
 }

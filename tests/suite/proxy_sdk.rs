@@ -78,7 +78,7 @@ async fn condense(provider: &str) -> String {
 }
 
 /// The SDKs, or None when the run opted out of live parts.
-fn sdks(test: &str) -> Option<()> {
+pub(crate) fn sdks(test: &str) -> Option<()> {
     let ok = Command::new("python3")
         .args(["-c", "import openai, anthropic"])
         .status()

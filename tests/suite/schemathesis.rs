@@ -42,7 +42,8 @@ async fn provider() -> String {
         .route("/v1/responses", axum::routing::post(answer))
         .route("/v1/messages", axum::routing::post(answer))
         .route("/v1/messages/count_tokens", axum::routing::post(answer))
-        .route("/v1/responses/input_tokens", axum::routing::post(answer));
+        .route("/v1/responses/input_tokens", axum::routing::post(answer))
+        .route("/v1/responses/compact", axum::routing::post(answer));
     server::serve_router(app).await
 }
 

@@ -8,9 +8,10 @@ use super::cut::{Room, Tail};
 use super::start::Prior;
 use super::{Decision, Grouping, Planner};
 use crate::policy::{self, OnUpstreamError, Trigger};
-use crate::summarize::{Strategy, SummaryRequest, SummarySettings, Weighed, Writer, receipt};
+use crate::summarize::{
+    Strategy, SummaryRequest, SummarySettings, Weighed, Writer, compacting_model, receipt,
+};
 use crate::thread::{Message, Thread};
-use crate::upstream::Kind;
 
 /// What replaces the span, and the summary to write for it, if any.
 pub(super) struct Writing {
@@ -47,14 +48,12 @@ impl Planner {
         total_tokens: u64,
         warnings: &mut Vec<String>,
     ) -> Result<Decision, Error> {
-        let mut model = self.setup.model.clone();
-        // The conversation's provider compacts with its own model.
-        if let (Strategy::Provider, Some(t), Some(m)) =
-            (self.ask.strategy, &self.ask.compact_target, &mut model)
-        {
-            m.name = t.model.clone();
-            m.kind = Kind::OpenAi;
-        }
+        // The conversation's provider compacts with its own model, whether
+        // an upstream is configured or not.
+        let model = match (self.ask.strategy, &self.ask.compact_target) {
+            (Strategy::Provider, Some(t)) => Some(compacting_model(&t.model)),
+            _ => self.setup.model.clone(),
+        };
         let upstream = Upstream {
             model,
             allowed: self.ask.upstream_allowed,

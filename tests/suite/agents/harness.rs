@@ -95,11 +95,9 @@ pub enum Summarizer {
     Own,
     /// `strategy = "provider"`: the conversation's provider compacts the
     /// span (its `/responses/compact`, with the client's credentials and
-    /// model), and the kept turns keep their reasoning. condense needs an
-    /// upstream configured for it, which only lends its client, retries and
-    /// cap (docs/compression.md, "The provider's compaction item"): the
-    /// scripted provider's `/v1`, with a key of the operator's that the
-    /// compaction never carries.
+    /// model, through the proxy's own client), and the kept turns keep
+    /// their reasoning. No upstream is configured: none is needed
+    /// (docs/compression.md, "The provider's compaction item").
     Provider,
 }
 
@@ -137,14 +135,6 @@ pub async fn condense(provider: &str, dir: &Path, summarizer: Summarizer, every:
         ),
     )
     .unwrap();
-    let upstream = match summarizer {
-        Summarizer::Own => condense::config::UpstreamSettings::default(),
-        Summarizer::Provider => condense::config::UpstreamSettings {
-            url: Some(format!("{provider}/v1")),
-            api_key: condense::upstream::Secret::new("sk-operator-never-sent"),
-            ..Default::default()
-        },
-    };
     super::server::serve(condense::Config {
         models: condense::config::ModelSettings {
             profiles_file: Some(profiles),
@@ -159,7 +149,6 @@ pub async fn condense(provider: &str, dir: &Path, summarizer: Summarizer, every:
             openai_url: Some(format!("{provider}/v1")),
             ..Default::default()
         },
-        upstream,
         ..Default::default()
     })
     .await
