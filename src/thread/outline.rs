@@ -101,6 +101,7 @@ pub struct Outline {
 impl Outline {
     /// The outline of `m`, parsed in `format`.
     pub fn of(m: &Message, format: WireFormat) -> Self {
+        let texts = m.texts();
         let ids: Box<[_]> = Checked::calls(m)
             .chain(Checked::results(m))
             .map(|(id, at)| (id.into(), at.into()))
@@ -113,8 +114,8 @@ impl Outline {
             item: m.is_item(),
             compaction: m.is_compaction(),
             anthropic: anthropic_only(&m.raw),
-            text_bytes: Checked::text_bytes(m),
-            text_chars: Checked::text_chars(m),
+            text_bytes: texts.iter().map(|t| t.len()).sum(),
+            text_chars: texts.iter().map(|t| t.chars().count()).sum(),
             calls: m.tool_calls().count(),
             ids,
         }

@@ -223,7 +223,8 @@ impl Counter<'_> {
                     message,
                     outline,
                 } => {
-                    let tokens = self.tokens(&message);
+                    // Its record supersedes a count by its parts: no second key.
+                    let tokens = self.uncalibrated(&message);
                     drop(message);
                     let counted = Arc::new(Counted { outline, tokens });
                     if self.memoize {
@@ -289,5 +290,45 @@ impl Seen for Counter<'_> {
             Memoized::Counted(counted) => Some(counted),
             Memoized::Count(_) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::thread::{self, OwnedThread};
+    use crate::tokens::{CountSpec, ModelRegistry, cancel};
+
+    /// A message counted after its request was cancelled is not remembered:
+    /// its count (cut short) would answer the next request.
+    #[test]
+    fn a_cancelled_count_leaves_no_record() {
+        let registry = ModelRegistry::embedded();
+        let spec = CountSpec::resolve(&registry, "gpt-4o", None, None, Method::Bpe);
+        let counter = spec.counter(Encoders::global());
+        let text = format!(
+            r#"{{"role":"user","content":"{} {}"}}"#,
+            "word ".repeat(50),
+            line!()
+        );
+        let sent = OwnedThread {
+            messages: vec![RawValue::from_string(text).unwrap()],
+            ..Default::default()
+        };
+        let outline = || thread::outline(sent.clone(), &counter).unwrap();
+        let is_new = |t: &Outlined<Arc<Counted>>| matches!(t.messages[0], Item::New { .. });
+
+        let gone = Arc::new(AtomicBool::new(true));
+        let (_, cut) = cancel::scope(gone, || counter.outlined(outline()));
+        assert!(is_new(&outline()), "not remembered");
+        let (_, counted) = counter.outlined(outline());
+        assert!(counted.total > cut.total);
+        assert!(!is_new(&outline()), "remembered");
+        assert_eq!(counter.outlined(outline()).1, counted);
     }
 }
