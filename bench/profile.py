@@ -31,8 +31,10 @@ import peers
 STAGES = [
     ("JSON body -> request type", r"^condense::http::extract::parse$|^serde_json::de::from_slice|"
                                   r"^serde_path_to_error::de::deserialize"),
-    ("request -> thread model", r"condense::thread::parse(_owned)?$"),
-    ("counting (memo, pieces, BPE)", r"condense::tokens::count::Counter::thread$"),
+    # A local /v1/tokens count outlines the thread (messages seen before from
+    # the memo) and counts the outline; the other routes parse and count it whole.
+    ("request -> thread model", r"condense::thread::parse(_owned)?$|condense::thread::parse::outline$"),
+    ("counting (memo, pieces, BPE)", r"condense::tokens::count::Counter::(thread|outlined)$"),
     ("  of which the message memo's hash", r"condense::tokens::memo::Memo::key"),
     ("compression (plan, span key, summary, fit)", r"^condense::compress::service::Compressor::run"),
     ("  of which the canonical span and its SHA-256", r"^condense::summarize::canonical::"),

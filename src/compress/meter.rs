@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use crate::metrics::Metrics;
 use crate::policy::{self, PriorSummary, Profile, Verdict};
-use crate::thread::Thread;
+use crate::thread::{Outlined, Thread};
 use crate::tokens::{
-    CountSpec, Counter, Encoders, Encoding, MessageCount, Method, ModelRegistry, ThreadCount,
+    CountSpec, Counted, Counter, Encoders, Encoding, MessageCount, Method, ModelRegistry,
+    ThreadCount,
 };
 use crate::upstream::{CountCall, CountError, CountSource, Provenance, ProviderCounter};
 
@@ -104,6 +105,17 @@ impl Meter {
         let count = self.counter(spec).thread(thread);
         self.counted(spec, count.total);
         (count, self.prepare(source, thread, &spec.model))
+    }
+
+    /// An outlined thread's count ([`Counter::outlined`]): its messages' records, and the count.
+    pub fn outlined(
+        &self,
+        spec: &CountSpec,
+        thread: Outlined<Arc<Counted>>,
+    ) -> (Vec<Arc<Counted>>, ThreadCount) {
+        let (messages, count) = self.counter(spec).outlined(thread);
+        self.counted(spec, count.total);
+        (messages, count)
     }
 
     /// The verdict on `thread` under `profile`, and the provider count to ask for.

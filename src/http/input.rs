@@ -1,23 +1,30 @@
 //! Request pieces shared by the thread endpoints.
 
 /// Declares a thread endpoint's request type with the shared fields first
-/// (`deny_unknown_fields` rules out `#[serde(flatten)]`).
+/// (`deny_unknown_fields` rules out `#[serde(flatten)]`). Its messages (or
+/// items) are taken as `Value`s, or, after `Box<RawValue>;`, as their JSON
+/// text ([`Sent`]).
 macro_rules! thread_request {
-    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
+    ($(#[$m:meta])* pub struct $name:ident { $($body:tt)* }) => {
+        $crate::http::input::thread_request! {
+            serde_json::Value; $(#[$m])* pub struct $name { $($body)* }
+        }
+    };
+    ($item:ty; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$m])*
         #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
-            #[serde(default, deserialize_with = "crate::thread::compact::values")]
+            #[serde(default, deserialize_with = "super::input::items")]
             #[schema(schema_with = super::input::messages)]
-            pub messages: Option<Vec<serde_json::Value>>,
+            pub messages: Option<Vec<$item>>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
             #[schema(schema_with = super::input::system)]
             pub system: Option<serde_json::Value>,
             /// A Responses API thread: its items and instructions.
-            #[serde(default, deserialize_with = "crate::thread::compact::value")]
+            #[serde(default, deserialize_with = "super::input::item")]
             #[schema(schema_with = super::input::input)]
-            pub input: Option<serde_json::Value>,
+            pub input: Option<$item>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
             #[schema(schema_with = super::input::instructions)]
             pub instructions: Option<serde_json::Value>,
@@ -50,7 +57,7 @@ macro_rules! thread_request {
 
         impl $name {
             /// The thread's fields, taken out of the request.
-            fn thread(&mut self) -> super::input::ThreadFields {
+            fn thread(&mut self) -> super::input::ThreadFields<$item> {
                 super::input::ThreadFields {
                     format: self.format,
                     messages: self.messages.take(),
@@ -65,7 +72,8 @@ macro_rules! thread_request {
 }
 pub(super) use thread_request;
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use utoipa::openapi::Ref;
 use utoipa::openapi::schema::{Array, ArrayBuilder, SchemaType, Type};
@@ -73,7 +81,8 @@ use utoipa::openapi::schema::{Array, ArrayBuilder, SchemaType, Type};
 use crate::error::ApiError;
 use crate::guard::Caller;
 use crate::policy::{self, PriorSummary};
-use crate::thread::{self, Limits, OwnedThread, Thread, WireFormat};
+use crate::thread::compact::{self, Compact};
+use crate::thread::{self, Limits, Outline, Outlined, OwnedThread, Seen, Thread, WireFormat};
 use crate::tokens::Method;
 use crate::upstream::CountSource;
 
@@ -110,6 +119,76 @@ where
     T: Deserialize<'de>,
 {
     T::deserialize(de).map(Some)
+}
+
+/// How a request takes each message (or item) of its thread: as a `Value`,
+/// or as its JSON text, to be recognised when it was seen before
+/// ([`thread::outline`]).
+pub trait Sent: Sized + std::fmt::Debug {
+    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
+    /// `input`'s items: its array's, or its short form's one user message;
+    /// else what it is instead.
+    fn items(input: Self) -> Result<Vec<Self>, &'static str>;
+}
+
+impl Sent for Value {
+    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Compact::deserialize(d).map(|c| c.0)
+    }
+
+    fn items(input: Self) -> Result<Vec<Self>, &'static str> {
+        match input {
+            // The API's short form: one user message.
+            Value::String(text) => Ok(vec![json!({"role": "user", "content": text})]),
+            Value::Array(items) => Ok(items),
+            other => Err(thread::type_name(&other)),
+        }
+    }
+}
+
+impl Sent for Box<RawValue> {
+    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Box::<RawValue>::deserialize(d)
+    }
+
+    fn items(input: Self) -> Result<Vec<Self>, &'static str> {
+        let text = input.get();
+        match text.as_bytes().first() {
+            // The API's short form: one user message.
+            Some(b'"') => RawValue::from_string(format!(r#"{{"role":"user","content":{text}}}"#))
+                .map(|m| vec![m])
+                .map_err(|_| "a string"),
+            Some(b'[') => serde_json::from_str(text).map_err(|_| "an array"),
+            Some(b'{') => Err("an object"),
+            Some(b'n') => Err("null"),
+            Some(b't' | b'f') => Err("a boolean"),
+            _ => Err("a number"),
+        }
+    }
+}
+
+/// One [`Sent`] item, for a sequence of them.
+struct Taken<T>(T);
+
+impl<'de, T: Sent> Deserialize<'de> for Taken<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::take(d).map(Taken)
+    }
+}
+
+/// For `#[serde(default, deserialize_with = "items")]`: the messages, without spare room.
+pub fn items<'de, D: Deserializer<'de>, T: Sent>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    let taken = Option::<Vec<Taken<T>>>::deserialize(d)?;
+    Ok(taken.map(|v| {
+        let mut v: Vec<T> = v.into_iter().map(|t| t.0).collect();
+        v.shrink_to_fit();
+        v
+    }))
+}
+
+/// For `#[serde(default, deserialize_with = "item")]`.
+pub fn item<'de, D: Deserializer<'de>, T: Sent>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Taken<T>>::deserialize(d)?.map(|t| t.0))
 }
 
 // The thread fields of a request, whose schemas the wire formats' bodies
@@ -190,12 +269,12 @@ pub fn method(
 }
 
 /// The thread fields as sent: `messages` (+ `system`) or `input` (+ `instructions`).
-#[derive(Debug, Default)]
-pub struct ThreadFields {
+#[derive(Debug)]
+pub struct ThreadFields<M = Value> {
     pub format: Option<WireFormat>,
-    pub messages: Option<Vec<Value>>,
+    pub messages: Option<Vec<M>>,
     pub system: Option<Value>,
-    pub input: Option<Value>,
+    pub input: Option<M>,
     pub instructions: Option<Value>,
     pub tools: Option<Value>,
 }
@@ -205,16 +284,59 @@ impl ThreadFields {
     /// messages before parsing, their characters after.
     pub fn parse(self, limits: &Limits) -> Result<Thread, ApiError> {
         let owned = self.owned()?;
-        // Without a format the items are `messages` (Responses is told by `input`).
-        let format = owned.format.unwrap_or(WireFormat::OpenAi);
-        limits.check_messages(format, owned.messages.len())?;
+        limits.check_messages(items_format(&owned), owned.messages.len())?;
         let thread = thread::parse_owned(owned)?;
         limits.check_thread(&thread)?;
         Ok(thread)
     }
+}
 
+impl ThreadFields<Box<RawValue>> {
+    /// [`ThreadFields::parse`] with the messages `seen` before recognised
+    /// from their JSON text, not parsed ([`thread::outline`]); checked by the
+    /// same rules and limits.
+    pub fn outline<S: Seen>(
+        self,
+        limits: &Limits,
+        seen: &S,
+    ) -> Result<Outlined<S::Record>, ApiError> {
+        let owned = self.owned()?;
+        limits.check_messages(items_format(&owned), owned.messages.len())?;
+        let thread = thread::outline(owned, seen)?;
+        let outlines: Vec<&Outline> = thread.messages.iter().map(thread::Item::outline).collect();
+        limits.check_items(thread.format, thread.system.as_ref(), &outlines)?;
+        Ok(thread)
+    }
+
+    /// The fields with their messages as `Value`s, for [`ThreadFields::parse`].
+    pub fn values(self) -> Result<ThreadFields, ApiError> {
+        let value = |m: Box<RawValue>| {
+            compact::from_slice(m.get().as_bytes())
+                .map_err(|e| ApiError::MalformedJson(e.to_string()))
+        };
+        Ok(ThreadFields {
+            format: self.format,
+            messages: match self.messages {
+                Some(m) => Some(m.into_iter().map(value).collect::<Result<_, _>>()?),
+                None => None,
+            },
+            system: self.system,
+            input: self.input.map(value).transpose()?,
+            instructions: self.instructions,
+            tools: self.tools,
+        })
+    }
+}
+
+/// The format a thread's items are counted in before it is parsed: without
+/// a format they are `messages` (Responses is told by `input`).
+fn items_format<M>(owned: &OwnedThread<M>) -> WireFormat {
+    owned.format.unwrap_or(WireFormat::OpenAi)
+}
+
+impl<M: Sent> ThreadFields<M> {
     /// The thread's parts, in the format their field implies.
-    fn owned(mut self) -> Result<OwnedThread, ApiError> {
+    fn owned(mut self) -> Result<OwnedThread<M>, ApiError> {
         let responses = self.format == Some(WireFormat::Responses);
         let tools = self.tools.take();
         let owned = |format, messages, system| OwnedThread {
@@ -254,20 +376,12 @@ impl ThreadFields {
                 "belongs to the Anthropic format; a Responses thread takes `instructions`",
             )),
             (None, Some(input)) => {
-                let items = match input {
-                    // The API's short form: one user message.
-                    Value::String(text) => vec![json!({"role": "user", "content": text})],
-                    Value::Array(items) => items,
-                    other => {
-                        return Err(ApiError::field(
-                            "/input",
-                            format!(
-                                "must be a string or an array of items, not {}",
-                                thread::type_name(&other)
-                            ),
-                        ));
-                    }
-                };
+                let items = M::items(input).map_err(|what| {
+                    ApiError::field(
+                        "/input",
+                        format!("must be a string or an array of items, not {what}"),
+                    )
+                })?;
                 Ok(owned(
                     Some(WireFormat::Responses),
                     items,
@@ -280,8 +394,13 @@ impl ThreadFields {
 
 /// The warning on a thread without messages, which every provider refuses.
 pub fn empty_thread(thread: &Thread) -> Option<String> {
-    thread.messages.is_empty().then(|| {
-        let field = match thread.format {
+    no_messages(thread.format, thread.messages.len())
+}
+
+/// [`empty_thread`] of a thread of `messages` in `format`.
+pub fn no_messages(format: WireFormat, messages: usize) -> Option<String> {
+    (messages == 0).then(|| {
+        let field = match format {
             WireFormat::Responses => "/input",
             _ => "/messages",
         };

@@ -4,14 +4,15 @@ use super::access::Access;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::extract::ApiJson;
-use super::input::{ThreadFields, method, permitted};
+use super::input::{ThreadFields, method, no_messages, permitted};
 use crate::compress::Ask;
 use crate::error::{ApiError, Result};
 use crate::guard::Caller;
 use crate::state::AppState;
-use crate::thread::{Role, Thread, WireFormat};
+use crate::thread::{Role, WireFormat};
 use crate::tokens::{CountSpec, Encoding, Method, ThreadCount};
 use crate::upstream::{CountSource, Provenance};
 
@@ -21,6 +22,7 @@ const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with
 super::access::routes! { Access::Api; post "/v1/tokens" => count }
 
 super::input::thread_request! {
+    Box<RawValue>;
     /// Either a thread (`messages`, or `input` for a Responses API thread)
     /// or a bare `text`, not both. `system`, `instructions`, `tools` and
     /// `format` describe a thread and must be absent or null with `text`.
@@ -133,7 +135,7 @@ async fn count(
 enum Subject {
     Text(String),
     /// Boxed: the thread's fields are large beside a text.
-    Thread(Box<ThreadFields>),
+    Thread(Box<ThreadFields<Box<RawValue>>>),
 }
 
 impl Subject {
@@ -197,7 +199,7 @@ impl Subject {
             format: None,
             warnings: spec.warnings.clone(),
         };
-        let thread = match self {
+        let fields = match self {
             Subject::Text(text) => {
                 // Within the text limit, with no messages, tools or reply priming.
                 limits.check_text(&text)?;
@@ -205,25 +207,41 @@ impl Subject {
                 (answer.exact, answer.total_tokens) = (c.exact, c.tokens);
                 return Ok((answer, None));
             }
-            Subject::Thread(fields) => fields.parse(&limits)?,
+            Subject::Thread(fields) => fields,
         };
-        let (count, ask) = app.meter.thread(spec, &thread, source);
+        // The provider counts the whole thread as sent: it is parsed whole.
+        // A local count takes the messages seen before from their records.
+        let (format, messages, count, ask) = if source.0 == CountSource::Provider {
+            let thread = fields.values()?.parse(&limits)?;
+            let (count, ask) = app.meter.thread(spec, &thread, source);
+            let messages = thread.messages.iter();
+            let messages: Vec<_> = messages.map(|m| (m.role, m.is_instruction())).collect();
+            (thread.format, messages, count, ask)
+        } else {
+            let thread = fields.outline(&limits, &app.meter.counter(spec))?;
+            let format = thread.format;
+            let (records, count) = app.meter.outlined(spec, thread);
+            let messages = records
+                .iter()
+                .map(|c| (c.outline.role, c.outline.instruction));
+            (format, messages.collect(), count, None)
+        };
         (answer.exact, answer.total_tokens) = (count.exact, count.total);
         answer.tools_tokens = count.tools;
         answer.reply_priming_tokens = crate::tokens::REPLY_PRIMING;
-        answer.format = Some(thread.format);
-        if thread.format == WireFormat::Responses {
+        answer.format = Some(format);
+        if format == WireFormat::Responses {
             answer.warnings.push(RESPONSES_ESTIMATE.into());
         }
-        answer.warnings.extend(super::input::empty_thread(&thread));
-        answer.messages = message_tokens(&thread, &count);
+        answer.warnings.extend(no_messages(format, messages.len()));
+        answer.messages = message_tokens(&messages, &count);
         Ok((answer, ask))
     }
 }
 
 /// The per-message counts: the top-level system prompt first (no index),
-/// then each message under its index.
-fn message_tokens(thread: &Thread, count: &ThreadCount) -> Vec<MessageTokens> {
+/// then each message (its role, and whether it is an instruction) under its index.
+fn message_tokens(messages: &[(Role, bool)], count: &ThreadCount) -> Vec<MessageTokens> {
     let system = count.system.map(|tokens| MessageTokens {
         index: None,
         role: Role::System,
@@ -232,18 +250,13 @@ fn message_tokens(thread: &Thread, count: &ThreadCount) -> Vec<MessageTokens> {
     });
     system
         .into_iter()
-        .chain(
-            thread
-                .messages
-                .iter()
-                .zip(&count.messages)
-                .enumerate()
-                .map(|(i, (m, &tokens))| MessageTokens {
-                    index: Some(i),
-                    role: m.role,
-                    tokens,
-                    instruction: m.is_instruction(),
-                }),
-        )
+        .chain(messages.iter().zip(&count.messages).enumerate().map(
+            |(i, (&(role, instruction), &tokens))| MessageTokens {
+                index: Some(i),
+                role,
+                tokens,
+                instruction,
+            },
+        ))
         .collect()
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::thread::{Thread, WireFormat};
+use crate::thread::{Checked, Thread, WireFormat};
 
 /// Most JSON objects and arrays a body may hold: bounds its parsed memory (about
 /// 130 MB) where the byte limit does not. 8 MiB of agent messages hold some 20,000.
@@ -177,20 +177,29 @@ impl Limits {
 
     /// Checked on the parsed thread: its characters of text.
     pub fn check_thread(&self, thread: &Thread) -> Result<(), OverLimit> {
-        self.check_messages(thread.format, thread.messages.len())?;
+        self.check_items(thread.format, thread.system.as_ref(), &thread.messages)
+    }
+
+    /// [`Limits::check_thread`] on messages parsed or outlined ([`Checked`]).
+    pub fn check_items<S: Checked, M: Checked>(
+        &self,
+        format: WireFormat,
+        system: Option<&S>,
+        messages: &[M],
+    ) -> Result<(), OverLimit> {
+        self.check_messages(format, messages.len())?;
         if self.max_chars == 0 {
             return Ok(());
         }
-        let mut texts = Vec::new();
-        for m in thread.system.iter().chain(&thread.messages) {
-            m.parts.iter().for_each(|p| p.texts(&mut texts));
-        }
+        let bytes =
+            system.map_or(0, S::text_bytes) + messages.iter().map(M::text_bytes).sum::<usize>();
         // Bytes bound characters from above: most threads need no count.
-        if texts.iter().map(|t| t.len()).sum::<usize>() <= self.max_chars {
+        if bytes <= self.max_chars {
             return Ok(());
         }
-        let chars = texts.iter().map(|t| t.chars().count()).sum();
-        self.check_chars(thread.format.items_pointer(), chars)
+        let chars =
+            system.map_or(0, S::text_chars) + messages.iter().map(M::text_chars).sum::<usize>();
+        self.check_chars(format.items_pointer(), chars)
     }
 
     /// Checked on a bare text.

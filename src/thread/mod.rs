@@ -11,6 +11,7 @@ mod edit;
 mod limits;
 mod marker;
 mod openai;
+mod outline;
 mod parse;
 mod responses;
 mod validate;
@@ -24,8 +25,9 @@ pub use echo::{Bounded, MAX_ERRORS, cap, clip_quoted, echo};
 pub use edit::{Cut, Keep, cut_to, text_message, thousands, truncate_to};
 pub use limits::{Limits, MAX_JSON_NODES, MAX_JSON_VALUES, OverLimit, Shape};
 pub use marker::{SummaryMarker, summary_header, summary_text};
-pub use parse::{OwnedThread, RawThread, parse, parse_owned};
-pub use validate::validate;
+pub use outline::{Checked, Item, Outline, Outlined, Seen};
+pub use parse::{OwnedThread, RawThread, outline, parse, parse_owned};
+pub use validate::{check, validate};
 pub use wire::type_name;
 
 /// The wire formats' JSON Schemas, as the parsers here read them: written
@@ -158,7 +160,8 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments as the model wrote them (a JSON text).
     pub arguments: String,
-    /// JSON pointer of the call's id, for error messages.
+    /// JSON pointer of the call's id under its message's (`/tool_calls/0/id`),
+    /// for error messages.
     pub pointer: String,
 }
 
@@ -167,7 +170,7 @@ pub struct ToolResult {
     pub call_id: String,
     pub content: Vec<Part>,
     pub is_error: bool,
-    /// JSON pointer of the result's call id, for error messages.
+    /// JSON pointer of the result's call id under its message's, for error messages.
     pub pointer: String,
 }
 

@@ -4,9 +4,14 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use super::wire::parse_thread;
-use super::{FieldError, Message, Thread, WireFormat, anthropic, openai, responses, validate};
+use super::outline::{Item, Outline, Outlined, Seen, anthropic_only};
+use super::validate::check;
+use super::wire::{Items, ParseItem, ParseSystem, parse_thread};
+use super::{
+    FieldError, Message, Thread, WireFormat, anthropic, compact, openai, responses, validate,
+};
 
 /// A request's thread parts, borrowed (each message is copied into its
 /// [`Message::raw`]); for Responses, `input` and `instructions`.
@@ -19,11 +24,12 @@ pub struct RawThread<'a> {
 }
 
 /// The same parts owned: each message moves into its [`Message::raw`] (a
-/// copy of a long thread costs as much as the parse).
+/// copy of a long thread costs as much as the parse); or each message as its
+/// JSON text (`Box<RawValue>`), to [`outline`].
 #[derive(Debug, Clone, Default)]
-pub struct OwnedThread {
+pub struct OwnedThread<M = Value> {
     pub format: Option<WireFormat>,
-    pub messages: Vec<Value>,
+    pub messages: Vec<M>,
     pub system: Option<Value>,
     pub tools: Option<Value>,
 }
@@ -54,16 +60,12 @@ fn parse_parts(
     system: Option<Cow<'_, Value>>,
     tools: Option<Cow<'_, Value>>,
 ) -> Result<Thread, Vec<FieldError>> {
-    let format =
-        format.unwrap_or_else(|| detect_in(system.as_deref(), messages.iter().map(|m| m.as_ref())));
-    let tools = match tools.map(Cow::into_owned) {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items,
-        Some(_) => {
-            let why = "must be an array of tool definitions";
-            return Err(vec![FieldError::new("/tools", why)]);
-        }
-    };
+    let format = format.unwrap_or_else(|| {
+        detect(system.as_deref(), || {
+            messages.iter().any(|m| anthropic_only(m))
+        })
+    });
+    let tools = tool_list(tools.map(Cow::into_owned))?;
     let (system, messages) = parse_items(format, system, messages)?;
     let thread = Thread {
         format,
@@ -81,65 +83,118 @@ pub(super) fn parse_items<'a>(
     system: Option<Cow<'a, Value>>,
     items: Vec<Cow<'a, Value>>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    match format {
-        WireFormat::OpenAi => parse_thread(
-            system,
-            openai::parse_system,
-            items,
-            "messages",
-            openai::parse_message,
-        ),
-        WireFormat::Anthropic => parse_thread(
-            system,
-            anthropic::parse_system,
-            items,
-            "messages",
-            anthropic::parse_message,
-        ),
-        WireFormat::Responses => parse_thread(
-            system,
-            responses::parse_instructions,
-            items,
-            "input",
-            responses::parse_item,
-        ),
+    let (parse_system, parse_item, field) = parsers(format);
+    parse_thread(system, parse_system, items, field, parse_item)
+}
+
+/// The tool schemas as sent (null is none).
+fn tool_list(tools: Option<Value>) -> Result<Vec<Value>, Vec<FieldError>> {
+    match tools {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => {
+            let why = "must be an array of tool definitions";
+            Err(vec![FieldError::new("/tools", why)])
+        }
     }
 }
 
 /// A top-level `system`, or a block only Anthropic has, means Anthropic.
-fn detect_in<'a>(
-    system: Option<&Value>,
-    mut messages: impl Iterator<Item = &'a Value>,
-) -> WireFormat {
-    const ANTHROPIC_ONLY: [&str; 10] = [
-        "tool_use",
-        "tool_result",
-        "image",
-        "document",
-        "thinking",
-        "redacted_thinking",
-        "server_tool_use",
-        "web_search_tool_result",
-        "search_result",
-        "compaction",
-    ];
-    if system.is_some_and(|s| !s.is_null()) {
-        return WireFormat::Anthropic;
-    }
-    let anthropic_block = messages.any(|m| {
-        m.get("content")
-            .and_then(Value::as_array)
-            .is_some_and(|blocks| {
-                blocks.iter().any(|b| {
-                    b.get("type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| ANTHROPIC_ONLY.contains(&t))
-                })
-            })
-    });
-    if anthropic_block {
+fn detect(system: Option<&Value>, anthropic_block: impl FnOnce() -> bool) -> WireFormat {
+    if system.is_some_and(|s| !s.is_null()) || anthropic_block() {
         WireFormat::Anthropic
     } else {
         WireFormat::OpenAi
     }
+}
+
+/// How a format's system prompt and items are parsed, and its items' field.
+fn parsers<'a>(format: WireFormat) -> (ParseSystem<'a>, ParseItem<'a>, &'static str) {
+    match format {
+        WireFormat::OpenAi => (openai::parse_system, openai::parse_message, "messages"),
+        WireFormat::Anthropic => (
+            anthropic::parse_system,
+            anthropic::parse_message,
+            "messages",
+        ),
+        WireFormat::Responses => (
+            responses::parse_instructions,
+            responses::parse_item,
+            "input",
+        ),
+    }
+}
+
+/// [`parse_owned`] with the messages `seen` before recognised from their JSON
+/// text and kept as their record: only the others are parsed (and outlined).
+/// Checked as [`parse_owned`] checks, by the same rules ([`Checked`]).
+pub fn outline<S: Seen>(
+    raw: OwnedThread<Box<RawValue>>,
+    seen: &S,
+) -> Result<Outlined<S::Record>, Vec<FieldError>> {
+    let keys: Vec<(u128, Option<S::Record>)> = raw
+        .messages
+        .iter()
+        .map(|m| {
+            let key = seen.key(m.get());
+            (key, seen.get(key))
+        })
+        .collect();
+    // Parsed to detect the format, kept for the parse.
+    let mut values: Vec<Option<Value>> = Vec::new();
+    let format = match raw.format {
+        Some(format) => format,
+        None => detect(raw.system.as_ref(), || {
+            values.resize_with(keys.len(), || None);
+            let mut messages = keys.iter().zip(&raw.messages).enumerate();
+            messages.any(|(i, ((_, known), m))| match known {
+                Some(r) => r.as_ref().anthropic,
+                None => {
+                    let value = compact::from_slice(m.get().as_bytes()).ok();
+                    let hint = value.as_ref().is_some_and(anthropic_only);
+                    values[i] = value;
+                    hint
+                }
+            })
+        }),
+    };
+    let tools = tool_list(raw.tools)?;
+    let (parse_system, parse_item, field) = parsers(format);
+    let mut items = Items::new(field, parse_item);
+    let system = items.system(raw.system.map(Cow::Owned), parse_system);
+    let mut messages = Vec::with_capacity(keys.len());
+    for (i, ((key, known), json)) in keys.into_iter().zip(raw.messages).enumerate() {
+        if let Some(r) = known.filter(|r| r.as_ref().format == format) {
+            messages.push(Item::Before(r));
+            continue;
+        }
+        let value = match values.get_mut(i).and_then(Option::take) {
+            Some(v) => v,
+            None => match compact::from_slice(json.get().as_bytes()) {
+                Ok(v) => v,
+                Err(e) => {
+                    items.error(i, e.to_string());
+                    continue;
+                }
+            },
+        };
+        drop(json);
+        if let Some(message) = items.item(i, Cow::Owned(value)) {
+            let outline = Outline::of(&message, format);
+            messages.push(Item::New {
+                key,
+                message: Box::new(message),
+                outline,
+            });
+        }
+    }
+    items.finish()?;
+    let outlines: Vec<&Outline> = messages.iter().map(Item::outline).collect();
+    check(format, &outlines)?;
+    Ok(Outlined {
+        format,
+        system,
+        messages,
+        tools,
+    })
 }

@@ -4,38 +4,44 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::outline::Checked;
 use super::{FieldError, Role, Thread, WireFormat, cap, echo};
 
 pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
+    check(thread.format, &thread.messages)
+}
+
+/// [`validate`] on messages parsed or outlined ([`Checked`]): one set of rules.
+pub fn check<M: Checked>(format: WireFormat, messages: &[M]) -> Result<(), Vec<FieldError>> {
     let mut errs = Vec::new();
     // Every call id seen so far -> index of its assistant message.
     let mut seen: HashMap<&str, usize> = HashMap::new();
     // Calls of the latest assistant message still waiting for a result.
     let mut open = Open::default();
     let mut answered: HashSet<&str> = HashSet::new();
+    let at = |i: usize, tail: &str| pointer(format, i, tail);
 
-    for (i, m) in thread.messages.iter().enumerate() {
-        if m.role == Role::Assistant {
+    for (i, m) in messages.iter().enumerate() {
+        if m.role() == Role::Assistant {
             if !m.is_item() {
-                unanswered(&mut open, &mut errs, i);
+                unanswered(&mut open, &mut errs, i, format);
             }
-            for call in m.tool_calls() {
-                if let Some(first) = seen.insert(&call.id, i) {
+            for (id, tail) in m.calls() {
+                if let Some(first) = seen.insert(id, i) {
                     errs.push(FieldError::new(
-                        &call.pointer,
+                        at(i, tail),
                         format!(
                             "duplicate tool call id `{}` (first used in message {first})",
-                            echo(&call.id)
+                            echo(id)
                         ),
                     ));
                 } else {
-                    open.push(&call.id, &call.pointer);
+                    open.push(id, (i, tail));
                 }
             }
             continue;
         }
-        for result in m.tool_results() {
-            let id = result.call_id.as_str();
+        for (id, tail) in m.results() {
             if open.answer(id) {
                 answered.insert(id);
             } else {
@@ -49,24 +55,19 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
                 } else {
                     format!("no earlier assistant message has a tool call with id `{shown}`")
                 };
-                errs.push(FieldError::new(&result.pointer, why));
+                errs.push(FieldError::new(at(i, tail), why));
             }
         }
         // A tool message or item leaves room for more results.
-        if m.role != Role::Tool && !m.is_item() {
-            unanswered(&mut open, &mut errs, i);
+        if m.role() != Role::Tool && !m.is_item() {
+            unanswered(&mut open, &mut errs, i, format);
         }
     }
     // Calls still open here are trailing: valid. An Anthropic conversation
     // opens with a user turn, a system message included: the API takes the
     // initial system prompt only as the top-level `system`, and a
     // mid-conversation one after a turn.
-    if thread.format == WireFormat::Anthropic
-        && thread
-            .messages
-            .first()
-            .is_some_and(|m| m.role != Role::User)
-    {
+    if format == WireFormat::Anthropic && messages.first().is_some_and(|m| m.role() != Role::User) {
         errs.push(FieldError::new(
             "/messages/0/role",
             "an Anthropic thread must start with a user message",
@@ -79,17 +80,26 @@ pub fn validate(thread: &Thread) -> Result<(), Vec<FieldError>> {
     }
 }
 
+/// The pointer of a field `tail` of message `i` (a part's pointer is kept
+/// under its message's: the same message sits at other indices).
+fn pointer(format: WireFormat, i: usize, tail: &str) -> String {
+    format!("{}/{i}{tail}", format.items_pointer())
+}
+
+/// Where a call is: its message's index and its id's pointer under it.
+type Place<'a> = (usize, &'a str);
+
 /// The calls still waiting for a result, in call order, answered in constant time.
 #[derive(Default)]
 struct Open<'a> {
-    calls: Vec<Option<(&'a str, &'a str)>>,
+    calls: Vec<Option<(&'a str, Place<'a>)>>,
     at: HashMap<&'a str, usize>,
 }
 
 impl<'a> Open<'a> {
-    fn push(&mut self, id: &'a str, pointer: &'a str) {
+    fn push(&mut self, id: &'a str, place: Place<'a>) {
         self.at.insert(id, self.calls.len());
-        self.calls.push(Some((id, pointer)));
+        self.calls.push(Some((id, place)));
     }
 
     /// Marks `id` answered; false when it is not waiting.
@@ -104,10 +114,10 @@ impl<'a> Open<'a> {
     }
 }
 
-fn unanswered(open: &mut Open<'_>, errs: &mut Vec<FieldError>, before: usize) {
-    for (id, pointer) in open.calls.drain(..).flatten() {
+fn unanswered(open: &mut Open<'_>, errs: &mut Vec<FieldError>, before: usize, format: WireFormat) {
+    for (id, (i, tail)) in open.calls.drain(..).flatten() {
         errs.push(FieldError::new(
-            pointer,
+            pointer(format, i, tail),
             format!(
                 "tool call `{}` has no result before message {before}",
                 echo(id)

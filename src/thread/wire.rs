@@ -6,39 +6,102 @@ use std::fmt::Write as _;
 use super::{Bounded, FieldError, Message, Opaque, Part, Role, echo};
 use serde_json::Value;
 
+/// How one item of a thread is parsed: `(item, its pointer, errors)`.
+pub type ParseItem<'a> = fn(Cow<'a, Value>, &str, &mut Vec<FieldError>) -> Option<Message>;
+
+/// How a thread's system prompt is parsed: `(system, errors)`.
+pub type ParseSystem<'a> = fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>;
+
 /// The system prompt (null is none) and every item of `/{field}`, or their errors.
 pub fn parse_thread<'a>(
     system: Option<Cow<'a, Value>>,
-    parse_system: fn(Cow<'a, Value>, &mut Vec<FieldError>) -> Option<Message>,
+    parse_system: ParseSystem<'a>,
     items: Vec<Cow<'a, Value>>,
     field: &str,
-    parse: fn(Cow<'a, Value>, &str, &mut Vec<FieldError>) -> Option<Message>,
+    parse: ParseItem<'a>,
 ) -> Result<(Option<Message>, Vec<Message>), Vec<FieldError>> {
-    let mut errs = Bounded::default();
-    let mut scratch = Vec::new();
-    // Each item's pointer is written over the last one's: one buffer for the
-    // thread, not an allocation per message.
-    let mut at = format!("/{field}/");
-    let prefix = at.len();
-    let system = system
-        .filter(|s| !s.is_null())
-        .and_then(|s| parse_system(s, &mut scratch));
-    errs.absorb(&mut scratch);
+    let mut parser = Items::new(field, parse);
+    let system = parser.system(system, parse_system);
     let parsed = items
         .into_iter()
         .enumerate()
-        .filter_map(|(i, m)| {
-            at.truncate(prefix);
-            let _ = write!(at, "{i}"); // a String's `write!` cannot fail
-            let parsed = parse(m, &at, &mut scratch);
-            errs.absorb(&mut scratch);
-            parsed
-        })
+        .filter_map(|(i, m)| parser.item(i, m))
         .collect();
-    if errs.is_empty() {
-        Ok((system, parsed))
-    } else {
-        Err(errs.finish())
+    parser.finish().map(|()| (system, parsed))
+}
+
+/// Parses a thread's items one at a time, keeping their errors (a bounded
+/// number: [`Bounded`]).
+pub struct Items<'a> {
+    parse: ParseItem<'a>,
+    /// Each item's pointer is written over the last one's: one buffer for
+    /// the thread, not an allocation per message.
+    at: String,
+    prefix: usize,
+    errs: Bounded,
+    scratch: Vec<FieldError>,
+}
+
+impl<'a> Items<'a> {
+    pub fn new(field: &str, parse: ParseItem<'a>) -> Self {
+        let at = format!("/{field}/");
+        Self {
+            parse,
+            prefix: at.len(),
+            at,
+            errs: Bounded::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The system prompt (null is none), or None with its errors kept.
+    pub fn system(
+        &mut self,
+        system: Option<Cow<'a, Value>>,
+        parse: ParseSystem<'a>,
+    ) -> Option<Message> {
+        let system = system
+            .filter(|s| !s.is_null())
+            .and_then(|s| parse(s, &mut self.scratch));
+        self.errs.absorb(&mut self.scratch);
+        system
+    }
+
+    /// Item `i`, or None with its errors kept. Its parts' pointers are kept
+    /// under its own (it sits elsewhere in another request).
+    pub fn item(&mut self, i: usize, m: Cow<'a, Value>) -> Option<Message> {
+        self.at.truncate(self.prefix);
+        let _ = write!(self.at, "{i}"); // a String's `write!` cannot fail
+        let parsed = (self.parse)(m, &self.at, &mut self.scratch);
+        self.errs.absorb(&mut self.scratch);
+        let mut parsed = parsed?;
+        let under = self.at.len();
+        for p in &mut parsed.parts {
+            match p {
+                Part::ToolCall(c) => drop(c.pointer.drain(..under.min(c.pointer.len()))),
+                Part::ToolResult(r) => drop(r.pointer.drain(..under.min(r.pointer.len()))),
+                _ => {}
+            }
+        }
+        Some(parsed)
+    }
+
+    /// An error of item `i` found before its parse.
+    pub fn error(&mut self, i: usize, message: String) {
+        self.scratch.push(FieldError::new(
+            format!("{}{i}", &self.at[..self.prefix]),
+            message,
+        ));
+        self.errs.absorb(&mut self.scratch);
+    }
+
+    /// Every item parsed, or their errors.
+    pub fn finish(self) -> Result<(), Vec<FieldError>> {
+        if self.errs.is_empty() {
+            Ok(())
+        } else {
+            Err(self.errs.finish())
+        }
     }
 }
 

@@ -1,10 +1,13 @@
 //! Counting a thread as the OpenAI cookbook's `num_tokens_from_messages`:
 //! exact for plain string contents, else estimated ([`approximations`]).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
-use super::{Encoders, Encoding, memo};
-use crate::thread::{MediaKind, Message, Part, Thread};
+use super::memo::{self, Counted, Memoized};
+use super::{Encoders, Encoding};
+use crate::thread::{Item, MediaKind, Message, Outlined, Part, Seen, Thread};
 
 /// Tokens every message costs besides its fields (OpenAI cookbook).
 pub const MESSAGE_OVERHEAD: usize = 3;
@@ -125,20 +128,34 @@ impl Counter<'_> {
         }
     }
 
-    /// One message with its overhead; a recent one costs a hash (BPE only: `chars` is cheaper).
+    /// One message with its overhead.
     pub fn message(&self, m: &Message) -> MessageCount {
-        let memoize = self.memoize && self.method == Method::Bpe;
-        let n = if memoize && text_bytes(m) >= memo::MIN_BYTES {
-            let memo = &self.encoders.memo;
-            let key = memo.key(&(self.encoding, m.role, &m.name, &m.parts));
-            memo.get_or(key, || self.uncalibrated(m))
-        } else {
-            self.uncalibrated(m)
-        };
+        self.framed(self.tokens(m), m.plain)
+    }
+
+    /// A message's count, calibrated, from its uncalibrated tokens.
+    fn framed(&self, tokens: usize, plain: bool) -> MessageCount {
         MessageCount {
-            tokens: self.calibrate(n),
-            exact: self.exact_model && m.plain,
+            tokens: self.calibrate(tokens),
+            exact: self.exact_model && plain,
         }
+    }
+
+    /// One message's tokens, uncalibrated; a recent one costs a hash (BPE
+    /// only: `chars` is cheaper).
+    fn tokens(&self, m: &Message) -> usize {
+        let memoize = self.memoize && self.method == Method::Bpe;
+        if !memoize || text_bytes(m) < memo::MIN_BYTES {
+            return self.uncalibrated(m);
+        }
+        let memo = &self.encoders.memo;
+        let key = memo.key(&(self.encoding, m.role, &m.name, &m.parts));
+        if let Some(Memoized::Count(n)) = memo.get(key) {
+            return n as usize;
+        }
+        let n = self.uncalibrated(m);
+        memo.keep(key, Memoized::Count(n as u64));
+        n
     }
 
     fn uncalibrated(&self, m: &Message) -> usize {
@@ -190,7 +207,51 @@ impl Counter<'_> {
     pub fn thread(&self, thread: &Thread) -> ThreadCount {
         let system = thread.system.as_ref().map(|s| self.message(s));
         let per: Vec<MessageCount> = thread.messages.iter().map(|m| self.message(m)).collect();
-        let tools = self.tools(&thread.tools);
+        self.total(system, per, &thread.tools)
+    }
+
+    /// [`Counter::thread`] of an outlined thread: its messages seen before
+    /// are counted from their records, the others counted and remembered.
+    pub fn outlined(&self, thread: Outlined<Arc<Counted>>) -> (Vec<Arc<Counted>>, ThreadCount) {
+        let messages: Vec<Arc<Counted>> = thread
+            .messages
+            .into_iter()
+            .map(|item| match item {
+                Item::Before(counted) => counted,
+                Item::New {
+                    key,
+                    message,
+                    outline,
+                } => {
+                    // Its record supersedes a count by its parts: no second key.
+                    let tokens = self.uncalibrated(&message);
+                    drop(message);
+                    let counted = Arc::new(Counted { outline, tokens });
+                    if self.memoize {
+                        let memo = &self.encoders.memo;
+                        memo.keep(key, Memoized::Counted(counted.clone()));
+                    }
+                    counted
+                }
+            })
+            .collect();
+        let system = thread.system.as_ref().map(|s| self.message(s));
+        let per = messages
+            .iter()
+            .map(|c| self.framed(c.tokens, c.outline.plain))
+            .collect();
+        let count = self.total(system, per, &thread.tools);
+        (messages, count)
+    }
+
+    /// Per-message counts + tools + reply priming = total.
+    fn total(
+        &self,
+        system: Option<MessageCount>,
+        per: Vec<MessageCount>,
+        tools: &[serde_json::Value],
+    ) -> ThreadCount {
+        let tools = self.tools(tools);
         let exact = self.exact_model
             && tools == 0
             && system.is_none_or(|s| s.exact)
@@ -205,5 +266,69 @@ impl Counter<'_> {
             total,
             exact,
         }
+    }
+}
+
+/// A counter recognises the messages it counted before (when it memoizes),
+/// by their JSON text, its encoding and its method.
+impl Seen for Counter<'_> {
+    type Record = Arc<Counted>;
+
+    fn key(&self, json: &str) -> u128 {
+        let method = match self.method {
+            Method::Bpe => None,
+            Method::Chars { chars_per_token } => Some(chars_per_token.to_bits()),
+        };
+        self.encoders.memo.key(&(self.encoding, method, json))
+    }
+
+    fn get(&self, key: u128) -> Option<Arc<Counted>> {
+        if !self.memoize {
+            return None;
+        }
+        match self.encoders.memo.get(key)? {
+            Memoized::Counted(counted) => Some(counted),
+            Memoized::Count(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    use serde_json::value::RawValue;
+
+    use super::*;
+    use crate::thread::{self, OwnedThread};
+    use crate::tokens::{CountSpec, ModelRegistry, cancel};
+
+    /// A message counted after its request was cancelled is not remembered:
+    /// its count (cut short) would answer the next request.
+    #[test]
+    fn a_cancelled_count_leaves_no_record() {
+        let registry = ModelRegistry::embedded();
+        let spec = CountSpec::resolve(&registry, "gpt-4o", None, None, Method::Bpe);
+        let counter = spec.counter(Encoders::global());
+        let text = format!(
+            r#"{{"role":"user","content":"{} {}"}}"#,
+            "word ".repeat(50),
+            line!()
+        );
+        let sent = OwnedThread {
+            messages: vec![RawValue::from_string(text).unwrap()],
+            ..Default::default()
+        };
+        let outline = || thread::outline(sent.clone(), &counter).unwrap();
+        let is_new = |t: &Outlined<Arc<Counted>>| matches!(t.messages[0], Item::New { .. });
+
+        let gone = Arc::new(AtomicBool::new(true));
+        let (_, cut) = cancel::scope(gone, || counter.outlined(outline()));
+        assert!(is_new(&outline()), "not remembered");
+        let (_, counted) = counter.outlined(outline());
+        assert!(counted.total > cut.total);
+        assert!(!is_new(&outline()), "remembered");
+        assert_eq!(counter.outlined(outline()).1, counted);
     }
 }

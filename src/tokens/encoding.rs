@@ -66,8 +66,8 @@ impl FromStr for Encoding {
 pub struct Encoders {
     p50k: tiktoken_rs::CoreBPE,
     r50k: tiktoken_rs::CoreBPE,
-    /// Per-message counts of recent requests (see [`Memo`]).
-    pub memo: Memo,
+    /// Per-message counts and records of recent requests (see [`Memo`]).
+    pub memo: Memo<super::Memoized>,
 }
 
 static GLOBAL: LazyLock<Encoders> =

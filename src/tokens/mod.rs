@@ -20,7 +20,7 @@ pub use count::{
     approximations,
 };
 pub use encoding::{Encoders, Encoding};
-pub use memo::Memo;
+pub use memo::{Counted, Memo, Memoized};
 pub use pieces::tokenized_bytes;
 pub use registry::{CachePrices, ModelRegistry, ModelSpec};
 pub use spec::CountSpec;

@@ -26,6 +26,7 @@ mod limits;
 mod llm_e2e;
 mod metrics;
 mod numbers;
+mod outline_props;
 mod playground;
 mod properties;
 mod provider;

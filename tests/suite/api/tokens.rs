@@ -332,3 +332,51 @@ async fn a_warm_memo_counts_what_a_cold_count_does_a_changed_byte_included() {
         }
     }
 }
+
+/// A resent thread's unchanged messages are recognised from their JSON text
+/// (not parsed again): a wrong one among them still gets the 422 naming its
+/// field, both a field of its own and a tool pairing that the messages
+/// recognised around it break; and the field pointers name the message's
+/// index in this request, not where it sat when it was remembered.
+#[tokio::test]
+async fn a_wrong_message_after_a_warm_up_is_a_422_naming_its_field() {
+    let app = app();
+    let sent = thread("medium-02.openai");
+    assert_eq!(post(&app, "/v1/tokens", &sent).await.status, 200);
+
+    let mut wrong_role = sent.clone();
+    wrong_role["messages"][4]["role"] = json!("wizard");
+    let r = post(&app, "/v1/tokens", &wrong_role).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    assert_eq!(r.json()["errors"][0]["pointer"], "/messages/4/role");
+
+    // Message 3 answers message 2's call: with another id it answers none,
+    // and message 2's call (recognised, not parsed) has no result.
+    let mut unpaired = sent.clone();
+    unpaired["messages"][3]["tool_call_id"] = json!("call_nobody");
+    let r = post(&app, "/v1/tokens", &unpaired).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    let errors = r.json()["errors"].clone();
+    let pointers: Vec<&str> = errors
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["pointer"].as_str().unwrap())
+        .collect();
+    assert!(pointers.contains(&"/messages/3/tool_call_id"), "{errors}");
+    assert!(
+        pointers.contains(&"/messages/2/tool_calls/0/id"),
+        "{errors}"
+    );
+
+    // The same messages one place later (a user turn first): their records
+    // are found, and their pointers follow them.
+    let mut shifted = unpaired.clone();
+    let messages = shifted["messages"].as_array_mut().unwrap();
+    messages.insert(1, json!({"role": "user", "content": "first"}));
+    let r = post(&app, "/v1/tokens", &shifted).await;
+    assert_eq!(r.status, 422, "{}", r.text());
+    let errors = r.json()["errors"].to_string();
+    assert!(errors.contains("/messages/4/tool_call_id"), "{errors}");
+    assert!(errors.contains("/messages/3/tool_calls/0/id"), "{errors}");
+}
