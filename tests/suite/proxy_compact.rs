@@ -89,8 +89,14 @@ async fn condense_with(url: &str, dir: &std::path::Path, upstream: bool) -> Rout
             },
             false => Default::default(),
         },
+        // Its own file, named: an unset URL would take `DATABASE_URL` (the
+        // full tier's shared database), where the second round would find
+        // the first round's item and ask the provider for none.
         cache: condense::config::CacheSettings {
-            path: dir.join("cache.sqlite3"),
+            database_url: Some(format!(
+                "sqlite://{}?mode=rwc",
+                dir.join("cache.sqlite3").display()
+            )),
             ..Default::default()
         },
         ..Default::default()
