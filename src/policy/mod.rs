@@ -3,6 +3,7 @@
 mod assess;
 mod clear;
 pub mod duration;
+mod held_back;
 mod overlay;
 mod payback;
 mod prior;
@@ -14,12 +15,11 @@ mod verdict;
 
 pub use assess::{Assessment, assess};
 pub use clear::{ClearOverrides, ClearSettings, ClearTrigger, DEFAULT_PLACEHOLDER};
-pub use prior::{summary_in_thread, summary_message};
+pub use prior::{PriorSummary, summary_in_thread, summary_message, summary_message_tokens};
 pub use profile::{OnUpstreamError, Profile, ProfileOverrides, SummaryRole, TruncateKeep};
 pub use profiles::Profiles;
 pub use render::render_text;
 pub use strategy::Strategy;
 pub use verdict::{
-    LastSummary, PriorSummary, Trigger, Verdict, decide, decide_knowing, summary_message_tokens,
-    verdict, with_provider_total,
+    LastSummary, Trigger, Verdict, decide, decide_knowing, verdict, with_provider_total,
 };

@@ -1,8 +1,66 @@
 //! Which summary a request extends (a summary message in the thread, or the
-//! `summary` object), decided here so the verdict and compression agree.
+//! `summary` object), and what its message costs, decided here so the
+//! verdict and compression agree.
 
-use super::PriorSummary;
-use crate::thread::{Message, SummaryMarker, Thread};
+use crate::thread::{Message, Part, Role, SummaryMarker, Thread, summary_text};
+use crate::tokens::Counter;
+
+/// The summary a previous compression returned, as far as the verdict needs it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriorSummary {
+    /// The last index of `messages` the summary covers.
+    pub last_message_idx: usize,
+    pub content: Option<String>,
+    pub token_count: Option<u64>,
+    /// How many messages it stands for (compression extends the count).
+    pub messages_summarized: Option<u64>,
+    /// When it was written, as the summary object said.
+    pub created_at: Option<String>,
+}
+
+impl PriorSummary {
+    /// The messages it replaced: as it said, else every message of
+    /// `thread` it covers after the pinned prefix but the instructions
+    /// (kept verbatim after a summary, so not replaced by it). The `N` of
+    /// its header, for the verdict and compression alike.
+    pub fn replaced(&self, thread: &Thread) -> usize {
+        self.messages_summarized.map_or_else(
+            || {
+                let pinned = thread.pinned_len();
+                let end = (self.last_message_idx + 1).min(thread.messages.len());
+                thread.messages.get(pinned..end).map_or(0, |span| {
+                    span.iter().filter(|m| !m.is_instruction()).count()
+                })
+            },
+            |n| n as usize,
+        )
+    }
+
+    /// What the summary costs as a message in the next request.
+    pub(super) fn tokens(&self, counter: &Counter<'_>, thread: &Thread) -> u64 {
+        let covered = self.replaced(thread);
+        match (&self.content, self.token_count) {
+            (Some(text), _) => summary_message_tokens(counter, covered, text),
+            // Without the text, its reported size plus the header and a user message's framing.
+            (None, Some(n)) => n + summary_message_tokens(counter, covered, ""),
+            (None, None) => 0,
+        }
+    }
+}
+
+/// What the summary message (header and content, as a user message) costs in
+/// the next request: the verdict and compression price it the same way.
+pub fn summary_message_tokens(counter: &Counter<'_>, covered: usize, content: &str) -> u64 {
+    let m = Message {
+        role: Role::User,
+        name: None,
+        parts: vec![Part::Text(summary_text(covered, content))],
+        plain: true,
+        iteration: None,
+        raw: serde_json::Value::Null,
+    };
+    counter.message(&m).tokens as u64
+}
 
 /// condense's summary message, when one follows the pinned prefix (`pinned` long).
 pub fn summary_message(thread: &Thread, pinned: usize) -> Option<SummaryMarker> {
@@ -32,7 +90,7 @@ pub fn summary_in_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::thread::{Part, Role, WireFormat, summary_text};
+    use crate::thread::WireFormat;
 
     fn message(role: Role, text: &str) -> Message {
         Message {
