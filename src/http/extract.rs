@@ -6,6 +6,7 @@ use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::{HeaderMap, header, request::Parts};
 use http_body_util::BodyExt;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_path_to_error::Segment;
 
@@ -33,20 +34,7 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> 
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
-        require_json(req.headers())?;
-        let ticket = req.extensions().get::<Ticket>().cloned();
-        let RawBody(bytes) = RawBody::from_request(req, state).await?;
-        // Bounded before parsing: a parsed node costs far more than its bytes.
-        let shape = Shape::of(&bytes);
-        if let Some(why) = shape.too_many() {
-            return Err(ApiError::TooManyNodes(why));
-        }
-        // The gate reserved the body; parsing it takes what its shape costs.
-        if let Some(ticket) = ticket
-            && !ticket.try_grow_to(memory::parsed_bytes(&shape))
-        {
-            return Err(ApiError::OverBudget(ticket.budget()));
-        }
+        let ApiBody(bytes) = ApiBody::from_request(req, state).await?;
         // A long thread takes milliseconds to parse: off the async workers,
         // its request's place and memory taken until it ends.
         if bytes.len() > INLINE_PARSE_BYTES {
@@ -64,21 +52,71 @@ impl<T: DeserializeOwned + Send + 'static> FromRequest<AppState> for ApiJson<T> 
     }
 }
 
+/// A JSON body as [`ApiJson`] takes it (its media type, size, shape and
+/// memory checked), not yet parsed: for a request that borrows its parts
+/// from the body ([`parse_borrowed`]).
+pub struct ApiBody(pub Bytes);
+
+impl FromRequest<AppState> for ApiBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        require_json(req.headers())?;
+        let ticket = req.extensions().get::<Ticket>().cloned();
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        // Bounded before parsing: a parsed node costs far more than its bytes.
+        let shape = Shape::of(&bytes);
+        if let Some(why) = shape.too_many() {
+            return Err(ApiError::TooManyNodes(why));
+        }
+        // The gate reserved the body; parsing it takes what its shape costs.
+        if let Some(ticket) = ticket
+            && !ticket.try_grow_to(memory::parsed_bytes(&shape))
+        {
+            return Err(ApiError::OverBudget(ticket.budget()));
+        }
+        Ok(ApiBody(bytes))
+    }
+}
+
 /// Smaller bodies parse faster than a hop to the blocking pool.
 const INLINE_PARSE_BYTES: usize = 64 * 1024;
 
 /// Parses in one pass; only a body that fails takes the slower path that
 /// says what is wrong and where ([`explain`]).
 fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    match stream(bytes) {
+        Ok(parsed) => Ok(parsed),
+        Err(Some(e)) => Err(out_of_range::<T>(bytes, e)),
+        Err(None) => explain(bytes),
+    }
+}
+
+/// [`parse`] of a request `T` that borrows from `bytes`; a body that fails is
+/// explained as its owned twin `E` would be (a `Value` lends nothing to
+/// borrow): the same errors as `ApiJson<E>`.
+pub fn parse_borrowed<'a, T: Deserialize<'a>, E: DeserializeOwned>(
+    bytes: &'a [u8],
+) -> Result<T, ApiError> {
+    match stream(bytes) {
+        Ok(parsed) => Ok(parsed),
+        Err(Some(e)) => Err(out_of_range::<E>(bytes, e)),
+        // The twin takes what the request does: it fails too.
+        Err(None) => Err(explain::<E>(bytes).err().unwrap_or_else(|| {
+            ApiError::MalformedJson("the body could not be read as this request".into())
+        })),
+    }
+}
+
+/// The fast pass: the request, or why not (a number past f64 says so).
+fn stream<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, Option<String>> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match T::deserialize(&mut de).and_then(|parsed| de.end().map(|()| parsed)) {
         Ok(parsed) if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') => Ok(parsed),
         // A number past f64 (`1e400`) where a field takes a float: a `Value`
         // keeps it (as written, `thread::compact`), the field cannot.
-        Err(e) if e.to_string().starts_with("number out of range") => {
-            Err(out_of_range::<T>(bytes, e.to_string()))
-        }
-        _ => explain(bytes),
+        Err(e) if e.to_string().starts_with("number out of range") => Err(Some(e.to_string())),
+        _ => Err(None),
     }
 }
 

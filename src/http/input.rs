@@ -2,20 +2,37 @@
 
 /// Declares a thread endpoint's request type with the shared fields first
 /// (`deny_unknown_fields` rules out `#[serde(flatten)]`). Its messages (or
-/// items) are taken as `Value`s, or, after `Box<RawValue>;`, as their JSON
-/// text ([`Sent`]).
+/// items) are taken as `Value`s, or, after `<'a> Cow<'a, RawValue>;`, as
+/// their JSON text borrowed from the body ([`Sent`]).
 macro_rules! thread_request {
     ($(#[$m:meta])* pub struct $name:ident { $($body:tt)* }) => {
         $crate::http::input::thread_request! {
             serde_json::Value; $(#[$m])* pub struct $name { $($body)* }
         }
     };
+    (<$lt:lifetime> $item:ty, explained as $twin:ident; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $crate::http::input::thread_request! {
+            @ [$lt] [#[serde(borrow)]] []; $item; $(#[$m])* pub struct $name { $($(#[$fm])* pub $field: $ty,)* }
+        }
+        $crate::http::input::thread_request! {
+            @ [] [] [#[allow(dead_code)]]; serde_json::Value;
+            #[doc = concat!("[`", stringify!($name), "`] with its messages as `Value`s: why a body is not one is said as for any request ([`super::extract::parse_borrowed`]).")]
+            #[allow(dead_code)]
+            pub struct $twin { $($(#[$fm])* pub $field: $ty,)* }
+        }
+    };
     ($item:ty; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $crate::http::input::thread_request! {
+            @ [] [] []; $item; $(#[$m])* pub struct $name { $($(#[$fm])* pub $field: $ty,)* }
+        }
+    };
+    (@ [$($lt:lifetime)?] [$(#[$borrow:meta])?] [$(#[$unused:meta])?]; $item:ty; $(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$m])*
         #[derive(Debug, serde::Deserialize, utoipa::ToSchema)]
         #[serde(deny_unknown_fields)]
-        pub struct $name {
+        pub struct $name$(<$lt>)? {
             #[serde(default, deserialize_with = "super::input::items")]
+            $(#[$borrow])?
             #[schema(schema_with = super::input::messages)]
             pub messages: Option<Vec<$item>>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
@@ -23,6 +40,7 @@ macro_rules! thread_request {
             pub system: Option<serde_json::Value>,
             /// A Responses API thread: its items and instructions.
             #[serde(default, deserialize_with = "super::input::item")]
+            $(#[$borrow])?
             #[schema(schema_with = super::input::input)]
             pub input: Option<$item>,
             #[serde(default, deserialize_with = "crate::thread::compact::value")]
@@ -55,7 +73,8 @@ macro_rules! thread_request {
             $($(#[$fm])* pub $field: $ty,)*
         }
 
-        impl $name {
+        $(#[$unused])?
+        impl$(<$lt>)? $name$(<$lt>)? {
             /// The thread's fields, taken out of the request.
             fn thread(&mut self) -> super::input::ThreadFields<$item> {
                 super::input::ThreadFields {
@@ -71,6 +90,8 @@ macro_rules! thread_request {
     };
 }
 pub(super) use thread_request;
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -122,17 +143,17 @@ where
 }
 
 /// How a request takes each message (or item) of its thread: as a `Value`,
-/// or as its JSON text, to be recognised when it was seen before
-/// ([`thread::outline`]).
-pub trait Sent: Sized + std::fmt::Debug {
-    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
+/// or as its JSON text borrowed from the body, to be recognised when it was
+/// seen before ([`thread::outline`]).
+pub trait Sent<'de>: Sized + std::fmt::Debug {
+    fn take<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error>;
     /// `input`'s items: its array's, or its short form's one user message;
     /// else what it is instead.
     fn items(input: Self) -> Result<Vec<Self>, &'static str>;
 }
 
-impl Sent for Value {
-    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+impl<'de> Sent<'de> for Value {
+    fn take<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Compact::deserialize(d).map(|c| c.0)
     }
 
@@ -146,9 +167,11 @@ impl Sent for Value {
     }
 }
 
-impl Sent for Box<RawValue> {
-    fn take<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Box::<RawValue>::deserialize(d)
+/// A message's JSON text: borrowed from the body (no copy), or written here
+/// (the short form of `input`).
+impl<'de: 'a, 'a> Sent<'de> for Cow<'a, RawValue> {
+    fn take<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&'a RawValue>::deserialize(d).map(Cow::Borrowed)
     }
 
     fn items(input: Self) -> Result<Vec<Self>, &'static str> {
@@ -156,9 +179,15 @@ impl Sent for Box<RawValue> {
         match text.as_bytes().first() {
             // The API's short form: one user message.
             Some(b'"') => RawValue::from_string(format!(r#"{{"role":"user","content":{text}}}"#))
-                .map(|m| vec![m])
+                .map(|m| vec![Cow::Owned(m)])
                 .map_err(|_| "a string"),
-            Some(b'[') => serde_json::from_str(text).map_err(|_| "an array"),
+            Some(b'[') => match input {
+                Cow::Borrowed(text) => serde_json::from_str::<Vec<&'a RawValue>>(text.get())
+                    .map(|items| items.into_iter().map(Cow::Borrowed).collect()),
+                Cow::Owned(text) => serde_json::from_str::<Vec<Box<RawValue>>>(text.get())
+                    .map(|items| items.into_iter().map(Cow::Owned).collect()),
+            }
+            .map_err(|_| "an array"),
             Some(b'{') => Err("an object"),
             Some(b'n') => Err("null"),
             Some(b't' | b'f') => Err("a boolean"),
@@ -170,14 +199,14 @@ impl Sent for Box<RawValue> {
 /// One [`Sent`] item, for a sequence of them.
 struct Taken<T>(T);
 
-impl<'de, T: Sent> Deserialize<'de> for Taken<T> {
+impl<'de, T: Sent<'de>> Deserialize<'de> for Taken<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         T::take(d).map(Taken)
     }
 }
 
 /// For `#[serde(default, deserialize_with = "items")]`: the messages, without spare room.
-pub fn items<'de, D: Deserializer<'de>, T: Sent>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+pub fn items<'de, D: Deserializer<'de>, T: Sent<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
     let taken = Option::<Vec<Taken<T>>>::deserialize(d)?;
     Ok(taken.map(|v| {
         let mut v: Vec<T> = v.into_iter().map(|t| t.0).collect();
@@ -187,7 +216,7 @@ pub fn items<'de, D: Deserializer<'de>, T: Sent>(d: D) -> Result<Option<Vec<T>>,
 }
 
 /// For `#[serde(default, deserialize_with = "item")]`.
-pub fn item<'de, D: Deserializer<'de>, T: Sent>(d: D) -> Result<Option<T>, D::Error> {
+pub fn item<'de, D: Deserializer<'de>, T: Sent<'de>>(d: D) -> Result<Option<T>, D::Error> {
     Ok(Option::<Taken<T>>::deserialize(d)?.map(|t| t.0))
 }
 
@@ -291,7 +320,7 @@ impl ThreadFields {
     }
 }
 
-impl ThreadFields<Box<RawValue>> {
+impl ThreadFields<Cow<'_, RawValue>> {
     /// [`ThreadFields::parse`] with the messages `seen` before recognised
     /// from their JSON text, not parsed ([`thread::outline`]); checked by the
     /// same rules and limits.
@@ -310,7 +339,7 @@ impl ThreadFields<Box<RawValue>> {
 
     /// The fields with their messages as `Value`s, for [`ThreadFields::parse`].
     pub fn values(self) -> Result<ThreadFields, ApiError> {
-        let value = |m: Box<RawValue>| {
+        let value = |m: Cow<'_, RawValue>| {
             compact::from_slice(m.get().as_bytes())
                 .map_err(|e| ApiError::MalformedJson(e.to_string()))
         };
@@ -334,7 +363,7 @@ fn items_format<M>(owned: &OwnedThread<M>) -> WireFormat {
     owned.format.unwrap_or(WireFormat::OpenAi)
 }
 
-impl<M: Sent> ThreadFields<M> {
+impl<'de, M: Sent<'de>> ThreadFields<M> {
     /// The thread's parts, in the format their field implies.
     fn owned(mut self) -> Result<OwnedThread<M>, ApiError> {
         let responses = self.format == Some(WireFormat::Responses);

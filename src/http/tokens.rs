@@ -5,8 +5,9 @@ use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
-use super::extract::ApiJson;
+use super::extract::{ApiBody, parse_borrowed};
 use super::input::{ThreadFields, method, no_messages, permitted};
 use crate::compress::Ask;
 use crate::error::{ApiError, Result};
@@ -22,7 +23,7 @@ const RESPONSES_ESTIMATE: &str = "a Responses API thread: texts are counted with
 super::access::routes! { Access::Api; post "/v1/tokens" => count }
 
 super::input::thread_request! {
-    Box<RawValue>;
+    <'a> Cow<'a, RawValue>, explained as TokensShape;
     /// Either a thread (`messages`, or `input` for a Responses API thread)
     /// or a bare `text`, not both. `system`, `instructions`, `tools` and
     /// `format` describe a thread and must be absent or null with `text`.
@@ -112,16 +113,20 @@ impl From<Method> for CountMethod {
 async fn count(
     State(app): State<AppState>,
     caller: Caller,
-    ApiJson(req): ApiJson<TokensRequest>,
+    ApiBody(body): ApiBody,
 ) -> Result<Json<TokensResponse>> {
-    permitted(req.count, caller)?;
-    let method = method(req.method, req.chars_per_token, None)?;
-    let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
-    let source = (req.count.unwrap_or_default(), caller.provider);
-    // The shape first: a wrong one is answered before any limit or count.
-    let subject = Subject::of(req, source.0)?;
+    // Parsed where it is counted: each message borrowed from the body.
     let (mut response, ask) = app
-        .cpu(move |app| subject.count(app, &spec, source))
+        .cpu(move |app| {
+            let req: TokensRequest = parse_borrowed::<_, TokensShape>(&body)?;
+            permitted(req.count, caller)?;
+            let method = method(req.method, req.chars_per_token, None)?;
+            let spec = app.meter.spec(req.model.as_deref(), req.encoding, method);
+            let source = (req.count.unwrap_or_default(), caller.provider);
+            // The shape first: a wrong one is answered before any limit or count.
+            let subject = Subject::of(req, source.0)?;
+            subject.count(app, &spec, source)
+        })
         .await?;
     if let Some(total) = app.meter.ask(ask, &mut response.warnings).await {
         response.provenance = Provenance::provider(response.total_tokens as u64);
@@ -132,15 +137,15 @@ async fn count(
 }
 
 /// What a request counts: a bare text or a thread, never both.
-enum Subject {
+enum Subject<'a> {
     Text(String),
     /// Boxed: the thread's fields are large beside a text.
-    Thread(Box<ThreadFields<Box<RawValue>>>),
+    Thread(Box<ThreadFields<Cow<'a, RawValue>>>),
 }
 
-impl Subject {
+impl<'a> Subject<'a> {
     /// Reads the request's shape; each error names the field that is wrong.
-    fn of(mut req: TokensRequest, source: CountSource) -> Result<Subject> {
+    fn of(mut req: TokensRequest<'a>, source: CountSource) -> Result<Subject<'a>> {
         let thread_sent = req.messages.is_some() || req.input.is_some();
         match (req.text.take(), thread_sent) {
             (Some(_), true) => Err(ApiError::field(

@@ -25,7 +25,8 @@ pub struct RawThread<'a> {
 
 /// The same parts owned: each message moves into its [`Message::raw`] (a
 /// copy of a long thread costs as much as the parse); or each message as its
-/// JSON text (`Box<RawValue>`), to [`outline`].
+/// JSON text (a `&RawValue` borrowed from the body, or a `Box<RawValue>`),
+/// to [`outline`].
 #[derive(Debug, Clone, Default)]
 pub struct OwnedThread<M = Value> {
     pub format: Option<WireFormat>,
@@ -128,8 +129,8 @@ fn parsers<'a>(format: WireFormat) -> (ParseSystem<'a>, ParseItem<'a>, &'static 
 /// [`parse_owned`] with the messages `seen` before recognised from their JSON
 /// text and kept as their record: only the others are parsed (and outlined).
 /// Checked as [`parse_owned`] checks, by the same rules ([`Checked`]).
-pub fn outline<S: Seen>(
-    raw: OwnedThread<Box<RawValue>>,
+pub fn outline<S: Seen, M: std::ops::Deref<Target = RawValue>>(
+    raw: OwnedThread<M>,
     seen: &S,
 ) -> Result<Outlined<S::Record>, Vec<FieldError>> {
     let keys: Vec<(u128, Option<S::Record>)> = raw

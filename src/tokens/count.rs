@@ -317,7 +317,9 @@ mod tests {
             line!()
         );
         let sent = OwnedThread {
-            messages: vec![RawValue::from_string(text).unwrap()],
+            messages: vec![std::borrow::Cow::Owned(
+                RawValue::from_string(text).unwrap(),
+            )],
             ..Default::default()
         };
         let outline = || thread::outline(sent.clone(), &counter).unwrap();
