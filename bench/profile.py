@@ -29,7 +29,7 @@ import peers
 # condense's own stages of a /v1/tokens request, by inclusive instructions
 # (a function and all it calls); the names hold in older builds too.
 STAGES = [
-    ("JSON body -> request type", r"^condense::http::extract::parse$|^serde_json::de::from_slice|"
+    ("JSON body -> request type", r"^condense::http::extract::parse(_borrowed)?$|^serde_json::de::from_slice|"
                                   r"^serde_path_to_error::de::deserialize"),
     # A local /v1/tokens count outlines the thread (messages seen before from
     # the memo) and counts the outline; the other routes parse and count it whole.
