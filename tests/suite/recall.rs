@@ -18,18 +18,7 @@ mod rounds;
 use conversation::conversation;
 use measure::{Recall, fixture_span, injection, opens, summarize, tokens};
 
-const FIXTURES: [&str; 10] = [
-    "small-00.openai",
-    "small-00.anthropic",
-    "small-01.openai",
-    "small-01.anthropic",
-    "medium-02.openai",
-    "medium-02.anthropic",
-    "medium-03.openai",
-    "medium-03.anthropic",
-    "large-04.openai",
-    "large-04.anthropic",
-];
+const FIXTURES: [&str; 10] = crate::support::common::EXAMPLES;
 
 /// Turns of a generated conversation; its span is the first 90%.
 const TURNS: usize = 400;

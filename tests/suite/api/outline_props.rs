@@ -15,19 +15,12 @@ use condense::tokens::{CountSpec, Counter, Encoders, Method, ModelRegistry, Thre
 
 static ENCODERS: LazyLock<Encoders> = LazyLock::new(|| Encoders::load().unwrap());
 
-const THREADS: [&str; 11] = [
-    "small-00.openai",
-    "small-00.anthropic",
-    "small-01.openai",
-    "small-01.anthropic",
-    "medium-02.openai",
-    "medium-02.anthropic",
-    "medium-03.openai",
-    "medium-03.anthropic",
-    "large-04.openai",
-    "large-04.anthropic",
-    "large-04.responses",
-];
+/// The example threads, and large-04's Responses form.
+fn threads() -> Vec<&'static str> {
+    let mut all = crate::support::common::EXAMPLES.to_vec();
+    all.push("large-04.responses");
+    all
+}
 
 /// What a count answers: the format, each message's role and instruction
 /// flag, and the count; or the errors.
@@ -101,7 +94,7 @@ proptest! {
 
     #[test]
     fn recognised_messages_answer_what_parsed_ones_do(
-        name in prop::sample::select(&THREADS[..]),
+        name in prop::sample::select(threads()),
         model in prop::sample::select(&[("gpt-4o", None), ("claude-sonnet-4-5", None), ("gpt-4o", Some(3.5))][..]),
         edits in prop::collection::vec((any::<prop::sample::Index>(), any::<prop::sample::Index>(), prop::sample::select(&b"a0\"{ }\\,:x"[..])), 1..3),
     ) {

@@ -165,6 +165,20 @@ pub fn fixture(name: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// The example threads of `data/threads`, smallest first, in both formats.
+pub const EXAMPLES: [&str; 10] = [
+    "small-00.openai",
+    "small-00.anthropic",
+    "small-01.openai",
+    "small-01.anthropic",
+    "medium-02.openai",
+    "medium-02.anthropic",
+    "medium-03.openai",
+    "medium-03.anthropic",
+    "large-04.openai",
+    "large-04.anthropic",
+];
+
 /// A file of the product's `data/` (the example threads) as JSON.
 pub fn data(name: &str) -> Value {
     let path = format!("{}/data/{name}", env!("CARGO_MANIFEST_DIR"));
