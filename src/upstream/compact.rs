@@ -56,19 +56,8 @@ impl CompactTarget {
     }
 
     async fn compact_once(&self, input: &[Value]) -> Result<Compacted, UpstreamError> {
-        let up = &self.via;
-        let _permit = up
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| UpstreamError::Connect("client closed".into()))?;
-        let attempt = up.metrics.upstream_attempt(up.config.kind.as_str());
-        let result = self.post(input).await;
-        match &result {
-            Ok(r) => attempt.answered(r.prompt_tokens, r.completion_tokens),
-            Err(e) => attempt.failed(e.label()),
-        }
-        result
+        let usage = |r: &Compacted| (r.prompt_tokens, r.completion_tokens);
+        self.via.attempt(self.post(input), usage).await
     }
 
     async fn post(&self, input: &[Value]) -> Result<Compacted, UpstreamError> {

@@ -158,15 +158,30 @@ impl Upstream {
 
     /// One attempt under the concurrency cap, recorded in the metrics.
     async fn observed(&self, req: &ChatRequest) -> Result<ChatResponse, UpstreamError> {
+        self.attempt(self.once(req), |r| (r.prompt_tokens, r.completion_tokens))
+            .await
+    }
+
+    /// `call` as one attempt under the concurrency cap, recorded in the
+    /// metrics with the tokens `usage` reads of its answer: every call an
+    /// upstream makes (a completion, a compaction) goes through here.
+    pub(super) async fn attempt<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, UpstreamError>>,
+        usage: impl FnOnce(&T) -> (u64, u64),
+    ) -> Result<T, UpstreamError> {
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|_| UpstreamError::Connect("client closed".into()))?;
         let attempt = self.metrics.upstream_attempt(self.config.kind.as_str());
-        let result = self.once(req).await;
+        let result = call.await;
         match &result {
-            Ok(r) => attempt.answered(r.prompt_tokens, r.completion_tokens),
+            Ok(r) => {
+                let (prompt, completion) = usage(r);
+                attempt.answered(prompt, completion)
+            }
             Err(e) => attempt.failed(e.label()),
         }
         result
